@@ -1,0 +1,30 @@
+"""streamfilter: cut build logs and test output down to what matters, live.
+
+The pure core: ``StreamFilter`` (bytes in, KEEP/DROP ``Run`` values out) and its
+stages; see README.md for the command line.
+"""
+
+from __future__ import annotations
+
+from .errors import InputError, StreamfilterError, UsageError
+from .filter import DEFAULT_QUERY, FilterConfig, FilterStats, Notice, StreamFilter
+from .records import LineBlock, Run
+from .tokens import Query, tokenize
+
+__version__ = "0.1.0"
+
+__all__ = (
+    "DEFAULT_QUERY",
+    "FilterConfig",
+    "FilterStats",
+    "InputError",
+    "LineBlock",
+    "Notice",
+    "Query",
+    "Run",
+    "StreamFilter",
+    "StreamfilterError",
+    "UsageError",
+    "__version__",
+    "tokenize",
+)

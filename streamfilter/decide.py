@@ -1,0 +1,134 @@
+"""Scores -> KEEP/DROP (stage 5): the cut, and the line ranges protected hits keep.
+
+The cut is Otsu's threshold (Otsu 1979, "A threshold selection method from
+gray-level histograms") over the scores of recent windows that contain a query
+term, floored by a configured minimum. It is recomputed once per group of
+``group_windows`` windows, from a bounded history ending at that group's last
+window, so it depends only on window order, never on chunking.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ("CutTracker", "otsu_threshold", "protected_ranges")
+
+FloatArray = npt.NDArray[np.float64]
+Int64Array = npt.NDArray[np.int64]
+
+
+def otsu_threshold(values: FloatArray, bins: int = 64) -> float:
+    """Otsu's threshold of ``values``: the cut that maximizes between-class variance.
+
+    Args:
+        values: shape ``(n,)`` scores, n >= 1.
+        bins: histogram bins.
+
+    Returns:
+        The lowest value of the upper class: values ``>=`` it are the high class.
+        When all values are equal, that value (everything is in the upper class).
+    """
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo <= 1e-12 * max(1.0, abs(hi)):
+        return lo
+    hist, edges = np.histogram(values, bins=bins, range=(lo, hi))
+    weight = hist.astype(np.float64)
+    centers = (edges[:-1] + edges[1:]) / 2.0
+    w0 = np.cumsum(weight)[:-1]
+    w1 = weight.sum() - w0
+    m0 = np.cumsum(weight * centers)[:-1]
+    m1 = (weight * centers).sum() - m0
+    valid = (w0 > 0) & (w1 > 0)
+    between = np.zeros_like(w0)
+    between[valid] = w0[valid] * w1[valid] * (m0[valid] / w0[valid] - m1[valid] / w1[valid]) ** 2
+    k = int(np.argmax(between))
+    return float(edges[k + 1])
+
+
+class CutTracker:
+    """The score cut per group of windows.
+
+    Args:
+        min_score: floor of the cut.
+        group_windows: windows per group; a group's cut is known once its last
+            window is scored (this is the decision's look-ahead, in windows).
+        history: how many recent term-bearing window scores Otsu sees.
+        min_samples: below this many term-bearing windows in the history, the
+            cut is the floor (every window with a query term is kept).
+
+    State is bounded by ``history`` scores and the cuts of undecided groups.
+    """
+
+    def __init__(self, min_score: float = 0.0, group_windows: int = 32, history: int = 1024,
+                 min_samples: int = 16) -> None:
+        self.min_score = min_score
+        self.group = group_windows
+        self.min_samples = min_samples
+        self._recent: deque[float] = deque(maxlen=history)
+        self._pending: list[tuple[float, bool]] = []  # scored windows of the open group
+        self._cuts: dict[int, float] = {}
+        self.known_groups = 0  # groups 0..known_groups-1 have a cut
+
+    def add(self, scores: FloatArray, has_term: npt.NDArray[np.bool_]) -> None:
+        """Add the next windows' scores, in stream order."""
+        for score, term in zip(scores.tolist(), has_term.tolist(), strict=True):
+            self._pending.append((score, term))
+            if term:
+                self._recent.append(score)
+            if len(self._pending) == self.group:
+                self._close_group()
+
+    def flush(self) -> None:
+        """End of input: the open group gets its cut from what was seen."""
+        if self._pending:
+            self._close_group()
+
+    def _close_group(self) -> None:
+        recent = np.fromiter(self._recent, dtype=np.float64)
+        cut = self.min_score
+        if recent.shape[0] >= self.min_samples:
+            cut = max(cut, otsu_threshold(recent))
+        self._cuts[self.known_groups] = cut
+        self.known_groups += 1
+        self._pending.clear()
+
+    def cuts(self, windows: Int64Array) -> FloatArray:
+        """The cut in force for each window id (all must be in known groups)."""
+        groups = windows // self.group
+        return np.asarray([self._cuts[g] for g in groups.tolist()], dtype=np.float64)
+
+    def forget_before(self, window: int) -> None:
+        """Drop cuts of groups wholly before ``window`` (they are decided)."""
+        for g in [g for g in self._cuts if (g + 1) * self.group <= window]:
+            del self._cuts[g]
+
+
+def protected_ranges(hits: Int64Array, records: Int64Array, before: int, extend: int) -> tuple[Int64Array, Int64Array]:
+    """Line ranges kept around protected hits.
+
+    Each hit keeps ``before`` lines before it and extends forward through the
+    lines of its record (stack frames, indented notes), at most ``extend`` lines.
+
+    Args:
+        hits: shape ``(h,)``: indexes into ``records`` of protected lines, sorted.
+        records: shape ``(n,)``: record id of each line (all lines up to
+            ``hit + extend`` must be present, or the array ends the stream).
+        before: lines kept before each hit.
+        extend: most lines kept after each hit.
+
+    Returns:
+        ``(first, last)``: shape ``(h,)`` each, inclusive indexes into ``records``.
+    """
+    n = int(records.shape[0])
+    if hits.shape[0] == 0:
+        return hits, hits
+    change = np.flatnonzero(records[1:] != records[:-1]) + 1  # first line of each new record
+    nxt = np.searchsorted(change, hits, side="right")
+    record_end = np.where(nxt < change.shape[0], change[np.minimum(nxt, max(change.shape[0] - 1, 0))] - 1, n - 1) \
+        if change.shape[0] else np.full_like(hits, n - 1)
+    last = np.minimum(np.minimum(record_end, hits + extend), n - 1)
+    first = np.maximum(hits - before, 0)
+    return first.astype(np.int64), np.maximum(last, hits).astype(np.int64)

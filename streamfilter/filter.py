@@ -1,0 +1,412 @@
+"""The pure, incremental filter: bytes in, KEEP/DROP runs out.
+
+``StreamFilter.feed(bytes) -> list[Run]`` and ``flush() -> list[Run]`` chain the
+stages: lines -> scoring text -> layout, terms, signatures -> windows -> BM25
+scores -> cut -> per-line decisions -> runs (KEEP verbatim, DROP summarized).
+No I/O, no event loop; the CLI and the daemon share it.
+
+Decisions wait for a bounded look-ahead: a line is decided once its window's
+group has a cut and ``lookahead_lines`` more lines have arrived (so the last
+``tail_lines`` lines and the context after a protected hit are known). Every
+decision depends only on the bytes, never on how they were chunked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from .decide import CutTracker, protected_ranges
+from .lines import LineSplitter
+from .normalize import normalize_block
+from .records import LineBlock, Run
+from .score import BM25Scorer
+from .segment import Segmenter, WindowAssignment, line_layout
+from .signatures import SignatureSet
+from .summarize import DropSummary
+from .tokens import Query, count_terms
+
+__all__ = ("DEFAULT_QUERY", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
+
+Int64Array = npt.NDArray[np.int64]
+
+DEFAULT_QUERY = "error failed failure exception traceback fatal panic assert denied timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class FilterConfig:
+    """Settings of one filter (units in the names; all counts are lines unless said).
+
+    Attributes:
+        query: the query text; split into terms by ``Query.parse``.
+        window_lines: N, most lines packed into a window.
+        window_chars: M, most characters packed into a window.
+        max_line_bytes: scoring cap per line in bytes (the line is still emitted whole).
+        head_lines: H, first lines of the stream always kept.
+        tail_lines: T, last lines of the stream always kept.
+        context_lines: C, lines kept before each protected hit.
+        extend_lines: most lines a protected hit keeps after it, through its record.
+        min_score: floor of the BM25 cut.
+        protect: extra signature regexes (Python syntax, matched anywhere in a line).
+        k1, b, delta: BM25+ parameters (rank-bm25 defaults).
+        group_windows: windows per cut group (decision look-ahead, in windows).
+        top_shapes: K, shapes named in a DROP summary.
+        summary_chars: longest DROP summary, in characters.
+        max_keep_event_bytes: a KEEP run longer than this is emitted in pieces.
+    """
+
+    query: str = DEFAULT_QUERY
+    window_lines: int = 8
+    window_chars: int = 1200
+    max_line_bytes: int = 1 << 20
+    head_lines: int = 3
+    tail_lines: int = 30
+    context_lines: int = 3
+    extend_lines: int = 60
+    min_score: float = 0.0
+    protect: tuple[str, ...] = ()
+    k1: float = 1.5
+    b: float = 0.75
+    delta: float = 1.0
+    group_windows: int = 32
+    top_shapes: int = 3
+    summary_chars: int = 240
+    max_keep_event_bytes: int = 1 << 20
+
+    @property
+    def lookahead_lines(self) -> int:
+        """Lines that must follow a line before it is decided."""
+        return max(self.tail_lines, self.context_lines + self.extend_lines)
+
+
+@dataclass(slots=True)
+class FilterStats:
+    """Totals so far: lines and bytes in, kept and dropped; runs emitted."""
+
+    lines: int = 0
+    bytes: int = 0
+    kept_lines: int = 0
+    kept_bytes: int = 0
+    dropped_lines: int = 0
+    dropped_bytes: int = 0
+    keep_runs: int = 0
+    drop_runs: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something about the input worth a warning (the edge logs it; the filter goes on).
+
+    Attributes:
+        event: ``input.invalid_utf8`` (first line with invalid UTF-8 in the stream)
+            or ``input.long_line`` (a line over ``max_line_bytes``).
+        line: 1-based line number.
+        n_bytes: the line's length in bytes.
+    """
+
+    event: str
+    line: int
+    n_bytes: int
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Per-line arrays of the lines not yet emitted (index 0 = stream line ``base``)."""
+
+    base: int = 0
+    ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    term: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    window: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    record: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    forced: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    tokens: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+
+
+class StreamFilter:
+    """One stream through every stage: ``feed(bytes) -> list[Run]``, ``flush() -> list[Run]``.
+
+    Runs come out in order and cover every line exactly once; KEEP runs carry
+    the exact input bytes. Memory is bounded by the look-ahead (lines and
+    windows), one KEEP run of at most ``max_keep_event_bytes`` plus its last
+    line, the longest line, and a bounded shape table per DROP run.
+
+    Args:
+        config: the filter's settings.
+        source: a name for the stream (used by sinks only).
+
+    Raises:
+        UsageError: a ``protect`` pattern that is not a valid regex.
+    """
+
+    def __init__(self, config: FilterConfig | None = None, source: str = "-") -> None:
+        self.config = cfg = config or FilterConfig()
+        self.source = source
+        self.query = Query.parse(cfg.query)
+        self.stats = FilterStats()
+        self.notices: list[Notice] = []
+        self._signatures = SignatureSet(extra=cfg.protect)
+        self._splitter = LineSplitter()
+        self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars)
+        self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
+        self._cuts = CutTracker(cfg.min_score, cfg.group_windows)
+        self._p = _Pending(tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
+        self._buf = bytearray()  # raw bytes of pending lines
+        self._buf_start = 0  # stream offset of _buf[0]
+        self._assigned = 0  # lines with a window
+        self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
+        self._hit_ids = np.zeros(0, dtype=np.int64)
+        # per-window arrays, index 0 = window id _w_base
+        self._w_base = 0
+        self._w_score = np.zeros(0, dtype=np.float64)
+        self._w_term = np.zeros(0, dtype=bool)
+        self._w_prot = np.zeros(0, dtype=np.int64)
+        self._scored = 0  # windows 0.._scored-1 have a score
+        self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
+        self._open: DropSummary | None = None
+        self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
+        self._seen_invalid_utf8 = False
+        self._done = False
+
+    # -- input ---------------------------------------------------------------------------
+    def feed(self, chunk: bytes) -> list[Run]:
+        """Add the next bytes of the stream; return the runs decided so far."""
+        if self._done:
+            raise RuntimeError("feed() after flush()")
+        block = self._splitter.feed(chunk)
+        if block is not None:
+            self._ingest(block)
+        return self._emit(final=False)
+
+    def flush(self) -> list[Run]:
+        """End of the stream: decide and return every remaining run."""
+        if self._done:
+            return []
+        block = self._splitter.flush()
+        if block is not None:
+            self._ingest(block)
+        self._assign(self._segmenter.flush())
+        self._score_windows(self._segmenter_closed)
+        self._cuts.flush()
+        self._done = True
+        return self._emit(final=True)
+
+    def _ingest(self, block: LineBlock) -> None:
+        cfg, p = self.config, self._p
+        n = block.n_lines
+        self.stats.lines += n
+        self.stats.bytes += len(block.data)
+        self._check_text(block)
+        norm = normalize_block(block.data, n, cfg.max_line_bytes)
+        for i in norm.capped:
+            length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
+            self.notices.append(Notice("input.long_line", block.first_line + i, length))
+        tokens, tf = count_terms(norm.text, norm.ends, self.query)
+        hits, ids = self._signatures.find(norm.text, norm.ends)
+        first = block.first_line - 1
+        p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
+        p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
+        p.frames = np.concatenate((p.frames, norm.frames))
+        p.window = np.concatenate((p.window, np.full(n, -1, dtype=np.int64)))
+        p.record = np.concatenate((p.record, np.full(n, -1, dtype=np.int64)))
+        p.forced = np.concatenate((p.forced, np.zeros(n, dtype=bool)))
+        p.tokens = np.concatenate((p.tokens, tokens))
+        p.tf = np.concatenate((p.tf, tf))
+        self._buf += block.data
+        self._hits = np.concatenate((self._hits, hits + first))
+        self._hit_ids = np.concatenate((self._hit_ids, ids))
+        self._assign(self._segmenter.feed(line_layout(norm.text, norm.ends)))
+        self._score_windows(self._segmenter_closed)
+
+    def _check_text(self, block: LineBlock) -> None:
+        if self._seen_invalid_utf8:
+            return
+        try:
+            block.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._seen_invalid_utf8 = True
+            i = int(np.searchsorted(block.ends, exc.start, side="right"))
+            length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
+            self.notices.append(Notice("input.invalid_utf8", block.first_line + i, length))
+
+    def _assign(self, assignment: WindowAssignment) -> None:
+        p = self._p
+        a = assignment.first_line - p.base
+        k = int(assignment.windows.shape[0])
+        if k:
+            p.window[a : a + k] = assignment.windows
+            p.record[a : a + k] = assignment.records
+            self._assigned = assignment.first_line + k
+            top = int(assignment.windows[-1]) + 1 - self._w_base
+            grow = top - self._w_score.shape[0]
+            if grow > 0:
+                self._w_score = np.concatenate((self._w_score, np.zeros(grow)))
+                self._w_term = np.concatenate((self._w_term, np.zeros(grow, dtype=bool)))
+                self._w_prot = np.concatenate((self._w_prot, np.full(grow, -1, dtype=np.int64)))
+        self._segmenter_closed = assignment.closed
+
+    def _score_windows(self, closed: int) -> None:
+        """Score windows ``_scored .. closed-1`` (all their lines are assigned)."""
+        if closed <= self._scored:
+            return
+        p = self._p
+        assigned = self._assigned - p.base
+        wins = p.window[:assigned]
+        ids = np.arange(self._scored, closed, dtype=np.int64)
+        first = np.searchsorted(wins, ids)
+        end = int(np.searchsorted(wins, closed))
+        lo = int(first[0])
+        offsets = first - lo
+        lengths = np.add.reduceat(p.tokens[lo:end], offsets) if end > lo else np.zeros(0, dtype=np.int64)
+        tf = np.add.reduceat(p.tf[lo:end], offsets, axis=0) if end > lo else p.tf[:0]
+        scores = self._scorer.score(lengths, tf)
+        has_term = tf.sum(axis=1) > 0
+        rel = ids - self._w_base
+        self._w_score[rel] = scores
+        self._w_term[rel] = has_term
+        self._cuts.add(scores, has_term)
+        self._scored = closed
+
+    # -- decisions -----------------------------------------------------------------------
+    def _apply_hits(self, final: bool) -> None:
+        cfg, p = self.config, self._p
+        assigned = self._assigned - p.base
+        ready = self._hits + cfg.extend_lines < self._assigned if not final else np.ones_like(self._hits, dtype=bool)
+        ready &= self._hits < self._assigned
+        if not ready.any():
+            return
+        hits = self._hits[ready] - p.base
+        ids = self._hit_ids[ready]
+        self._hits, self._hit_ids = self._hits[~ready], self._hit_ids[~ready]
+        first, last = protected_ranges(hits, p.record[:assigned], cfg.context_lines, cfg.extend_lines)
+        marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
+        np.add.at(marks, first, 1)
+        np.add.at(marks, last + 1, -1)
+        p.forced |= np.cumsum(marks[:-1]) > 0
+        wrel = p.window[hits] - self._w_base
+        unset = self._w_prot[wrel] < 0
+        self._w_prot[wrel[unset]] = ids[unset]
+
+    def _emit(self, final: bool) -> list[Run]:
+        cfg, p = self.config, self._p
+        self._apply_hits(final)
+        total = p.base + p.ends.shape[0]
+        if final:
+            limit = total
+        else:
+            decided = self._cuts.known_groups * cfg.group_windows
+            assigned = self._assigned - p.base
+            by_cut = p.base + int(np.searchsorted(p.window[:assigned], decided))
+            limit = min(self._assigned - cfg.lookahead_lines, by_cut)
+        n = limit - p.base
+        runs: list[Run] = []
+        if n <= 0:
+            return runs
+        wrel = p.window[:n] - self._w_base
+        w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1
+        cut = self._cuts.cuts(np.arange(w_lo, w_hi, dtype=np.int64) + self._w_base)
+        w_keep = (self._w_prot[w_lo:w_hi] >= 0) | (self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut))
+        keep = w_keep[wrel - w_lo] | p.forced[:n]
+        head = cfg.head_lines - p.base
+        if head > 0:
+            keep[:head] = True
+        if final and cfg.tail_lines > 0:
+            keep[max(0, n - cfg.tail_lines) :] = True
+        self._build_runs(keep, runs)
+        if final:
+            self._close_runs(runs)
+        self._trim(n)
+        return runs
+
+    # -- runs ----------------------------------------------------------------------------
+    def _build_runs(self, keep: npt.NDArray[np.bool_], runs: list[Run]) -> None:
+        n = int(keep.shape[0])
+        cuts = np.flatnonzero(keep[1:] != keep[:-1]) + 1
+        bounds = [0, *cuts.tolist(), n]
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            if keep[a]:
+                self._add_keep(a, b, runs)
+            else:
+                self._add_drop(a, b, runs)
+
+    def _line_start(self, rel: int) -> int:
+        return int(self._p.ends[rel - 1]) if rel > 0 else self._buf_start
+
+    def _add_keep(self, a: int, b: int, runs: list[Run]) -> None:
+        p, cap = self._p, self.config.max_keep_event_bytes
+        if self._open is not None:
+            runs.append(self._close_drop())
+        while a < b:
+            start = self._line_start(a)
+            if self._keep is None:
+                self._keep = (p.base + a + 1, start, bytearray())
+            first_line, start_byte, data = self._keep
+            room = cap - len(data)
+            # the first line at which the run reaches the cap closes it (a deterministic split)
+            stop = int(np.searchsorted(p.ends[a:b], start + room, side="left")) + a + 1
+            stop = min(stop, b)
+            end = int(p.ends[stop - 1])
+            data += self._buf[start - self._buf_start : end - self._buf_start]
+            a = stop
+            if len(data) >= cap:
+                runs.append(self._close_keep())
+
+    def _add_drop(self, a: int, b: int, runs: list[Run]) -> None:
+        p, cfg = self._p, self.config
+        if self._keep is not None:
+            runs.append(self._close_keep())
+        start, end = self._line_start(a), int(p.ends[b - 1])
+        if self._open is None:
+            self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
+        self._open.add(
+            bytes(self._buf[start - self._buf_start : end - self._buf_start]),
+            b - a,
+            int(p.term[a:b].sum()),
+            p.frames[a:b],
+        )
+
+    def _close_keep(self) -> Run:
+        assert self._keep is not None
+        first_line, start_byte, data = self._keep
+        self._keep = None
+        n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        run = Run("keep", first_line, first_line + n_lines - 1, start_byte, start_byte + len(data), bytes(data))
+        self.stats.kept_lines += run.lines
+        self.stats.kept_bytes += run.n_bytes
+        self.stats.keep_runs += 1
+        return run
+
+    def _close_drop(self) -> Run:
+        assert self._open is not None
+        s = self._open
+        self._open = None
+        self.stats.dropped_lines += s.lines
+        self.stats.dropped_bytes += s.end_byte - s.start_byte
+        self.stats.drop_runs += 1
+        return Run("drop", s.first_line, s.last_line, s.start_byte, s.end_byte, summary=s.render())
+
+    def _close_runs(self, runs: list[Run]) -> None:
+        if self._keep is not None:
+            runs.append(self._close_keep())
+        if self._open is not None:
+            runs.append(self._close_drop())
+
+    def _trim(self, n: int) -> None:
+        """Forget the first ``n`` pending lines (decided and accounted for)."""
+        p = self._p
+        end = int(p.ends[n - 1])
+        del self._buf[: end - self._buf_start]
+        self._buf_start = end
+        first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
+        p.base += n
+        p.ends, p.term, p.frames = p.ends[n:], p.term[n:], p.frames[n:]
+        p.window, p.record, p.forced = p.window[n:], p.record[n:], p.forced[n:]
+        p.tokens, p.tf = p.tokens[n:], p.tf[n:]
+        if first_window is not None and first_window > self._w_base:
+            k = first_window - self._w_base
+            self._w_score, self._w_term, self._w_prot = self._w_score[k:], self._w_term[k:], self._w_prot[k:]
+            self._w_base = first_window
+            self._cuts.forget_before(first_window)

@@ -1,0 +1,65 @@
+"""Bytes in arbitrary chunks -> complete lines (stage 1).
+
+Lines are split on ``\\n`` only, as the corpus numbers them: ``\\r\\n`` and a lone
+``\\r`` stay inside the line's bytes. Nothing is decoded here, so invalid UTF-8,
+NUL bytes and a multi-byte character split across two chunks cannot raise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .records import LineBlock
+
+__all__ = ("LineSplitter",)
+
+
+class LineSplitter:
+    """Incremental line splitter: ``feed(bytes) -> LineBlock | None``, ``flush()``.
+
+    A partial last line is held until its ``\\n`` arrives or until ``flush``. The
+    held bytes are the only state, so memory is bounded by the longest line; a
+    line is never cut (the scoring stage caps what it reads of a long line).
+    """
+
+    def __init__(self) -> None:
+        self._partial = bytearray()
+        self._next_line = 1
+        self._offset = 0  # stream offset of the first byte not yet emitted
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of the partial line held back, waiting for its ``\\n``."""
+        return len(self._partial)
+
+    def feed(self, chunk: bytes) -> LineBlock | None:
+        """Add ``chunk``; return the lines it completes, or None if it completes none."""
+        last_nl = chunk.rfind(b"\n")
+        if last_nl < 0:
+            self._partial += chunk
+            return None
+        if self._partial:
+            self._partial += chunk[: last_nl + 1]
+            data = bytes(self._partial)
+            self._partial = bytearray(chunk[last_nl + 1 :])
+        else:
+            data = chunk[: last_nl + 1]
+            self._partial = bytearray(chunk[last_nl + 1 :])
+        return self._emit(data, complete=True)
+
+    def flush(self) -> LineBlock | None:
+        """End of input: return the last line without its ``\\n``, if any."""
+        if not self._partial:
+            return None
+        data = bytes(self._partial)
+        self._partial = bytearray()
+        return self._emit(data, complete=False)
+
+    def _emit(self, data: bytes, *, complete: bool) -> LineBlock:
+        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10).astype(np.int64) + 1
+        if not complete:
+            ends = np.append(ends, np.int64(len(data)))
+        block = LineBlock(data=data, first_line=self._next_line, start_byte=self._offset, ends=ends)
+        self._next_line += block.n_lines
+        self._offset += len(data)
+        return block

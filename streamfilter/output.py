@@ -1,0 +1,46 @@
+"""Runs -> output bytes: the ``text`` and ``jsonl`` formats.
+
+``text``: each KEEP run's bytes exactly as they arrived; each DROP run as its
+summary line. ``jsonl``: one JSON object a line (see README, "Output formats").
+"""
+
+from __future__ import annotations
+
+import json
+
+from .filter import FilterStats
+from .records import Run
+
+__all__ = ("FORMATS", "end_event", "render")
+
+FORMATS = ("text", "jsonl")
+
+
+def render(run: Run, fmt: str, source: str) -> bytes:
+    """The bytes that represent ``run`` in format ``fmt`` (``text`` or ``jsonl``)."""
+    if fmt == "text":
+        if run.decision == "keep":
+            return run.data
+        return run.summary.encode("utf-8") + b"\n"
+    event: dict[str, object] = {
+        "event": run.decision,
+        "source": source,
+        "first_line": run.first_line,
+        "last_line": run.last_line,
+        "start_byte": run.start_byte,
+        "end_byte": run.end_byte,
+        "lines": run.lines,
+    }
+    if run.decision == "keep":
+        # JSON carries text: invalid UTF-8 is replaced here (text format stays byte-exact)
+        event["text"] = run.data.decode("utf-8", "replace")
+    else:
+        event["bytes"] = run.n_bytes
+        event["summary"] = run.summary
+    return json.dumps(event, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def end_event(stats: FilterStats, source: str) -> bytes:
+    """The closing JSONL object of a stream, with its totals."""
+    event = {"event": "end", "source": source, **{k: getattr(stats, k) for k in stats.__slots__}}
+    return json.dumps(event).encode("utf-8") + b"\n"

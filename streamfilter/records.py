@@ -1,0 +1,109 @@
+"""The plain values that flow between the pipeline's stages.
+
+source -> ``LineBlock`` -> windows (arrays inside the filter) -> ``Run`` -> sink.
+Every value is a frozen dataclass; batches of lines are numpy arrays, never one
+Python object per line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ("LineBlock", "Run", "WindowTrace")
+
+Int64Array = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class LineBlock:
+    """A batch of complete lines, exactly as they arrived.
+
+    Attributes:
+        data: the raw bytes of the lines, each line with its own terminator
+            (``\\n``; a ``\\r`` before it stays in the bytes). Only the last line of
+            the stream may lack a ``\\n``.
+        first_line: 1-based number of the first line in ``data``.
+        start_byte: stream offset (bytes) of ``data[0]``.
+        ends: shape ``(n_lines,)``, int64: end offset of each line in ``data``
+            (exclusive, so line ``i`` is ``data[ends[i-1]:ends[i]]``).
+    """
+
+    data: bytes
+    first_line: int
+    start_byte: int
+    ends: Int64Array
+
+    @property
+    def n_lines(self) -> int:
+        """Number of lines in the block."""
+        return int(self.ends.shape[0])
+
+    def starts(self) -> Int64Array:
+        """Start offset of each line in ``data``, shape ``(n_lines,)``."""
+        out = np.empty_like(self.ends)
+        if out.shape[0]:
+            out[0] = 0
+            out[1:] = self.ends[:-1]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WindowTrace:
+    """Why one window was kept or dropped (``--explain``).
+
+    Attributes:
+        first_line: 1-based first line of the window.
+        last_line: 1-based last line of the window (inclusive).
+        score: BM25 score of the window against the query.
+        cut: the score threshold in force for the window.
+        reason: ``protected:<name>``, ``score``, ``head``, ``tail``, ``context``
+            or ``below-cut`` (for dropped windows).
+    """
+
+    first_line: int
+    last_line: int
+    score: float
+    cut: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A maximal range of consecutive lines with one decision.
+
+    Attributes:
+        decision: ``"keep"`` (written verbatim) or ``"drop"`` (summarized).
+        first_line: 1-based first line (inclusive).
+        last_line: 1-based last line (inclusive).
+        start_byte: stream offset of the run's first byte.
+        end_byte: stream offset one past the run's last byte.
+        data: for KEEP runs the exact input bytes; empty for DROP runs.
+        summary: for DROP runs the one-line summary (no newline); empty for KEEP.
+        traces: per-window decision traces, filled only when explaining.
+
+    A KEEP run that grows past the filter's ``max_keep_event_bytes`` is emitted
+    as several consecutive KEEP runs, so no run holds unbounded memory.
+    """
+
+    decision: Literal["keep", "drop"]
+    first_line: int
+    last_line: int
+    start_byte: int
+    end_byte: int
+    data: bytes = b""
+    summary: str = ""
+    traces: tuple[WindowTrace, ...] = field(default=())
+
+    @property
+    def lines(self) -> int:
+        """Number of lines in the run."""
+        return self.last_line - self.first_line + 1
+
+    @property
+    def n_bytes(self) -> int:
+        """Number of input bytes the run covers."""
+        return self.end_byte - self.start_byte

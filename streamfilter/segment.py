@@ -1,0 +1,239 @@
+"""Lines -> records -> windows (stage 3), incrementally and independent of chunking.
+
+Rules, in order of strength:
+
+* A record is a run of lines that belong together. A blank line ends it, unless
+  the next non-blank line is indented deeper than the record's first line or
+  continues an exception chain (``Caused by:``, ``During handling of the above
+  exception``); such blank lines stay inside the record. Blank lines that end a
+  record are held and start the next window, so they never ride along with a
+  kept record.
+* A line indented deeper than its record's first line continues it (stack
+  frames, ``  File ...``, ``\\tat ...``, `` --> ``, ``= note:``), and so does a
+  column-0 line of a trace (``ValueError: ...``, ``Caused by: ...``, ``... 12
+  more``) right after such lines. Right-aligned status lines (cargo's
+  ``   Compiling x``: a capitalised word ending at column 12) count as column 0.
+  A line indented less than the record's first line starts a new record.
+* Windows pack a record's lines greedily: at most ``window_lines`` lines and
+  ``window_chars`` characters, except that a continuation line stays with the
+  window it continues up to ``hard_cap_lines``.
+
+A window's boundary depends only on the lines before it and on the next
+non-blank line, so every chunking of the same bytes gives the same windows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ("LineLayout", "Segmenter", "WindowAssignment", "line_layout")
+
+Int64Array = npt.NDArray[np.int64]
+
+_WS = np.zeros(256, dtype=bool)
+for _b in b" \t\r\x0b\x0c":
+    _WS[_b] = True
+_NOT_CONT_BYTE = np.ones(256, dtype=bool)
+_NOT_CONT_BYTE[0x80:0xC0] = False
+
+# column-0 lines that belong to a trace when they follow deeper lines
+_EXC_LINE = re.compile(
+    rb"\n(?:(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Throwable)\b"
+    rb"|\.\.\. \d+ (?:more|common frames omitted)"
+    rb"|Suppressed: |goroutine \d+ \[|[\w./*()-]+\(.*\)\r?$)",
+    re.MULTILINE,
+)
+# lines that continue a trace even after a blank line
+_CHAIN_LINE = re.compile(
+    rb"\n(?:Caused by:|During handling of the above exception|The above exception was the direct cause"
+    rb"|Traceback \(most recent call last\))"
+)
+# cargo-style right-aligned status: a capitalised word ending at column 12
+_STATUS_LINE = re.compile(rb"\n(?= {1,11}[A-Z])[ ]*[A-Z][a-z]+(?:-[a-z]+)* ")
+
+JOIN_NONE, JOIN_TRACE, JOIN_CHAIN = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class LineLayout:
+    """What segmentation needs to know of each line of a block (all shape ``(n_lines,)``).
+
+    Attributes:
+        blank: bool, the line has only whitespace (``\\r\\n`` is blank).
+        indent: int64, leading spaces and tabs (a tab counts 1); 0 for a status line.
+        chars: int64, characters of scoring text (UTF-8 continuation bytes not counted).
+        join: int8, ``JOIN_TRACE`` for a column-0 trace line, ``JOIN_CHAIN`` for an
+            exception-chain line, else ``JOIN_NONE``.
+    """
+
+    blank: npt.NDArray[np.bool_]
+    indent: Int64Array
+    chars: Int64Array
+    join: npt.NDArray[np.int8]
+
+
+def _line_starts_at(padded: bytes, regex: re.Pattern[bytes], ends: Int64Array) -> Int64Array:
+    found = [m.start() for m in regex.finditer(padded)]
+    if not found:
+        return np.zeros(0, dtype=np.int64)
+    return np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right").astype(np.int64)
+
+
+def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
+    """Compute the ``LineLayout`` of a block of scoring text (vectorized over the block).
+
+    Args:
+        text: scoring text of whole lines.
+        ends: shape ``(n_lines,)``: end offset of each line in ``text``.
+    """
+    n_lines = int(ends.shape[0])
+    starts = np.zeros(n_lines, dtype=np.int64)
+    starts[1:] = ends[:-1]
+    arr = np.frombuffer(text, dtype=np.uint8)
+    newline_free_end = ends - (arr[ends - 1] == 10) if n_lines else ends
+    non_ws = np.flatnonzero(~_WS[arr] & (arr != 10))
+    first = non_ws[np.minimum(np.searchsorted(non_ws, starts), max(non_ws.shape[0] - 1, 0))] if non_ws.shape[0] else starts
+    blank = (non_ws.shape[0] == 0) | (first >= newline_free_end) | (first < starts)
+    indent = np.where(blank, 0, first - starts).astype(np.int64)
+    chars = (newline_free_end - starts).astype(np.int64)
+    if arr.shape[0] and int(arr.max()) >= 0x80:
+        cont = np.flatnonzero(~_NOT_CONT_BYTE[arr])
+        chars -= np.bincount(np.searchsorted(ends, cont, side="right"), minlength=n_lines)[:n_lines]
+    padded = b"\n" + text
+    # "\n" + spaces + word + " " spans 14 bytes when the word ends at column 12
+    status = [m.start() for m in _STATUS_LINE.finditer(padded) if m.end() - m.start() == 14]
+    if status:
+        indent[np.searchsorted(ends, np.asarray(status, dtype=np.int64), side="right")] = 0
+    join = np.zeros(n_lines, dtype=np.int8)
+    join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE
+    join[_line_starts_at(padded, _CHAIN_LINE, ends)] = JOIN_CHAIN
+    return LineLayout(blank=blank, indent=indent, chars=chars, join=join)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowAssignment:
+    """Windows assigned to a contiguous range of lines by one ``Segmenter`` call.
+
+    Attributes:
+        first_line: 0-based stream index of the first assigned line.
+        windows: shape ``(n,)``, int64: window id of each assigned line; ids count
+            from 0 in stream order and a window is a contiguous range of lines.
+        records: shape ``(n,)``, int64: record id of each assigned line.
+        closed: every window with an id below this is complete.
+    """
+
+    first_line: int
+    windows: Int64Array
+    records: Int64Array
+    closed: int
+
+
+class Segmenter:
+    """Incremental segmenter: ``feed(LineLayout) -> WindowAssignment``, ``flush()``.
+
+    Args:
+        window_lines: N, most lines in a window packed from a record (>= 1).
+        window_chars: M, most characters in a packed window (>= 1).
+        hard_cap_lines: most lines a window takes through continuation lines
+            (default ``4 * window_lines``), so an endless indented stream still windows.
+
+    State is bounded: a few counters and at most ``hard_cap_lines`` held blank lines.
+    """
+
+    def __init__(self, window_lines: int = 8, window_chars: int = 1200, hard_cap_lines: int | None = None) -> None:
+        self.window_lines = window_lines
+        self.window_chars = window_chars
+        self.hard_cap = hard_cap_lines or 4 * window_lines
+        self._next_line = 0  # stream index of the next line to be fed
+        self._assigned = 0  # lines with a window so far
+        self._window = -1
+        self._record = -1
+        self._wlines = 0
+        self._wchars = 0
+        self._base = 0
+        self._in_trace = False
+        self._blanks = 0  # held blank lines (stream indexes _assigned .. _assigned+_blanks-1)
+
+    def feed(self, layout: LineLayout) -> WindowAssignment:
+        """Segment the next block's lines; return the windows of every line settled so far."""
+        out_w: list[int] = []
+        out_r: list[int] = []
+        first = self._assigned
+        blank = layout.blank.tolist()
+        indent = layout.indent.tolist()
+        chars = layout.chars.tolist()
+        join = layout.join.tolist()
+        n_cap, m_cap, hard = self.window_lines, self.window_chars, self.hard_cap
+        win, rec, wl, wc, base, in_trace, blanks = (
+            self._window, self._record, self._wlines, self._wchars, self._base, self._in_trace, self._blanks)
+        for i in range(len(blank)):
+            if blank[i]:
+                blanks += 1
+                if blanks < hard:
+                    continue
+                # an endless run of blank lines: they form a window of their own
+                win += 1
+                rec += 1
+                out_w.extend([win] * blanks)
+                out_r.extend([rec] * blanks)
+                wl, wc, blanks, base, in_trace = blanks, 0, 0, 0, False
+                continue
+            d, c, j = indent[i], chars[i], join[i]
+            if win < 0:
+                win, rec, wl, wc, base, in_trace = win + 1, rec + 1, 0, 0, d, False
+                new = False
+            elif blanks:
+                if d > base or j == JOIN_CHAIN:
+                    new = wl + blanks + 1 > hard
+                else:
+                    rec += 1
+                    base = d
+                    new = True
+            elif d < base:
+                rec += 1
+                base = d
+                new = True
+            elif d > base or (j != JOIN_NONE and in_trace):
+                new = wl + 1 > hard
+            else:
+                new = wl + 1 > n_cap or wc + c > m_cap
+            if new:
+                win += 1
+                wl = wc = 0
+            if blanks:
+                out_w.extend([win] * blanks)
+                out_r.extend([rec] * blanks)
+                wl += blanks
+                blanks = 0
+            out_w.append(win)
+            out_r.append(rec)
+            wl += 1
+            wc += c
+            in_trace = d > base or j != JOIN_NONE
+        self._window, self._record, self._wlines, self._wchars, self._base, self._in_trace, self._blanks = (
+            win, rec, wl, wc, base, in_trace, blanks)
+        self._next_line += len(blank)
+        self._assigned += len(out_w)
+        return WindowAssignment(
+            first_line=first,
+            windows=np.asarray(out_w, dtype=np.int64),
+            records=np.asarray(out_r, dtype=np.int64),
+            closed=max(win, 0),
+        )
+
+    def flush(self) -> WindowAssignment:
+        """End of input: settle held blank lines and close the last window."""
+        first = self._assigned
+        n = self._blanks
+        if n:
+            self._window += 1
+            self._record += 1
+        windows = np.full(n, self._window, dtype=np.int64)
+        records = np.full(n, self._record, dtype=np.int64)
+        self._assigned += n
+        self._blanks = 0
+        return WindowAssignment(first_line=first, windows=windows, records=records, closed=self._window + 1)

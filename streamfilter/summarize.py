@@ -1,0 +1,140 @@
+"""DROP runs -> one-line summaries (stage 6b): facts only, never a verdict.
+
+A line's *shape* is its scoring text with the variable parts masked as ``<*>``:
+URLs, paths, UUIDs, hex ids and hashes, timestamps, durations, percentages,
+versions and numbers. Words stay, so two different events (``VM Started``,
+``VM Paused``) never share a shape.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import numpy.typing as npt
+
+from .normalize import scoring_text
+
+__all__ = ("DropSummary", "mask_shapes")
+
+_MASK = re.compile(
+    rb"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>)\]]+"  # URL
+    rb"|(?:[A-Za-z]:)?(?:[\w.@+~-]*/)+[\w.@+~-]*"  # path (with at least one /)
+    rb"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"  # UUID
+    rb"|\b(?:0x)?[0-9a-fA-F]*[0-9][0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*\b(?<=\w{7})"  # hex id / hash
+    rb"|\bv?\d+(?:[.:,_/-]\d+)*(?:[a-z]{1,2}\b|%)?"  # number, version, time, duration, percentage
+)
+_WARNING = re.compile(rb"(?i)\bwarn(?:ing)?\b|DeprecationWarning")
+_SPACES = re.compile(rb"[ \t]+")
+_MAX_SHAPES = 4096  # distinct shapes counted per run; later new shapes count as "other"
+_MAX_SHAPE_CHARS = 60
+
+
+def mask_shapes(text: bytes) -> bytes:
+    """Mask the variable parts of ``text`` (any number of lines) as ``<*>``."""
+    return _SPACES.sub(b" ", _MASK.sub(b"<*>", text))
+
+
+def _kib(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / 1024 / 1024:.1f} MiB"
+
+
+class DropSummary:
+    """Accumulates one DROP run, in pieces, and renders its summary line.
+
+    Memory is bounded: at most ``_MAX_SHAPES`` distinct shapes are counted.
+
+    Args:
+        first_line: 1-based first line of the run.
+        start_byte: stream offset of the run's first byte.
+        top_shapes: K, most shapes named in the summary.
+        max_chars: longest summary, in characters.
+    """
+
+    def __init__(self, first_line: int, start_byte: int, top_shapes: int = 3, max_chars: int = 240) -> None:
+        self.first_line = first_line
+        self.last_line = first_line - 1
+        self.start_byte = start_byte
+        self.end_byte = start_byte
+        self.top_shapes = top_shapes
+        self.max_chars = max_chars
+        self._shapes: Counter[bytes] = Counter()
+        self._other = 0
+        self.term_lines = 0
+        self.warning_lines = 0
+        self.progress_lines = 0
+        self.frames = 0
+
+    def add(self, data: bytes, n_lines: int, term_lines: int, frames: npt.NDArray[np.int32]) -> None:
+        """Add the next ``n_lines`` lines of the run.
+
+        Args:
+            data: their raw bytes.
+            n_lines: how many lines ``data`` holds.
+            term_lines: how many of them contain a query term.
+            frames: shape ``(n_lines,)``: CR frames per line (0 = no redraw).
+        """
+        self.last_line += n_lines
+        self.end_byte += len(data)
+        self.term_lines += term_lines
+        redraws = frames[frames > 0]
+        self.progress_lines += int(redraws.shape[0])
+        self.frames += int(redraws.sum())
+        text = scoring_text(data)
+        self.warning_lines += len(_WARNING.findall(text))
+        shapes = mask_shapes(text).split(b"\n")
+        if shapes and shapes[-1] == b"":
+            shapes.pop()
+        counts = Counter(s.strip(b" \r")[:_MAX_SHAPE_CHARS] for s in shapes)
+        if len(self._shapes) + len(counts) <= _MAX_SHAPES:
+            self._shapes.update(counts)
+        else:
+            for shape, count in counts.items():
+                if shape in self._shapes or len(self._shapes) < _MAX_SHAPES:
+                    self._shapes[shape] += count
+                else:
+                    self._other += count
+
+    @property
+    def lines(self) -> int:
+        """Lines in the run so far."""
+        return self.last_line - self.first_line + 1
+
+    def render(self) -> str:
+        """The summary line (no newline); byte-identical for the same input lines."""
+        n = self.lines
+        head = f"[streamfilter: dropped lines {self.first_line}-{self.last_line} ({n} line{'s' * (n != 1)}, " \
+               f"{_kib(self.end_byte - self.start_byte)})"
+        facts = []
+        if self.term_lines:
+            facts.append(f"{self.term_lines} with query terms")
+        if self.warning_lines:
+            facts.append(f"{self.warning_lines} warnings")
+        if self.progress_lines:
+            facts.append(f"{self.progress_lines} progress lines: {self.frames} frames, "
+                         f"{self.frames - self.progress_lines} collapsed")
+        tail = "; ".join(facts)
+        ranked = self._shapes.most_common()
+        parts: list[str] = []
+        budget = self.max_chars - len(head) - len(tail) - 8
+        shown = 0
+        for shape, count in ranked[: self.top_shapes]:
+            piece = f"{count}× {shape.decode('utf-8', 'replace') or '<blank>'}"
+            if len(piece) + 2 > budget:
+                break
+            parts.append(piece)
+            budget -= len(piece) + 2
+            shown += 1
+        others = len(ranked) - shown + (1 if self._other else 0)
+        if others > 0 and shown:
+            parts.append(f"+{others} other shape{'s' * (others != 1)}")
+        body = "; ".join(p for p in (*parts, tail) if p)
+        text = f"{head}: {body}]" if body else f"{head}]"
+        if len(text) > self.max_chars:
+            text = text[: self.max_chars - 2] + "…]"
+        return text
