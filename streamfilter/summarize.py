@@ -18,12 +18,16 @@ from .normalize import scoring_text
 
 __all__ = ("DropSummary", "mask_shapes")
 
+# Each alternative starts only where its kind of token starts (look-behind), and
+# scans with possessive quantifiers, so masking stays linear on a 100 KB line.
 _MASK = re.compile(
-    rb"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>)\]]+"  # URL
-    rb"|(?:[A-Za-z]:)?(?:[\w.@+~-]*/)+[\w.@+~-]*"  # path (with at least one /)
+    rb"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://[^\s\"'<>)\]]++"  # URL
+    rb"|(?<![\w.@+~/-])(?:[A-Za-z]:)?(?:[\w.@+~-]*+/)++[\w.@+~-]*+"  # path (with at least one /)
     rb"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"  # UUID
-    rb"|\b(?:0x)?[0-9a-fA-F]*[0-9][0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*\b(?<=\w{7})"  # hex id / hash
-    rb"|\bv?\d+(?:[.:,_/-]\d+)*(?:[a-z]{1,2}\b|%)?"  # number, version, time, duration, percentage
+    rb"|\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"  # timestamp
+    rb"|\b0x[0-9a-fA-F]++\b"  # hex number
+    rb"|\b(?=[0-9a-fA-F]*?[0-9])(?=[0-9a-fA-F]*?[a-fA-F])[0-9a-fA-F]{7,}+\b"  # hex id / hash
+    rb"|\bv?\d++(?:[.:,_/-]\d++)*+(?:[a-z]{1,2}\b|%)?"  # number, version, time, duration, percentage
 )
 _WARNING = re.compile(rb"(?i)\bwarn(?:ing)?\b|DeprecationWarning")
 _SPACES = re.compile(rb"[ \t]+")

@@ -1,0 +1,35 @@
+"""Shared test helpers: the corpus location and a subprocess runner for the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus"
+CASES = SHARED / "cases"
+
+
+def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    """Run ``python -m streamfilter ARGS`` in a subprocess; return the finished process."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "streamfilter", *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
+def need(path: Path) -> Path:
+    """Skip the test when a file from ../shared is missing on this machine."""
+    if not path.exists():
+        pytest.skip(f"{path} is not present")
+    return path

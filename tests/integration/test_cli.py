@@ -1,0 +1,126 @@
+"""The real CLI in a subprocess: formats, accounting on corpus cases, usage errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CORPUS, ROOT, need, run_cli
+
+EXAMPLE = ROOT / "examples" / "pytest-failure.log"
+# a few corpus cases of different kinds (pytest, maven, npm, cargo, go, make)
+CORPUS_CASES = [
+    "cidiff__assertfixer_1320",
+    "cidiff__assertj_1944",
+]
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+        return [line + b"\n" for line in lines]
+    return [line + b"\n" for line in lines[:-1]] + lines[-1:]
+
+
+def check_accounting(data: bytes, jsonl: bytes) -> tuple[set[int], list[dict[str, object]]]:
+    """Assert that the JSONL runs tile the input and KEEP text is verbatim; return kept line numbers."""
+    lines = split_lines(data)
+    events = [json.loads(x) for x in jsonl.splitlines()]
+    runs = [e for e in events if e["event"] in ("keep", "drop")]
+    assert events[-1]["event"] == "end" and events[-1]["lines"] == len(lines)
+    expect = 1
+    kept: set[int] = set()
+    for ev in runs:
+        first, last = ev["first_line"], ev["last_line"]
+        assert isinstance(first, int) and isinstance(last, int)
+        assert first == expect
+        expect = last + 1
+        if ev["event"] == "keep":
+            kept.update(range(first, last + 1))
+            assert ev["text"] == b"".join(lines[first - 1 : last]).decode("utf-8", "replace")
+        else:
+            assert ev["lines"] == last - first + 1
+    assert expect == len(lines) + 1
+    return kept, runs
+
+
+def test_example_log_keeps_both_failures_and_summarizes_the_passes() -> None:
+    proc = run_cli("filter", str(EXAMPLE))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert b"E       ValueError: invalid literal for int() with base 10: ' lots'" in out
+    assert b"E       FileNotFoundError: [Errno 2] No such file or directory" in out
+    assert b"2 failed, 71 passed" in out
+    assert b"[streamfilter: dropped lines 7-" in out
+    assert len(out) < EXAMPLE.stat().st_size
+
+
+def test_jsonl_accounts_for_every_line_of_the_example() -> None:
+    proc = run_cli("filter", "--format", "jsonl", str(EXAMPLE))
+    assert proc.returncode == 0, proc.stderr
+    kept, runs = check_accounting(EXAMPLE.read_bytes(), proc.stdout)
+    assert any(r["event"] == "drop" for r in runs) and kept
+
+
+@pytest.mark.parametrize("name", CORPUS_CASES)
+@pytest.mark.parametrize("query", ["case", "error failed"])
+def test_corpus_case_is_accounted_and_keeps_its_label(name: str, query: str) -> None:
+    log = need(CORPUS / f"{name}.log")
+    meta = json.loads((CORPUS / f"{name}.json").read_text())
+    proc = run_cli("filter", "--format", "jsonl", "--query", meta["query"] if query == "case" else query, str(log))
+    assert proc.returncode == 0, proc.stderr
+    kept, _ = check_accounting(log.read_bytes(), proc.stdout)
+    wanted = {n for a, b in meta["keep"] for n in range(a, b + 1)}
+    assert len(wanted & kept) / len(wanted) >= 0.9
+
+
+def test_text_output_is_smaller_than_input_and_keeps_bytes_exactly(tmp_path: Path) -> None:
+    log = need(CORPUS / "cidiff__assertj_1944.log")
+    proc = run_cli("filter", str(log))
+    assert proc.returncode == 0
+    data = log.read_bytes()
+    assert len(proc.stdout) < len(data) / 5
+    for piece in proc.stdout.split(b"\n"):
+        if not piece.startswith(b"[streamfilter: dropped"):
+            assert piece in data
+
+
+def test_stdin_and_dash_read_standard_input() -> None:
+    data = b"INFO ok\n" * 50 + b"ERROR: disk quota exceeded\n" + b"INFO ok\n" * 50
+    for args in (("filter",), ("filter", "-")):
+        proc = run_cli(*args, "--tail", "0", "--head", "0", stdin=data)
+        assert proc.returncode == 0
+        assert b"ERROR: disk quota exceeded\n" in proc.stdout
+        assert b"[streamfilter: dropped lines 1-" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("filter", "/nonexistent/build.log"), b"cannot read /nonexistent/build.log"),
+        (("filter", "--protect", "(unclosed", "-"), b"not a valid regular expression"),
+        (("filter", "--window-lines", "zero", "-"), b"'zero' is not a whole number"),
+        (("filter", "--window-lines", "0", "-"), b"below the minimum"),
+        (("filter", "--format", "xml", "-"), b"invalid choice"),
+        (("filter", "--no-such-option", "-"), b"unrecognized arguments"),
+    ],
+)
+def test_usage_errors_print_one_line_and_exit_2(args: tuple[str, ...], message: bytes) -> None:
+    proc = run_cli(*args, stdin=b"ERROR x\n")
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    lines = proc.stderr.strip().split(b"\n")
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+
+
+def test_invalid_utf8_warns_once_on_stderr_and_keeps_bytes() -> None:
+    data = b"ok\n" + b"bad \xff\xfe cert blob\n" * 3 + b"ok\n"
+    proc = run_cli("filter", "--query", "cert blob", stdin=data)
+    assert proc.returncode == 0
+    assert b"bad \xff\xfe cert blob\n" in proc.stdout
+    warnings = [json.loads(x) for x in proc.stderr.splitlines()]
+    assert [w["event"] for w in warnings] == ["input.invalid_utf8"]
+    assert warnings[0]["line"] == 2

@@ -1,0 +1,92 @@
+"""Nothing is lost, and the same bytes give the same answer however they are chunked."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamfilter.filter import FilterConfig, StreamFilter
+from streamfilter.records import Run
+
+FRAGMENTS = [
+    b"INFO starting job 42\n",
+    b"   Compiling serde v1.0.1\n",
+    b"tests/test_x.py::test_a PASSED [ 10%]\n",
+    b"ERROR: build failed\n",
+    b"Traceback (most recent call last):\n",
+    b'  File "x.py", line 3, in f\n',
+    b"ValueError: bad value\n",
+    b"\tat com.example.Foo.bar(Foo.java:12)\n",
+    b"Caused by: java.io.IOException: disk\n",
+    b"\n",
+    b"\r\n",
+    b"   \n",
+    b"\x1b[31mred error\x1b[0m\n",
+    b"progress 1%\rprogress 50%\rprogress 100%\n",
+    b"bad \xff\xfe utf8 \x00 nul\n",
+    b"windows line\r\n",
+    b"lone cr at end\r",
+    b"x" * 300 + b"\n",
+    b"npm ERR! code 1\n",
+    b"warning: unused variable\n",
+    b"no newline at all",
+]
+
+CONFIGS = [
+    FilterConfig(query="error failed", window_lines=3, window_chars=200, head_lines=1, tail_lines=2,
+                 context_lines=1, extend_lines=4, group_windows=2, max_keep_event_bytes=256),
+    FilterConfig(query="value disk", window_lines=8, tail_lines=0, head_lines=0, group_windows=4),
+    FilterConfig(),
+]
+
+streams = st.lists(st.sampled_from(FRAGMENTS), max_size=80).map(b"".join)
+
+
+def run_filter(data: bytes, cuts: list[int], config: FilterConfig) -> list[Run]:
+    sf = StreamFilter(config)
+    runs: list[Run] = []
+    prev = 0
+    for cut in sorted(set(c % (len(data) + 1) for c in cuts)):
+        runs += sf.feed(data[prev:cut])
+        prev = cut
+    runs += sf.feed(data[prev:])
+    runs += sf.flush()
+    return runs
+
+
+def input_lines(data: bytes) -> int:
+    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, st.lists(st.integers(min_value=0, max_value=10_000), max_size=12), st.sampled_from(range(len(CONFIGS))))
+def test_runs_tile_the_input_and_keep_runs_are_verbatim(data: bytes, cuts: list[int], which: int) -> None:
+    runs = run_filter(data, cuts, CONFIGS[which])
+    expect_line, expect_byte = 1, 0
+    for run in runs:
+        assert run.first_line == expect_line and run.start_byte == expect_byte
+        assert run.last_line >= run.first_line
+        if run.decision == "keep":
+            assert run.data == data[run.start_byte : run.end_byte]
+        else:
+            assert run.summary.startswith(f"[streamfilter: dropped lines {run.first_line}-{run.last_line} ")
+            assert f"({run.lines} line" in run.summary
+        expect_line, expect_byte = run.last_line + 1, run.end_byte
+    assert expect_line == input_lines(data) + 1
+    assert expect_byte == len(data)
+    # consecutive runs always differ in decision, except a KEEP run split at the size cap
+    for a, b in zip(runs, runs[1:], strict=False):
+        assert a.decision != b.decision or (a.decision == "keep" and a.n_bytes >= CONFIGS[which].max_keep_event_bytes)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20), st.sampled_from(range(len(CONFIGS))))
+def test_any_chunking_gives_the_same_runs(data: bytes, cuts: list[int], which: int) -> None:
+    whole = run_filter(data, [], CONFIGS[which])
+    assert run_filter(data, cuts, CONFIGS[which]) == whole
+
+
+def test_byte_at_a_time_equals_whole() -> None:
+    data = b"".join(FRAGMENTS) * 5
+    config = CONFIGS[0]
+    assert run_filter(data, list(range(len(data))), config) == run_filter(data, [], config)

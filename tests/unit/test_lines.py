@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import numpy as np
+
+from streamfilter.lines import LineSplitter
+
+
+def split_all(chunks: list[bytes]) -> list[tuple[int, int, bytes]]:
+    """(line number, start offset, bytes) of every line the splitter yields."""
+    sp = LineSplitter()
+    out: list[tuple[int, int, bytes]] = []
+    blocks = [sp.feed(c) for c in chunks] + [sp.flush()]
+    for block in blocks:
+        if block is None:
+            continue
+        starts = block.starts()
+        for i in range(block.n_lines):
+            a, b = int(starts[i]), int(block.ends[i])
+            out.append((block.first_line + i, block.start_byte + a, block.data[a:b]))
+    return out
+
+
+def test_partial_line_is_held_until_newline() -> None:
+    sp = LineSplitter()
+    assert sp.feed(b"abc") is None
+    assert sp.pending_bytes == 3
+    block = sp.feed(b"def\nxy")
+    assert block is not None and block.data == b"abcdef\n" and block.first_line == 1
+    last = sp.flush()
+    assert last is not None and last.data == b"xy" and last.first_line == 2 and last.start_byte == 7
+    assert list(last.ends) == [2]
+
+
+def test_crlf_and_lone_cr_stay_in_the_bytes() -> None:
+    lines = split_all([b"a\r\nb\rc\n", b"\r\n"])
+    assert [line for _, _, line in lines] == [b"a\r\n", b"b\rc\n", b"\r\n"]
+    assert [n for n, _, _ in lines] == [1, 2, 3]
+    assert [s for _, s, _ in lines] == [0, 3, 7]
+
+
+def test_invalid_utf8_nul_and_split_multibyte_never_raise() -> None:
+    euro = "€".encode()
+    lines = split_all([b"\xff\xfe\x00x\n" + euro[:1], euro[1:] + b"\n"])
+    assert [line for _, _, line in lines] == [b"\xff\xfe\x00x\n", euro + b"\n"]
+
+
+def test_empty_input_gives_no_lines() -> None:
+    assert split_all([b"", b""]) == []
+
+
+def test_ends_dtype_and_offsets() -> None:
+    sp = LineSplitter()
+    block = sp.feed(b"x\n\nyy\n")
+    assert block is not None
+    assert block.ends.dtype == np.int64
+    assert list(block.ends) == [2, 3, 6]

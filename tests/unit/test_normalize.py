@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+
+from streamfilter.normalize import normalize_block, scoring_text, strip_ansi
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"\x1b[31mred\x1b[0m",  # SGR colour
+        b"\x1b[1;38;5;196mred\x1b[m",  # 256-colour
+        b"\x1b[2K\x1b[1Gred",  # erase line, cursor column
+        b"\x1b[?25lred\x1b[?25h",  # private mode (cursor hide/show)
+        b"\x1b]0;title\x07red",  # OSC title, BEL-terminated
+        b"\x1b]8;;https://x.test\x1b\\red\x1b]8;;\x1b\\",  # OSC 8 hyperlink, ST-terminated
+        b"\x1b(Bred",  # charset designation
+        b"\x1b7red\x1b8",  # save/restore cursor
+        b"\x1bPq#0;2;0;0;0\x1b\\red",  # DCS string
+    ],
+)
+def test_every_escape_form_is_removed(raw: bytes) -> None:
+    assert strip_ansi(raw) == b"red"
+
+
+def test_escapes_never_eat_a_newline() -> None:
+    raw = b"a\x1b]0;unterminated\nb\n"
+    assert strip_ansi(raw).count(b"\n") == 2
+
+
+def test_cr_redraw_keeps_last_frame_and_counts_frames() -> None:
+    raw = b"Receiving 1%\rReceiving 50%\rReceiving 100%, done.\r\nnext\n"
+    norm = normalize_block(raw, 2, 1 << 20)
+    assert norm.text == b"Receiving 100%, done.\r\nnext\n"
+    assert list(norm.frames) == [3, 0]
+
+
+def test_crlf_is_not_a_redraw() -> None:
+    raw = b"one\r\ntwo\r\n"
+    norm = normalize_block(raw, 2, 1 << 20)
+    assert norm.text == raw and list(norm.frames) == [0, 0]
+
+
+def test_double_cr_before_text_is_one_redraw() -> None:
+    assert scoring_text(b"old\r\rnew\n") == b"new\n"
+
+
+def test_long_line_is_capped_for_scoring_only() -> None:
+    raw = b"short\n" + b"a" * 1000 + b" ERROR at the end\n" + b"tail\n"
+    norm = normalize_block(raw, 3, 100)
+    lines = norm.text.split(b"\n")
+    assert len(lines) == 4 and lines[0] == b"short" and lines[2] == b"tail"
+    assert lines[1].endswith(b"ERROR at the end") and len(lines[1]) <= 101
+    assert norm.capped == (1,)

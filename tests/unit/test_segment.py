@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import numpy as np
+
+from streamfilter.segment import Segmenter, line_layout
+
+
+def windows(text: bytes, n: int = 8, m: int = 1200, chunks: int = 1) -> list[list[int]]:
+    """Group 1-based line numbers by window, feeding the lines in ``chunks`` blocks."""
+    lines = text.split(b"\n")[:-1]
+    seg = Segmenter(n, m)
+    assigned: list[int] = []
+    step = max(1, len(lines) // chunks)
+    for i in range(0, len(lines), step):
+        part = b"".join(line + b"\n" for line in lines[i : i + step])
+        ends = np.cumsum([len(x) + 1 for x in lines[i : i + step]]).astype(np.int64)
+        assigned += seg.feed(line_layout(part, ends)).windows.tolist()
+    assigned += seg.flush().windows.tolist()
+    assert len(assigned) == len(lines)
+    groups: dict[int, list[int]] = {}
+    for number, w in enumerate(assigned, 1):
+        groups.setdefault(w, []).append(number)
+    return list(groups.values())
+
+
+def test_blank_line_ends_a_record_and_starts_the_next_window() -> None:
+    text = b"a\nb\n\nc\nd\n"
+    assert windows(text) == [[1, 2], [3, 4, 5]]
+
+
+def test_blank_lines_inside_an_indented_record_stay_with_it() -> None:
+    # B14: fields indented under a column-0 header, separated by blank lines
+    text = b"ERROR report\n  field: 1\n\n  field: 2\n\n\n  Module x\n\nINFO next\n"
+    assert windows(text) == [[1, 2, 3, 4, 5, 6, 7], [8, 9]]
+
+
+def test_dense_stream_is_packed_by_lines_and_chars() -> None:
+    text = b"".join(b"line %02d\n" % i for i in range(20))
+    assert [len(w) for w in windows(text, n=8)] == [8, 8, 4]
+    assert [len(w) for w in windows(text, n=100, m=21)] == [3] * 6 + [2]  # "line NN" is 7 characters
+
+
+def test_python_traceback_stays_together_with_its_column0_lines() -> None:
+    text = (
+        b"Traceback (most recent call last):\n"
+        b'  File "a.py", line 1, in <module>\n'
+        b"    main()\n"
+        b'  File "a.py", line 5, in main\n'
+        b"    raise ValueError('x')\n"
+        b"ValueError: x\n"
+        b"\n"
+        b"During handling of the above exception, another exception occurred:\n"
+        b"\n"
+        b"Traceback (most recent call last):\n"
+        b'  File "b.py", line 2, in <module>\n'
+        b"KeyError: 'y'\n"
+    )
+    assert windows(text, n=4) == [list(range(1, 13))]
+
+
+def test_cargo_status_lines_are_not_continuations() -> None:
+    text = b"".join(b"   Compiling crate%d v1.0.%d\n" % (i, i) for i in range(20))
+    assert [len(w) for w in windows(text)] == [8, 8, 4]
+
+
+def test_indented_stream_respects_the_hard_cap() -> None:
+    text = b"Exception in thread main\n" + b"".join(b"\tat f%d(X.java:1)\n" % i for i in range(100))
+    sizes = [len(w) for w in windows(text, n=8)]
+    assert max(sizes) == 32 and sum(sizes) == 101
+
+
+def test_windows_do_not_depend_on_block_boundaries() -> None:
+    text = (b"head\n  cont\n\n  more\nnext\n\n\nx\n" * 7) + b"".join(b"l%d\n" % i for i in range(30))
+    one = windows(text, n=5)
+    for chunks in (2, 3, 7, 50):
+        assert windows(text, n=5, chunks=chunks) == one

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamfilter.tokens import Query, count_terms, tokenize
+
+
+def test_tokenizer_splits_case_and_kind_changes() -> None:
+    assert tokenize(b"ValueError: bad") == [b"value", b"error", b"bad"]
+    assert tokenize(b"error[E0308]: mismatched") == [b"error", b"e", b"0308", b"mismatched"]
+    assert tokenize(b"HTTPServer npm ERR!") == [b"http", b"server", b"npm", b"err"]
+    assert tokenize(b"TypeError:\r\n") == [b"type", b"error"]
+
+
+def test_query_variants_match_failed_failure_and_err() -> None:
+    q = Query.parse("error failed")
+    assert q.terms == (b"error", b"fail")
+    assert q.canonical(b"err") == b"error"
+    assert q.canonical(b"failures") == b"fail"
+    assert q.canonical(b"failing") == b"fail"
+    assert q.canonical(b"errand") == b"errand"
+
+
+def reference_counts(text: bytes, q: Query) -> tuple[list[int], list[list[int]]]:
+    lines = text.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    tokens, tf = [], []
+    for line in lines:
+        toks = [q.canonical(t) for t in tokenize(line)]
+        c = Counter(toks)
+        tokens.append(len(toks))
+        tf.append([c[t] for t in q.terms])
+    return tokens, tf
+
+
+def ends_of(text: bytes) -> np.ndarray:
+    ends = [i + 1 for i, b in enumerate(text) if b == 10]
+    if text and not text.endswith(b"\n"):
+        ends.append(len(text))
+    return np.asarray(ends, dtype=np.int64)
+
+
+ALPHABET = list(b"aeErRoOfFiIlLdDsSuU0129 :[]!_-\n\r\t\x00\xc3\xa9\xff")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(ALPHABET), max_size=200).map(bytes), st.sampled_from(["error failed", "fail", "ERR", "sudo"]))
+def test_block_counts_equal_reference_tokenizer(text: bytes, query: str) -> None:
+    q = Query.parse(query)
+    tokens, tf = count_terms(text, ends_of(text), q)
+    ref_tokens, ref_tf = reference_counts(text, q)
+    assert tokens.tolist() == ref_tokens
+    assert tf.tolist() == (ref_tf if ref_tf else [])
+
+
+def test_block_counts_on_a_real_line() -> None:
+    q = Query.parse("error failed")
+    text = b"npm ERR! Test FAILED: TypeError: x\nall good\nfailures: errors\n"
+    tokens, tf = count_terms(text, ends_of(text), q)
+    assert tf.tolist() == [[2, 1], [0, 0], [1, 1]]
+    assert tokens.tolist() == [7, 2, 2]
