@@ -55,6 +55,8 @@ class FilterConfig:
         top_shapes: K, shapes named in a DROP summary.
         summary_chars: longest DROP summary, in characters.
         max_keep_event_bytes: a KEEP run longer than this is emitted in pieces.
+        min_drop_lines: a DROP run between two KEEP runs with fewer lines than this
+            is kept instead (its summary would cost about as much as its lines).
     """
 
     query: str = DEFAULT_QUERY
@@ -74,6 +76,7 @@ class FilterConfig:
     top_shapes: int = 3
     summary_chars: int = 240
     max_keep_event_bytes: int = 1 << 20
+    min_drop_lines: int = 4
 
     @property
     def lookahead_lines(self) -> int:
@@ -168,6 +171,7 @@ class StreamFilter:
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
         self._open: DropSummary | None = None
         self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
+        self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
         self._seen_invalid_utf8 = False
         self._done = False
 
@@ -338,35 +342,41 @@ class StreamFilter:
     def _add_keep(self, a: int, b: int, runs: list[Run]) -> None:
         p, cap = self._p, self.config.max_keep_event_bytes
         if self._open is not None:
-            runs.append(self._close_drop())
+            if self._gap is not None and self._keep is not None:
+                # a short DROP run between two KEEP runs: kept, its summary would save nothing
+                self._keep[2].extend(self._gap)
+                self._open = None
+            else:
+                runs.append(self._close_drop())
+            self._gap = None
         while a < b:
             start = self._line_start(a)
             if self._keep is None:
                 self._keep = (p.base + a + 1, start, bytearray())
-            first_line, start_byte, data = self._keep
+            data = self._keep[2]
             room = cap - len(data)
             # the first line at which the run reaches the cap closes it (a deterministic split)
-            stop = int(np.searchsorted(p.ends[a:b], start + room, side="left")) + a + 1
-            stop = min(stop, b)
-            end = int(p.ends[stop - 1])
-            data += self._buf[start - self._buf_start : end - self._buf_start]
+            stop = min(int(np.searchsorted(p.ends[a:b], start + room, side="left")) + a + 1, b)
+            data += self._buf[start - self._buf_start : int(p.ends[stop - 1]) - self._buf_start]
             a = stop
             if len(data) >= cap:
                 runs.append(self._close_keep())
 
     def _add_drop(self, a: int, b: int, runs: list[Run]) -> None:
         p, cfg = self._p, self.config
-        if self._keep is not None:
-            runs.append(self._close_keep())
         start, end = self._line_start(a), int(p.ends[b - 1])
+        data = bytes(self._buf[start - self._buf_start : end - self._buf_start])
         if self._open is None:
             self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
-        self._open.add(
-            bytes(self._buf[start - self._buf_start : end - self._buf_start]),
-            b - a,
-            int(p.term[a:b].sum()),
-            p.frames[a:b],
-        )
+            if self._keep is not None:
+                self._gap = bytearray()
+        self._open.add(data, b - a, int(p.term[a:b].sum()), p.frames[a:b])
+        if self._gap is not None:
+            self._gap += data
+            if self._open.lines >= cfg.min_drop_lines:
+                self._gap = None
+        if self._gap is None and self._keep is not None:
+            runs.append(self._close_keep())
 
     def _close_keep(self) -> Run:
         assert self._keep is not None
@@ -389,6 +399,7 @@ class StreamFilter:
         return Run("drop", s.first_line, s.last_line, s.start_byte, s.end_byte, summary=s.render())
 
     def _close_runs(self, runs: list[Run]) -> None:
+        self._gap = None
         if self._keep is not None:
             runs.append(self._close_keep())
         if self._open is not None:

@@ -17,12 +17,13 @@ counts on a whole block with numpy, never making a Python object per token.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("Query", "count_terms", "tokenize")
+__all__ = ("Query", "count_terms", "is_zero_count", "token_spans", "tokenize")
 
 _OTHER, _LOWER, _UPPER, _DIGIT = 0, 1, 2, 3
 _CLASS = np.zeros(256, dtype=np.uint8)
@@ -58,6 +59,25 @@ def _starts(cls: list[int], i: int) -> bool:
     return c == _UPPER and p == _UPPER and i + 1 < len(cls) and cls[i + 1] == _LOWER
 
 
+def token_spans(data: bytes) -> list[tuple[int, int]]:
+    """``(start, end)`` byte offsets of each token of ``data`` (reference implementation)."""
+    cls = [_CLASS_LIST[b] for b in data]
+    spans: list[tuple[int, int]] = []
+    start = -1
+    for i in range(len(cls)):
+        if cls[i] == _OTHER:
+            if start >= 0:
+                spans.append((start, i))
+                start = -1
+        elif _starts(cls, i):
+            if start >= 0:
+                spans.append((start, i))
+            start = i
+    if start >= 0:
+        spans.append((start, len(cls)))
+    return spans
+
+
 def tokenize(data: bytes) -> list[bytes]:
     """Split ``data`` into lowercased tokens (reference implementation; slow, exact).
 
@@ -67,21 +87,17 @@ def tokenize(data: bytes) -> list[bytes]:
     Returns:
         The tokens in order, ASCII-lowercased.
     """
-    cls = [_CLASS_LIST[b] for b in data]
-    tokens: list[bytes] = []
-    start = -1
-    for i in range(len(cls)):
-        if cls[i] == _OTHER:
-            if start >= 0:
-                tokens.append(data[start:i].lower())
-                start = -1
-        elif _starts(cls, i):
-            if start >= 0:
-                tokens.append(data[start:i].lower())
-            start = i
-    if start >= 0:
-        tokens.append(data[start:].lower())
-    return tokens
+    return [data[a:b].lower() for a, b in token_spans(data)]
+
+
+# "Failures: 0", "errors=0", "0 failed": a count of zero is not an occurrence of the term
+_ZERO_AFTER = re.compile(rb"[ \t]*[:=][ \t]*0(?![0-9.])")
+_ZERO_BEFORE = re.compile(rb"(?<![0-9.=:])0[ \t]+$")
+
+
+def is_zero_count(lower: bytes, start: int, end: int) -> bool:
+    """Whether the token at ``lower[start:end]`` is the name of a count that is zero."""
+    return _ZERO_AFTER.match(lower, end) is not None or _ZERO_BEFORE.search(lower, max(0, start - 8), start) is not None
 
 
 def _stem(word: bytes) -> bytes:
@@ -128,6 +144,19 @@ class Query:
             unique.append(tuple(f for f in forms_t if f not in seen))
             seen.update(forms_t)
         return cls(terms=tuple(terms), variants=tuple(unique))
+
+    def terms_in(self, line: bytes) -> list[bytes]:
+        """Tokens of one line, each query-term occurrence replaced by its term (reference).
+
+        A term occurrence that names a zero count (``Failures: 0``, ``0 failed``) is
+        replaced by ``b"0"`` instead, so it counts towards length but not towards tf.
+        """
+        lower = line.lower()
+        out = []
+        for a, b in token_spans(line):
+            term = self.canonical(lower[a:b])
+            out.append(b"0" if term in self.terms and is_zero_count(lower, a, b) else term)
+        return out
 
     def canonical(self, token: bytes) -> bytes:
         """Map a token to the query term it counts as, or return it unchanged."""
@@ -207,7 +236,8 @@ def count_terms(
                 continue
             token_end = bounds[np.searchsorted(bounds, pos, side="right")]
             forms_set = set(forms)
-            match = [lower[p:e] in forms_set for p, e in zip(pos.tolist(), token_end.tolist(), strict=True)]
+            match = [lower[p:e] in forms_set and not is_zero_count(lower, p, e)
+                     for p, e in zip(pos.tolist(), token_end.tolist(), strict=True)]
             hit = pos[np.asarray(match, dtype=bool)]
             if hit.shape[0]:
                 line_of = np.searchsorted(ends, hit, side="right")

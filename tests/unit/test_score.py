@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Plus
 
 from streamfilter.score import BM25Scorer
-from streamfilter.tokens import Query, tokenize
+from streamfilter.tokens import Query
 
 DOCS = [
     b"collected 12 items",
@@ -22,7 +22,7 @@ DOCS = [
 
 
 def windows_of(docs: list[bytes], q: Query) -> tuple[list[list[bytes]], np.ndarray, np.ndarray]:
-    toks = [[q.canonical(t) for t in tokenize(d)] for d in docs]
+    toks = [q.terms_in(d) for d in docs]
     lengths = np.asarray([len(t) for t in toks], dtype=np.int64)
     tf = np.asarray([[Counter(t)[term] for term in q.terms] for t in toks], dtype=np.int64).reshape(len(docs), -1)
     return toks, lengths, tf

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Throughput and peak memory of ``streamfilter filter`` beside ``grep -i -C3 error``, same file, same run.
+
+Usage:
+    python benchmarks/throughput.py [--sizes 200] [--repeat 1] [--data benchmarks/data]
+
+For each size (MB, 10**6 bytes) a log is generated once with ``../shared/bench/gen_log.py``
+(seeded, so the same file every time) and kept under ``--data`` (git-ignored). Each command
+runs as its own process, writing to a file; MB/s is input bytes / wall seconds, peak RSS is
+the child's ``ru_maxrss`` from ``wait4``. The ratio is the filter's MB/s over grep's, so a
+noisy shared machine slows both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GEN = ROOT.parent / "shared" / "bench" / "gen_log.py"
+
+
+def measure(argv: list[str], out_path: str) -> tuple[float, float]:
+    """Run ``argv`` with stdout to ``out_path``; return (wall seconds, peak RSS in MiB)."""
+    with open(out_path, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # grep exits 1 when nothing matched
+        raise RuntimeError(f"{argv[0]} exited {code}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def ensure_log(size_mb: int, data_dir: Path) -> Path:
+    path = data_dir / f"bench-{size_mb}MB.log"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, str(GEN), str(size_mb), str(path)], check=True)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="200", help="comma-separated sizes in MB (default 200)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per command; the fastest is reported")
+    parser.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data")
+    args = parser.parse_args()
+    streamfilter = [sys.executable, "-m", "streamfilter", "filter"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        for size in (int(s) for s in args.sizes.split(",")):
+            log = ensure_log(size, args.data)
+            mb = log.stat().st_size / 1e6
+            for name, argv in (("grep -i -C3 error", ["grep", "-i", "-C3", "error", str(log)]),
+                               ("streamfilter filter", [*streamfilter, str(log)])):
+                best = min((measure(argv, out) for _ in range(args.repeat)), key=lambda r: r[0])
+                rows.append((size, name, mb / best[0], best[1], os.path.getsize(out)))
+    print(f"command: python benchmarks/throughput.py --sizes {args.sizes} --repeat {args.repeat}")
+    print(f"{'input':>8} {'tool':22} {'MB/s':>8} {'peak RSS MiB':>13} {'ratio to grep':>14} {'output bytes':>13}")
+    grep_speed = {size: speed for size, name, speed, _, _ in rows if name.startswith("grep")}
+    for size, name, speed, rss, out_bytes in rows:
+        print(f"{size:>6}MB {name:22} {speed:8.1f} {rss:13.1f} {speed / grep_speed[size]:14.3f} {out_bytes:13d}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
