@@ -63,7 +63,7 @@ class CutTracker:
     """
 
     def __init__(self, min_score: float = 0.0, group_windows: int = 32, history: int = 1024,
-                 min_samples: int = 16) -> None:
+                 min_samples: int = 4) -> None:
         self.min_score = min_score
         self.group = group_windows
         self.min_samples = min_samples
@@ -106,29 +106,30 @@ class CutTracker:
             del self._cuts[g]
 
 
-def protected_ranges(hits: Int64Array, records: Int64Array, before: int, extend: int) -> tuple[Int64Array, Int64Array]:
+def protected_ranges(hits: Int64Array, cont: npt.NDArray[np.bool_], before: int, extend: int) -> tuple[Int64Array, Int64Array]:
     """Line ranges kept around protected hits.
 
     Each hit keeps ``before`` lines before it and extends forward through the
-    lines of its record (stack frames, indented notes), at most ``extend`` lines.
+    continuation lines that follow it (stack frames, indented notes, a trace's
+    column-0 lines), at most ``extend`` lines.
 
     Args:
-        hits: shape ``(h,)``: indexes into ``records`` of protected lines, sorted.
-        records: shape ``(n,)``: record id of each line (all lines up to
-            ``hit + extend`` must be present, or the array ends the stream).
+        hits: shape ``(h,)``: indexes into ``cont`` of protected lines, sorted.
+        cont: shape ``(n,)``: whether each line continues the one before it (all
+            lines up to ``hit + extend`` must be present, or the array ends the stream).
         before: lines kept before each hit.
         extend: most lines kept after each hit.
 
     Returns:
-        ``(first, last)``: shape ``(h,)`` each, inclusive indexes into ``records``.
+        ``(first, last)``: shape ``(h,)`` each, inclusive indexes into ``cont``.
     """
-    n = int(records.shape[0])
+    n = int(cont.shape[0])
     if hits.shape[0] == 0:
         return hits, hits
-    change = np.flatnonzero(records[1:] != records[:-1]) + 1  # first line of each new record
-    nxt = np.searchsorted(change, hits, side="right")
-    record_end = np.where(nxt < change.shape[0], change[np.minimum(nxt, max(change.shape[0] - 1, 0))] - 1, n - 1) \
-        if change.shape[0] else np.full_like(hits, n - 1)
-    last = np.minimum(np.minimum(record_end, hits + extend), n - 1)
+    breaks = np.flatnonzero(~cont)  # lines that start something new
+    nxt = np.searchsorted(breaks, hits, side="right")
+    next_break = np.where(nxt < breaks.shape[0], breaks[np.minimum(nxt, max(breaks.shape[0] - 1, 0))], n) \
+        if breaks.shape[0] else np.full_like(hits, n)
+    last = np.minimum(np.minimum(next_break - 1, hits + extend), n - 1)
     first = np.maximum(hits - before, 0)
     return first.astype(np.int64), np.maximum(last, hits).astype(np.int64)

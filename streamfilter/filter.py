@@ -76,7 +76,7 @@ class FilterConfig:
     top_shapes: int = 3
     summary_chars: int = 240
     max_keep_event_bytes: int = 1 << 20
-    min_drop_lines: int = 4
+    min_drop_lines: int = 2
 
     @property
     def lookahead_lines(self) -> int:
@@ -123,7 +123,7 @@ class _Pending:
     term: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     window: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    record: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    cont: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     forced: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     tokens: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
@@ -215,7 +215,7 @@ class StreamFilter:
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.frames = np.concatenate((p.frames, norm.frames))
         p.window = np.concatenate((p.window, np.full(n, -1, dtype=np.int64)))
-        p.record = np.concatenate((p.record, np.full(n, -1, dtype=np.int64)))
+        p.cont = np.concatenate((p.cont, np.zeros(n, dtype=bool)))
         p.forced = np.concatenate((p.forced, np.zeros(n, dtype=bool)))
         p.tokens = np.concatenate((p.tokens, tokens))
         p.tf = np.concatenate((p.tf, tf))
@@ -242,7 +242,7 @@ class StreamFilter:
         k = int(assignment.windows.shape[0])
         if k:
             p.window[a : a + k] = assignment.windows
-            p.record[a : a + k] = assignment.records
+            p.cont[a : a + k] = assignment.cont
             self._assigned = assignment.first_line + k
             top = int(assignment.windows[-1]) + 1 - self._w_base
             grow = top - self._w_score.shape[0]
@@ -285,7 +285,7 @@ class StreamFilter:
         hits = self._hits[ready] - p.base
         ids = self._hit_ids[ready]
         self._hits, self._hit_ids = self._hits[~ready], self._hit_ids[~ready]
-        first, last = protected_ranges(hits, p.record[:assigned], cfg.context_lines, cfg.extend_lines)
+        first, last = protected_ranges(hits, p.cont[:assigned], cfg.context_lines, cfg.extend_lines)
         marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)
@@ -414,7 +414,7 @@ class StreamFilter:
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
         p.base += n
         p.ends, p.term, p.frames = p.ends[n:], p.term[n:], p.frames[n:]
-        p.window, p.record, p.forced = p.window[n:], p.record[n:], p.forced[n:]
+        p.window, p.cont, p.forced = p.window[n:], p.cont[n:], p.forced[n:]
         p.tokens, p.tf = p.tokens[n:], p.tf[n:]
         if first_window is not None and first_window > self._w_base:
             k = first_window - self._w_base

@@ -123,12 +123,15 @@ class WindowAssignment:
         windows: shape ``(n,)``, int64: window id of each assigned line; ids count
             from 0 in stream order and a window is a contiguous range of lines.
         records: shape ``(n,)``, int64: record id of each assigned line.
+        cont: shape ``(n,)``, bool: the line continues the line before it (deeper
+            indentation, a trace's column-0 line, or a blank line inside a record).
         closed: every window with an id below this is complete.
     """
 
     first_line: int
     windows: Int64Array
     records: Int64Array
+    cont: npt.NDArray[np.bool_]
     closed: int
 
 
@@ -162,6 +165,7 @@ class Segmenter:
         """Segment the next block's lines; return the windows of every line settled so far."""
         out_w: list[int] = []
         out_r: list[int] = []
+        out_c: list[bool] = []
         first = self._assigned
         blank = layout.blank.tolist()
         indent = layout.indent.tolist()
@@ -180,14 +184,17 @@ class Segmenter:
                 rec += 1
                 out_w.extend([win] * blanks)
                 out_r.extend([rec] * blanks)
+                out_c.extend([False] * blanks)
                 wl, wc, blanks, base, in_trace = blanks, 0, 0, 0, False
                 continue
             d, c, j = indent[i], chars[i], join[i]
+            cont = False
             if win < 0:
                 win, rec, wl, wc, base, in_trace = win + 1, rec + 1, 0, 0, d, False
                 new = False
             elif blanks:
-                if d > base or j == JOIN_CHAIN:
+                cont = d > base or j == JOIN_CHAIN
+                if cont:
                     new = wl + blanks + 1 > hard
                 else:
                     rec += 1
@@ -198,6 +205,7 @@ class Segmenter:
                 base = d
                 new = True
             elif d > base or (j != JOIN_NONE and in_trace):
+                cont = True
                 new = wl + 1 > hard
             else:
                 new = wl + 1 > n_cap or wc + c > m_cap
@@ -207,10 +215,12 @@ class Segmenter:
             if blanks:
                 out_w.extend([win] * blanks)
                 out_r.extend([rec] * blanks)
+                out_c.extend([cont] * blanks)
                 wl += blanks
                 blanks = 0
             out_w.append(win)
             out_r.append(rec)
+            out_c.append(cont)
             wl += 1
             wc += c
             in_trace = d > base or j != JOIN_NONE
@@ -222,6 +232,7 @@ class Segmenter:
             first_line=first,
             windows=np.asarray(out_w, dtype=np.int64),
             records=np.asarray(out_r, dtype=np.int64),
+            cont=np.asarray(out_c, dtype=bool),
             closed=max(win, 0),
         )
 
@@ -236,4 +247,5 @@ class Segmenter:
         records = np.full(n, self._record, dtype=np.int64)
         self._assigned += n
         self._blanks = 0
-        return WindowAssignment(first_line=first, windows=windows, records=records, closed=self._window + 1)
+        return WindowAssignment(first_line=first, windows=windows, records=records, cont=np.zeros(n, dtype=bool),
+                                closed=self._window + 1)

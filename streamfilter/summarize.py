@@ -123,7 +123,9 @@ class DropSummary:
             facts.append(f"{self.progress_lines} progress lines: {self.frames} frames, "
                          f"{self.frames - self.progress_lines} collapsed")
         tail = "; ".join(facts)
-        ranked = self._shapes.most_common()
+        # blank lines and bare "<*>" say nothing: counted among the other shapes, never named
+        ranked = [(shape, count) for shape, count in self._shapes.most_common() if shape not in (b"", b"<*>")]
+        unnamed = len(self._shapes) - len(ranked)
         parts: list[str] = []
         budget = self.max_chars - len(head) - len(tail) - 8
         shown = 0
@@ -134,7 +136,7 @@ class DropSummary:
             parts.append(piece)
             budget -= len(piece) + 2
             shown += 1
-        others = len(ranked) - shown + (1 if self._other else 0)
+        others = len(ranked) - shown + unnamed + (1 if self._other else 0)
         if others > 0 and shown:
             parts.append(f"+{others} other shape{'s' * (others != 1)}")
         body = "; ".join(p for p in (*parts, tail) if p)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("Query", "count_terms", "is_zero_count", "token_spans", "tokenize")
+__all__ = ("Query", "count_terms", "is_counted", "token_spans", "tokenize")
 
 _OTHER, _LOWER, _UPPER, _DIGIT = 0, 1, 2, 3
 _CLASS = np.zeros(256, dtype=np.uint8)
@@ -95,9 +95,24 @@ _ZERO_AFTER = re.compile(rb"[ \t]*[:=][ \t]*0(?![0-9.])")
 _ZERO_BEFORE = re.compile(rb"(?<![0-9.=:])0[ \t]+$")
 
 
-def is_zero_count(lower: bytes, start: int, end: int) -> bool:
-    """Whether the token at ``lower[start:end]`` is the name of a count that is zero."""
-    return _ZERO_AFTER.match(lower, end) is not None or _ZERO_BEFORE.search(lower, max(0, start - 8), start) is not None
+_JOINERS = frozenset(b"._/\\-")
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def is_counted(lower: bytes, start: int, end: int) -> bool:
+    """Whether a query-term token at ``lower[start:end]`` counts as an occurrence.
+
+    It does not when it names a zero count (``Failures: 0``, ``errors=0``,
+    ``0 failed``), or when it is one component of a compound identifier joined by
+    ``. _ / \\ -`` (``org.example.error.Foo``, ``--error-format``, ``errors.go``,
+    ``test_error_path``): such names are everywhere in build logs and say nothing
+    about a failure. ``ValueError`` (a case split) and ``error:`` still count.
+    """
+    if start >= 2 and lower[start - 1] in _JOINERS and lower[start - 2] in _ALNUM:
+        return False
+    if end + 1 < len(lower) and lower[end] in _JOINERS and lower[end + 1] in _ALNUM:
+        return False
+    return _ZERO_AFTER.match(lower, end) is None and _ZERO_BEFORE.search(lower, max(0, start - 8), start) is None
 
 
 def _stem(word: bytes) -> bytes:
@@ -148,14 +163,14 @@ class Query:
     def terms_in(self, line: bytes) -> list[bytes]:
         """Tokens of one line, each query-term occurrence replaced by its term (reference).
 
-        A term occurrence that names a zero count (``Failures: 0``, ``0 failed``) is
-        replaced by ``b"0"`` instead, so it counts towards length but not towards tf.
+        A term occurrence that ``is_counted`` rejects is replaced by ``b"0"``
+        instead, so it counts towards length but not towards tf.
         """
         lower = line.lower()
         out = []
         for a, b in token_spans(line):
             term = self.canonical(lower[a:b])
-            out.append(b"0" if term in self.terms and is_zero_count(lower, a, b) else term)
+            out.append(b"0" if term in self.terms and not is_counted(lower, a, b) else term)
         return out
 
     def canonical(self, token: bytes) -> bytes:
@@ -236,7 +251,7 @@ def count_terms(
                 continue
             token_end = bounds[np.searchsorted(bounds, pos, side="right")]
             forms_set = set(forms)
-            match = [lower[p:e] in forms_set and not is_zero_count(lower, p, e)
+            match = [lower[p:e] in forms_set and is_counted(lower, p, e)
                      for p, e in zip(pos.tolist(), token_end.tolist(), strict=True)]
             hit = pos[np.asarray(match, dtype=bool)]
             if hit.shape[0]:

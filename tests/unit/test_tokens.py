@@ -66,8 +66,10 @@ def test_block_counts_on_a_real_line() -> None:
     assert tokens.tolist() == [7, 2, 2]
 
 
-def test_zero_counts_are_not_occurrences() -> None:
+def test_zero_counts_and_identifier_parts_are_not_occurrences() -> None:
     q = Query.parse("error failed")
-    text = b"Tests run: 3, Failures: 0, Errors: 0\n0 failed, 2 errors\nfailed=0 errors=10\n"
+    text = (b"Tests run: 3, Failures: 0, Errors: 0\n0 failed, 2 errors\nfailed=0 errors=10\n"
+            b"org.example.error.Foo --error-format=json test_error_path errors.go\n"
+            b"ValueError: x\nerror: y\nBuild failed.\n")
     _, tf = count_terms(text, ends_of(text), q)
-    assert tf.tolist() == [[0, 0], [1, 0], [1, 0]]
+    assert tf.tolist() == [[0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [1, 0], [0, 1]]
