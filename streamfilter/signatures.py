@@ -31,36 +31,48 @@ class Signature:
 
     Attributes:
         name: short name shown in decision traces (``protected:<name>``).
-        pattern: a regex (bytes) matched at the start of a line, after any
-            indentation; it may use ``.*`` to reach into the line.
+        pattern: a regex (bytes) over one line of scoring text.
+        anywhere: False: matched at the line's start, after any indentation;
+            True: matched anywhere in the line (it should begin with a literal,
+            which ``re`` scans for quickly).
+        max_hits: most lines of the stream this signature protects (the first
+            ones); None for no limit. For signatures that can repeat by the
+            hundred (compiler warnings), so the first ones are kept.
     """
 
     name: str
     pattern: bytes
+    anywhere: bool = False
+    max_hits: int | None = None
 
 
-def _s(name: str, pattern: str) -> Signature:
-    return Signature(name, pattern.encode())
+def _s(name: str, pattern: str, *, anywhere: bool = False, max_hits: int | None = None) -> Signature:
+    return Signature(name, pattern.encode(), anywhere, max_hits)
 
 
-# Matched at line start after optional indentation; case-sensitive unless (?i:...).
+def _a(name: str, pattern: str, *, max_hits: int | None = None) -> Signature:
+    return _s(name, pattern, anywhere=True, max_hits=max_hits)
+
+
+# Anchored ones are matched at line start after optional indentation; case-sensitive unless (?i:...).
 DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # Python / pytest
     _s("python-traceback", r"Traceback \(most recent call last\)"),
-    _s("python-exception", r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)(?::|$)"),
+    _s("python-exception", r"(?:[A-Za-z_][\w.]{0,200}\.)?[A-Z]\w{0,200}(?:Error|Exception|Exit)(?::|$)"),
     _s("pytest-E", r"E   "),
     _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+"),
-    _s("pytest-summary", r"=+ .*\b(?:failed|error|errors)\b.* =+[ \t\r]*$"),
+    _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$"),
     _s("pytest-failed", r"(?:FAILED|ERROR) \S+::"),
     _s("pytest-location", r"\S+\.py:\d+: (?:in \S+|\w*(?:Error|Exception))"),
-    _s("test-failed", r"(?i:\S.*\b(?:FAILED|FAILURE|ERROR)[ \t\r]*$)"),
-    # Java / Maven / Gradle
+    # Java / Maven / Gradle / sbt / ScalaTest
     _s("java-exception", r"(?:Exception in thread|Caused by:|[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error)\b)"),
     _s("maven-error", r"\[ERROR\]"),
+    _s("sbt-error", r"\[error\]"),
     _s("build-failure", r"(?:BUILD FAILURE|BUILD FAILED|FAILURE: Build failed|\* What went wrong:)"),
-    _s("junit-failure", r".*<<< (?:FAILURE|ERROR)!"),
-    _s("junit-counts", r"Tests run: .*(?:Failures: [1-9]|Errors: [1-9])"),
+    _a("junit-failure", r"<<< (?:FAILURE|ERROR)!"),
+    _s("junit-counts", r"Tests run: [^\n]*(?:Failures: [1-9]|Errors: [1-9])"),
     _s("gradle-task-failed", r"> Task \S+ FAILED"),
+    _a("scalatest-failed", r"\*\*\* FAILED \*\*\*"),
     # JS: npm, jest, mocha, tsc
     _s("npm-err", r"npm (?:ERR!|error)"),
     _s("jest-bullet", r"● "),
@@ -68,32 +80,49 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?:"),
     _s("mocha-failing", r"\d+ failing"),
     _s("tsc-error", r"\S+\(\d+,\d+\): error TS\d+"),
+    # numbered failure lists: ExUnit "1) test ...", PHPUnit "1) Ns\\Class::method"
+    _s("numbered-failure", r"\d+\) (?:test |[\w\\]+::\w)"),
     # Rust
     _s("rust-error", r"error(?:\[E\d+\])?:"),
-    _s("rust-panic", r".*panicked at"),
-    _s("rust-test-failed", r"(?:test .* \.\.\. FAILED|test result: FAILED|failures:\r?$)"),
+    _a("rust-panic", r"panicked at"),
+    _s("rust-test-failed", r"(?:test \S+ \.\.\. FAILED|test result: FAILED|failures:\r?$)"),
     # Go
     _s("go-fail", r"(?:--- FAIL:|FAIL\b|panic: )"),
     _s("go-compile", r"\S+\.go:\d+:\d+: "),
-    # C / C++ / make / cmake / linker
-    _s("compiler-error", r".*: (?:fatal )?error:"),
+    # C / C++ / make / cmake / linker / sanitizers / other compilers
+    _a("compiler-error", r": (?:fatal )?error:"),
+    _s("compiler-diagnostic-error", r"\S+:\d+:\d+: (?:[Ee]rror)\b"),
+    _s("compiler-warning", r"\S+:\d+:(?:\d+:)? [Ww]arning\b", max_hits=10),
     _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)"),
-    _s("linker-error", r".*(?:undefined reference to|ld returned \d+ exit status|collect2: error)"),
+    _a("linker-error", r"(?:undefined reference to|ld returned \d+ exit status|collect2: error)"),
     _s("caret-line", r"\^~*[ \t\r]*$"),
-    # Ruby, PHP and other test runners
+    _a("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer"),
+    # Ruby, PHP, PowerShell, Lua and other test runners and linters
     _s("rspec-failure", r"(?:Failure/Error:|Failures:\r?$|rspec \./)"),
+    _s("minitest-failure", r"(?:Failure|Error):\r?$"),
+    _s("lint-offenses", r"Offenses:\r?$"),
     _s("phpunit-failure", r"(?:FAILURES!|There (?:was|were) \d+ (?:failure|error)s?:)"),
+    _s("pester-failure", r"\[-\] "),
+    _a("bracketed-failure", r"\\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\\]"),
+    # link checkers: an HTTP error status beside a URL
+    _a("http-error-status", r" [45]\d\d https?://"),
     # shell, CI, generic
-    _s("exit-status", r".*(?:exit(?:ed)? (?:with )?(?:code|status) [1-9]|exited with [1-9]|returned non-zero exit status)"),
-    _s("command-failed", r".*(?:command not found|Segmentation fault|core dumped|Killed[ \t\r]*$)"),
+    _a("exit-status", r"(?:exit(?:ed)? (?:with )?(?:code|status) [1-9]|exited with [1-9]|returned non-zero exit status)"),
+    _a("command-failed", r"(?:command not found|Segmentation fault|core dumped|No such file or directory)"),
+    _a("timed-out", r"(?:[Tt]imed out|TIMED OUT|[Tt]imeout exceeded)"),
+    _s("killed", r"Killed[ \t\r]*$"),
     _s("ci-error", r"(?:##\[error\]|::error)"),
     _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|Error|Fatal)\b[:!\s]"),
-    _s("assertion", r".*(?:AssertionError|Assertion failed|assert(?:ion)? failed)"),
+    _a("test-failed", r"(?:FAILED|FAILURE|ERROR)[ \t\r]*$"),
+    _a("assertion", r"(?:AssertionError|Assertion failed|assert(?:ion)? failed)"),
 )
 
 
 class SignatureSet:
     """A compiled set of signatures, matched over whole blocks of lines.
+
+    Stateful only in counting hits of signatures with ``max_hits`` (in stream
+    order), so feed it one stream's blocks in order.
 
     Raises:
         UsageError: a user pattern that is not a valid regular expression.
@@ -106,12 +135,14 @@ class SignatureSet:
                 re.compile(pattern)
             except re.error as exc:
                 raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
-            # a user pattern may match anywhere in the line
-            sigs.append(Signature(f"user{i + 1}", b".*?(?:" + pattern.encode("utf-8", "surrogateescape") + b")"))
+            sigs.append(Signature(f"user{i + 1}", pattern.encode("utf-8", "surrogateescape"), anywhere=True))
         self.names: tuple[str, ...] = tuple(s.name for s in sigs)
-        alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in enumerate(sigs))
+        anchored = [(i, s) for i, s in enumerate(sigs) if not s.anywhere]
+        alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
-        self._regex = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
+        self._anchored = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
+        self._anywhere = [(i, re.compile(s.pattern, re.MULTILINE)) for i, s in enumerate(sigs) if s.anywhere]
+        self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}
 
     def find(self, text: bytes, ends: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Find the lines of a block that carry a signature.
@@ -122,26 +153,39 @@ class SignatureSet:
 
         Returns:
             ``(lines, ids)``: 0-based line indexes (sorted, unique) and, for each,
-            the index in ``names`` of the first signature that matched it.
+            the index in ``names`` of the first signature (in table order) that matched it.
         """
-        lines: list[int] = []
+        starts: list[int] = []
         ids: list[int] = []
         padded = b"\n" + text
         pos = 0
-        regex = self._regex
+        regex = self._anchored
         while pos >= 0:
             m = regex.search(padded, pos)
             if m is None:
                 break
-            lines.append(m.start())
+            starts.append(m.start())  # the "\n" before the line = the line's offset in text
             ids.append(int(m.lastgroup[1:]) if m.lastgroup else 0)
-            # one signature per line is enough: go on from the next line's start
-            pos = padded.find(b"\n", m.start() + 1)
-            if pos < 0:
-                break
-        if not lines:
+            pos = padded.find(b"\n", m.start() + 1)  # one anchored signature per line is enough
+        for i, pattern in self._anywhere:
+            for m in pattern.finditer(text):
+                starts.append(m.start())
+                ids.append(i)
+        if not starts:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        starts = np.asarray(lines, dtype=np.int64)  # = offset of the line start in text
-        line_idx = np.searchsorted(ends, starts, side="right")
-        return line_idx.astype(np.int64), np.asarray(ids, dtype=np.int64)
+        lines = np.searchsorted(ends, np.asarray(starts, dtype=np.int64), side="right")
+        sig = np.asarray(ids, dtype=np.int64)
+        order = np.lexsort((sig, lines))
+        lines, sig = lines[order], sig[order]
+        first = np.ones(lines.shape[0], dtype=bool)
+        first[1:] = lines[1:] != lines[:-1]
+        lines, sig = lines[first], sig[first]
+        if self._left:
+            keep = np.ones(lines.shape[0], dtype=bool)
+            for i, left in self._left.items():
+                at = np.flatnonzero(sig == i)
+                keep[at[left:]] = False
+                self._left[i] = max(0, left - at.shape[0])
+            lines, sig = lines[keep], sig[keep]
+        return lines.astype(np.int64), sig
