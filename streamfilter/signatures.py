@@ -31,90 +31,94 @@ class Signature:
 
     Attributes:
         name: short name shown in decision traces (``protected:<name>``).
-        pattern: a regex (bytes) over one line of scoring text.
-        anywhere: False: matched at the line's start, after any indentation;
-            True: matched anywhere in the line (it should begin with a literal,
-            which ``re`` scans for quickly).
+        pattern: a regex (bytes) matched at the start of a line, after any
+            indentation. It must begin with a literal byte, so that ``re`` skips a
+            line at its first byte; or, with ``find``, it only confirms a hit.
+        find: regexes searched anywhere in the text, each beginning with a literal
+            (which ``re`` scans for quickly). A line with a match is a hit; when
+            ``pattern`` is also given, the line must match it too.
         max_hits: most lines of the stream this signature protects (the first
             ones); None for no limit. For signatures that can repeat by the
             hundred (compiler warnings), so the first ones are kept.
     """
 
     name: str
-    pattern: bytes
-    anywhere: bool = False
+    pattern: bytes = b""
+    find: tuple[bytes, ...] = ()
     max_hits: int | None = None
 
 
-def _s(name: str, pattern: str, *, anywhere: bool = False, max_hits: int | None = None) -> Signature:
-    return Signature(name, pattern.encode(), anywhere, max_hits)
+def _s(name: str, pattern: str) -> Signature:
+    return Signature(name, pattern.encode())
 
 
-def _a(name: str, pattern: str, *, max_hits: int | None = None) -> Signature:
-    return _s(name, pattern, anywhere=True, max_hits=max_hits)
+def _f(name: str, *find: str, line: str = "", max_hits: int | None = None) -> Signature:
+    return Signature(name, line.encode(), tuple(f.encode() for f in find), max_hits)
 
 
-# Anchored ones are matched at line start after optional indentation; case-sensitive unless (?i:...).
+_EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|Exception)(?::|\b.{0,300}$)"
+
+# Case-sensitive unless (?i:...).
 DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # Python / pytest
     _s("python-traceback", r"Traceback \(most recent call last\)"),
-    _s("python-exception", r"(?:[A-Za-z_][\w.]{0,200}\.)?[A-Z]\w{0,200}(?:Error|Exception|Exit)(?::|$)"),
+    _f("exception-line", "Error", "Exception", line=_EXCEPTION_LINE),
     _s("pytest-E", r"E   "),
     _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+"),
     _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$"),
     _s("pytest-failed", r"(?:FAILED|ERROR) \S+::"),
-    _s("pytest-location", r"\S+\.py:\d+: (?:in \S+|\w*(?:Error|Exception))"),
+    _f("pytest-location", r"\.py:\d+: ", line=r"\S+\.py:\d+: (?:in \S+|\w*(?:Error|Exception))"),
     # Java / Maven / Gradle / sbt / ScalaTest
-    _s("java-exception", r"(?:Exception in thread|Caused by:|[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error)\b)"),
+    _s("java-exception", r"(?:Exception in thread|Caused by:)"),
     _s("maven-error", r"\[ERROR\]"),
     _s("sbt-error", r"\[error\]"),
     _s("build-failure", r"(?:BUILD FAILURE|BUILD FAILED|FAILURE: Build failed|\* What went wrong:)"),
-    _a("junit-failure", r"<<< (?:FAILURE|ERROR)!"),
+    _f("junit-failure", r"<<< (?:FAILURE|ERROR)!"),
     _s("junit-counts", r"Tests run: [^\n]*(?:Failures: [1-9]|Errors: [1-9])"),
     _s("gradle-task-failed", r"> Task \S+ FAILED"),
-    _a("scalatest-failed", r"\*\*\* FAILED \*\*\*"),
+    _f("scalatest-failed", r"\*\*\* FAILED \*\*\*"),
     # JS: npm, jest, mocha, tsc
     _s("npm-err", r"npm (?:ERR!|error)"),
     _s("jest-bullet", r"● "),
     _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?:"),
-    _s("mocha-failing", r"\d+ failing"),
-    _s("tsc-error", r"\S+\(\d+,\d+\): error TS\d+"),
+    _f("mocha-failing", r" failing", line=r"\d+ failing"),
+    _f("tsc-error", r"error TS\d+", line=r"\S+\(\d+,\d+\): error TS\d+"),
     # numbered failure lists: ExUnit "1) test ...", PHPUnit "1) Ns\\Class::method"
-    _s("numbered-failure", r"\d+\) (?:test |[\w\\]+::\w)"),
+    _f("numbered-failure", r"\) test ", r"::", line=r"\d+\) (?:test |[\w\\]+::\w)"),
     # Rust
     _s("rust-error", r"error(?:\[E\d+\])?:"),
-    _a("rust-panic", r"panicked at"),
+    _f("rust-panic", r"panicked at"),
     _s("rust-test-failed", r"(?:test \S+ \.\.\. FAILED|test result: FAILED|failures:\r?$)"),
     # Go
     _s("go-fail", r"(?:--- FAIL:|FAIL\b|panic: )"),
-    _s("go-compile", r"\S+\.go:\d+:\d+: "),
+    _f("go-compile", r"\.go:\d+:\d+: ", line=r"\S+\.go:\d+:\d+: "),
     # C / C++ / make / cmake / linker / sanitizers / other compilers
-    _a("compiler-error", r": (?:fatal )?error:"),
-    _s("compiler-diagnostic-error", r"\S+:\d+:\d+: (?:[Ee]rror)\b"),
-    _s("compiler-warning", r"\S+:\d+:(?:\d+:)? [Ww]arning\b", max_hits=10),
+    _f("compiler-error", r": (?:fatal )?error:", r": Error\b", line=r"(?:\S+:\d+:(?:\d+:)? [Ee]rror\b|.*: (?:fatal )?error:)"),
+    _f("compiler-warning", r": warning\b", r": Warning\b", line=r"\S+:\d+:(?:\d+:)? [Ww]arning\b", max_hits=10),
     _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)"),
-    _a("linker-error", r"(?:undefined reference to|ld returned \d+ exit status|collect2: error)"),
+    _f("linker-error", r"undefined reference to", r"ld returned \d+ exit status", r"collect2: error"),
     _s("caret-line", r"\^~*[ \t\r]*$"),
-    _a("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer"),
+    _f("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer"),
     # Ruby, PHP, PowerShell, Lua and other test runners and linters
     _s("rspec-failure", r"(?:Failure/Error:|Failures:\r?$|rspec \./)"),
     _s("minitest-failure", r"(?:Failure|Error):\r?$"),
     _s("lint-offenses", r"Offenses:\r?$"),
     _s("phpunit-failure", r"(?:FAILURES!|There (?:was|were) \d+ (?:failure|error)s?:)"),
     _s("pester-failure", r"\[-\] "),
-    _a("bracketed-failure", r"\\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\\]"),
+    _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]"),
     # link checkers: an HTTP error status beside a URL
-    _a("http-error-status", r" [45]\d\d https?://"),
+    _f("http-error-status", r" [45]\d\d https?://"),
     # shell, CI, generic
-    _a("exit-status", r"(?:exit(?:ed)? (?:with )?(?:code|status) [1-9]|exited with [1-9]|returned non-zero exit status)"),
-    _a("command-failed", r"(?:command not found|Segmentation fault|core dumped|No such file or directory)"),
-    _a("timed-out", r"(?:[Tt]imed out|TIMED OUT|[Tt]imeout exceeded)"),
+    _f("exit-status", r"exit(?:ed)? (?:with )?(?:code|status) [1-9]", r"exited with [1-9]",
+       r"returned non-zero exit status"),
+    _f("command-failed", r"command not found", r"Segmentation fault", r"core dumped", r"No such file or directory"),
+    _f("timed-out", r"imed out", r"TIMED OUT", r"imeout exceeded"),
     _s("killed", r"Killed[ \t\r]*$"),
     _s("ci-error", r"(?:##\[error\]|::error)"),
     _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|Error|Fatal)\b[:!\s]"),
-    _a("test-failed", r"(?:FAILED|FAILURE|ERROR)[ \t\r]*$"),
-    _a("assertion", r"(?:AssertionError|Assertion failed|assert(?:ion)? failed)"),
+    _f("test-failed", r"FAILED[ \t\r]*$", r"FAILURE[ \t\r]*$", r"ERROR[ \t\r]*$"),
+    _f("assertion", r"AssertionError", r"Assertion failed", r"assert failed", r"assertion failed"),
 )
 
 
@@ -135,13 +139,17 @@ class SignatureSet:
                 re.compile(pattern)
             except re.error as exc:
                 raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
-            sigs.append(Signature(f"user{i + 1}", pattern.encode("utf-8", "surrogateescape"), anywhere=True))
+            sigs.append(Signature(f"user{i + 1}", find=(pattern.encode("utf-8", "surrogateescape"),)))
         self.names: tuple[str, ...] = tuple(s.name for s in sigs)
-        anchored = [(i, s) for i, s in enumerate(sigs) if not s.anywhere]
+        anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
         self._anchored = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
-        self._anywhere = [(i, re.compile(s.pattern, re.MULTILINE)) for i, s in enumerate(sigs) if s.anywhere]
+        self._found = [
+            (i, [re.compile(f, re.MULTILINE) for f in s.find],
+             re.compile(b"[ \t]*(?:" + s.pattern + b")", re.MULTILINE) if s.pattern else None)
+            for i, s in enumerate(sigs) if s.find
+        ]
         self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}
 
     def find(self, text: bytes, ends: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -167,10 +175,16 @@ class SignatureSet:
             starts.append(m.start())  # the "\n" before the line = the line's offset in text
             ids.append(int(m.lastgroup[1:]) if m.lastgroup else 0)
             pos = padded.find(b"\n", m.start() + 1)  # one anchored signature per line is enough
-        for i, pattern in self._anywhere:
-            for m in pattern.finditer(text):
-                starts.append(m.start())
-                ids.append(i)
+        for i, finders, confirm in self._found:
+            found = [m.start() for f in finders for m in f.finditer(text)]
+            if not found:
+                continue
+            line_of = np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right")
+            for line in np.unique(line_of).tolist():
+                start = int(ends[line - 1]) if line else 0
+                if confirm is None or confirm.match(text, start) is not None:
+                    starts.append(start)
+                    ids.append(i)
         if not starts:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
