@@ -75,8 +75,10 @@ def score_case(args: tuple[Path, str | None, dict[str, str]]) -> dict[str, objec
 
 
 def table(rows: list[dict[str, object]]) -> list[str]:
-    out = ["| kind | cases | full-recall share | mean recall | median out_ratio | tail recall, same budget |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        "| kind | cases | full-recall share | mean recall | median out_ratio | tail recall, same budget |",
+        "|---|---|---|---|---|---|",
+    ]
     for kind in (*KINDS, "all"):
         part = rows if kind == "all" else [r for r in rows if r["kind"] == kind]
         if not part:
@@ -97,8 +99,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--write", type=Path, help="append the tables to this Markdown file")
     parser.add_argument("--misses", type=int, default=0, help="print the N worst cases")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a FilterConfig field (experiments)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a FilterConfig field (experiments)"
+    )
     args = parser.parse_args()
     cases = sorted(p for p in args.corpus.glob("*.json") if p.with_suffix(".log").exists())
     with multiprocessing.Pool(args.jobs) as pool:
@@ -115,8 +118,10 @@ def main() -> int:
         query = f'--query "{args.query}"' if args.query else "the cases' own queries"
         with args.write.open("a") as f:
             f.write(f"\n## {datetime.date.today()}: {query}\n\n")
-            f.write(f"`python benchmarks/quality.py{' --query ' + repr(args.query) if args.query else ''}`"
-                    f" on {len(rows)} cases of `{args.corpus}`\n\n")
+            f.write(
+                f"`python benchmarks/quality.py{' --query ' + repr(args.query) if args.query else ''}`"
+                f" on {len(rows)} cases of `{args.corpus}`\n\n"
+            )
             f.write("\n".join(lines) + "\n")
     return 0
 

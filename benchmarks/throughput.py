@@ -59,8 +59,10 @@ def main() -> int:
         for size in (int(s) for s in args.sizes.split(",")):
             log = ensure_log(size, args.data)
             mb = log.stat().st_size / 1e6
-            for name, argv in (("grep -i -C3 error", ["grep", "-i", "-C3", "error", str(log)]),
-                               ("streamfilter filter", [*streamfilter, str(log)])):
+            for name, argv in (
+                ("grep -i -C3 error", ["grep", "-i", "-C3", "error", str(log)]),
+                ("streamfilter filter", [*streamfilter, str(log)]),
+            ):
                 best = min((measure(argv, out) for _ in range(args.repeat)), key=lambda r: r[0])
                 rows.append((size, name, mb / best[0], best[1], os.path.getsize(out)))
     print(f"command: python benchmarks/throughput.py --sizes {args.sizes} --repeat {args.repeat}")

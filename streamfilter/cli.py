@@ -53,30 +53,71 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="streamfilter", description="Cut build and test logs down to what matters.")
     parser.add_argument("--version", action="version", version=f"streamfilter {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    f = sub.add_parser("filter", help="filter files or stdin once, to stdout",
-                       description="Print the windows that matter verbatim and summarize the rest.")
+    f = sub.add_parser(
+        "filter",
+        help="filter files or stdin once, to stdout",
+        description="Print the windows that matter verbatim and summarize the rest.",
+    )
     d = FilterConfig()
     f.add_argument("files", nargs="*", metavar="FILE", help="files to read, in order; '-' or none: stdin")
-    f.add_argument("-q", "--query", default=DEFAULT_QUERY,
-                   help=f"what matters, as words (default: {DEFAULT_QUERY!r})")
+    f.add_argument("-q", "--query", default=DEFAULT_QUERY, help=f"what matters, as words (default: {DEFAULT_QUERY!r})")
     f.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
-    f.add_argument("--window-lines", type=_count(1), default=d.window_lines, metavar="N",
-                   help=f"most lines in a window (default {d.window_lines})")
-    f.add_argument("--window-chars", type=_count(1), default=d.window_chars, metavar="M",
-                   help=f"most characters in a window (default {d.window_chars})")
-    f.add_argument("--head", type=_count(0), default=d.head_lines, metavar="H",
-                   help=f"first lines always kept (default {d.head_lines})")
-    f.add_argument("--tail", type=_count(0), default=d.tail_lines, metavar="T",
-                   help=f"last lines always kept (default {d.tail_lines})")
-    f.add_argument("--context", type=_count(0), default=d.context_lines, metavar="C",
-                   help=f"lines kept before a protected line (default {d.context_lines})")
-    f.add_argument("--protect", action="append", default=[], metavar="REGEX",
-                   help="also always keep lines matching REGEX (Python syntax; repeatable)")
-    f.add_argument("--min-score", type=_number, default=d.min_score, metavar="S",
-                   help=f"floor of the BM25 cut (default {d.min_score})")
-    f.add_argument("--max-line-bytes", type=_count(64), default=d.max_line_bytes, metavar="B",
-                   help=f"bytes of a line that are scored (default {d.max_line_bytes}); longer lines are still "
-                        "printed whole")
+    f.add_argument(
+        "--window-lines",
+        type=_count(1),
+        default=d.window_lines,
+        metavar="N",
+        help=f"most lines in a window (default {d.window_lines})",
+    )
+    f.add_argument(
+        "--window-chars",
+        type=_count(1),
+        default=d.window_chars,
+        metavar="M",
+        help=f"most characters in a window (default {d.window_chars})",
+    )
+    f.add_argument(
+        "--head",
+        type=_count(0),
+        default=d.head_lines,
+        metavar="H",
+        help=f"first lines always kept (default {d.head_lines})",
+    )
+    f.add_argument(
+        "--tail",
+        type=_count(0),
+        default=d.tail_lines,
+        metavar="T",
+        help=f"last lines always kept (default {d.tail_lines})",
+    )
+    f.add_argument(
+        "--context",
+        type=_count(0),
+        default=d.context_lines,
+        metavar="C",
+        help=f"lines kept before a protected line (default {d.context_lines})",
+    )
+    f.add_argument(
+        "--protect",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="also always keep lines matching REGEX (Python syntax; repeatable)",
+    )
+    f.add_argument(
+        "--min-score",
+        type=_number,
+        default=d.min_score,
+        metavar="S",
+        help=f"floor of the BM25 cut (default {d.min_score})",
+    )
+    f.add_argument(
+        "--max-line-bytes",
+        type=_count(64),
+        default=d.max_line_bytes,
+        metavar="B",
+        help=f"bytes of a line that are scored (default {d.max_line_bytes}); longer lines are still printed whole",
+    )
     return parser
 
 
@@ -87,7 +128,7 @@ def _open_all(paths: Sequence[str]) -> list[tuple[str, BinaryIO]]:
             opened.append(("-", sys.stdin.buffer))
             continue
         try:
-            opened.append((path, open(path, "rb")))  # noqa: SIM115 - closed in _filter
+            opened.append((path, open(path, "rb")))
         except OSError as exc:
             for _, handle in opened:
                 if handle is not sys.stdin.buffer:

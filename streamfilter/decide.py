@@ -62,8 +62,9 @@ class CutTracker:
     State is bounded by ``history`` scores and the cuts of undecided groups.
     """
 
-    def __init__(self, min_score: float = 0.0, group_windows: int = 32, history: int = 1024,
-                 min_samples: int = 4) -> None:
+    def __init__(
+        self, min_score: float = 0.0, group_windows: int = 32, history: int = 1024, min_samples: int = 4
+    ) -> None:
         self.min_score = min_score
         self.group = group_windows
         self.min_samples = min_samples
@@ -106,7 +107,9 @@ class CutTracker:
             del self._cuts[g]
 
 
-def protected_ranges(hits: Int64Array, cont: npt.NDArray[np.bool_], before: int, extend: int) -> tuple[Int64Array, Int64Array]:
+def protected_ranges(
+    hits: Int64Array, cont: npt.NDArray[np.bool_], before: int, extend: int
+) -> tuple[Int64Array, Int64Array]:
     """Line ranges kept around protected hits.
 
     Each hit keeps ``before`` lines before it and extends forward through the
@@ -128,8 +131,11 @@ def protected_ranges(hits: Int64Array, cont: npt.NDArray[np.bool_], before: int,
         return hits, hits
     breaks = np.flatnonzero(~cont)  # lines that start something new
     nxt = np.searchsorted(breaks, hits, side="right")
-    next_break = np.where(nxt < breaks.shape[0], breaks[np.minimum(nxt, max(breaks.shape[0] - 1, 0))], n) \
-        if breaks.shape[0] else np.full_like(hits, n)
+    next_break = (
+        np.where(nxt < breaks.shape[0], breaks[np.minimum(nxt, max(breaks.shape[0] - 1, 0))], n)
+        if breaks.shape[0]
+        else np.full_like(hits, n)
+    )
     last = np.minimum(np.minimum(next_break - 1, hits + extend), n - 1)
     first = np.maximum(hits - before, 0)
     return first.astype(np.int64), np.maximum(last, hits).astype(np.int64)

@@ -13,6 +13,7 @@ decision depends only on the bytes, never on how they were chunked.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -330,7 +331,7 @@ class StreamFilter:
         n = int(keep.shape[0])
         cuts = np.flatnonzero(keep[1:] != keep[:-1]) + 1
         bounds = [0, *cuts.tolist(), n]
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        for a, b in itertools.pairwise(bounds):
             if keep[a]:
                 self._add_keep(a, b, runs)
             else:

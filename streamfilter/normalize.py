@@ -57,7 +57,8 @@ def strip_ansi(data: bytes) -> bytes:
     marks = np.zeros(arr.shape[0] + 1, dtype=np.int8)
     marks[esc] = 1  # positions are distinct within each array, so plain assignment adds
     marks[esc + k2 + 1] -= 1
-    return arr[np.cumsum(marks[:-1], dtype=np.int32) == 0].tobytes()
+    kept: bytes = arr[np.cumsum(marks[:-1], dtype=np.int32) == 0].tobytes()
+    return kept
 
 
 def scoring_text(data: bytes) -> bytes:
@@ -148,9 +149,7 @@ def _collapse_redraws(text: bytes, n_lines: int, frames: npt.NDArray[np.int32]) 
     return b"".join(pieces)
 
 
-def _cap_lines(
-    text: bytes, ends: npt.NDArray[np.int64], long_lines: npt.NDArray[np.intp], cap: int
-) -> bytes:
+def _cap_lines(text: bytes, ends: npt.NDArray[np.int64], long_lines: npt.NDArray[np.intp], cap: int) -> bytes:
     half = max(1, cap // 2)
     pieces: list[bytes] = []
     prev = 0

@@ -96,7 +96,9 @@ def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
     arr = np.frombuffer(text, dtype=np.uint8)
     newline_free_end = ends - (arr[ends - 1] == 10) if n_lines else ends
     non_ws = np.flatnonzero(~_WS[arr] & (arr != 10))
-    first = non_ws[np.minimum(np.searchsorted(non_ws, starts), max(non_ws.shape[0] - 1, 0))] if non_ws.shape[0] else starts
+    first = (
+        non_ws[np.minimum(np.searchsorted(non_ws, starts), max(non_ws.shape[0] - 1, 0))] if non_ws.shape[0] else starts
+    )
     blank = (non_ws.shape[0] == 0) | (first >= newline_free_end) | (first < starts)
     indent = np.where(blank, 0, first - starts).astype(np.int64)
     chars = (newline_free_end - starts).astype(np.int64)
@@ -173,7 +175,14 @@ class Segmenter:
         join = layout.join.tolist()
         n_cap, m_cap, hard = self.window_lines, self.window_chars, self.hard_cap
         win, rec, wl, wc, base, in_trace, blanks = (
-            self._window, self._record, self._wlines, self._wchars, self._base, self._in_trace, self._blanks)
+            self._window,
+            self._record,
+            self._wlines,
+            self._wchars,
+            self._base,
+            self._in_trace,
+            self._blanks,
+        )
         for i in range(len(blank)):
             if blank[i]:
                 blanks += 1
@@ -225,7 +234,14 @@ class Segmenter:
             wc += c
             in_trace = d > base or j != JOIN_NONE
         self._window, self._record, self._wlines, self._wchars, self._base, self._in_trace, self._blanks = (
-            win, rec, wl, wc, base, in_trace, blanks)
+            win,
+            rec,
+            wl,
+            wc,
+            base,
+            in_trace,
+            blanks,
+        )
         self._next_line += len(blank)
         self._assigned += len(out_w)
         return WindowAssignment(
@@ -247,5 +263,6 @@ class Segmenter:
         records = np.full(n, self._record, dtype=np.int64)
         self._assigned += n
         self._blanks = 0
-        return WindowAssignment(first_line=first, windows=windows, records=records, cont=np.zeros(n, dtype=bool),
-                                closed=self._window + 1)
+        return WindowAssignment(
+            first_line=first, windows=windows, records=records, cont=np.zeros(n, dtype=bool), closed=self._window + 1
+        )

@@ -94,7 +94,12 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("go-fail", r"(?:--- FAIL:|FAIL\b|panic: )"),
     _f("go-compile", r"\.go:\d+:\d+: ", line=r"\S+\.go:\d+:\d+: "),
     # C / C++ / make / cmake / linker / sanitizers / other compilers
-    _f("compiler-error", r": (?:fatal )?error:", r": Error\b", line=r"(?:\S+:\d+:(?:\d+:)? [Ee]rror\b|.*: (?:fatal )?error:)"),
+    _f(
+        "compiler-error",
+        r": (?:fatal )?error:",
+        r": Error\b",
+        line=r"(?:\S+:\d+:(?:\d+:)? [Ee]rror\b|.*: (?:fatal )?error:)",
+    ),
     _f("compiler-warning", r": warning\b", r": Warning\b", line=r"\S+:\d+:(?:\d+:)? [Ww]arning\b", max_hits=10),
     _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)"),
     _f("linker-error", r"undefined reference to", r"ld returned \d+ exit status", r"collect2: error"),
@@ -110,8 +115,12 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # link checkers: an HTTP error status beside a URL
     _f("http-error-status", r" [45]\d\d https?://"),
     # shell, CI, generic
-    _f("exit-status", r"exit(?:ed)? (?:with )?(?:code|status) [1-9]", r"exited with [1-9]",
-       r"returned non-zero exit status"),
+    _f(
+        "exit-status",
+        r"exit(?:ed)? (?:with )?(?:code|status) [1-9]",
+        r"exited with [1-9]",
+        r"returned non-zero exit status",
+    ),
     _f("command-failed", r"command not found", r"Segmentation fault", r"core dumped", r"No such file or directory"),
     _f("timed-out", r"imed out", r"TIMED OUT", r"imeout exceeded"),
     _s("killed", r"Killed[ \t\r]*$"),
@@ -146,9 +155,13 @@ class SignatureSet:
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
         self._anchored = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
         self._found = [
-            (i, [re.compile(f, re.MULTILINE) for f in s.find],
-             re.compile(b"[ \t]*(?:" + s.pattern + b")", re.MULTILINE) if s.pattern else None)
-            for i, s in enumerate(sigs) if s.find
+            (
+                i,
+                [re.compile(f, re.MULTILINE) for f in s.find],
+                re.compile(b"[ \t]*(?:" + s.pattern + b")", re.MULTILINE) if s.pattern else None,
+            )
+            for i, s in enumerate(sigs)
+            if s.find
         ]
         self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}
 

@@ -138,16 +138,20 @@ class DropSummary:
     def render(self) -> str:
         """The summary line (no newline); byte-identical for the same input lines."""
         n = self.lines
-        head = f"[streamfilter: dropped lines {self.first_line}-{self.last_line} ({n} line{'s' * (n != 1)}, " \
-               f"{_kib(self.end_byte - self.start_byte)})"
+        head = (
+            f"[streamfilter: dropped lines {self.first_line}-{self.last_line} ({n} line{'s' * (n != 1)}, "
+            f"{_kib(self.end_byte - self.start_byte)})"
+        )
         facts = []
         if self.term_lines:
             facts.append(f"{self.term_lines} with query terms")
         if self.warning_lines:
             facts.append(f"{self.warning_lines} warning mentions")
         if self.progress_lines:
-            facts.append(f"{self.progress_lines} progress lines: {self.frames} frames, "
-                         f"{self.frames - self.progress_lines} collapsed")
+            facts.append(
+                f"{self.progress_lines} progress lines: {self.frames} frames, "
+                f"{self.frames - self.progress_lines} collapsed"
+            )
         tail = "; ".join(facts)
         # blank lines and bare "<*>" say nothing: counted among the other shapes, never named
         ranked = [(shape, count) for shape, count in self._shapes.most_common() if shape not in (b"", bytes([_MARK]))]

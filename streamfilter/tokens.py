@@ -251,8 +251,10 @@ def count_terms(
                 continue
             token_end = bounds[np.searchsorted(bounds, pos, side="right")]
             forms_set = set(forms)
-            match = [lower[p:e] in forms_set and is_counted(lower, p, e)
-                     for p, e in zip(pos.tolist(), token_end.tolist(), strict=True)]
+            match = [
+                lower[p:e] in forms_set and is_counted(lower, p, e)
+                for p, e in zip(pos.tolist(), token_end.tolist(), strict=True)
+            ]
             hit = pos[np.asarray(match, dtype=bool)]
             if hit.shape[0]:
                 line_of = np.searchsorted(ends, hit, side="right")

@@ -196,9 +196,7 @@ def test_B08_kept_long_line_is_capped_with_elided_marker(tmp_path: Path) -> None
     assert lines[2] in proc.stdout
     # line 2 is either kept up to the cap with an explicit marker, or summarized in a DROP run
     elided = re.search(rb"\[\.\.\. ?\d+ bytes elided\]", proc.stdout)
-    dropped = any(
-        int(m.group(1)) <= 2 <= int(m.group(2)) for m in SUMMARY.finditer(proc.stdout)
-    )
+    dropped = any(int(m.group(1)) <= 2 <= int(m.group(2)) for m in SUMMARY.finditer(proc.stdout))
     assert elided or dropped, "line 2 is neither capped with an elided marker nor summarized"
     assert len(proc.stdout) <= cap + 4096
 
@@ -398,8 +396,13 @@ def test_B20_failure_evidence_shares_no_term_with_query() -> None:
     proc = run_cli("filter", "--query", "failed error", *NO_HEAD_TAIL, str(log))
     assert_clean_exit(proc)
     check_text(data, proc.stdout)
-    for evidence in (b"\xe2\x97\x8f config loader", b'Expected: "https://registry.example.com/"',
-                     b"Received: undefined", b"    > 43 |", b"at Object.<anonymous>"):
+    for evidence in (
+        b"\xe2\x97\x8f config loader",
+        b'Expected: "https://registry.example.com/"',
+        b"Received: undefined",
+        b"    > 43 |",
+        b"at Object.<anonymous>",
+    ):
         assert evidence in proc.stdout
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,8 +35,17 @@ FRAGMENTS = [
 ]
 
 CONFIGS = [
-    FilterConfig(query="error failed", window_lines=3, window_chars=200, head_lines=1, tail_lines=2,
-                 context_lines=1, extend_lines=4, group_windows=2, max_keep_event_bytes=256),
+    FilterConfig(
+        query="error failed",
+        window_lines=3,
+        window_chars=200,
+        head_lines=1,
+        tail_lines=2,
+        context_lines=1,
+        extend_lines=4,
+        group_windows=2,
+        max_keep_event_bytes=256,
+    ),
     FilterConfig(query="value disk", window_lines=8, tail_lines=0, head_lines=0, group_windows=4),
     FilterConfig(),
 ]
@@ -75,7 +86,7 @@ def test_runs_tile_the_input_and_keep_runs_are_verbatim(data: bytes, cuts: list[
     assert expect_line == input_lines(data) + 1
     assert expect_byte == len(data)
     # consecutive runs always differ in decision, except a KEEP run split at the size cap
-    for a, b in zip(runs, runs[1:], strict=False):
+    for a, b in itertools.pairwise(runs):
         assert a.decision != b.decision or (a.decision == "keep" and a.n_bytes >= CONFIGS[which].max_keep_event_bytes)
 
 

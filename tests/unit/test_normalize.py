@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +57,31 @@ def test_long_line_is_capped_for_scoring_only() -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from([b"\x1b", b"[", b"]", b"31", b";", b"m", b"K", b"?", b" ", b"!", b"\n", b"x",
-                                 b"\x07", b"\\", b"(B", b"\x1b[0m", b"\x1b[1;32m"]), max_size=40).map(b"".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"\x1b",
+                b"[",
+                b"]",
+                b"31",
+                b";",
+                b"m",
+                b"K",
+                b"?",
+                b" ",
+                b"!",
+                b"\n",
+                b"x",
+                b"\x07",
+                b"\\",
+                b"(B",
+                b"\x1b[0m",
+                b"\x1b[1;32m",
+            ]
+        ),
+        max_size=40,
+    ).map(b"".join)
+)
 def test_fast_escape_removal_equals_the_regex(data: bytes) -> None:
     assert strip_ansi(data) == ANSI_ESCAPE.sub(b"", data)

@@ -67,7 +67,9 @@ def test_term_in_every_window_keeps_a_positive_idf() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.sampled_from([b"error", b"fail", b"ok", b"x", b"warn"]), max_size=12), min_size=1, max_size=10))
+@given(
+    st.lists(st.lists(st.sampled_from([b"error", b"fail", b"ok", b"x", b"warn"]), max_size=12), min_size=1, max_size=10)
+)
 def test_random_corpora_match_the_oracle(docs_tokens: list[list[bytes]]) -> None:
     q = Query.parse("error fail")
     docs = [b" ".join(d) for d in docs_tokens]

@@ -45,11 +45,16 @@ def ends_of(text: bytes) -> np.ndarray:
     return np.asarray(ends, dtype=np.int64)
 
 
-ALPHABET = list(b"aeErRoOfFiIlLdDsSuU0129 :=.[]!_-\n\r\t\x00\xc3\xa9\xff") + [b"failed", b"Errors", b" 0", b": 0"]
+ALPHABET = [*list(b"aeErRoOfFiIlLdDsSuU0129 :=.[]!_-\n\r\t\x00\xc3\xa9\xff"), b"failed", b"Errors", b" 0", b": 0"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(ALPHABET), max_size=200).map(lambda xs: b"".join(x if isinstance(x, bytes) else bytes([x]) for x in xs)), st.sampled_from(["error failed", "fail", "ERR", "sudo"]))
+@given(
+    st.lists(st.sampled_from(ALPHABET), max_size=200).map(
+        lambda xs: b"".join(x if isinstance(x, bytes) else bytes([x]) for x in xs)
+    ),
+    st.sampled_from(["error failed", "fail", "ERR", "sudo"]),
+)
 def test_block_counts_equal_reference_tokenizer(text: bytes, query: str) -> None:
     q = Query.parse(query)
     tokens, tf = count_terms(text, ends_of(text), q)
@@ -68,8 +73,10 @@ def test_block_counts_on_a_real_line() -> None:
 
 def test_zero_counts_and_identifier_parts_are_not_occurrences() -> None:
     q = Query.parse("error failed")
-    text = (b"Tests run: 3, Failures: 0, Errors: 0\n0 failed, 2 errors\nfailed=0 errors=10\n"
-            b"org.example.error.Foo --error-format=json test_error_path errors.go\n"
-            b"ValueError: x\nerror: y\nBuild failed.\n")
+    text = (
+        b"Tests run: 3, Failures: 0, Errors: 0\n0 failed, 2 errors\nfailed=0 errors=10\n"
+        b"org.example.error.Foo --error-format=json test_error_path errors.go\n"
+        b"ValueError: x\nerror: y\nBuild failed.\n"
+    )
     _, tf = count_terms(text, ends_of(text), q)
     assert tf.tolist() == [[0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [1, 0], [0, 1]]
