@@ -108,7 +108,12 @@ class CutTracker:
 
 
 def protected_ranges(
-    hits: Int64Array, cont: npt.NDArray[np.bool_], before: int, extend: int
+    hits: Int64Array,
+    cont: npt.NDArray[np.bool_],
+    before: int,
+    extend: int,
+    section: npt.NDArray[np.bool_] | None = None,
+    section_lines: int = 0,
 ) -> tuple[Int64Array, Int64Array]:
     """Line ranges kept around protected hits.
 
@@ -122,6 +127,9 @@ def protected_ranges(
             lines up to ``hit + extend`` must be present, or the array ends the stream).
         before: lines kept before each hit.
         extend: most lines kept after each hit.
+        section: shape ``(h,)``: hits that head a section; those keep the
+            ``section_lines`` lines after them whatever their indentation.
+        section_lines: see ``section``.
 
     Returns:
         ``(first, last)``: shape ``(h,)`` each, inclusive indexes into ``cont``.
@@ -136,6 +144,9 @@ def protected_ranges(
         if breaks.shape[0]
         else np.full_like(hits, n)
     )
-    last = np.minimum(np.minimum(next_break - 1, hits + extend), n - 1)
+    last = np.minimum(next_break - 1, hits + extend)
+    if section is not None:
+        last = np.where(section, hits + section_lines, last)
+    last = np.minimum(last, n - 1)
     first = np.maximum(hits - before, 0)
     return first.astype(np.int64), np.maximum(last, hits).astype(np.int64)

@@ -48,7 +48,9 @@ class FilterConfig:
         head_lines: H, first lines of the stream always kept.
         tail_lines: T, last lines of the stream always kept.
         context_lines: C, lines kept before each protected hit.
-        extend_lines: most lines a protected hit keeps after it, through its record.
+        extend_lines: most lines a protected hit keeps after it, through its continuation lines.
+        section_lines: lines kept after a signature that heads a section of failure
+            reports (pytest's ``=== FAILURES ===``), whatever their indentation.
         min_score: floor of the BM25 cut.
         protect: extra signature regexes (Python syntax, matched anywhere in a line).
         k1, b, delta: BM25+ parameters (rank-bm25 defaults).
@@ -68,6 +70,7 @@ class FilterConfig:
     tail_lines: int = 30
     context_lines: int = 3
     extend_lines: int = 60
+    section_lines: int = 150
     min_score: float = 0.0
     protect: tuple[str, ...] = ()
     k1: float = 1.5
@@ -82,7 +85,7 @@ class FilterConfig:
     @property
     def lookahead_lines(self) -> int:
         """Lines that must follow a line before it is decided."""
-        return max(self.tail_lines, self.context_lines + self.extend_lines)
+        return max(self.tail_lines, self.context_lines + max(self.extend_lines, self.section_lines))
 
 
 @dataclass(slots=True)
@@ -279,14 +282,22 @@ class StreamFilter:
     def _apply_hits(self, final: bool) -> None:
         cfg, p = self.config, self._p
         assigned = self._assigned - p.base
-        ready = self._hits + cfg.extend_lines < self._assigned if not final else np.ones_like(self._hits, dtype=bool)
+        reach = max(cfg.extend_lines, cfg.section_lines)
+        ready = self._hits + reach < self._assigned if not final else np.ones_like(self._hits, dtype=bool)
         ready &= self._hits < self._assigned
         if not ready.any():
             return
         hits = self._hits[ready] - p.base
         ids = self._hit_ids[ready]
         self._hits, self._hit_ids = self._hits[~ready], self._hit_ids[~ready]
-        first, last = protected_ranges(hits, p.cont[:assigned], cfg.context_lines, cfg.extend_lines)
+        first, last = protected_ranges(
+            hits,
+            p.cont[:assigned],
+            cfg.context_lines,
+            cfg.extend_lines,
+            self._signatures.section[ids],
+            cfg.section_lines,
+        )
         marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)

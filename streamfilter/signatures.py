@@ -40,20 +40,24 @@ class Signature:
         max_hits: most lines of the stream this signature protects (the first
             ones); None for no limit. For signatures that can repeat by the
             hundred (compiler warnings), so the first ones are kept.
+        section: the line heads a section of failure reports (pytest's
+            ``=== FAILURES ===``, cargo's ``failures:``): the lines after it are
+            kept whatever their indentation, up to the filter's ``section_lines``.
     """
 
     name: str
     pattern: bytes = b""
     find: tuple[bytes, ...] = ()
     max_hits: int | None = None
+    section: bool = False
 
 
-def _s(name: str, pattern: str) -> Signature:
-    return Signature(name, pattern.encode())
+def _s(name: str, pattern: str, *, section: bool = False) -> Signature:
+    return Signature(name, pattern.encode(), section=section)
 
 
-def _f(name: str, *find: str, line: str = "", max_hits: int | None = None) -> Signature:
-    return Signature(name, line.encode(), tuple(f.encode() for f in find), max_hits)
+def _f(name: str, *find: str, line: str = "", max_hits: int | None = None, section: bool = False) -> Signature:
+    return Signature(name, line.encode(), tuple(f.encode() for f in find), max_hits, section)
 
 
 _EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|Exception)(?::|\b.{0,300}$)"
@@ -64,7 +68,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("python-traceback", r"Traceback \(most recent call last\)"),
     _f("exception-line", "Error", "Exception", line=_EXCEPTION_LINE),
     _s("pytest-E", r"E   "),
-    _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+"),
+    _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+", section=True),
     _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$"),
     _s("pytest-failed", r"(?:FAILED|ERROR) \S+::"),
     _f("pytest-location", r"\.py:\d+: ", line=r"\S+\.py:\d+: (?:in \S+|\w*(?:Error|Exception))"),
@@ -82,14 +86,15 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("jest-bullet", r"● "),
     _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?:"),
-    _f("mocha-failing", r" failing", line=r"\d+ failing"),
+    _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),
     _f("tsc-error", r"error TS\d+", line=r"\S+\(\d+,\d+\): error TS\d+"),
     # numbered failure lists: ExUnit "1) test ...", PHPUnit "1) Ns\\Class::method"
     _f("numbered-failure", r"\) test ", r"::", line=r"\d+\) (?:test |[\w\\]+::\w)"),
     # Rust
     _s("rust-error", r"error(?:\[E\d+\])?:"),
     _f("rust-panic", r"panicked at"),
-    _s("rust-test-failed", r"(?:test \S+ \.\.\. FAILED|test result: FAILED|failures:\r?$)"),
+    _s("rust-test-failed", r"(?:test \S+ \.\.\. FAILED|test result: FAILED)"),
+    _s("rust-failures", r"failures:\r?$", section=True),
     # Go
     _s("go-fail", r"(?:--- FAIL:|FAIL\b|panic: )"),
     _f("go-compile", r"\.go:\d+:\d+: ", line=r"\S+\.go:\d+:\d+: "),
@@ -106,10 +111,12 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("caret-line", r"\^~*[ \t\r]*$"),
     _f("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer"),
     # Ruby, PHP, PowerShell, Lua and other test runners and linters
-    _s("rspec-failure", r"(?:Failure/Error:|Failures:\r?$|rspec \./)"),
+    _s("rspec-failure", r"(?:Failure/Error:|rspec \./)"),
+    _s("failures-section", r"Failures:\r?$", section=True),
     _s("minitest-failure", r"(?:Failure|Error):\r?$"),
     _s("lint-offenses", r"Offenses:\r?$"),
-    _s("phpunit-failure", r"(?:FAILURES!|There (?:was|were) \d+ (?:failure|error)s?:)"),
+    _s("phpunit-failure", r"FAILURES!"),
+    _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),
     _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]"),
     # link checkers: an HTTP error status beside a URL
@@ -150,6 +157,7 @@ class SignatureSet:
                 raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
             sigs.append(Signature(f"user{i + 1}", find=(pattern.encode("utf-8", "surrogateescape"),)))
         self.names: tuple[str, ...] = tuple(s.name for s in sigs)
+        self.section = np.asarray([s.section for s in sigs], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
