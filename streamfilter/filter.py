@@ -27,7 +27,7 @@ from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment, line_layout
 from .signatures import SignatureSet
 from .summarize import DropSummary
-from .tokens import Query, count_terms
+from .tokens import Query, count_terms, token_table
 
 __all__ = ("DEFAULT_QUERY", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
 
@@ -124,6 +124,7 @@ class _Pending:
 
     base: int = 0
     ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    norm_ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     term: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     window: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -163,6 +164,8 @@ class StreamFilter:
         self._p = _Pending(tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
         self._buf = bytearray()  # raw bytes of pending lines
         self._buf_start = 0  # stream offset of _buf[0]
+        self._norm = bytearray()  # scoring text of pending lines (for DROP summaries)
+        self._norm_start = 0  # offset of _norm[0] in the stream's scoring text
         self._assigned = 0  # lines with a window
         self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
         self._hit_ids = np.zeros(0, dtype=np.int64)
@@ -212,10 +215,13 @@ class StreamFilter:
         for i in norm.capped:
             length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
             self.notices.append(Notice("input.long_line", block.first_line + i, length))
-        tokens, tf = count_terms(norm.text, norm.ends, self.query)
-        hits, ids = self._signatures.find(norm.text, norm.ends)
+        table = token_table(norm.text, norm.ends)
+        tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
+        hits, ids = self._signatures.find(norm.text, norm.ends, table)
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
+        p.norm_ends = np.concatenate((p.norm_ends, norm.ends + (self._norm_start + len(self._norm))))
+        self._norm += norm.text
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.frames = np.concatenate((p.frames, norm.frames))
         p.window = np.concatenate((p.window, np.full(n, -1, dtype=np.int64)))
@@ -377,14 +383,15 @@ class StreamFilter:
     def _add_drop(self, a: int, b: int, runs: list[Run]) -> None:
         p, cfg = self._p, self.config
         start, end = self._line_start(a), int(p.ends[b - 1])
-        data = bytes(self._buf[start - self._buf_start : end - self._buf_start])
         if self._open is None:
             self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
             if self._keep is not None:
                 self._gap = bytearray()
-        self._open.add(data, b - a, int(p.term[a:b].sum()), p.frames[a:b])
+        norm_start = int(p.norm_ends[a - 1]) if a > 0 else self._norm_start
+        text = bytes(self._norm[norm_start - self._norm_start : int(p.norm_ends[b - 1]) - self._norm_start])
+        self._open.add(end - start, text, b - a, int(p.term[a:b].sum()), p.frames[a:b])
         if self._gap is not None:
-            self._gap += data
+            self._gap += self._buf[start - self._buf_start : end - self._buf_start]
             if self._open.lines >= cfg.min_drop_lines:
                 self._gap = None
         if self._gap is None and self._keep is not None:
@@ -423,9 +430,12 @@ class StreamFilter:
         end = int(p.ends[n - 1])
         del self._buf[: end - self._buf_start]
         self._buf_start = end
+        norm_end = int(p.norm_ends[n - 1])
+        del self._norm[: norm_end - self._norm_start]
+        self._norm_start = norm_end
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
         p.base += n
-        p.ends, p.term, p.frames = p.ends[n:], p.term[n:], p.frames[n:]
+        p.ends, p.norm_ends, p.term, p.frames = p.ends[n:], p.norm_ends[n:], p.term[n:], p.frames[n:]
         p.window, p.cont, p.forced = p.window[n:], p.cont[n:], p.forced[n:]
         p.tokens, p.tf = p.tokens[n:], p.tf[n:]
         if first_window is not None and first_window > self._w_base:

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import UsageError
+from .tokens import KeySet, TokenTable, token_key
 
 __all__ = ("DEFAULT_SIGNATURES", "Signature", "SignatureSet")
 
@@ -138,6 +139,46 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
 )
 
 
+# Every built-in signature holds one of these tokens (after tokenizing, lowercased)...
+TRIGGER_WORDS = (
+    "error errors err errored fail fails failed failure failures failing fatal exception exceptions "
+    "traceback panic panicked assert assertion asserts expected received undefined returned collect "
+    "segmentation dumped such found timed timeout killed exit exited offenses warning warnings sanitizer "
+    "caused wrong make gmake ninja cmake go rspec denied abort aborted "
+    "400 401 403 404 405 408 410 429 500 502 503 504"
+).split()
+_TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
+_WS = np.zeros(256, dtype=bool)
+for _b in b" \t\r\x0b\x0c":
+    _WS[_b] = True
+
+
+def _symbol_lines(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """...or starts, after its indentation, with a symbol: ``^ = > ● ✕ ✗ ×``, ``E `` (pytest),
+    ``[-`` (Pester), or a number and ``)`` (numbered failure lists)."""
+    arr = np.frombuffer(text, dtype=np.uint8)
+    n_lines = int(ends.shape[0])
+    if n_lines == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.zeros(n_lines, dtype=np.int64)
+    starts[1:] = ends[:-1]
+    non_ws = np.flatnonzero(~_WS[arr])
+    if non_ws.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = non_ws[np.minimum(np.searchsorted(non_ws, starts), non_ws.shape[0] - 1)]
+    padded = np.zeros(arr.shape[0] + 4, dtype=np.uint8)
+    padded[: arr.shape[0]] = arr
+    b0, b1, b2, b3 = (padded[first + k] for k in range(4))
+    digit0 = (b0 - np.uint8(48)) < 10
+    symbol = (
+        np.isin(b0, np.frombuffer(b"^=>\xe2\xc3", dtype=np.uint8))
+        | ((b0 == ord("E")) & (b1 == ord(" ")))
+        | ((b0 == ord("[")) & (b1 == ord("-")))
+        | (digit0 & ((b1 == ord(")")) | (b2 == ord(")")) | (b3 == ord(")"))))
+    )
+    return np.flatnonzero(symbol & (first < ends)).astype(np.int64)
+
+
 class SignatureSet:
     """A compiled set of signatures, matched over whole blocks of lines.
 
@@ -162,7 +203,7 @@ class SignatureSet:
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
         self._anchored = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
-        self._found = [
+        found = [
             (
                 i,
                 [re.compile(f, re.MULTILINE) for f in s.find],
@@ -171,14 +212,23 @@ class SignatureSet:
             for i, s in enumerate(sigs)
             if s.find
         ]
+        builtin = len(signatures)  # user patterns have no trigger words: they see every line
+        self._found = [f for f in found if f[0] < builtin]
+        self._user = [f for f in found if f[0] >= builtin]
         self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}
 
-    def find(self, text: bytes, ends: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    def find(
+        self, text: bytes, ends: npt.NDArray[np.int64], table: TokenTable | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Find the lines of a block that carry a signature.
 
         Args:
             text: scoring text of whole lines.
             ends: shape ``(n_lines,)``: end offset of each line in ``text``.
+            table: the block's ``TokenTable``. When given, the built-in signatures
+                are only tried on lines that hold a trigger token (``TRIGGERS``) or
+                start with one of the symbols some signatures start with; every
+                built-in signature needs one of the two, so nothing is missed.
 
         Returns:
             ``(lines, ids)``: 0-based line indexes (sorted, unique) and, for each,
@@ -186,30 +236,26 @@ class SignatureSet:
         """
         starts: list[int] = []
         ids: list[int] = []
-        padded = b"\n" + text
-        pos = 0
-        regex = self._anchored
-        while pos >= 0:
-            m = regex.search(padded, pos)
-            if m is None:
-                break
-            starts.append(m.start())  # the "\n" before the line = the line's offset in text
-            ids.append(int(m.lastgroup[1:]) if m.lastgroup else 0)
-            pos = padded.find(b"\n", m.start() + 1)  # one anchored signature per line is enough
-        for i, finders, confirm in self._found:
-            found = [m.start() for f in finders for m in f.finditer(text)]
-            if not found:
-                continue
-            line_of = np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right")
-            for line in np.unique(line_of).tolist():
-                start = int(ends[line - 1]) if line else 0
-                if confirm is None or confirm.match(text, start) is not None:
-                    starts.append(start)
-                    ids.append(i)
+        if table is None:
+            self._scan(text, ends, None, self._anchored, self._found, starts, ids)
+        else:
+            lines = np.union1d(table.lines_with(_TRIGGERS), _symbol_lines(text, ends))
+            if lines.shape[0] * 3 > ends.shape[0]:
+                self._scan(text, ends, None, self._anchored, self._found, starts, ids)
+            elif lines.shape[0]:
+                line_starts = np.zeros(ends.shape[0], dtype=np.int64)
+                line_starts[1:] = ends[:-1]
+                spans = zip(line_starts[lines].tolist(), ends[lines].tolist(), strict=True)
+                pieces = [text[a:b] if text[b - 1 : b] == b"\n" else text[a:b] + b"\n" for a, b in spans]
+                sub = b"".join(pieces)
+                sub_ends = np.cumsum([len(x) for x in pieces], dtype=np.int64)
+                self._scan(sub, sub_ends, lines, self._anchored, self._found, starts, ids)
+            if self._user:
+                self._scan(text, ends, None, None, self._user, starts, ids)
         if not starts:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        lines = np.searchsorted(ends, np.asarray(starts, dtype=np.int64), side="right")
+        lines = np.asarray(starts, dtype=np.int64)
         sig = np.asarray(ids, dtype=np.int64)
         order = np.lexsort((sig, lines))
         lines, sig = lines[order], sig[order]
@@ -224,3 +270,39 @@ class SignatureSet:
                 self._left[i] = max(0, left - at.shape[0])
             lines, sig = lines[keep], sig[keep]
         return lines.astype(np.int64), sig
+
+    @staticmethod
+    def _scan(
+        text: bytes,
+        ends: npt.NDArray[np.int64],
+        line_map: npt.NDArray[np.int64] | None,
+        anchored: re.Pattern[bytes] | None,
+        found: list[tuple[int, list[re.Pattern[bytes]], re.Pattern[bytes] | None]],
+        out_lines: list[int],
+        out_ids: list[int],
+    ) -> None:
+        """Append (line, signature) hits in ``text`` to the lists; ``line_map`` maps its lines to the block's."""
+        hit_starts: list[int] = []
+        if anchored is not None:
+            padded = b"\n" + text
+            pos = 0
+            while pos >= 0:
+                m = anchored.search(padded, pos)
+                if m is None:
+                    break
+                hit_starts.append(m.start())  # the "\n" before the line = the line's offset in text
+                out_ids.append(int(m.lastgroup[1:]) if m.lastgroup else 0)
+                pos = padded.find(b"\n", m.start() + 1)  # one anchored signature per line is enough
+        for i, finders, confirm in found:
+            positions = [m.start() for f in finders for m in f.finditer(text)]
+            if not positions:
+                continue
+            line_of = np.searchsorted(ends, np.asarray(positions, dtype=np.int64), side="right")
+            for line in np.unique(line_of).tolist():
+                start = int(ends[line - 1]) if line else 0
+                if confirm is None or confirm.match(text, start) is not None:
+                    hit_starts.append(start)
+                    out_ids.append(i)
+        if hit_starts:
+            lines = np.searchsorted(ends, np.asarray(hit_starts, dtype=np.int64), side="right")
+            out_lines.extend((line_map[lines] if line_map is not None else lines).tolist())

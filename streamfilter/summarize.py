@@ -13,7 +13,6 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
-from .normalize import scoring_text
 
 __all__ = ("DropSummary", "mask_shapes")
 
@@ -28,6 +27,16 @@ for _b in b".:,_-":
     _NUM_SEP[_b] = True
 
 
+def _ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """All indexes of the half-open ranges ``[first[i], end[i])`` (disjoint, sorted), as one array."""
+    lengths = end - first
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    return np.arange(total, dtype=np.int64) + np.repeat(first - offsets, lengths)
+
+
 def _mask(text: bytes) -> bytes:
     """Mask variable parts with one ``_MARK`` byte per span (vectorized over the text).
 
@@ -36,17 +45,21 @@ def _mask(text: bytes) -> bytes:
     quotes, brackets, ``, ; = |``) that contains a ``/`` (paths, URLs).
     """
     arr = np.frombuffer(text, dtype=np.uint8)
-    if arr.shape[0] == 0:
+    n = arr.shape[0]
+    if n == 0:
         return text
-    digit = _DIGIT[arr]
-    masked = digit.copy()
-    masked[1:-1] |= _NUM_SEP[arr[1:-1]] & digit[:-2] & digit[2:]
+    masked = (arr - np.uint8(48)) < 10
+    between = np.flatnonzero(masked[:-2] & masked[2:]) + 1  # a byte with a digit on each side
+    masked[between[_NUM_SEP.take(arr[between])]] = True
     if b"/" in text:
-        delim = _DELIM[arr]
-        chunk = np.cumsum(delim)
-        has_slash = np.bincount(chunk, weights=arr == 0x2F) > 0
-        masked |= has_slash[chunk] & ~delim
-    keep = np.ones(arr.shape[0], dtype=bool)
+        # the chunk around each slash: from after the delimiter before it to the one after it
+        delims = np.concatenate(([-1], np.flatnonzero(_DELIM.take(arr)), [n]))
+        at = np.searchsorted(delims, np.flatnonzero(arr == 0x2F))
+        first, end = delims[at - 1] + 1, delims[at]
+        new = np.ones(first.shape[0], dtype=bool)
+        new[1:] = first[1:] != first[:-1]  # slashes are in order, so one chunk's repeats are adjacent
+        masked[_ranges(first[new], end[new])] = True
+    keep = np.ones(n, dtype=bool)
     keep[1:] = ~(masked[1:] & masked[:-1])
     out = arr.copy()
     out[masked] = _MARK
@@ -60,6 +73,7 @@ def mask_shapes(text: bytes) -> bytes:
 
 _MAX_SHAPES = 4096  # distinct shapes counted per run; later new shapes count as "other"
 _MAX_SHAPE_CHARS = 60
+_SHAPE_SOURCE_BYTES = 96  # bytes of a line that are masked into its shape
 
 
 def _show(shape: bytes) -> str:
@@ -100,26 +114,29 @@ class DropSummary:
         self.progress_lines = 0
         self.frames = 0
 
-    def add(self, data: bytes, n_lines: int, term_lines: int, frames: npt.NDArray[np.int32]) -> None:
+    def add(self, n_bytes: int, text: bytes, n_lines: int, term_lines: int, frames: npt.NDArray[np.int32]) -> None:
         """Add the next ``n_lines`` lines of the run.
 
         Args:
-            data: their raw bytes.
-            n_lines: how many lines ``data`` holds.
+            n_bytes: their length in the input, in bytes.
+            text: their scoring text (``normalize.scoring_text`` of their bytes, or the
+                filter's ``NormalizedBlock`` text for them).
+            n_lines: how many lines they are.
             term_lines: how many of them contain a query term.
             frames: shape ``(n_lines,)``: CR frames per line (0 = no redraw).
         """
         self.last_line += n_lines
-        self.end_byte += len(data)
+        self.end_byte += n_bytes
         self.term_lines += term_lines
         redraws = frames[frames > 0]
         self.progress_lines += int(redraws.shape[0])
         self.frames += int(redraws.sum())
-        text = scoring_text(data)
         self.warning_lines += text.lower().count(b"warn")
-        shapes = _mask(text).split(b"\n")
-        if shapes and shapes[-1] == b"":
-            shapes.pop()
+        lines = text.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        # a shape shows at most _MAX_SHAPE_CHARS: mask only the head of each line
+        shapes = _mask(b"\n".join([line[:_SHAPE_SOURCE_BYTES] for line in lines])).split(b"\n")
         counts = Counter(s.strip(b" \t\r")[:_MAX_SHAPE_CHARS] for s in shapes)
         if len(self._shapes) + len(counts) <= _MAX_SHAPES:
             self._shapes.update(counts)

@@ -18,12 +18,13 @@ counts on a whole block with numpy, never making a Python object per token.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("Query", "count_terms", "is_counted", "token_spans", "tokenize")
+__all__ = ("KeySet", "Query", "TokenTable", "count_terms", "is_counted", "token_key", "token_spans", "token_table", "tokenize")
 
 _OTHER, _LOWER, _UPPER, _DIGIT = 0, 1, 2, 3
 _CLASS = np.zeros(256, dtype=np.uint8)
@@ -96,6 +97,7 @@ _ZERO_BEFORE = re.compile(rb"(?<![0-9.=:])0[ \t]+$")
 
 
 _JOINERS = frozenset(b"._/\\-")
+_ZERO_NEXT = frozenset(b" \t:=")
 _ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
@@ -110,8 +112,11 @@ def is_counted(lower: bytes, start: int, end: int) -> bool:
     """
     if start >= 2 and lower[start - 1] in _JOINERS and lower[start - 2] in _ALNUM:
         return False
-    if end + 1 < len(lower) and lower[end] in _JOINERS and lower[end + 1] in _ALNUM:
+    after = lower[end] if end < len(lower) else 10
+    if after in _JOINERS and end + 1 < len(lower) and lower[end + 1] in _ALNUM:
         return False
+    if after not in _ZERO_NEXT and (start == 0 or lower[start - 1] not in _ZERO_NEXT):
+        return True  # neither "<term>: 0" nor "0 <term>" can follow or precede
     return _ZERO_AFTER.match(lower, end) is None and _ZERO_BEFORE.search(lower, max(0, start - 8), start) is None
 
 
@@ -180,17 +185,144 @@ class Query:
                 return term
         return token
 
-    def prefixes(self) -> tuple[tuple[bytes, ...], ...]:
-        """For each term, the shortest forms: every variant starts with one of them."""
-        out = []
-        for forms in self.variants:
-            short = sorted(forms, key=len)
-            out.append(tuple(f for i, f in enumerate(short) if not any(f.startswith(g) for g in short[:i])))
-        return tuple(out)
+    def keys(self) -> tuple[KeySet, list[dict[bytes, int]]]:
+        """The ``KeySet`` of every variant, and for each of its keys (in order) its variants -> term index."""
+        by_key: dict[int, dict[bytes, int]] = {}
+        for t, forms in enumerate(self.variants):
+            for form in forms:
+                by_key.setdefault(token_key(form), {})[form] = t
+        keyset = KeySet.of(by_key)
+        return keyset, [by_key[k] for k in keyset.sorted.tolist()]
+
+
+KEY_BYTES = 8
+# the low 8*k bits set, for k = 0..8: keeps a token's first k bytes of an 8-byte load
+_KEY_MASK = np.asarray([(1 << (8 * k)) - 1 for k in range(KEY_BYTES + 1)], dtype=np.uint64)
+
+
+def token_key(token: bytes) -> int:
+    """The ``TokenTable`` key of a lowercased token: its first 8 bytes, zero-padded, little-endian."""
+    return int.from_bytes(token[:KEY_BYTES].ljust(KEY_BYTES, b"\0"), "little")
+
+
+_BUCKET_BITS = 12
+
+
+def _bucket(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    # multiplicative hashing: the top bits of key * odd constant spread keys over the buckets
+    return (keys * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _BUCKET_BITS)
+
+
+@dataclass(frozen=True, slots=True)
+class KeySet:
+    """A set of token keys, with a bucket bitmap so most tokens are rejected by one lookup.
+
+    Attributes:
+        sorted: the keys, sorted ascending (uint64).
+        buckets: shape ``(4096,)`` bool: buckets that hold a key.
+    """
+
+    sorted: npt.NDArray[np.uint64]
+    buckets: npt.NDArray[np.bool_]
+
+    @classmethod
+    def of(cls, keys: Iterable[int]) -> KeySet:
+        """The set of ``keys`` (ints from ``token_key``)."""
+        ordered = np.asarray(sorted(set(keys)), dtype=np.uint64)
+        buckets = np.zeros(1 << _BUCKET_BITS, dtype=bool)
+        buckets[_bucket(ordered)] = True
+        return cls(ordered, buckets)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenTable:
+    """Every token of a block, as arrays (no Python object per token).
+
+    Attributes:
+        starts: shape ``(n_tokens,)`` int64: offset of each token in the text.
+        lengths: shape ``(n_tokens,)`` int64: length of each token in bytes.
+        keys: shape ``(n_tokens,)`` uint64: first 8 lowercased bytes, zero-padded
+            (``token_key``); equal keys and lengths <= 8 mean equal tokens.
+        per_line: shape ``(n_lines,)`` int64: tokens in each line.
+        ends: shape ``(n_lines,)`` int64: end offset of each line in the text.
+        lower: the text, ASCII-lowercased.
+    """
+
+    starts: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.int64]
+    keys: npt.NDArray[np.uint64]
+    per_line: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    lower: bytes
+
+    def find(self, keys: KeySet) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Tokens whose key is in ``keys``: their indexes and the index of the key in ``keys.sorted``."""
+        if keys.sorted.shape[0] == 0 or self.keys.shape[0] == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        maybe = np.flatnonzero(keys.buckets[_bucket(self.keys)])
+        at = np.minimum(np.searchsorted(keys.sorted, self.keys[maybe]), keys.sorted.shape[0] - 1)
+        hit = keys.sorted[at] == self.keys[maybe]
+        return maybe[hit], at[hit].astype(np.int64)
+
+    def line_of(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """0-based line of each of the given tokens."""
+        return np.searchsorted(self.ends, self.starts[tokens], side="right").astype(np.int64)
+
+    def lines_with(self, keys: KeySet) -> npt.NDArray[np.int64]:
+        """0-based lines holding a token whose key is in ``keys`` (sorted, unique)."""
+        tokens, _ = self.find(keys)
+        return np.unique(self.line_of(tokens))
+
+
+def token_table(text: bytes, ends: npt.NDArray[np.int64]) -> TokenTable:
+    """Tokenize a block of whole lines with numpy (same tokens as ``tokenize``).
+
+    Args:
+        text: scoring text of whole lines (``NormalizedBlock.text``).
+        ends: shape ``(n_lines,)``: end offset of each line in ``text``.
+    """
+    n_lines = int(ends.shape[0])
+    arr = np.frombuffer(text, dtype=np.uint8)
+    n = arr.shape[0]
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return TokenTable(empty, empty, np.zeros(0, dtype=np.uint64), np.zeros(n_lines, dtype=np.int64), ends, b"")
+    # byte classes by comparisons (cheaper than a 256-entry gather)
+    upper = (arr - np.uint8(65)) < 26
+    digit = (arr - np.uint8(48)) < 10
+    lower_letter = ((arr - np.uint8(97)) < 26) | (arr >= 0x80)
+    word = upper | digit | lower_letter
+    # start[i] for i >= 1 compares byte i with byte i-1 (and i+1 for the upper-run rule)
+    start = word.copy()
+    w, pw = word[1:], word[:-1]
+    start[1:] = w & (
+        ~pw
+        | (digit[1:] != digit[:-1])
+        | (upper[1:] & lower_letter[:-1])
+        | (upper[1:] & upper[:-1] & np.append(lower_letter[2:], False))
+    )
+    starts = np.flatnonzero(start).astype(np.int64)
+    # a token ends before the next start or separator; each token has exactly one end
+    after = np.ones(n, dtype=bool)
+    after[:-1] = start[1:] | ~word[1:]
+    token_ends = np.flatnonzero(word & after).astype(np.int64) + 1
+    lengths = token_ends - starts
+    lower_text = text.lower()
+    low = np.zeros(n + KEY_BYTES, dtype=np.uint8)
+    low[:n] = np.frombuffer(lower_text, dtype=np.uint8)
+    # 8 bytes from every offset as one little-endian uint64 (an unaligned, overlapping view)
+    words8 = np.ndarray(shape=(n,), dtype="<u8", buffer=low.data, offset=0, strides=(1,))
+    keys = words8[starts] & _KEY_MASK[np.minimum(lengths, KEY_BYTES)]
+    line_starts = np.zeros(n_lines, dtype=np.int64)
+    line_starts[1:] = ends[:-1]
+    per_line = np.add.reduceat(start, line_starts, dtype=np.int64) if n_lines else np.zeros(0, dtype=np.int64)
+    per_line[line_starts >= ends] = 0  # reduceat gives an empty line its next byte
+    return TokenTable(starts, lengths, keys, per_line, ends, lower_text)
 
 
 def count_terms(
-    text: bytes, ends: npt.NDArray[np.int64], query: Query
+    text: bytes, ends: npt.NDArray[np.int64], query: Query, table: TokenTable | None = None
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Count tokens and query-term occurrences per line of a block.
 
@@ -198,65 +330,26 @@ def count_terms(
         text: scoring text of whole lines (``NormalizedBlock.text``).
         ends: shape ``(n_lines,)``: end offset of each line in ``text``.
         query: the parsed query.
+        table: the block's ``TokenTable``, when already made.
 
     Returns:
         ``(tokens, tf)``: ``tokens`` shape ``(n_lines,)`` int64, tokens per line;
         ``tf`` shape ``(n_lines, n_terms)`` int64, occurrences of each term per line.
-        Equal to counting ``tokenize`` of each line (``Query.canonical`` applied).
+        Equal to counting ``Query.terms_in`` of each line.
     """
+    table = table if table is not None else token_table(text, ends)
     n_lines = int(ends.shape[0])
-    n_terms = len(query.terms)
-    tf = np.zeros((n_lines, n_terms), dtype=np.int64)
-    if not text:
-        return np.zeros(n_lines, dtype=np.int64), tf
-    arr = np.frombuffer(text, dtype=np.uint8)
-    cls = _CLASS[arr]
-    n = cls.shape[0]
-    prev = np.empty(n, dtype=np.uint8)
-    prev[0] = _OTHER
-    prev[1:] = cls[:-1]
-    nxt = np.empty(n, dtype=np.uint8)
-    nxt[-1] = _OTHER
-    nxt[:-1] = cls[1:]
-    word = cls != _OTHER
-    is_digit = cls == _DIGIT
-    upper = cls == _UPPER
-    start = word & (
-        (prev == _OTHER)
-        | (is_digit != (prev == _DIGIT))
-        | (upper & (prev == _LOWER))
-        | (upper & (prev == _UPPER) & (nxt == _LOWER))
-    )
-    start_pos = np.flatnonzero(start)
-    tokens = np.bincount(np.searchsorted(ends, start_pos, side="right"), minlength=n_lines)[:n_lines]
-    if n_terms:
-        # a token ends where the next one starts or a separator comes (or the text ends)
-        boundary = np.empty(n + 1, dtype=bool)
-        boundary[:n] = start | ~word
-        boundary[n] = True
-        bounds = np.flatnonzero(boundary)
-        lower = text.lower()
-        for t, (forms, prefixes) in enumerate(zip(query.variants, query.prefixes(), strict=True)):
-            found: list[int] = []
-            for prefix in prefixes:
-                at = lower.find(prefix)
-                while at >= 0:
-                    found.append(at)
-                    at = lower.find(prefix, at + 1)
-            if not found:
-                continue
-            pos = np.unique(np.asarray(found, dtype=np.int64))
-            pos = pos[start[pos]]
-            if not pos.shape[0]:
-                continue
-            token_end = bounds[np.searchsorted(bounds, pos, side="right")]
-            forms_set = set(forms)
-            match = [
-                lower[p:e] in forms_set and is_counted(lower, p, e)
-                for p, e in zip(pos.tolist(), token_end.tolist(), strict=True)
-            ]
-            hit = pos[np.asarray(match, dtype=bool)]
-            if hit.shape[0]:
-                line_of = np.searchsorted(ends, hit, side="right")
-                tf[:, t] = np.bincount(line_of, minlength=n_lines)[:n_lines]
-    return tokens.astype(np.int64), tf
+    tf = np.zeros((n_lines, len(query.terms)), dtype=np.int64)
+    keys, forms_of = query.keys()
+    tokens, which = table.find(keys)
+    if tokens.shape[0]:
+        lower = table.lower
+        starts = table.starts[tokens].tolist()
+        lengths = table.lengths[tokens].tolist()
+        lines = table.line_of(tokens).tolist()
+        for p, length, line, k in zip(starts, lengths, lines, which.tolist(), strict=True):
+            e = p + length
+            term = forms_of[k].get(lower[p:e])
+            if term is not None and is_counted(lower, p, e):
+                tf[line, term] += 1
+    return table.per_line, tf

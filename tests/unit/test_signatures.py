@@ -1,0 +1,102 @@
+"""Failure signatures: each family on real line shapes; the trigger prefilter misses nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamfilter.signatures import SignatureSet
+from streamfilter.tokens import token_table
+
+LINES = [
+    ("python-traceback", b"Traceback (most recent call last):"),
+    ("exception-line", b"ValueError: invalid literal for int() with base 10: 'x'"),
+    ("exception-line", b"java.lang.IllegalStateException: boom"),
+    ("pytest-E", b"E       assert 1 == 2"),
+    ("pytest-section", b"=================================== FAILURES ==================================="),
+    ("pytest-summary", b"========================= 2 failed, 71 passed in 2.65s ========================="),
+    ("pytest-failed", b"FAILED tests/test_x.py::test_y - AssertionError"),
+    ("java-exception", b"Caused by: java.io.IOException: disk full"),
+    ("maven-error", b"[ERROR] Failed to execute goal org.apache.maven.plugins"),
+    ("sbt-error", b"[error] (compile:compileIncremental) Compilation failed"),
+    ("build-failure", b"BUILD FAILURE"),
+    ("junit-failure", b"testFoo(com.x.FooTest)  Time elapsed: 0.1 sec  <<< FAILURE!"),
+    ("junit-counts", b"Tests run: 12, Failures: 1, Errors: 0, Skipped: 0"),
+    ("gradle-task-failed", b"> Task :app:compileJava FAILED"),
+    ("scalatest-failed", b"[info] - should work *** FAILED ***"),
+    ("npm-err", b"npm ERR! code ELIFECYCLE"),
+    ("jest-bullet", b"  \xe2\x97\x8f Suite > adds numbers"),
+    ("jest-fail", b" FAIL  src/sum.test.js"),
+    ("jest-expected", b"    Expected: 3"),
+    ("mocha-failing", b"  2 failing"),
+    ("tsc-error", b"src/a.ts(3,5): error TS2322: Type 'string' is not assignable"),
+    ("numbered-failure", b"  1) test adds numbers (MathTest)"),
+    ("rust-error", b"error[E0308]: mismatched types"),
+    ("rust-panic", b"thread 'main' panicked at 'boom', src/main.rs:2:5"),
+    ("rust-test-failed", b"test tests::it_works ... FAILED"),
+    ("rust-failures", b"failures:"),
+    ("go-fail", b"--- FAIL: TestAdd (0.00s)"),
+    ("go-compile", b"./main.go:12:3: undefined: foo"),
+    ("compiler-error", b"src/a.c:3:5: error: expected ';' before '}' token"),
+    ("compiler-warning", b"src/Text/Pandoc/Ipynb.hs:94:10: Warning:"),
+    ("make-error", b"make[2]: *** [Makefile:12: all] Error 1"),
+    ("linker-error", b"/usr/bin/ld: a.o: undefined reference to `foo'"),
+    ("caret-line", b"        ^~~~~"),
+    ("sanitizer", b"==30799==ERROR: AddressSanitizer: heap-use-after-free on address 0x61b0"),
+    ("rspec-failure", b"     Failure/Error: expect(x).to eq(2)"),
+    ("failures-section", b"Failures:"),
+    ("minitest-failure", b"Failure:"),
+    ("lint-offenses", b"Offenses:"),
+    ("phpunit-failure", b"FAILURES!"),
+    ("phpunit-failures", b"There were 2 failures:"),
+    ("pester-failure", b"    [-] Should validate the schema 191ms"),
+    ("bracketed-failure", b"[  ERROR   ] 9 errors, listed below:"),
+    ("http-error-status", b"  1. [L0153] 404 http://a5.example.com/screen.jpeg"),
+    ("exit-status", b'The command "make test" exited with 2.'),
+    ("command-failed", b"bash: foo: command not found"),
+    ("timed-out", b"Tests timed out"),
+    ("killed", b"Killed"),
+    ("ci-error", b"##[error]Process completed with exit code 1."),
+    ("generic-error", b"FATAL: could not open the database"),
+    ("test-failed", b"test_upload ... FAILED"),
+    ("assertion", b"Assertion failed: (x > 0), function main"),
+]
+
+
+def hits(text: bytes, prefilter: bool) -> tuple[list[int], list[str]]:
+    ends = np.cumsum([len(x) + 1 for x in text.split(b"\n")[:-1]], dtype=np.int64)
+    sigs = SignatureSet()
+    lines, ids = sigs.find(text, ends, token_table(text, ends) if prefilter else None)
+    return lines.tolist(), [sigs.names[i] for i in ids.tolist()]
+
+
+@pytest.mark.parametrize(("name", "line"), LINES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(LINES)])
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_each_family_fires_on_its_line_shape(name: str, line: bytes, prefilter: bool) -> None:
+    text = b"INFO starting\n" * 40 + line + b"\n" + b"INFO done\n" * 40
+    lines, names = hits(text, prefilter)
+    assert 40 in lines, (name, lines, names)
+
+
+def test_noise_is_not_protected() -> None:
+    noise = [
+        b"   Compiling serde v1.0.130",
+        b"[INFO] Downloading from central: https://repo.example.org/a/b/1.0/b-1.0.pom",
+        b"tests/test_x.py::test_parse[3] PASSED                       [ 42%]",
+        b"Tests run: 12, Failures: 0, Errors: 0, Skipped: 0",
+        b"added 120 packages in 3s",
+        b"org.example.error.Handler registered",
+    ]
+    lines, names = hits(b"\n".join(noise) + b"\n", True)
+    assert lines == [], names
+
+
+def test_prefilter_finds_what_a_full_scan_finds_on_a_corpus_like_mix() -> None:
+    text = b"\n".join(line for _, line in LINES) + b"\n" + b"INFO ok\n" * 500
+    assert hits(text, True) == hits(text, False)
+
+
+def test_max_hits_keeps_only_the_first_warnings() -> None:
+    text = b"".join(b"src/a.hs:%d:1: Warning: unused\n" % i for i in range(30))
+    lines, names = hits(text, True)
+    assert lines == list(range(10)) and set(names) == {"compiler-warning"}
