@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("ANSI_ESCAPE", "NormalizedBlock", "normalize_block", "scoring_text", "strip_ansi")
+__all__ = ("ANSI_ESCAPE", "NormalizedBlock", "normalize_block", "strip_ansi")
 
 # ECMA-48 escape sequences, all forms, none of which may cross a line end:
 # CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL or ST, or cut at the
@@ -59,15 +59,6 @@ def strip_ansi(data: bytes) -> bytes:
     marks[esc + k2 + 1] -= 1
     kept: bytes = arr[np.cumsum(marks[:-1], dtype=np.int32) == 0].tobytes()
     return kept
-
-
-def scoring_text(data: bytes) -> bytes:
-    """``data`` as a terminal would show it: escapes removed, each redraw reduced to its last frame."""
-    text = strip_ansi(data)
-    if b"\r" in text:
-        n_lines = text.count(b"\n") + 1
-        text = _collapse_redraws(text, n_lines, np.zeros(n_lines, dtype=np.int32))
-    return text
 
 
 @dataclass(frozen=True, slots=True)

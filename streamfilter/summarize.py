@@ -13,12 +13,11 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
-
 __all__ = ("DropSummary", "mask_shapes")
 
 _MARK = 0x01  # one masked span, shown as "<*>"
 _DELIM = np.zeros(256, dtype=bool)
-for _b in b" \t\r\n\"'()[]{}<>,;=|":
+for _b in b" \t\r\n\"'()[]{}<>,;=|:":
     _DELIM[_b] = True
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0") : ord("9") + 1] = True
@@ -34,7 +33,8 @@ def _ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDA
     if total == 0:
         return np.zeros(0, dtype=np.int64)
     offsets = np.cumsum(lengths) - lengths
-    return np.arange(total, dtype=np.int64) + np.repeat(first - offsets, lengths)
+    indexes: npt.NDArray[np.int64] = np.arange(total, dtype=np.int64) + np.repeat(first - offsets, lengths)
+    return indexes
 
 
 def _mask(text: bytes) -> bytes:
@@ -42,7 +42,7 @@ def _mask(text: bytes) -> bytes:
 
     Masked: every run of digits, with the ``. : , _ -`` between two digits (numbers,
     versions, times, dates, durations); every chunk between delimiters (space,
-    quotes, brackets, ``, ; = |``) that contains a ``/`` (paths, URLs).
+    quotes, brackets, ``, ; = | :``) that contains a ``/`` (paths, URLs).
     """
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]

@@ -24,7 +24,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("KeySet", "Query", "TokenTable", "count_terms", "is_counted", "token_key", "token_spans", "token_table", "tokenize")
+__all__ = (
+    "KeySet",
+    "Query",
+    "TokenTable",
+    "count_terms",
+    "is_counted",
+    "token_key",
+    "token_spans",
+    "token_table",
+    "tokenize",
+)
 
 _OTHER, _LOWER, _UPPER, _DIGIT = 0, 1, 2, 3
 _CLASS = np.zeros(256, dtype=np.uint8)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.normalize import ANSI_ESCAPE, normalize_block, scoring_text, strip_ansi
+from streamfilter.normalize import ANSI_ESCAPE, normalize_block, strip_ansi
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_crlf_is_not_a_redraw() -> None:
 
 
 def test_double_cr_before_text_is_one_redraw() -> None:
-    assert scoring_text(b"old\r\rnew\n") == b"new\n"
+    assert normalize_block(b"old\r\rnew\n", 1, 1 << 20).text == b"new\n"
 
 
 def test_long_line_is_capped_for_scoring_only() -> None:

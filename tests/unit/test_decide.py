@@ -1,0 +1,67 @@
+"""The cut (Otsu 1979) and the line ranges protected hits keep."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamfilter.decide import CutTracker, otsu_threshold, protected_ranges
+
+
+def test_otsu_separates_two_clusters() -> None:
+    values = np.concatenate((np.full(90, 1.0), np.full(10, 9.0)))
+    cut = otsu_threshold(values)
+    assert 1.0 < cut <= 9.0
+    assert (values >= cut).sum() == 10
+
+
+def test_otsu_of_equal_values_keeps_them_all() -> None:
+    assert otsu_threshold(np.full(5, 2.5)) == 2.5
+
+
+def test_otsu_matches_a_brute_force_search() -> None:
+    rng = np.random.default_rng(7)
+    values = np.concatenate((rng.normal(2, 0.5, 300), rng.normal(7, 1.0, 40)))
+    cut = otsu_threshold(values, bins=64)
+    # brute force over the same histogram edges: maximize between-class variance
+    hist, edges = np.histogram(values, bins=64)
+    centers = (edges[:-1] + edges[1:]) / 2
+    best, best_k = -1.0, 0
+    for k in range(1, 64):
+        w0, w1 = hist[:k].sum(), hist[k:].sum()
+        if w0 == 0 or w1 == 0:
+            continue
+        m0 = (hist[:k] * centers[:k]).sum() / w0
+        m1 = (hist[k:] * centers[k:]).sum() / w1
+        var = w0 * w1 * (m0 - m1) ** 2
+        if var > best:
+            best, best_k = var, k
+    assert cut == edges[best_k]
+
+
+def test_cut_per_group_uses_the_floor_until_enough_samples() -> None:
+    tracker = CutTracker(min_score=0.5, group_windows=4, history=16, min_samples=4)
+    tracker.add(np.asarray([1.0, 2.0, 0.0]), np.asarray([True, False, False]))
+    assert tracker.known_groups == 0
+    tracker.add(np.asarray([1.0]), np.asarray([False]))
+    assert tracker.known_groups == 1
+    assert tracker.cuts(np.asarray([0, 3])).tolist() == [0.5, 0.5]  # one term window: floor only
+    tracker.add(np.asarray([1.0, 1.1, 9.0, 9.5]), np.asarray([True, True, True, True]))
+    assert tracker.known_groups == 2
+    assert 1.1 < tracker.cuts(np.asarray([4]))[0] <= 9.0
+
+
+def test_hits_extend_through_continuation_lines_only() -> None:
+    #            0      1     2     3      4      5     6
+    cont = np.array([False, False, True, True, False, True, False])
+    first, last = protected_ranges(np.array([1, 5]), cont, before=1, extend=10)
+    assert first.tolist() == [0, 4]
+    assert last.tolist() == [3, 5]
+
+
+def test_extension_is_capped_and_sections_ignore_indentation() -> None:
+    cont = np.array([False] + [True] * 20)
+    first, last = protected_ranges(np.array([0]), cont, before=3, extend=5)
+    assert (first.tolist(), last.tolist()) == ([0], [5])
+    flat = np.zeros(30, dtype=bool)
+    first, last = protected_ranges(np.array([2]), flat, 0, 60, section=np.array([True]), section_lines=10)
+    assert last.tolist() == [12]

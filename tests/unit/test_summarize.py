@@ -1,0 +1,105 @@
+"""DROP summaries: masks on real line shapes, distinct events stay distinct, facts only, stable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamfilter.normalize import normalize_block
+from streamfilter.summarize import DropSummary, mask_shapes
+
+SHAPES = [
+    (b"   Compiling serde v1.0.130 (/home/ci/.cargo/registry/src/serde)", b"   Compiling serde v<*> (<*>)"),
+    (
+        b"[INFO] Downloaded from central: https://repo.maven.apache.org/a/b-1.2.jar (12 kB at 96 kB/s)",
+        b"[INFO] Downloaded from central: https:<*> (<*> kB at <*> <*>)",
+    ),
+    (b"2026-04-23T08:28:54.3422190Z ##[group]Run actions/checkout@v4", b"<*>T<*>Z ##[group]Run <*>"),
+    (b"src/main.rs:12:5: warning: unused variable", b"<*>:<*>: warning: unused variable"),
+    (
+        b"tests/test_api.py::test_get[42] PASSED                     [ 87%]",
+        b"<*>::test_get[<*>] PASSED                     [ <*>%]",
+    ),
+    (
+        b"npm WARN deprecated request@2.88.2: request has been deprecated",
+        b"npm WARN deprecated request@<*>: request has been deprecated",
+    ),
+    (b"\tat com.example.batch.Step060.run(Step060.java:112)", b"\tat com.example.batch.Step<*>.run(Step<*>.java:<*>)"),
+    (b"Progress: 45% (450/1000) in 3.25s", b"Progress: <*>% (<*>) in <*>s"),
+]
+
+
+@pytest.mark.parametrize(("line", "shape"), SHAPES)
+def test_masks_on_real_line_shapes(line: bytes, shape: bytes) -> None:
+    assert mask_shapes(line) == shape
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (b"VM Started", b"VM Paused"),
+        (b"Test passed: test_login", b"Test failed: test_login"),
+        (b"Connection opened to db-1", b"Connection closed to db-1"),
+        (b"GET /health 200 3ms", b"GET /health 500 3ms"[:0] + b"POST /health 200 3ms"),
+    ],
+)
+def test_two_different_events_never_share_a_shape(a: bytes, b: bytes) -> None:
+    assert mask_shapes(a) != mask_shapes(b)
+
+
+def summary_of(data: bytes, pieces: int = 1, **kwargs: int) -> str:
+    lines = data.split(b"\n")[:-1]
+    s = DropSummary(1, 0, **kwargs)
+    step = max(1, len(lines) // pieces)
+    for i in range(0, len(lines), step):
+        part = b"".join(x + b"\n" for x in lines[i : i + step])
+        norm = normalize_block(part, part.count(b"\n"), 1 << 20)
+        s.add(len(part), norm.text, part.count(b"\n"), 0, norm.frames)
+    return s.render()
+
+
+def test_summary_states_range_counts_and_top_shapes() -> None:
+    data = b"".join(b"   Compiling crate v1.%d.0\n" % i for i in range(230)) + b"".join(
+        b"  Downloaded dep v0.%d\n" % i for i in range(30)
+    )
+    text = summary_of(data)
+    assert text.startswith("[streamfilter: dropped lines 1-260 (260 lines, ")
+    assert "230× Compiling crate v<*>" in text and "30× Downloaded dep v<*>" in text
+    assert text.endswith("]") and "\n" not in text
+
+
+def test_summary_is_byte_identical_however_the_lines_were_added() -> None:
+    data = b"".join(b"line %d kind %d\n" % (i, i % 7) for i in range(500)) + b"warning: x\n" * 3
+    whole = summary_of(data)
+    for pieces in (2, 7, 500):
+        assert summary_of(data, pieces) == whole
+
+
+def test_summary_never_exceeds_its_length_and_keeps_the_facts() -> None:
+    data = b"".join(b"progress %d%%\r" % i for i in range(100)) + b"done\n"
+    data += b"".join(b"%s warning: something long and different number %d\n" % (b"x" * 50, i) for i in range(20))
+    text = summary_of(data, max_chars=120)
+    assert len(text) <= 120
+    assert "(21 lines, " in text
+
+
+def test_summary_counts_progress_frames_and_warnings() -> None:
+    data = b"Receiving 1%\rReceiving 50%\rReceiving 100%\nwarning: deprecated\nok\n"
+    text = summary_of(data)
+    assert "1 progress lines: 3 frames, 2 collapsed" in text
+    assert "1 warning mentions" in text
+
+
+@pytest.mark.parametrize("verdict", [b"all passed", b"no tests collected", b"success"])
+def test_summary_states_no_verdict_of_its_own(verdict: bytes) -> None:
+    text = summary_of(b"collected 0 items\n" * 3 + b"Interrupted: 1 error during collection\n")
+    assert verdict.decode() not in text.lower()
+
+
+def test_shape_table_is_bounded_and_overflow_is_counted() -> None:
+    s = DropSummary(1, 0)
+    words = [bytes([97 + a, 97 + b, 97 + c]) for a in range(26) for b in range(26) for c in range(8)]  # 5408 shapes
+    data = b"".join(b"event " + w + b"\n" for w in words)
+    s.add(len(data), data, len(words), 0, np.zeros(len(words), dtype=np.int32))
+    assert len(s._shapes) == 4096
+    assert "other shapes" in s.render()
