@@ -34,8 +34,10 @@ def otsu_threshold(values: FloatArray, bins: int = 64) -> float:
     lo, hi = float(values.min()), float(values.max())
     if hi - lo <= 1e-12 * max(1.0, abs(hi)):
         return lo
-    hist, edges = np.histogram(values, bins=bins, range=(lo, hi))
-    weight = hist.astype(np.float64)
+    edges = np.linspace(lo, hi, bins + 1)
+    # the same bins as np.histogram(values, bins, (lo, hi)), the last one closed
+    index = np.minimum(((values - lo) * (bins / (hi - lo))).astype(np.int64), bins - 1)
+    weight = np.bincount(index, minlength=bins).astype(np.float64)
     centers = (edges[:-1] + edges[1:]) / 2.0
     w0 = np.cumsum(weight)[:-1]
     w1 = weight.sum() - w0

@@ -217,7 +217,8 @@ class StreamFilter:
             self.notices.append(Notice("input.long_line", block.first_line + i, length))
         table = token_table(norm.text, norm.ends)
         tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
-        hits, ids = self._signatures.find(norm.text, norm.ends, table)
+        layout = line_layout(norm.text, norm.ends)
+        hits, ids = self._signatures.find(norm.text, norm.ends, table, layout.first)
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
         p.norm_ends = np.concatenate((p.norm_ends, norm.ends + (self._norm_start + len(self._norm))))
@@ -232,7 +233,7 @@ class StreamFilter:
         self._buf += block.data
         self._hits = np.concatenate((self._hits, hits + first))
         self._hit_ids = np.concatenate((self._hit_ids, ids))
-        self._assign(self._segmenter.feed(line_layout(norm.text, norm.ends)))
+        self._assign(self._segmenter.feed(layout))
         self._score_windows(self._segmenter_closed)
 
     def _check_text(self, block: LineBlock) -> None:

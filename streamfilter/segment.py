@@ -68,12 +68,15 @@ class LineLayout:
         chars: int64, characters of scoring text (UTF-8 continuation bytes not counted).
         join: int8, ``JOIN_TRACE`` for a column-0 trace line, ``JOIN_CHAIN`` for an
             exception-chain line, else ``JOIN_NONE``.
+        first: int64, offset in the text of the line's first non-blank byte (for a
+            blank line, some offset at or past its end).
     """
 
     blank: npt.NDArray[np.bool_]
     indent: Int64Array
     chars: Int64Array
     join: npt.NDArray[np.int8]
+    first: Int64Array
 
 
 def _line_starts_at(padded: bytes, regex: re.Pattern[bytes], ends: Int64Array) -> Int64Array:
@@ -113,7 +116,7 @@ def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
     join = np.zeros(n_lines, dtype=np.int8)
     join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE
     join[_line_starts_at(padded, _CHAIN_LINE, ends)] = JOIN_CHAIN
-    return LineLayout(blank=blank, indent=indent, chars=chars, join=join)
+    return LineLayout(blank=blank, indent=indent, chars=chars, join=join, first=first.astype(np.int64))
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+", section=True),
     _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$"),
     _s("pytest-failed", r"(?:FAILED|ERROR) \S+::"),
+    _f("pytest-verbose-failed", r" FAILED\b", r" ERROR\b", line=r"\S+::\S+.*? (?:FAILED|ERROR)\b"),
     _f("pytest-location", r"\.py:\d+: ", line=r"\S+\.py:\d+: (?:in \S+|\w*(?:Error|Exception))"),
     # Java / Maven / Gradle / sbt / ScalaTest
     _s("java-exception", r"(?:Exception in thread|Caused by:)"),
@@ -148,24 +149,15 @@ TRIGGER_WORDS = (
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
-_WS = np.zeros(256, dtype=bool)
-for _b in b" \t\r\x0b\x0c":
-    _WS[_b] = True
 
 
-def _symbol_lines(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def _symbol_lines(text: bytes, ends: npt.NDArray[np.int64], first: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """...or starts, after its indentation, with a symbol: ``^ = > ● ✕ ✗ ×``, ``E `` (pytest),
-    ``[-`` (Pester), or a number and ``)`` (numbered failure lists)."""
+    ``[-`` (Pester), or a number and ``)`` (numbered failure lists). ``first``: each
+    line's first non-blank byte (``LineLayout.first``)."""
     arr = np.frombuffer(text, dtype=np.uint8)
-    n_lines = int(ends.shape[0])
-    if n_lines == 0:
+    if ends.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    starts = np.zeros(n_lines, dtype=np.int64)
-    starts[1:] = ends[:-1]
-    non_ws = np.flatnonzero(~_WS[arr])
-    if non_ws.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64)
-    first = non_ws[np.minimum(np.searchsorted(non_ws, starts), non_ws.shape[0] - 1)]
     padded = np.zeros(arr.shape[0] + 4, dtype=np.uint8)
     padded[: arr.shape[0]] = arr
     b0, b1, b2, b3 = (padded[first + k] for k in range(4))
@@ -218,17 +210,23 @@ class SignatureSet:
         self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}
 
     def find(
-        self, text: bytes, ends: npt.NDArray[np.int64], table: TokenTable | None = None
+        self,
+        text: bytes,
+        ends: npt.NDArray[np.int64],
+        table: TokenTable | None = None,
+        first: npt.NDArray[np.int64] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Find the lines of a block that carry a signature.
 
         Args:
             text: scoring text of whole lines.
             ends: shape ``(n_lines,)``: end offset of each line in ``text``.
-            table: the block's ``TokenTable``. When given, the built-in signatures
-                are only tried on lines that hold a trigger token (``TRIGGERS``) or
-                start with one of the symbols some signatures start with; every
-                built-in signature needs one of the two, so nothing is missed.
+            table: the block's ``TokenTable``. With ``first``, the built-in
+                signatures are only tried on lines that hold a trigger token
+                (``TRIGGER_WORDS``) or start with one of the symbols some signatures
+                start with; every built-in signature needs one of the two.
+            first: shape ``(n_lines,)``: offset of each line's first non-blank byte
+                (``LineLayout.first``).
 
         Returns:
             ``(lines, ids)``: 0-based line indexes (sorted, unique) and, for each,
@@ -236,10 +234,10 @@ class SignatureSet:
         """
         starts: list[int] = []
         ids: list[int] = []
-        if table is None:
+        if table is None or first is None:
             self._scan(text, ends, None, self._anchored, self._found, starts, ids)
         else:
-            lines = np.union1d(table.lines_with(_TRIGGERS), _symbol_lines(text, ends))
+            lines = np.union1d(table.lines_with(_TRIGGERS), _symbol_lines(text, ends, first))
             if lines.shape[0] * 3 > ends.shape[0]:
                 self._scan(text, ends, None, self._anchored, self._found, starts, ids)
             elif lines.shape[0]:

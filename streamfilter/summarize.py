@@ -40,7 +40,7 @@ def _ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDA
 def _mask(text: bytes) -> bytes:
     """Mask variable parts with one ``_MARK`` byte per span (vectorized over the text).
 
-    Masked: every run of digits, with the ``. : , _ -`` between two digits (numbers,
+    Runs of spaces become one space. Masked: every run of digits, with the ``. : , _ -`` between two digits (numbers,
     versions, times, dates, durations); every chunk between delimiters (space,
     quotes, brackets, ``, ; = | :``) that contains a ``/`` (paths, URLs).
     """
@@ -60,7 +60,8 @@ def _mask(text: bytes) -> bytes:
         new[1:] = first[1:] != first[:-1]  # slashes are in order, so one chunk's repeats are adjacent
         masked[_ranges(first[new], end[new])] = True
     keep = np.ones(n, dtype=bool)
-    keep[1:] = ~(masked[1:] & masked[:-1])
+    space = arr == 0x20
+    keep[1:] = ~((masked[1:] & masked[:-1]) | (space[1:] & space[:-1]))  # one mark per span, one space per run
     out = arr.copy()
     out[masked] = _MARK
     return out[keep].tobytes()
@@ -161,7 +162,7 @@ class DropSummary:
         )
         facts = []
         if self.term_lines:
-            facts.append(f"{self.term_lines} with query terms")
+            facts.append(f"{self.term_lines} line{'s' * (self.term_lines != 1)} with query terms")
         if self.warning_lines:
             facts.append(f"{self.warning_lines} warning mentions")
         if self.progress_lines:
@@ -169,25 +170,27 @@ class DropSummary:
                 f"{self.progress_lines} progress lines: {self.frames} frames, "
                 f"{self.frames - self.progress_lines} collapsed"
             )
-        tail = "; ".join(facts)
+        # facts first: a long shape list never pushes them out of the line
+        facts_text = "; ".join(facts)
         # blank lines and bare "<*>" say nothing: counted among the other shapes, never named
         ranked = [(shape, count) for shape, count in self._shapes.most_common() if shape not in (b"", bytes([_MARK]))]
         unnamed = len(self._shapes) - len(ranked)
+        reserve = len(f"; +{len(self._shapes) + 1} other shapes")
+        budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
         parts: list[str] = []
-        budget = self.max_chars - len(head) - len(tail) - 8
-        shown = 0
         for shape, count in ranked[: self.top_shapes]:
             piece = f"{count}× {_show(shape)}"
             if len(piece) + 2 > budget:
-                break
+                if parts or budget < 24:
+                    break
+                piece = piece[: budget - 3] + "…"  # the most frequent shape is always named
             parts.append(piece)
             budget -= len(piece) + 2
-            shown += 1
-        others = len(ranked) - shown + unnamed + (1 if self._other else 0)
-        if others > 0 and shown:
+        others = len(ranked) - len(parts) + unnamed + (1 if self._other else 0)
+        if others > 0 and parts:
             parts.append(f"+{others} other shape{'s' * (others != 1)}")
-        body = "; ".join(p for p in (*parts, tail) if p)
+        body = "; ".join(p for p in (facts_text, *parts) if p)
         text = f"{head}: {body}]" if body else f"{head}]"
-        if len(text) > self.max_chars:
+        if len(text) > self.max_chars:  # only with a tiny max_chars
             text = text[: self.max_chars - 2] + "…]"
         return text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streamfilter.segment import line_layout
 from streamfilter.signatures import SignatureSet
 from streamfilter.tokens import token_table
 
@@ -16,6 +17,7 @@ LINES = [
     ("pytest-section", b"=================================== FAILURES ==================================="),
     ("pytest-summary", b"========================= 2 failed, 71 passed in 2.65s ========================="),
     ("pytest-failed", b"FAILED tests/test_x.py::test_y - AssertionError"),
+    ("pytest-verbose-failed", b"tests/test_inventory.py::test_parse_bad_quantity FAILED                  [ 97%]"),
     ("java-exception", b"Caused by: java.io.IOException: disk full"),
     ("maven-error", b"[ERROR] Failed to execute goal org.apache.maven.plugins"),
     ("sbt-error", b"[error] (compile:compileIncremental) Compilation failed"),
@@ -66,7 +68,11 @@ LINES = [
 def hits(text: bytes, prefilter: bool) -> tuple[list[int], list[str]]:
     ends = np.cumsum([len(x) + 1 for x in text.split(b"\n")[:-1]], dtype=np.int64)
     sigs = SignatureSet()
-    lines, ids = sigs.find(text, ends, token_table(text, ends) if prefilter else None)
+    lines, ids = (
+        sigs.find(text, ends, token_table(text, ends), line_layout(text, ends).first)
+        if prefilter
+        else (sigs.find(text, ends))
+    )
     return lines.tolist(), [sigs.names[i] for i in ids.tolist()]
 
 

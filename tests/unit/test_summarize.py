@@ -9,7 +9,7 @@ from streamfilter.normalize import normalize_block
 from streamfilter.summarize import DropSummary, mask_shapes
 
 SHAPES = [
-    (b"   Compiling serde v1.0.130 (/home/ci/.cargo/registry/src/serde)", b"   Compiling serde v<*> (<*>)"),
+    (b"   Compiling serde v1.0.130 (/home/ci/.cargo/registry/src/serde)", b" Compiling serde v<*> (<*>)"),
     (
         b"[INFO] Downloaded from central: https://repo.maven.apache.org/a/b-1.2.jar (12 kB at 96 kB/s)",
         b"[INFO] Downloaded from central: https:<*> (<*> kB at <*> <*>)",
@@ -18,7 +18,7 @@ SHAPES = [
     (b"src/main.rs:12:5: warning: unused variable", b"<*>:<*>: warning: unused variable"),
     (
         b"tests/test_api.py::test_get[42] PASSED                     [ 87%]",
-        b"<*>::test_get[<*>] PASSED                     [ <*>%]",
+        b"<*>::test_get[<*>] PASSED [ <*>%]",
     ),
     (
         b"npm WARN deprecated request@2.88.2: request has been deprecated",
