@@ -105,6 +105,11 @@ def _parser() -> argparse.ArgumentParser:
         help="also always keep lines matching REGEX (Python syntax; repeatable)",
     )
     f.add_argument(
+        "--explain",
+        action="store_true",
+        help="with --format jsonl: add each window's BM25 score, the cut and the reason to its run",
+    )
+    f.add_argument(
         "--min-score",
         type=_number,
         default=d.min_score,
@@ -148,7 +153,10 @@ def _filter(args: argparse.Namespace) -> int:
         protect=tuple(args.protect),
         min_score=args.min_score,
         max_line_bytes=args.max_line_bytes,
+        explain=args.explain,
     )
+    if args.explain and args.format != "jsonl":
+        raise UsageError("--explain needs --format jsonl")
     StreamFilter(config)  # validate the settings (regexes) before opening anything
     inputs = _open_all(args.files)
     out = sys.stdout.buffer

@@ -14,7 +14,7 @@ decision depends only on the bytes, never on how they were chunked.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -22,14 +22,16 @@ import numpy.typing as npt
 from .decide import CutTracker, protected_ranges
 from .lines import LineSplitter
 from .normalize import normalize_block
-from .records import LineBlock, Run
+from .records import LineBlock, Run, WindowTrace
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment, line_layout
 from .signatures import SignatureSet
 from .summarize import DropSummary
 from .tokens import Query, count_terms, token_table
 
-__all__ = ("DEFAULT_QUERY", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
+__all__ = ("DEFAULT_QUERY", "MAX_TRACES", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
+
+MAX_TRACES = 256  # window traces kept per run with explain; the rest are counted
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -60,6 +62,8 @@ class FilterConfig:
         max_keep_event_bytes: a KEEP run longer than this is emitted in pieces.
         min_drop_lines: a DROP run between two KEEP runs with fewer lines than this
             is kept instead (its summary would cost about as much as its lines).
+        explain: attach a ``WindowTrace`` per window to each run (at most
+            ``MAX_TRACES`` per run; the rest are counted in ``Run.traces_omitted``).
     """
 
     query: str = DEFAULT_QUERY
@@ -81,6 +85,7 @@ class FilterConfig:
     summary_chars: int = 180
     max_keep_event_bytes: int = 1 << 20
     min_drop_lines: int = 2
+    explain: bool = False
 
     @property
     def lookahead_lines(self) -> int:
@@ -116,6 +121,17 @@ class Notice:
     event: str
     line: int
     n_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class _WindowFacts:
+    """What one decision batch knew of its windows (index 0 = window ``w_lo - w_base``)."""
+
+    w_lo: int
+    cut: npt.NDArray[np.float64]
+    window_keep: npt.NDArray[np.bool_]
+    head: int  # pending lines below this are head lines
+    tail: int  # pending lines from this on are tail lines
 
 
 @dataclass(slots=True)
@@ -179,6 +195,10 @@ class StreamFilter:
         self._open: DropSummary | None = None
         self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
         self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
+        # explain: traces of the open KEEP and DROP runs, and how many were left out
+        self._traces: dict[str, list[tuple[int, WindowTrace]]] = {"keep": [], "drop": []}
+        self._omitted = {"keep": 0, "drop": 0}
+        self._why: _WindowFacts | None = None
         self._seen_invalid_utf8 = False
         self._done = False
 
@@ -336,8 +356,10 @@ class StreamFilter:
         head = cfg.head_lines - p.base
         if head > 0:
             keep[:head] = True
-        if final and cfg.tail_lines > 0:
-            keep[max(0, n - cfg.tail_lines) :] = True
+        tail = max(0, n - cfg.tail_lines) if final and cfg.tail_lines > 0 else n
+        keep[tail:] = True
+        if cfg.explain:
+            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail)
         self._build_runs(keep, runs)
         if final:
             self._close_runs(runs)
@@ -354,6 +376,42 @@ class StreamFilter:
                 self._add_keep(a, b, runs)
             else:
                 self._add_drop(a, b, runs)
+            if self._why is not None:
+                self._trace(a, b, "keep" if keep[a] else "drop")
+
+    def _trace(self, a: int, b: int, decision: str) -> None:
+        """Record the windows of lines ``a..b-1`` (pending indexes) for the open run."""
+        why, p = self._why, self._p
+        assert why is not None
+        assigned = self._assigned - p.base
+        traces, names = self._traces[decision], self._signatures.names
+        for w in np.unique(p.window[a:b]).tolist():
+            if traces and traces[-1][0] == w:
+                continue  # the same window, continued from the previous batch
+            if len(traces) >= MAX_TRACES:
+                self._omitted[decision] += 1
+                continue
+            rel = w - self._w_base
+            lines = np.flatnonzero(p.window[:assigned] == w)
+            prot = int(self._w_prot[rel])
+            if decision == "keep":
+                if prot >= 0:
+                    reason = f"protected:{names[prot]}"
+                elif why.window_keep[rel - why.w_lo]:
+                    reason = "score"
+                else:
+                    first = max(int(lines[0]), a)
+                    reason = "head" if first < why.head else "tail" if first >= why.tail else "context"
+            else:
+                reason = "below-cut" if self._w_term[rel] else "no-term"
+            trace = WindowTrace(
+                p.base + int(lines[0]) + 1,
+                p.base + int(lines[-1]) + 1,
+                round(float(self._w_score[rel]), 6),
+                round(float(why.cut[rel - why.w_lo]), 6),
+                reason,
+            )
+            traces.append((w, trace))
 
     def _line_start(self, rel: int) -> int:
         return int(self._p.ends[rel - 1]) if rel > 0 else self._buf_start
@@ -365,6 +423,8 @@ class StreamFilter:
                 # a short DROP run between two KEEP runs: kept, its summary would save nothing
                 self._keep[2].extend(self._gap)
                 self._open = None
+                self._traces["keep"] += [(w, replace(t, reason="short-gap")) for w, t in self._traces["drop"]]
+                self._traces["drop"], self._omitted["drop"] = [], 0
             else:
                 runs.append(self._close_drop())
             self._gap = None
@@ -403,7 +463,17 @@ class StreamFilter:
         first_line, start_byte, data = self._keep
         self._keep = None
         n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-        run = Run("keep", first_line, first_line + n_lines - 1, start_byte, start_byte + len(data), bytes(data))
+        run = Run(
+            "keep",
+            first_line,
+            first_line + n_lines - 1,
+            start_byte,
+            start_byte + len(data),
+            bytes(data),
+            traces=self._take_traces("keep"),
+            traces_omitted=self._omitted["keep"],
+        )
+        self._omitted["keep"] = 0
         self.stats.kept_lines += run.lines
         self.stats.kept_bytes += run.n_bytes
         self.stats.keep_runs += 1
@@ -416,7 +486,23 @@ class StreamFilter:
         self.stats.dropped_lines += s.lines
         self.stats.dropped_bytes += s.end_byte - s.start_byte
         self.stats.drop_runs += 1
-        return Run("drop", s.first_line, s.last_line, s.start_byte, s.end_byte, summary=s.render())
+        run = Run(
+            "drop",
+            s.first_line,
+            s.last_line,
+            s.start_byte,
+            s.end_byte,
+            summary=s.render(),
+            traces=self._take_traces("drop"),
+            traces_omitted=self._omitted["drop"],
+        )
+        self._omitted["drop"] = 0
+        return run
+
+    def _take_traces(self, decision: str) -> tuple[WindowTrace, ...]:
+        traces = tuple(t for _, t in self._traces[decision])
+        self._traces[decision] = []
+        return traces
 
     def _close_runs(self, runs: list[Run]) -> None:
         self._gap = None

@@ -31,6 +31,12 @@ def render(run: Run, fmt: str, source: str) -> bytes:
         "end_byte": run.end_byte,
         "lines": run.lines,
     }
+    if run.traces or run.traces_omitted:
+        event["windows"] = [
+            {"first_line": t.first_line, "last_line": t.last_line, "score": t.score, "cut": t.cut, "reason": t.reason}
+            for t in run.traces
+        ]
+        event["windows_omitted"] = run.traces_omitted
     if run.decision == "keep":
         # JSON carries text: invalid UTF-8 is replaced here (text format stays byte-exact)
         event["text"] = run.data.decode("utf-8", "replace")

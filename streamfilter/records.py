@@ -60,8 +60,11 @@ class WindowTrace:
         last_line: 1-based last line of the window (inclusive).
         score: BM25 score of the window against the query.
         cut: the score threshold in force for the window.
-        reason: ``protected:<name>``, ``score``, ``head``, ``tail``, ``context``
-            or ``below-cut`` (for dropped windows).
+        reason: for KEEP: ``protected:<signature name>``, ``score`` (a query term
+            and a score at or above the cut), ``head``, ``tail``, ``context`` (lines
+            kept around a protected line) or ``short-gap`` (a DROP run too short
+            to summarize); for DROP: ``below-cut`` (a query term, score below the
+            cut) or ``no-term``.
     """
 
     first_line: int
@@ -84,6 +87,7 @@ class Run:
         data: for KEEP runs the exact input bytes; empty for DROP runs.
         summary: for DROP runs the one-line summary (no newline); empty for KEEP.
         traces: per-window decision traces, filled only when explaining.
+        traces_omitted: windows of the run left out of ``traces`` (a cap per run).
 
     A KEEP run that grows past the filter's ``max_keep_event_bytes`` is emitted
     as several consecutive KEEP runs, so no run holds unbounded memory.
@@ -97,6 +101,7 @@ class Run:
     data: bytes = b""
     summary: str = ""
     traces: tuple[WindowTrace, ...] = field(default=())
+    traces_omitted: int = 0
 
     @property
     def lines(self) -> int:

@@ -125,3 +125,26 @@ def test_invalid_utf8_warns_once_on_stderr_and_keeps_bytes() -> None:
     warnings = [json.loads(x) for x in proc.stderr.splitlines()]
     assert [w["event"] for w in warnings] == ["input.invalid_utf8"]
     assert warnings[0]["line"] == 2
+
+
+def test_explain_gives_every_window_a_score_cut_and_reason() -> None:
+    proc = run_cli("filter", "--format", "jsonl", "--explain", str(EXAMPLE))
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(x) for x in proc.stdout.splitlines()]
+    runs = [e for e in events if e["event"] in ("keep", "drop")]
+    reasons = {w["reason"] for r in runs for w in r["windows"]}
+    assert "protected:pytest-E" in reasons and "head" in reasons and "no-term" in reasons
+    for run in runs:
+        for w in run["windows"]:
+            # a window listed with a run overlaps it
+            assert w["first_line"] <= run["last_line"] and w["last_line"] >= run["first_line"]
+            assert isinstance(w["score"], float) and isinstance(w["cut"], float)
+            if run["event"] == "drop":
+                assert w["reason"] in ("below-cut", "no-term")
+    covered = {n for r in runs for w in r["windows"] for n in range(w["first_line"], w["last_line"] + 1)}
+    assert covered == set(range(1, events[-1]["lines"] + 1))
+
+
+def test_explain_with_text_format_is_a_usage_error() -> None:
+    proc = run_cli("filter", "--explain", str(EXAMPLE))
+    assert proc.returncode == 2 and proc.stdout == b"" and b"--explain needs --format jsonl" in proc.stderr

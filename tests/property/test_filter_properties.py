@@ -101,3 +101,14 @@ def test_byte_at_a_time_equals_whole() -> None:
     data = b"".join(FRAGMENTS) * 5
     config = CONFIGS[0]
     assert run_filter(data, list(range(len(data))), config) == run_filter(data, [], config)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, st.lists(st.integers(min_value=0, max_value=10_000), max_size=8))
+def test_explaining_changes_no_decision(data: bytes, cuts: list[int]) -> None:
+    from dataclasses import replace
+
+    plain = run_filter(data, cuts, CONFIGS[0])
+    explained = run_filter(data, cuts, replace(CONFIGS[0], explain=True))
+    assert [replace(r, traces=(), traces_omitted=0) for r in explained] == plain
+    assert all(r.traces for r in explained)
