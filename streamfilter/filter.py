@@ -372,12 +372,12 @@ class StreamFilter:
         cuts = np.flatnonzero(keep[1:] != keep[:-1]) + 1
         bounds = [0, *cuts.tolist(), n]
         for a, b in itertools.pairwise(bounds):
+            if self._why is not None:  # first: adding lines may close the run
+                self._trace(a, b, "keep" if keep[a] else "drop")
             if keep[a]:
                 self._add_keep(a, b, runs)
             else:
                 self._add_drop(a, b, runs)
-            if self._why is not None:
-                self._trace(a, b, "keep" if keep[a] else "drop")
 
     def _trace(self, a: int, b: int, decision: str) -> None:
         """Record the windows of lines ``a..b-1`` (pending indexes) for the open run."""
@@ -500,7 +500,7 @@ class StreamFilter:
         return run
 
     def _take_traces(self, decision: str) -> tuple[WindowTrace, ...]:
-        traces = tuple(t for _, t in self._traces[decision])
+        traces = tuple(sorted((t for _, t in self._traces[decision]), key=lambda t: t.first_line))
         self._traces[decision] = []
         return traces
 

@@ -25,6 +25,12 @@ ANSI_ESCAPE = re.compile(
     rb"|\x1b"
 )
 _LONE_CR = re.compile(rb"\r(?=[^\r\n])")
+# A timestamp that CI runners (GitHub Actions, Azure, xcodebuild, many loggers) put before every
+# line hides the line's own indentation and start from segmentation and signatures: scoring
+# text starts after it. Matched after a "\n" (a literal prefix re scans for quickly).
+_TIMESTAMP_PREFIX = re.compile(
+    rb"\n\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ?"
+)
 
 
 def strip_ansi(data: bytes) -> bytes:
@@ -42,6 +48,7 @@ class NormalizedBlock:
 
     Attributes:
         text: bytes with exactly as many lines as the raw block; escapes removed,
+            a leading ISO-8601 timestamp (``2026-05-07T17:30:12.8056437Z ``) removed,
             each carriage-return redraw reduced to its last frame, each line over
             the cap reduced to its first and last ``cap // 2`` bytes. Case is kept
             (the tokenizer needs it to split ``ValueError``) and folded there.
@@ -77,6 +84,7 @@ def normalize_block(data: bytes, n_lines: int, max_line_bytes: int) -> Normalize
         The ``NormalizedBlock``. Never raises on any byte content.
     """
     text = strip_ansi(data)
+    text = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text)[1:]
     frames = np.zeros(n_lines, dtype=np.int32)
     if b"\r" in text:
         text = _collapse_redraws(text, n_lines, frames)

@@ -52,3 +52,19 @@ def test_long_line_is_capped_for_scoring_only() -> None:
     assert len(lines) == 4 and lines[0] == b"short" and lines[2] == b"tail"
     assert lines[1].endswith(b"ERROR at the end") and len(lines[1]) <= 101
     assert norm.capped == (1,)
+
+
+def test_ci_timestamp_prefixes_are_not_part_of_the_scoring_text() -> None:
+    raw = (
+        b"2026-05-07T17:30:12.8056437Z   FAIL test/config/get.ts\n"
+        b"2019-07-23 14:21:34.571 xcodebuild[3111:8516] note\n"
+        b"[2024-01-02 03:04:05] ERROR x\n"
+        b"2024-01-02 is a date, not a prefix\n"
+    )
+    norm = normalize_block(raw, 4, 1 << 20)
+    assert norm.text.split(b"\n")[:4] == [
+        b"  FAIL test/config/get.ts",
+        b"xcodebuild[3111:8516] note",
+        b"ERROR x",
+        b"2024-01-02 is a date, not a prefix",
+    ]
