@@ -116,6 +116,7 @@ def protected_ranges(
     extend: int,
     section: npt.NDArray[np.bool_] | None = None,
     section_lines: int = 0,
+    records: Int64Array | None = None,
 ) -> tuple[Int64Array, Int64Array]:
     """Line ranges kept around protected hits.
 
@@ -132,6 +133,8 @@ def protected_ranges(
         section: shape ``(h,)``: hits that head a section; those keep the
             ``section_lines`` lines after them whatever their indentation.
         section_lines: see ``section``.
+        records: shape ``(n,)``: record id of each line; when given, the lines
+            before a hit are only taken from its own record.
 
     Returns:
         ``(first, last)``: shape ``(h,)`` each, inclusive indexes into ``cont``.
@@ -151,4 +154,7 @@ def protected_ranges(
         last = np.where(section, hits + section_lines, last)
     last = np.minimum(last, n - 1)
     first = np.maximum(hits - before, 0)
+    if records is not None:
+        starts = np.flatnonzero(np.diff(records, prepend=np.int64(-2)) != 0)  # first line of each record
+        first = np.maximum(first, starts[np.searchsorted(starts, hits, side="right") - 1])
     return first.astype(np.int64), np.maximum(last, hits).astype(np.int64)

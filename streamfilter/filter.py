@@ -49,7 +49,7 @@ class FilterConfig:
         max_line_bytes: scoring cap per line in bytes (the line is still emitted whole).
         head_lines: H, first lines of the stream always kept.
         tail_lines: T, last lines of the stream always kept.
-        context_lines: C, lines kept before each protected hit.
+        context_lines: C, lines kept before each protected hit (within its record).
         extend_lines: most lines a protected hit keeps after it, through its continuation lines.
         section_lines: lines kept after a signature that heads a section of failure
             reports (pytest's ``=== FAILURES ===``), whatever their indentation.
@@ -60,8 +60,9 @@ class FilterConfig:
         top_shapes: K, shapes named in a DROP summary.
         summary_chars: longest DROP summary, in characters.
         max_keep_event_bytes: a KEEP run longer than this is emitted in pieces.
-        min_drop_lines: a DROP run between two KEEP runs with fewer lines than this
-            is kept instead (its summary would cost about as much as its lines).
+        min_drop_lines: a DROP run between two KEEP runs with fewer lines than this,
+            and no more bytes than ``summary_chars``, is kept instead (its summary
+            would cost as much as its lines).
         explain: attach a ``WindowTrace`` per window to each run (at most
             ``MAX_TRACES`` per run; the rest are counted in ``Run.traces_omitted``).
     """
@@ -71,8 +72,8 @@ class FilterConfig:
     window_chars: int = 1200
     max_line_bytes: int = 1 << 20
     head_lines: int = 3
-    tail_lines: int = 30
-    context_lines: int = 3
+    tail_lines: int = 25
+    context_lines: int = 0
     extend_lines: int = 60
     section_lines: int = 150
     min_score: float = 0.0
@@ -145,6 +146,7 @@ class _Pending:
     frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     window: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     cont: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    record: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     forced: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     tokens: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
@@ -247,6 +249,7 @@ class StreamFilter:
         p.frames = np.concatenate((p.frames, norm.frames))
         p.window = np.concatenate((p.window, np.full(n, -1, dtype=np.int64)))
         p.cont = np.concatenate((p.cont, np.zeros(n, dtype=bool)))
+        p.record = np.concatenate((p.record, np.full(n, -1, dtype=np.int64)))
         p.forced = np.concatenate((p.forced, np.zeros(n, dtype=bool)))
         p.tokens = np.concatenate((p.tokens, tokens))
         p.tf = np.concatenate((p.tf, tf))
@@ -274,6 +277,7 @@ class StreamFilter:
         if k:
             p.window[a : a + k] = assignment.windows
             p.cont[a : a + k] = assignment.cont
+            p.record[a : a + k] = assignment.records
             self._assigned = assignment.first_line + k
             top = int(assignment.windows[-1]) + 1 - self._w_base
             grow = top - self._w_score.shape[0]
@@ -324,11 +328,17 @@ class StreamFilter:
             cfg.extend_lines,
             self._signatures.section[ids],
             cfg.section_lines,
+            p.record[:assigned],
         )
         marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)
-        p.forced |= np.cumsum(marks[:-1]) > 0
+        around = np.cumsum(marks[:-1]) > 0
+        # an over-long line is no one's context: kept only for itself (a hit, its window, head, tail)
+        lengths = np.diff(p.ends, prepend=np.int64(self._buf_start))
+        around &= lengths <= cfg.max_line_bytes
+        around[hits] = True
+        p.forced |= around
         wrel = p.window[hits] - self._w_base
         unset = self._w_prot[wrel] < 0
         self._w_prot[wrel[unset]] = ids[unset]
@@ -453,7 +463,7 @@ class StreamFilter:
         self._open.add(end - start, text, b - a, int(p.term[a:b].sum()), p.frames[a:b])
         if self._gap is not None:
             self._gap += self._buf[start - self._buf_start : end - self._buf_start]
-            if self._open.lines >= cfg.min_drop_lines:
+            if self._open.lines >= cfg.min_drop_lines or len(self._gap) > cfg.summary_chars:
                 self._gap = None
         if self._gap is None and self._keep is not None:
             runs.append(self._close_keep())
@@ -523,7 +533,7 @@ class StreamFilter:
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
         p.base += n
         p.ends, p.norm_ends, p.term, p.frames = p.ends[n:], p.norm_ends[n:], p.term[n:], p.frames[n:]
-        p.window, p.cont, p.forced = p.window[n:], p.cont[n:], p.forced[n:]
+        p.window, p.cont, p.record, p.forced = p.window[n:], p.cont[n:], p.record[n:], p.forced[n:]
         p.tokens, p.tf = p.tokens[n:], p.tf[n:]
         if first_window is not None and first_window > self._w_base:
             k = first_window - self._w_base

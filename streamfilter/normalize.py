@@ -28,9 +28,7 @@ _LONE_CR = re.compile(rb"\r(?=[^\r\n])")
 # A timestamp that CI runners (GitHub Actions, Azure, xcodebuild, many loggers) put before every
 # line hides the line's own indentation and start from segmentation and signatures: scoring
 # text starts after it. Matched after a "\n" (a literal prefix re scans for quickly).
-_TIMESTAMP_PREFIX = re.compile(
-    rb"\n\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ?"
-)
+_TIMESTAMP_PREFIX = re.compile(rb"\n\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ?")
 
 
 def strip_ansi(data: bytes) -> bytes:

@@ -65,3 +65,10 @@ def test_extension_is_capped_and_sections_ignore_indentation() -> None:
     flat = np.zeros(30, dtype=bool)
     first, last = protected_ranges(np.array([2]), flat, 0, 60, section=np.array([True]), section_lines=10)
     assert last.tolist() == [12]
+
+
+def test_context_before_a_hit_stays_in_its_record() -> None:
+    records = np.array([0, 0, 1, 1, 1, 2])
+    cont = np.zeros(6, dtype=bool)
+    first, _ = protected_ranges(np.array([3, 5]), cont, before=3, extend=0, records=records)
+    assert first.tolist() == [2, 5]
