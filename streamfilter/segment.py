@@ -44,7 +44,7 @@ _NOT_CONT_BYTE[0x80:0xC0] = False
 _EXC_LINE = re.compile(
     rb"\n(?:(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Throwable)\b"
     rb"|\.\.\. \d+ (?:more|common frames omitted)"
-    rb"|Suppressed: |goroutine \d+ \[|[\w./*()-]+\(.*\)\r?$)",
+    rb"|Suppressed: |goroutine \d+ \[)",
     re.MULTILINE,
 )
 # lines that continue a trace even after a blank line
@@ -86,6 +86,29 @@ def _line_starts_at(padded: bytes, regex: re.Pattern[bytes], ends: Int64Array) -
     return np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right").astype(np.int64)
 
 
+_SCAN = 64  # leading bytes looked at per indented line at once
+
+
+def _first_non_blank(arr: npt.NDArray[np.uint8], starts: Int64Array, line_ends: Int64Array) -> Int64Array:
+    """Offset of each line's first byte that is not a space, tab, CR, VT or FF (its end if none).
+
+    Most lines start with text; only the indented ones are looked at, ``_SCAN`` bytes at a time.
+    """
+    first = starts.copy()
+    n = arr.shape[0]
+    pending = np.flatnonzero((starts < line_ends) & _WS[arr[np.minimum(starts, max(n - 1, 0))]]) if n else starts[:0]
+    offset = 0
+    while pending.shape[0]:
+        at = starts[pending] + offset
+        grid = np.minimum(at[:, None] + np.arange(_SCAN), n - 1)
+        solid = ~_WS[arr[grid]]
+        found = solid.any(axis=1)
+        first[pending] = np.minimum(at + np.where(found, np.argmax(solid, axis=1), _SCAN), line_ends[pending])
+        pending = pending[~found & (first[pending] < line_ends[pending])]
+        offset += _SCAN
+    return np.minimum(first, line_ends)
+
+
 def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
     """Compute the ``LineLayout`` of a block of scoring text (vectorized over the block).
 
@@ -98,11 +121,8 @@ def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
     starts[1:] = ends[:-1]
     arr = np.frombuffer(text, dtype=np.uint8)
     newline_free_end = ends - (arr[ends - 1] == 10) if n_lines else ends
-    non_ws = np.flatnonzero(~_WS[arr] & (arr != 10))
-    first = (
-        non_ws[np.minimum(np.searchsorted(non_ws, starts), max(non_ws.shape[0] - 1, 0))] if non_ws.shape[0] else starts
-    )
-    blank = (non_ws.shape[0] == 0) | (first >= newline_free_end) | (first < starts)
+    first = _first_non_blank(arr, starts, newline_free_end)
+    blank = first >= newline_free_end
     indent = np.where(blank, 0, first - starts).astype(np.int64)
     chars = (newline_free_end - starts).astype(np.int64)
     if arr.shape[0] and int(arr.max()) >= 0x80:
