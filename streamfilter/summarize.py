@@ -40,7 +40,7 @@ def _ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDA
 def _mask(text: bytes) -> bytes:
     """Mask variable parts with one ``_MARK`` byte per span (vectorized over the text).
 
-    Runs of spaces become one space. Masked: every run of digits, with the ``. : , _ -`` between two digits (numbers,
+    Runs of spaces and tabs become one, carriage returns go. Masked: every run of digits, with the ``. : , _ -`` between two digits (numbers,
     versions, times, dates, durations); every chunk between delimiters (space,
     quotes, brackets, ``, ; = | :``) that contains a ``/`` (paths, URLs).
     """
@@ -60,8 +60,9 @@ def _mask(text: bytes) -> bytes:
         new[1:] = first[1:] != first[:-1]  # slashes are in order, so one chunk's repeats are adjacent
         masked[_ranges(first[new], end[new])] = True
     keep = np.ones(n, dtype=bool)
-    space = arr == 0x20
+    space = (arr == 0x20) | (arr == 0x09)
     keep[1:] = ~((masked[1:] & masked[:-1]) | (space[1:] & space[:-1]))  # one mark per span, one space per run
+    keep &= arr != 0x0D
     out = arr.copy()
     out[masked] = _MARK
     return out[keep].tobytes()
@@ -138,7 +139,7 @@ class DropSummary:
             lines.pop()
         # a shape shows at most _MAX_SHAPE_CHARS: mask only the head of each line
         shapes = _mask(b"\n".join([line[:_SHAPE_SOURCE_BYTES] for line in lines])).split(b"\n")
-        counts = Counter(s.strip(b" \t\r")[:_MAX_SHAPE_CHARS] for s in shapes)
+        counts = Counter(shapes)
         if len(self._shapes) + len(counts) <= _MAX_SHAPES:
             self._shapes.update(counts)
         else:
@@ -173,13 +174,15 @@ class DropSummary:
         # facts first: a long shape list never pushes them out of the line
         facts_text = "; ".join(facts)
         # blank lines and bare "<*>" say nothing: counted among the other shapes, never named
-        ranked = [(shape, count) for shape, count in self._shapes.most_common() if shape not in (b"", bytes([_MARK]))]
+        ranked = [
+            (shape, count) for shape, count in self._shapes.most_common() if shape.strip() not in (b"", bytes([_MARK]))
+        ]
         unnamed = len(self._shapes) - len(ranked)
         reserve = len(f"; +{len(self._shapes) + 1} other shapes")
         budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
         parts: list[str] = []
         for shape, count in ranked[: self.top_shapes]:
-            piece = f"{count}× {_show(shape)}"
+            piece = f"{count}× {_show(shape.strip()[:_MAX_SHAPE_CHARS])}"
             if len(piece) + 2 > budget:
                 if parts or budget < 24:
                     break
