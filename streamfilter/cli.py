@@ -7,9 +7,15 @@ missing file: one line on stderr, nothing written to stdout).
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import signal
+import stat
 import sys
 from collections.abc import Sequence
 from typing import BinaryIO, NoReturn
+
+from structlog.typing import FilteringBoundLogger
 
 from . import __version__
 from ._logging import configure_logging, get_logger
@@ -44,9 +50,12 @@ def _count(minimum: int) -> type[int]:
 
 def _number(text: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -126,20 +135,33 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open_all(paths: Sequence[str]) -> list[tuple[str, BinaryIO]]:
-    opened: list[tuple[str, BinaryIO]] = []
-    for path in paths or ["-"]:
+def _check_inputs(paths: Sequence[str]) -> list[str]:
+    """Every named file must be readable before anything is written; they are opened one at a time later.
+
+    ``stat`` and ``access`` rather than ``open``: opening a FIFO would wait for its writer.
+    """
+    for path in paths:
         if path == "-":
-            opened.append(("-", sys.stdin.buffer))
+            if sys.stdin is None:
+                raise InputError("cannot read standard input: it is closed")
             continue
         try:
-            opened.append((path, open(path, "rb")))
+            info = os.stat(path)
         except OSError as exc:
-            for _, handle in opened:
-                if handle is not sys.stdin.buffer:
-                    handle.close()
             raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return opened
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"cannot read {path}: Is a directory")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"cannot read {path}: Permission denied")
+    return list(paths) or ["-"]
+
+
+class _Terminated(Exception):
+    """SIGTERM arrived: stop reading, write what was decided, exit 143."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated
 
 
 def _filter(args: argparse.Namespace) -> int:
@@ -157,31 +179,77 @@ def _filter(args: argparse.Namespace) -> int:
     )
     if args.explain and args.format != "jsonl":
         raise UsageError("--explain needs --format jsonl")
-    StreamFilter(config)  # validate the settings (regexes) before opening anything
-    inputs = _open_all(args.files)
+    if not StreamFilter(config).query.terms:  # also validates the regexes before anything is read
+        raise UsageError(f"--query {args.query!r} has no words (letters or digits) to look for")
+    paths = _check_inputs(args.files)
+    if sys.stdout is None:
+        raise UsageError("cannot write: standard output is closed")
     out = sys.stdout.buffer
     log = get_logger()
-    try:
-        for index, (name, handle) in enumerate(inputs):
-            if len(inputs) > 1 and args.format == "text":
-                out.write(f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
-            sf = StreamFilter(config, source=name)
-            while chunk := handle.read(READ_BYTES):
-                for run in sf.feed(chunk):
-                    out.write(render(run, args.format, name))
-                for notice in sf.notices:
-                    log.warning(notice.event, source=name, line=notice.line, bytes=notice.n_bytes)
-                sf.notices.clear()
-            for run in sf.flush():
-                out.write(render(run, args.format, name))
-            if args.format == "jsonl":
-                out.write(end_event(sf.stats, name))
-            out.flush()
-    finally:
-        for _, handle in inputs:
-            if handle is not sys.stdin.buffer:
-                handle.close()
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    for index, name in enumerate(paths):
+        if len(paths) > 1 and args.format == "text":
+            _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
+        sf = StreamFilter(config, source=name)
+        try:
+            _filter_one(sf, name, args.format, out, log)
+        except (KeyboardInterrupt, _Terminated) as exc:
+            # interrupted: what was read is still decided and written, then the usual status
+            _finish(sf, name, args.format, out, log)
+            return 130 if isinstance(exc, KeyboardInterrupt) else 143
+        _finish(sf, name, args.format, out, log)
     return 0
+
+
+def _filter_one(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger) -> None:
+    """Feed one input through ``sf``, writing runs as they are decided."""
+    handle = sys.stdin.buffer if name == "-" else open(name, "rb")
+    try:
+        # a pipe or terminal is written through as it comes; a regular file at the end
+        live = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+        while chunk := handle.read1(READ_BYTES):
+            runs = sf.feed(chunk)
+            for run in runs:
+                _write(out, render(run, fmt, name))
+            _log_notices(sf, name, log)
+            if live and runs:
+                _flush(out)
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+
+
+def _finish(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger) -> None:
+    for run in sf.flush():
+        _write(out, render(run, fmt, name))
+    _log_notices(sf, name, log)
+    if fmt == "jsonl":
+        _write(out, end_event(sf.stats, name))
+    _flush(out)
+
+
+def _log_notices(sf: StreamFilter, name: str, log: FilteringBoundLogger) -> None:
+    for notice in sf.notices:
+        log.warning(notice.event, source=name, line=notice.line, bytes=notice.n_bytes, count=notice.count)
+    sf.notices.clear()
+
+
+def _write(out: BinaryIO, data: bytes) -> None:
+    try:
+        out.write(data)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
+
+
+def _flush(out: BinaryIO) -> None:
+    try:
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -196,8 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"streamfilter: error: {exc}\n")
         return exc.exit_code
     except BrokenPipeError:
-        # the reader went away (e.g. `| head`): not an error of ours
-        sys.stderr.close()
+        # the reader went away (e.g. `| head`): not an error of ours; keep Python from
+        # complaining again when it flushes stdout at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
         return 130

@@ -32,6 +32,7 @@ from .tokens import Query, count_terms, token_table
 __all__ = ("DEFAULT_QUERY", "MAX_TRACES", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
 
 MAX_TRACES = 256  # window traces kept per run with explain; the rest are counted
+MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -114,14 +115,18 @@ class Notice:
 
     Attributes:
         event: ``input.invalid_utf8`` (first line with invalid UTF-8 in the stream)
-            or ``input.long_line`` (a line over ``max_line_bytes``).
+            or ``input.long_line`` (a line over ``max_line_bytes``; the first
+            ``MAX_LONG_LINE_NOTICES`` of a stream each, then one at the end of the
+            stream that counts the rest and names the last).
         line: 1-based line number.
         n_bytes: the line's length in bytes.
+        count: how many lines the notice stands for.
     """
 
     event: str
     line: int
     n_bytes: int
+    count: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +207,8 @@ class StreamFilter:
         self._omitted = {"keep": 0, "drop": 0}
         self._why: _WindowFacts | None = None
         self._seen_invalid_utf8 = False
+        self._long_lines = 0
+        self._last_long: Notice | None = None
         self._done = False
 
     # -- input ---------------------------------------------------------------------------
@@ -225,6 +232,9 @@ class StreamFilter:
         self._score_windows(self._segmenter_closed)
         self._cuts.flush()
         self._done = True
+        if self._last_long is not None:
+            more = self._long_lines - MAX_LONG_LINE_NOTICES
+            self.notices.append(replace(self._last_long, count=more))
         return self._emit(final=True)
 
     def _ingest(self, block: LineBlock) -> None:
@@ -236,7 +246,11 @@ class StreamFilter:
         norm = normalize_block(block.data, n, cfg.max_line_bytes)
         for i in norm.capped:
             length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
-            self.notices.append(Notice("input.long_line", block.first_line + i, length))
+            self._long_lines += 1
+            if self._long_lines <= MAX_LONG_LINE_NOTICES:
+                self.notices.append(Notice("input.long_line", block.first_line + i, length))
+            else:
+                self._last_long = Notice("input.long_line", block.first_line + i, length)
         table = token_table(norm.text, norm.ends)
         tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
         layout = line_layout(norm.text, norm.ends)

@@ -78,8 +78,14 @@ _MAX_SHAPE_CHARS = 60
 _SHAPE_SOURCE_BYTES = 96  # bytes of a line that are masked into its shape
 
 
+_CONTROLS = bytes(range(0x20)).replace(b"\t", b"") + b"\x7f"
+_SHOW = bytes.maketrans(_CONTROLS, b"?" * len(_CONTROLS))
+
+
 def _show(shape: bytes) -> str:
-    return shape.replace(bytes([_MARK]), b"<*>").decode("utf-8", "replace")
+    """A shape as text: ``<*>`` for masked spans, ``?`` for control bytes, a cut character dropped."""
+    text = shape.replace(bytes([_MARK]), b"<*>").translate(_SHOW).decode("utf-8", "replace")
+    return text.rstrip("\ufffd")
 
 
 def _kib(n: int) -> str:
@@ -154,11 +160,16 @@ class DropSummary:
         """Lines in the run so far."""
         return self.last_line - self.first_line + 1
 
+    def _range(self) -> str:
+        if self.first_line == self.last_line:
+            return f"line {self.first_line}"
+        return f"lines {self.first_line}-{self.last_line}"
+
     def render(self) -> str:
         """The summary line (no newline); byte-identical for the same input lines."""
         n = self.lines
         head = (
-            f"[streamfilter: dropped lines {self.first_line}-{self.last_line} ({n} line{'s' * (n != 1)}, "
+            f"[streamfilter: dropped {self._range()} ({n} line{'s' * (n != 1)}, "
             f"{_kib(self.end_byte - self.start_byte)})"
         )
         facts = []

@@ -23,7 +23,9 @@ from tests.conftest import CASES, need, run_cli
 # the always-keep rules, off: decisions come from windows, scores and signatures only
 NO_HEAD_TAIL = ("--head", "0", "--tail", "0")
 
-SUMMARY = re.compile(rb"\[streamfilter: dropped lines (\d+)-(\d+) \((\d+) lines?, [^)]*\)(?:: [^\n]*)?\]\n")
+SUMMARY = re.compile(
+    rb"\[streamfilter: dropped (?:lines (\d+)-(\d+)|line (\d+)) \((\d+) lines?, [^)]*\)(?:: [^\n]*)?\]\n"
+)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -88,7 +90,8 @@ def check_runs(data: bytes, events: list[dict[str, Any]]) -> tuple[set[int], lis
             assert ev["text"] == chunk.decode("utf-8", "replace")
         else:
             assert ev["bytes"] == len(chunk)
-            assert ev["summary"].startswith(f"[streamfilter: dropped lines {first}-{last} ")
+            where = f"line {first}" if first == last else f"lines {first}-{last}"
+            assert ev["summary"].startswith(f"[streamfilter: dropped {where} ")
         expect = last + 1
     assert expect == len(lines) + 1, "the runs do not reach the last line"
     assert end["lines"] == len(lines) and end["bytes"] == len(data)
@@ -116,8 +119,8 @@ def check_text(data: bytes, out: bytes) -> tuple[set[int], list[bytes]]:
     summaries: list[bytes] = []
     while pos < len(out):
         m = SUMMARY.match(out, pos)
-        if m and int(m.group(1)) == nxt:
-            first, last, count = (int(g) for g in m.group(1, 2, 3))
+        if m and _span(m)[0] == nxt:
+            (first, last), count = _span(m), int(m.group(4))
             assert last >= first and count == last - first + 1, m.group(0)
             summaries.append(m.group(0))
             nxt = last + 1
@@ -137,6 +140,13 @@ def summary_range(summary: bytes) -> tuple[int, int]:
     """The (first, last) line range of a text DROP summary."""
     m = SUMMARY.fullmatch(summary)
     assert m, summary
+    return _span(m)
+
+
+def _span(m: re.Match[bytes]) -> tuple[int, int]:
+    """(first, last) of a SUMMARY match: "lines a-b" or "line a"."""
+    if m.group(3) is not None:
+        return int(m.group(3)), int(m.group(3))
     return int(m.group(1)), int(m.group(2))
 
 
@@ -196,7 +206,7 @@ def test_B08_kept_long_line_is_capped_with_elided_marker(tmp_path: Path) -> None
     assert lines[2] in proc.stdout
     # line 2 is either kept up to the cap with an explicit marker, or summarized in a DROP run
     elided = re.search(rb"\[\.\.\. ?\d+ bytes elided\]", proc.stdout)
-    dropped = any(int(m.group(1)) <= 2 <= int(m.group(2)) for m in SUMMARY.finditer(proc.stdout))
+    dropped = any(_span(m)[0] <= 2 <= _span(m)[1] for m in SUMMARY.finditer(proc.stdout))
     assert elided or dropped, "line 2 is neither capped with an elided marker nor summarized"
     assert len(proc.stdout) <= cap + 4096
 
@@ -352,7 +362,8 @@ def test_B17_java_trace_larger_than_a_window(tmp_path: Path) -> None:
     assert sum(r["lines"] for r in runs) == 526
     for r in runs:
         if r["event"] == "drop":
-            head = f"[streamfilter: dropped lines {r['first_line']}-{r['last_line']} ({r['lines']} lines"
+            where = f"line {r['first_line']}" if r["lines"] == 1 else f"lines {r['first_line']}-{r['last_line']}"
+            head = f"[streamfilter: dropped {where} ({r['lines']} line"
             assert r["summary"].startswith(head), r["summary"]
 
     # the same bytes through stdin: the same runs (only the source name differs)

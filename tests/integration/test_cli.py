@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -148,3 +155,103 @@ def test_explain_gives_every_window_a_score_cut_and_reason() -> None:
 def test_explain_with_text_format_is_a_usage_error() -> None:
     proc = run_cli("filter", "--explain", str(EXAMPLE))
     assert proc.returncode == 2 and proc.stdout == b"" and b"--explain needs --format jsonl" in proc.stderr
+
+
+def _start(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _read_until(stream: IO[bytes], needle: bytes, deadline_s: float) -> bytes:
+    """Read from a pipe until ``needle`` shows up or the deadline passes; return what was read."""
+    got = b""
+    end = time.monotonic() + deadline_s
+    while needle not in got and time.monotonic() < end:
+        ready, _, _ = select.select([stream], [], [], max(0.0, end - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(stream.fileno(), 65536)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def test_output_flows_from_a_pipe_before_the_input_ends() -> None:
+    proc = _start("filter", "--tail", "0", "--head", "0")
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = b"INFO step\n" * 50 + b"ERROR: disk quota exceeded\n" + b"INFO step\n" * 400
+    proc.stdin.write(lines)
+    proc.stdin.flush()
+    seen = _read_until(proc.stdout, b"ERROR: disk quota exceeded\n", deadline_s=30)
+    assert b"ERROR: disk quota exceeded\n" in seen, seen[-300:]
+    assert proc.poll() is None  # still running: its input is still open
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupt_still_writes_what_was_read(sig: int, status: int) -> None:
+    proc = _start("filter", "--format", "jsonl", "--head", "0", "--tail", "5")
+    assert proc.stdin is not None and proc.stdout is not None
+    steps = [b"INFO step %d\n" % i for i in range(600)]
+    proc.stdin.write(b"".join(steps[:300]) + b"ERROR: disk quota exceeded\n" + b"".join(steps[300:]))
+    proc.stdin.flush()
+    # the DROP run before the ERROR line is written once the ERROR line is decided
+    first = _read_until(proc.stdout, b"\n", deadline_s=30)
+    assert first
+    proc.send_signal(sig)
+    rest, _ = proc.communicate(timeout=30)
+    assert proc.returncode == status
+    events = [json.loads(x) for x in (first + rest).splitlines()]
+    assert events[-1]["event"] == "end"
+    n = events[-1]["lines"]
+    runs = [e for e in events if e["event"] in ("keep", "drop")]
+    assert runs[0]["first_line"] == 1 and runs[-1]["last_line"] == n
+    assert runs[-1]["event"] == "keep"  # the last lines read are the tail
+
+
+def test_a_full_disk_is_one_clear_error() -> None:
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "streamfilter", "filter", str(EXAMPLE)],
+            stdout=full,
+            capture_output=False,
+            stderr=subprocess.PIPE,
+            check=False,
+            timeout=60,
+        )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith(b"streamfilter: error: cannot write output")
+    assert b"Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--min-score", "nan"), b"is not a finite number"),
+        (("--query", "!!!"), b"has no words"),
+        (("--query", ""), b"has no words"),
+    ],
+)
+def test_values_that_cannot_work_are_refused(args: tuple[str, ...], message: bytes) -> None:
+    proc = run_cli("filter", *args, stdin=b"ERROR x\n")
+    assert proc.returncode == 2 and proc.stdout == b"" and message in proc.stderr
+
+
+def test_long_line_warnings_are_capped_and_the_last_line_is_not_forgotten() -> None:
+    data = b"".join(b"x" * 100 + b"\n" for _ in range(20)) + b"y" * 100  # 21 long lines, the last unterminated
+    proc = run_cli("filter", "--max-line-bytes", "64", stdin=data)
+    assert proc.returncode == 0
+    warnings = [json.loads(x) for x in proc.stderr.splitlines()]
+    assert [w["line"] for w in warnings] == [1, 2, 3, 4, 5, 21]
+    assert warnings[-1]["count"] == 16
+
+
+def test_a_directory_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    proc = run_cli("filter", str(EXAMPLE), str(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == b"" and b"Is a directory" in proc.stderr

@@ -80,7 +80,8 @@ def test_runs_tile_the_input_and_keep_runs_are_verbatim(data: bytes, cuts: list[
         if run.decision == "keep":
             assert run.data == data[run.start_byte : run.end_byte]
         else:
-            assert run.summary.startswith(f"[streamfilter: dropped lines {run.first_line}-{run.last_line} ")
+            where = f"line {run.first_line}" if run.lines == 1 else f"lines {run.first_line}-{run.last_line}"
+            assert run.summary.startswith(f"[streamfilter: dropped {where} ")
             assert f"({run.lines} line" in run.summary
         expect_line, expect_byte = run.last_line + 1, run.end_byte
     assert expect_line == input_lines(data) + 1
