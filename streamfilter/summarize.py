@@ -40,9 +40,10 @@ def _ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDA
 def _mask(text: bytes) -> bytes:
     """Mask variable parts with one ``_MARK`` byte per span (vectorized over the text).
 
-    Runs of spaces and tabs become one, carriage returns go. Masked: every run of digits, with the ``. : , _ -`` between two digits (numbers,
-    versions, times, dates, durations); every chunk between delimiters (space,
-    quotes, brackets, ``, ; = | :``) that contains a ``/`` (paths, URLs).
+    Runs of spaces and tabs become one, carriage returns go. Masked: every run of
+    digits, with the ``. : , _ -`` between two digits (numbers, versions, times,
+    dates, durations); every chunk between delimiters (space, quotes, brackets,
+    ``, ; = | :``) that contains a ``/`` (paths, URLs).
     """
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
