@@ -14,7 +14,7 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("CutTracker", "otsu_threshold", "protected_ranges")
+__all__ = ("CutTracker", "RepeatGate", "otsu_threshold", "protected_ranges")
 
 FloatArray = npt.NDArray[np.float64]
 Int64Array = npt.NDArray[np.int64]
@@ -158,3 +158,37 @@ def protected_ranges(
         starts = np.flatnonzero(np.diff(records, prepend=np.int64(-2)) != 0)  # first line of each record
         first = np.maximum(first, starts[np.searchsorted(starts, hits, side="right") - 1])
     return first.astype(np.int64), np.maximum(last, hits).astype(np.int64)
+
+
+class RepeatGate:
+    """Admits the first ``max_repeats`` lines of each shape; the rest are repeats.
+
+    A failure repeated by the hundred (the same ``Error: ...`` after every test) is
+    protected the first few times; the developer needs the first, and the DROP
+    summaries count the rest. Shapes are masked lines (``summarize.mask_shapes``).
+
+    Args:
+        max_repeats: how many lines of one shape are admitted.
+        max_shapes: most shapes remembered; once full, unseen shapes are admitted
+            (and not remembered), so memory stays bounded.
+    """
+
+    def __init__(self, max_repeats: int = 3, max_shapes: int = 10_000) -> None:
+        self.max_repeats = max_repeats
+        self.max_shapes = max_shapes
+        self._seen: dict[bytes, int] = {}
+
+    def admit(self, shapes: list[bytes]) -> npt.NDArray[np.bool_]:
+        """For each shape, in stream order: whether it is still within ``max_repeats``."""
+        out = np.ones(len(shapes), dtype=bool)
+        seen = self._seen
+        for i, shape in enumerate(shapes):
+            count = seen.get(shape)
+            if count is None:
+                if len(seen) < self.max_shapes:
+                    seen[shape] = 1
+            elif count >= self.max_repeats:
+                out[i] = False
+            else:
+                seen[shape] = count + 1
+        return out

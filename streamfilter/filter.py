@@ -19,14 +19,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from .decide import CutTracker, protected_ranges
+from .decide import CutTracker, RepeatGate, protected_ranges
 from .lines import LineSplitter
 from .normalize import normalize_block
 from .records import LineBlock, Run, WindowTrace
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment, line_layout
 from .signatures import SignatureSet
-from .summarize import DropSummary
+from .summarize import DropSummary, mask_shapes
 from .tokens import Query, count_terms, token_table
 
 __all__ = ("DEFAULT_QUERY", "MAX_TRACES", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
@@ -64,6 +64,8 @@ class FilterConfig:
         min_drop_lines: a DROP run between two KEEP runs with fewer lines than this,
             and no more bytes than ``summary_chars``, is kept instead (its summary
             would cost as much as its lines).
+        max_repeats: a failure signature protects the first this many lines of each
+            line shape (numbers, paths masked); later repeats are left to BM25.
         explain: attach a ``WindowTrace`` per window to each run (at most
             ``MAX_TRACES`` per run; the rest are counted in ``Run.traces_omitted``).
     """
@@ -88,6 +90,7 @@ class FilterConfig:
     max_keep_event_bytes: int = 1 << 20
     min_drop_lines: int = 2
     explain: bool = False
+    max_repeats: int = 30
 
     @property
     def lookahead_lines(self) -> int:
@@ -184,6 +187,7 @@ class StreamFilter:
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
         self._cuts = CutTracker(cfg.min_score, cfg.group_windows)
+        self._repeats = RepeatGate(cfg.max_repeats)
         self._p = _Pending(tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
         self._buf = bytearray()  # raw bytes of pending lines
         self._buf_start = 0  # stream offset of _buf[0]
@@ -255,6 +259,14 @@ class StreamFilter:
         tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
         layout = line_layout(norm.text, norm.ends)
         hits, ids = self._signatures.find(norm.text, norm.ends, table, layout.first)
+        if hits.shape[0]:
+            starts = np.zeros(n, dtype=np.int64)
+            starts[1:] = norm.ends[:-1]
+            lines = [norm.text[a:b] for a, b in zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)]
+            fresh = self._repeats.admit(
+                mask_shapes(b"".join(line.rstrip(b"\n") + b"\n" for line in lines)).split(b"\n")
+            )
+            hits, ids = hits[fresh[: hits.shape[0]]], ids[fresh[: hits.shape[0]]]
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
         p.norm_ends = np.concatenate((p.norm_ends, norm.ends + (self._norm_start + len(self._norm))))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamfilter.decide import CutTracker, otsu_threshold, protected_ranges
+from streamfilter.decide import CutTracker, RepeatGate, otsu_threshold, protected_ranges
 
 
 def test_otsu_separates_two_clusters() -> None:
@@ -72,3 +72,9 @@ def test_context_before_a_hit_stays_in_its_record() -> None:
     cont = np.zeros(6, dtype=bool)
     first, _ = protected_ranges(np.array([3, 5]), cont, before=3, extend=0, records=records)
     assert first.tolist() == [2, 5]
+
+
+def test_repeat_gate_admits_the_first_repeats_of_each_shape_only() -> None:
+    gate = RepeatGate(max_repeats=2, max_shapes=3)
+    assert gate.admit([b"a", b"b", b"a", b"a"]).tolist() == [True, True, True, False]
+    assert gate.admit([b"a", b"c", b"d", b"d", b"d"]).tolist() == [False, True, True, True, True]
