@@ -7,6 +7,7 @@ missing file: one line on stderr, nothing written to stdout).
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import signal
@@ -203,7 +204,7 @@ def _filter(args: argparse.Namespace) -> int:
 
 def _filter_one(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger) -> None:
     """Feed one input through ``sf``, writing runs as they are decided."""
-    handle = sys.stdin.buffer if name == "-" else open(name, "rb")
+    handle: io.BufferedReader = sys.stdin.buffer if name == "-" else open(name, "rb")  # type: ignore[assignment]
     try:
         # a pipe or terminal is written through as it comes; a regular file at the end
         live = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
