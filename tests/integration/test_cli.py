@@ -17,10 +17,16 @@ import pytest
 from tests.conftest import CORPUS, ROOT, need, run_cli
 
 EXAMPLE = ROOT / "examples" / "pytest-failure.log"
-# a few corpus cases of different kinds (pytest, maven, npm, cargo, go, make)
+# corpus cases of different kinds: other (Jenkins git), maven, make, go, gradle, pytest, cargo, npm
 CORPUS_CASES = [
     "cidiff__assertfixer_1320",
     "cidiff__assertj_1944",
+    "logchunks__cpp__bitcoin__bitcoin__567118690",
+    "logchunks__go__ethereum__go-ethereum__566009484",
+    "logchunks__java__ReactiveX__RxJava__561008032",
+    "logchunks__python__nvbn__thefuck__537373579",
+    "logchunks__rust__BurntSushi__ripgrep__524197508",
+    "logchunks__coffeescript__jashkenas__coffeescript__393178870",
 ]
 
 
