@@ -71,17 +71,19 @@ class CutTracker:
         self.group = group_windows
         self.min_samples = min_samples
         self._recent: deque[float] = deque(maxlen=history)
-        self._pending: list[tuple[float, bool]] = []  # scored windows of the open group
+        self._pending = 0  # scored windows of the open group
         self._cuts: dict[int, float] = {}
         self.known_groups = 0  # groups 0..known_groups-1 have a cut
 
     def add(self, scores: FloatArray, has_term: npt.NDArray[np.bool_]) -> None:
         """Add the next windows' scores, in stream order."""
-        for score, term in zip(scores.tolist(), has_term.tolist(), strict=True):
-            self._pending.append((score, term))
-            if term:
-                self._recent.append(score)
-            if len(self._pending) == self.group:
+        i, n = 0, int(scores.shape[0])
+        while i < n:
+            take = min(self.group - self._pending, n - i)
+            self._recent.extend(scores[i : i + take][has_term[i : i + take]].tolist())
+            self._pending += take
+            i += take
+            if self._pending == self.group:
                 self._close_group()
 
     def flush(self) -> None:
@@ -96,7 +98,7 @@ class CutTracker:
             cut = max(cut, otsu_threshold(recent))
         self._cuts[self.known_groups] = cut
         self.known_groups += 1
-        self._pending.clear()
+        self._pending = 0
 
     def cuts(self, windows: Int64Array) -> FloatArray:
         """The cut in force for each window id (all must be in known groups)."""

@@ -145,7 +145,9 @@ class DropSummary:
         if lines and lines[-1] == b"":
             lines.pop()
         # a shape shows at most _MAX_SHAPE_CHARS: mask only the head of each line
-        shapes = _mask(b"\n".join([line[:_SHAPE_SOURCE_BYTES] for line in lines])).split(b"\n")
+        if lines and max(map(len, lines)) > _SHAPE_SOURCE_BYTES:
+            text = b"\n".join([line[:_SHAPE_SOURCE_BYTES] for line in lines])
+        shapes = _mask(text).split(b"\n")[: len(lines)]  # masking keeps every line end
         counts = Counter(shapes)
         if len(self._shapes) + len(counts) <= _MAX_SHAPES:
             self._shapes.update(counts)
@@ -186,10 +188,12 @@ class DropSummary:
         # facts first: a long shape list never pushes them out of the line
         facts_text = "; ".join(facts)
         # blank lines and bare "<*>" say nothing: counted among the other shapes, never named
+        silent = (b"", bytes([_MARK]))
         ranked = [
-            (shape, count) for shape, count in self._shapes.most_common() if shape.strip() not in (b"", bytes([_MARK]))
+            (shape, count)
+            for shape, count in self._shapes.most_common(self.top_shapes + 4)
+            if shape.strip() not in silent
         ]
-        unnamed = len(self._shapes) - len(ranked)
         reserve = len(f"; +{len(self._shapes) + 1} other shapes")
         budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
         parts: list[str] = []
@@ -201,7 +205,7 @@ class DropSummary:
                 piece = piece[: budget - 3] + "…"  # the most frequent shape is always named
             parts.append(piece)
             budget -= len(piece) + 2
-        others = len(ranked) - len(parts) + unnamed + (1 if self._other else 0)
+        others = len(self._shapes) - len(parts) + (1 if self._other else 0)
         if others > 0 and parts:
             parts.append(f"+{others} other shape{'s' * (others != 1)}")
         body = "; ".join(p for p in (facts_text, *parts) if p)
