@@ -160,6 +160,24 @@ class WindowAssignment:
     closed: int
 
 
+def _count_starts(starts: list[int], first: int, k: int) -> Int64Array:
+    """For lines ``first .. first+k-1``: how many of ``starts`` (distinct stream indexes) are at or before each."""
+    marks = np.zeros(k, dtype=np.int64)
+    if starts:
+        marks[np.asarray(starts, dtype=np.int64) - first] = 1
+    return np.cumsum(marks)
+
+
+def _spans(begin: list[int], end: list[int], first: int, k: int) -> npt.NDArray[np.bool_]:
+    """For lines ``first .. first+k-1``: whether each is inside one of the disjoint ``[begin, end)``."""
+    marks = np.zeros(k + 1, dtype=np.int64)
+    if begin:
+        marks[np.asarray(begin, dtype=np.int64) - first] += 1
+        marks[np.asarray(end, dtype=np.int64) - first] -= 1
+    inside: npt.NDArray[np.bool_] = np.cumsum(marks[:k]) > 0
+    return inside
+
+
 class Segmenter:
     """Incremental segmenter: ``feed(LineLayout) -> WindowAssignment``, ``flush()``.
 
@@ -188,10 +206,8 @@ class Segmenter:
 
     def feed(self, layout: LineLayout) -> WindowAssignment:
         """Segment the next block's lines; return the windows of every line settled so far."""
-        out_w: list[int] = []
-        out_r: list[int] = []
-        out_c: list[bool] = []
         first = self._assigned
+        at = self._next_line  # stream index of layout's line 0
         blank = layout.blank.tolist()
         indent = layout.indent.tolist()
         chars = layout.chars.tolist()
@@ -206,33 +222,46 @@ class Segmenter:
             self._in_trace,
             self._blanks,
         )
+        # only changes are recorded (stream indexes): where a window or a record starts, and the
+        # [start, end) spans of continuation lines; arrays are built from them at the end
+        window_starts: list[int] = []
+        record_starts: list[int] = []
+        cont_from: list[int] = []
+        cont_to: list[int] = []
+        assigned = first
         for i in range(len(blank)):
             if blank[i]:
                 blanks += 1
                 if blanks < hard:
                     continue
-                # an endless run of blank lines: they form a window of their own
+                # an endless run of blank lines: they form a window and a record of their own
+                start = at + i - blanks + 1
+                window_starts.append(start)
+                record_starts.append(start)
                 win += 1
                 rec += 1
-                out_w.extend([win] * blanks)
-                out_r.extend([rec] * blanks)
-                out_c.extend([False] * blanks)
                 wl, wc, blanks, base, in_trace = blanks, 0, 0, 0, False
+                assigned = at + i + 1
                 continue
             d, c, j = indent[i], chars[i], join[i]
+            start = at + i - blanks  # this line and the blank lines held before it
             cont = False
             if win < 0:
-                win, rec, wl, wc, base, in_trace = win + 1, rec + 1, 0, 0, d, False
-                new = False
+                record_starts.append(start)
+                rec += 1
+                wl, wc, base, in_trace = 0, 0, d, False
+                new = True
             elif blanks:
                 cont = d > base or j == JOIN_CHAIN
                 if cont:
                     new = wl + blanks + 1 > hard
                 else:
+                    record_starts.append(start)
                     rec += 1
                     base = d
                     new = True
             elif d < base:
+                record_starts.append(start)
                 rec += 1
                 base = d
                 new = True
@@ -242,20 +271,19 @@ class Segmenter:
             else:
                 new = wl + 1 > n_cap or wc + c > m_cap
             if new:
+                window_starts.append(start)
                 win += 1
                 wl = wc = 0
-            if blanks:
-                out_w.extend([win] * blanks)
-                out_r.extend([rec] * blanks)
-                out_c.extend([cont] * blanks)
-                wl += blanks
-                blanks = 0
-            out_w.append(win)
-            out_r.append(rec)
-            out_c.append(cont)
-            wl += 1
+            if cont:
+                cont_from.append(start)
+                cont_to.append(at + i + 1)
+            wl += blanks + 1
             wc += c
+            blanks = 0
             in_trace = d > base or j != JOIN_NONE
+            assigned = at + i + 1
+        first_window = self._window
+        first_record = self._record
         self._window, self._record, self._wlines, self._wchars, self._base, self._in_trace, self._blanks = (
             win,
             rec,
@@ -266,12 +294,13 @@ class Segmenter:
             blanks,
         )
         self._next_line += len(blank)
-        self._assigned += len(out_w)
+        self._assigned = assigned
+        k = assigned - first
         return WindowAssignment(
             first_line=first,
-            windows=np.asarray(out_w, dtype=np.int64),
-            records=np.asarray(out_r, dtype=np.int64),
-            cont=np.asarray(out_c, dtype=bool),
+            windows=first_window + _count_starts(window_starts, first, k),
+            records=first_record + _count_starts(record_starts, first, k),
+            cont=_spans(cont_from, cont_to, first, k),
             closed=max(win, 0),
         )
 
