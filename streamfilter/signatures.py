@@ -117,6 +117,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("failures-section", r"Failures:\r?$", section=True),
     _s("minitest-failure", r"(?:Failure|Error):\r?$"),
     _s("lint-offenses", r"Offenses:\r?$"),
+    _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
+    _f("found-errors", r"Found errors", r"Found \d+ errors?\b"),
     _s("phpunit-failure", r"FAILURES!"),
     _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),

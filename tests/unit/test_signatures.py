@@ -49,6 +49,8 @@ LINES = [
     ("failures-section", b"Failures:"),
     ("minitest-failure", b"Failure:"),
     ("lint-offenses", b"Offenses:"),
+    ("lint-error", b"  28:14  error  Replace `x` with `y`  prettier/prettier"),
+    ("found-errors", b"Found 2 errors in 1 file (checked 16 source files)"),
     ("phpunit-failure", b"FAILURES!"),
     ("phpunit-failures", b"There were 2 failures:"),
     ("pester-failure", b"    [-] Should validate the schema 191ms"),
