@@ -180,8 +180,9 @@ def _filter(args: argparse.Namespace) -> int:
     )
     if args.explain and args.format != "jsonl":
         raise UsageError("--explain needs --format jsonl")
-    if not StreamFilter(config).query.terms:  # also validates the regexes before anything is read
-        raise UsageError(f"--query {args.query!r} has no words (letters or digits) to look for")
+    if not args.query.split():
+        raise UsageError("--query is empty: give at least one word")
+    StreamFilter(config)  # validates the regexes before anything is read
     paths = _check_inputs(args.files)
     if sys.stdout is None:
         raise UsageError("cannot write: standard output is closed")

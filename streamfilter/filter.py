@@ -14,6 +14,7 @@ decision depends only on the bytes, never on how they were chunked.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -44,7 +45,8 @@ class FilterConfig:
     """Settings of one filter (units in the names; all counts are lines unless said).
 
     Attributes:
-        query: the query text; split into terms by ``Query.parse``.
+        query: the query text; split into terms by ``Query.parse``. A word with no
+            letter or digit (``[-]``, ``=====``) is matched literally and keeps its lines.
         window_lines: N, most lines packed into a window.
         window_chars: M, most characters packed into a window.
         max_line_bytes: scoring cap per line in bytes (the line is still emitted whole).
@@ -182,7 +184,10 @@ class StreamFilter:
         self.query = Query.parse(cfg.query)
         self.stats = FilterStats()
         self.notices: list[Notice] = []
-        self._signatures = SignatureSet(extra=cfg.protect)
+        # a query word with no letters or digits ("[-]", "=====") cannot be a BM25 term: such
+        # words are matched literally and keep their lines, like --protect patterns
+        symbols = tuple(re.escape(word) for word in cfg.query.split() if not any(ch.isalnum() for ch in word))
+        self._signatures = SignatureSet(extra=cfg.protect + symbols)
         self._splitter = LineSplitter()
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)

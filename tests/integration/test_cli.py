@@ -240,8 +240,8 @@ def test_a_full_disk_is_one_clear_error() -> None:
     ("args", "message"),
     [
         (("--min-score", "nan"), b"is not a finite number"),
-        (("--query", "!!!"), b"has no words"),
-        (("--query", ""), b"has no words"),
+        (("--query", ""), b"--query is empty"),
+        (("--query", "  "), b"--query is empty"),
     ],
 )
 def test_values_that_cannot_work_are_refused(args: tuple[str, ...], message: bytes) -> None:
@@ -261,3 +261,11 @@ def test_long_line_warnings_are_capped_and_the_last_line_is_not_forgotten() -> N
 def test_a_directory_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     proc = run_cli("filter", str(EXAMPLE), str(tmp_path))
     assert proc.returncode == 2 and proc.stdout == b"" and b"Is a directory" in proc.stderr
+
+
+def test_a_query_word_without_letters_is_matched_literally() -> None:
+    data = b"".join(b"step %d ok\n" % i for i in range(100)) + b"step 100 @@@ odd\n" + b"ok\n" * 100
+    proc = run_cli("filter", "--query", "@@@", "--head", "0", "--tail", "0", stdin=data)
+    assert proc.returncode == 0
+    assert b"step 100 @@@ odd\n" in proc.stdout
+    assert b"step 50 ok" not in proc.stdout
