@@ -17,6 +17,7 @@ import argparse
 import datetime
 import json
 import multiprocessing
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -120,7 +121,7 @@ def main() -> int:
             f.write(f"\n## {datetime.date.today()}: {query}\n\n")
             f.write(
                 f"`python benchmarks/quality.py{' --query ' + repr(args.query) if args.query else ''}`"
-                f" on {len(rows)} cases of `{args.corpus}`\n\n"
+                f" on {len(rows)} cases of `{os.path.relpath(args.corpus, ROOT)}`\n\n"
             )
             f.write("\n".join(lines) + "\n")
     return 0
