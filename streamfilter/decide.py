@@ -72,6 +72,8 @@ class CutTracker:
         self.min_samples = min_samples
         self._recent: deque[float] = deque(maxlen=history)
         self._pending = 0  # scored windows of the open group
+        self._changed = False  # history changed since the last cut was computed
+        self._last_cut: float | None = None
         self._cuts: dict[int, float] = {}
         self.known_groups = 0  # groups 0..known_groups-1 have a cut
 
@@ -80,7 +82,10 @@ class CutTracker:
         i, n = 0, int(scores.shape[0])
         while i < n:
             take = min(self.group - self._pending, n - i)
-            self._recent.extend(scores[i : i + take][has_term[i : i + take]].tolist())
+            added = scores[i : i + take][has_term[i : i + take]].tolist()
+            if added:  # the history changed: the next cut is computed again
+                self._recent.extend(added)
+                self._changed = True
             self._pending += take
             i += take
             if self._pending == self.group:
@@ -92,10 +97,13 @@ class CutTracker:
             self._close_group()
 
     def _close_group(self) -> None:
-        recent = np.fromiter(self._recent, dtype=np.float64)
-        cut = self.min_score
-        if recent.shape[0] >= self.min_samples:
-            cut = max(cut, otsu_threshold(recent))
+        if self._changed or self._last_cut is None:
+            recent = np.fromiter(self._recent, dtype=np.float64)
+            cut = self.min_score
+            if recent.shape[0] >= self.min_samples:
+                cut = max(cut, otsu_threshold(recent))
+            self._last_cut, self._changed = cut, False
+        cut = self._last_cut
         self._cuts[self.known_groups] = cut
         self.known_groups += 1
         self._pending = 0

@@ -52,8 +52,6 @@ _CHAIN_LINE = re.compile(
     rb"\n(?:Caused by:|During handling of the above exception|The above exception was the direct cause"
     rb"|Traceback \(most recent call last\))"
 )
-# cargo-style right-aligned status: a capitalised word ending at column 12
-_STATUS_LINE = re.compile(rb"\n(?= {1,11}[A-Z])[ ]*[A-Z][a-z]+(?:-[a-z]+)* ")
 
 JOIN_NONE, JOIN_TRACE, JOIN_CHAIN = 0, 1, 2
 
@@ -87,6 +85,26 @@ def _line_starts_at(padded: bytes, regex: re.Pattern[bytes], ends: Int64Array) -
 
 
 _SCAN = 64  # leading bytes looked at per indented line at once
+_STATUS_WIDTH = 12  # cargo right-aligns its status words to end at this column
+_WORD_BYTE = np.zeros(256, dtype=bool)
+_WORD_BYTE[ord("a") : ord("z") + 1] = True
+_WORD_BYTE[ord("A") : ord("Z") + 1] = True
+_WORD_BYTE[ord("-")] = True
+
+
+def _status_lines(arr: npt.NDArray[np.uint8], starts: Int64Array, first: Int64Array, indent: Int64Array) -> Int64Array:
+    """Lines that are right-aligned status lines: spaces, then a capitalised word ending at column 12, a space."""
+    n = arr.shape[0]
+    maybe = np.flatnonzero((indent >= 1) & (indent < _STATUS_WIDTH) & (starts + _STATUS_WIDTH < n))
+    if maybe.shape[0] == 0:
+        return maybe.astype(np.int64)
+    maybe = maybe[(arr[first[maybe]] - np.uint8(65)) < 26]  # the word starts with a capital
+    columns = np.arange(_STATUS_WIDTH)
+    grid = arr[starts[maybe, None] + columns]  # the first 12 bytes of each line
+    in_word = columns[None, :] >= indent[maybe, None]
+    wordy = (~in_word | _WORD_BYTE[grid]).all(axis=1)
+    status: Int64Array = maybe[wordy & (arr[starts[maybe] + _STATUS_WIDTH] == 0x20)].astype(np.int64)
+    return status
 
 
 def _first_non_blank(arr: npt.NDArray[np.uint8], starts: Int64Array, line_ends: Int64Array) -> Int64Array:
@@ -129,10 +147,7 @@ def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
         cont = np.flatnonzero(~_NOT_CONT_BYTE[arr])
         chars -= np.bincount(np.searchsorted(ends, cont, side="right"), minlength=n_lines)[:n_lines]
     padded = b"\n" + text
-    # "\n" + spaces + word + " " spans 14 bytes when the word ends at column 12
-    status = [m.start() for m in _STATUS_LINE.finditer(padded) if m.end() - m.start() == 14]
-    if status:
-        indent[np.searchsorted(ends, np.asarray(status, dtype=np.int64), side="right")] = 0
+    indent[_status_lines(arr, starts, first, indent)] = 0
     join = np.zeros(n_lines, dtype=np.int8)
     join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE
     join[_line_starts_at(padded, _CHAIN_LINE, ends)] = JOIN_CHAIN
