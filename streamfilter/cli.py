@@ -14,6 +14,7 @@ import signal
 import stat
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import BinaryIO, NoReturn
 
 from structlog.typing import FilteringBoundLogger
@@ -21,8 +22,10 @@ from structlog.typing import FilteringBoundLogger
 from . import __version__
 from ._logging import configure_logging, get_logger
 from .errors import InputError, StreamfilterError, UsageError
+from .expand import Archive, Ref, expand, state_dir
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
+from .records import Run
 
 __all__ = ("main",)
 
@@ -133,7 +136,25 @@ def _parser() -> argparse.ArgumentParser:
         metavar="B",
         help=f"bytes of a line that are scored (default {d.max_line_bytes}); longer lines are still printed whole",
     )
+    e = sub.add_parser(
+        "expand",
+        help="print the dropped lines a summary's ref names",
+        description="Print exactly the bytes of a DROP run, from the file or the stdin archive, checked by CRC-32.",
+    )
+    e.add_argument("ref", metavar="REF", help="the ref from a summary line or a JSONL drop event")
+    e.add_argument(
+        "--context", type=_count(0), default=0, metavar="N", help="also print N lines before and after (default 0)"
+    )
     return parser
+
+
+def _expand(args: argparse.Namespace) -> int:
+    data = expand(Ref.parse(args.ref), args.context)
+    if sys.stdout is None:
+        raise UsageError("cannot write: standard output is closed")
+    _write(sys.stdout.buffer, data)
+    _flush(sys.stdout.buffer)
+    return 0
 
 
 def _check_inputs(paths: Sequence[str]) -> list[str]:
@@ -193,26 +214,56 @@ def _filter(args: argparse.Namespace) -> int:
         if len(paths) > 1 and args.format == "text":
             _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
         sf = StreamFilter(config, source=name)
+        refs = _Refs(name, log)
         try:
-            _filter_one(sf, name, args.format, out, log)
+            _filter_one(sf, name, args.format, out, log, refs)
         except (KeyboardInterrupt, _Terminated) as exc:
             # interrupted: what was read is still decided and written, then the usual status
-            _finish(sf, name, args.format, out, log)
+            _finish(sf, name, args.format, out, log, refs)
             return 130 if isinstance(exc, KeyboardInterrupt) else 143
-        _finish(sf, name, args.format, out, log)
+        _finish(sf, name, args.format, out, log, refs)
     return 0
 
 
-def _filter_one(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger) -> None:
+class _Refs:
+    """Gives each DROP run of one input a ref: the file itself, or stdin's archive copy."""
+
+    def __init__(self, name: str, log: FilteringBoundLogger) -> None:
+        self.archive: Archive | None = None
+        if name != "-":
+            self.source = str(Path(name).resolve())
+            return
+        try:
+            self.archive = Archive(state_dir())
+            self.source = self.archive.source
+        except OSError as exc:
+            log.warning("archive.unavailable", directory=str(state_dir()), error=exc.strerror or str(exc))
+            self.source = ""
+
+    def of(self, run: Run) -> str:
+        if run.decision != "drop" or not self.source:
+            return ""
+        if self.archive is not None and not self.archive.covers(run.end_byte):
+            return ""
+        return str(Ref(self.source, run.start_byte, run.end_byte, run.checksum))
+
+    def close(self) -> None:
+        if self.archive is not None:
+            self.archive.close()
+
+
+def _filter_one(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger, refs: _Refs) -> None:
     """Feed one input through ``sf``, writing runs as they are decided."""
     handle: io.BufferedReader = sys.stdin.buffer if name == "-" else open(name, "rb")  # type: ignore[assignment]
     try:
         # a pipe or terminal is written through as it comes; a regular file at the end
         live = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
         while chunk := handle.read1(READ_BYTES):
+            if refs.archive is not None:
+                refs.archive.write(chunk)
             runs = sf.feed(chunk)
             for run in runs:
-                _write(out, render(run, fmt, name))
+                _write(out, render(run, fmt, name, refs.of(run)))
             _log_notices(sf, name, log)
             if live and runs:
                 _flush(out)
@@ -221,9 +272,10 @@ def _filter_one(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: Filte
             handle.close()
 
 
-def _finish(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger) -> None:
+def _finish(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger, refs: _Refs) -> None:
+    refs.close()
     for run in sf.flush():
-        _write(out, render(run, fmt, name))
+        _write(out, render(run, fmt, name, refs.of(run)))
     _log_notices(sf, name, log)
     if fmt == "jsonl":
         _write(out, end_event(sf.stats, name))
@@ -261,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "filter":
             return _filter(args)
+        if args.command == "expand":
+            return _expand(args)
         raise UsageError(f"unknown command {args.command!r}")
     except StreamfilterError as exc:
         sys.stderr.write(f"streamfilter: error: {exc}\n")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import zlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -211,6 +212,7 @@ class StreamFilter:
         self._open: DropSummary | None = None
         self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
         self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
+        self._drop_crc = 0  # CRC-32 of the open DROP run's bytes
         # explain: traces of the open KEEP and DROP runs, and how many were left out
         self._traces: dict[str, list[tuple[int, WindowTrace]]] = {"keep": [], "drop": []}
         self._omitted = {"keep": 0, "drop": 0}
@@ -464,6 +466,7 @@ class StreamFilter:
                 # a short DROP run between two KEEP runs: kept, its summary would save nothing
                 self._keep[2].extend(self._gap)
                 self._open = None
+                self._drop_crc = 0
                 self._traces["keep"] += [(w, replace(t, reason="short-gap")) for w, t in self._traces["drop"]]
                 self._traces["drop"], self._omitted["drop"] = [], 0
             else:
@@ -492,6 +495,8 @@ class StreamFilter:
         norm_start = int(p.norm_ends[a - 1]) if a > 0 else self._norm_start
         text = bytes(self._norm[norm_start - self._norm_start : int(p.norm_ends[b - 1]) - self._norm_start])
         self._open.add(end - start, text, b - a, int(p.term[a:b].sum()), p.frames[a:b])
+        with memoryview(self._buf) as view:
+            self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)
         if self._gap is not None:
             self._gap += self._buf[start - self._buf_start : end - self._buf_start]
             if self._open.lines >= cfg.min_drop_lines or len(self._gap) > cfg.summary_chars:
@@ -524,6 +529,7 @@ class StreamFilter:
         assert self._open is not None
         s = self._open
         self._open = None
+        checksum, self._drop_crc = f"{self._drop_crc:08x}", 0
         self.stats.dropped_lines += s.lines
         self.stats.dropped_bytes += s.end_byte - s.start_byte
         self.stats.drop_runs += 1
@@ -534,6 +540,7 @@ class StreamFilter:
             s.start_byte,
             s.end_byte,
             summary=s.render(),
+            checksum=checksum,
             traces=self._take_traces("drop"),
             traces_omitted=self._omitted["drop"],
         )

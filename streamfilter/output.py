@@ -16,12 +16,17 @@ __all__ = ("FORMATS", "end_event", "render")
 FORMATS = ("text", "jsonl")
 
 
-def render(run: Run, fmt: str, source: str) -> bytes:
-    """The bytes that represent ``run`` in format ``fmt`` (``text`` or ``jsonl``)."""
+def render(run: Run, fmt: str, source: str, ref: str = "") -> bytes:
+    """The bytes that represent ``run`` in format ``fmt`` (``text`` or ``jsonl``).
+
+    ``ref``: for a DROP run, where ``streamfilter expand`` can read its bytes back
+    (``expand.Ref``); added to the summary line, or as ``"ref"`` in JSONL.
+    """
     if fmt == "text":
         if run.decision == "keep":
             return run.data
-        return run.summary.encode("utf-8") + b"\n"
+        summary = f"{run.summary[:-1]}; ref {ref}]" if ref else run.summary
+        return summary.encode("utf-8") + b"\n"
     event: dict[str, object] = {
         "event": run.decision,
         "source": source,
@@ -43,6 +48,8 @@ def render(run: Run, fmt: str, source: str) -> bytes:
     else:
         event["bytes"] = run.n_bytes
         event["summary"] = run.summary
+        if ref:
+            event["ref"] = ref
     return json.dumps(event, ensure_ascii=False).encode("utf-8") + b"\n"
 
 

@@ -88,6 +88,8 @@ class Run:
         summary: for DROP runs the one-line summary (no newline); empty for KEEP.
         traces: per-window decision traces, filled only when explaining.
         traces_omitted: windows of the run left out of ``traces`` (a cap per run).
+        checksum: for DROP runs, CRC-32 of the run's bytes as 8 hex digits (so a
+            readback can tell whether the bytes it finds are still the same).
 
     A KEEP run that grows past the filter's ``max_keep_event_bytes`` is emitted
     as several consecutive KEEP runs, so no run holds unbounded memory.
@@ -102,6 +104,7 @@ class Run:
     summary: str = ""
     traces: tuple[WindowTrace, ...] = field(default=())
     traces_omitted: int = 0
+    checksum: str = ""
 
     @property
     def lines(self) -> int:

@@ -33,3 +33,10 @@ def need(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not present")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The CLIs these tests start archive stdin under $XDG_STATE_HOME: keep that out of $HOME."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    os.environ.pop("STATE_DIRECTORY", None)

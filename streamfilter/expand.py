@@ -1,0 +1,190 @@
+"""Getting dropped lines back: references (refs) to DROP runs, the stdin archive, ``expand``.
+
+A ref names where the bytes of a DROP run can be read again, and how to tell they are still the
+same bytes: ``SOURCE:START-END:CRC``, where START..END-1 are stream byte offsets and CRC is the
+CRC-32 of those bytes (8 hex digits). SOURCE is
+
+* the absolute path of the file that was filtered (the file itself is the record), or
+* ``stdin-<id>`` for standard input, whose bytes are kept in an archive file in the state
+  directory (``$STATE_DIRECTORY`` under systemd, else ``$XDG_STATE_HOME/streamfilter``, else
+  ``~/.local/state/streamfilter``); the archive is capped and its oldest files are evicted.
+
+``expand`` works from any process, after the filter has exited, and reports a file that was
+rewritten, truncated, rotated away or evicted instead of printing the wrong bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import StreamfilterError
+
+__all__ = ("ARCHIVE_BYTES", "Archive", "Ref", "RefError", "expand", "state_dir")
+
+ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
+_REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})")
+_READ = 1 << 16
+
+
+class RefError(StreamfilterError):
+    """A ref that cannot be expanded: malformed, unknown, expired, or its bytes changed (exit 1)."""
+
+
+def state_dir() -> Path:
+    """The state directory: systemd's ``$STATE_DIRECTORY``, else ``$XDG_STATE_HOME/streamfilter``."""
+    if os.environ.get("STATE_DIRECTORY"):
+        return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "streamfilter"
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A reference to the bytes ``start .. end-1`` of a source, with their CRC-32 (hex)."""
+
+    source: str
+    start: int
+    end: int
+    checksum: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.start}-{self.end}:{self.checksum}"
+
+    @classmethod
+    def parse(cls, text: str) -> Ref:
+        """Parse ``SOURCE:START-END:CRC``.
+
+        Raises:
+            RefError: the text is not a ref.
+        """
+        m = _REF.fullmatch(text)
+        if m is None or int(m["end"]) < int(m["start"]):
+            raise RefError(f"{text!r} is not a streamfilter ref (SOURCE:START-END:CRC32)")
+        return cls(m["source"], int(m["start"]), int(m["end"]), m["crc"])
+
+
+class Archive:
+    """A copy of one stdin stream in the state directory, so its refs can be expanded later.
+
+    Args:
+        directory: the state directory (``state_dir()``); files go to ``archive/`` in it.
+        cap_bytes: most bytes of all archived streams together; when a new stream starts,
+            the oldest archive files are removed until the others fit in half the cap, and
+            one stream stops being archived (its later refs are not given) at half the cap.
+
+    Raises:
+        OSError: the archive directory cannot be created or written.
+    """
+
+    def __init__(self, directory: Path, cap_bytes: int = ARCHIVE_BYTES) -> None:
+        self.folder = directory / "archive"
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.limit = cap_bytes // 2
+        self._evict(cap_bytes - self.limit)
+        self.source = f"stdin-{time.time_ns():x}-{os.getpid()}"
+        self._file: BinaryIO = open(self.folder / f"{self.source}.log", "xb")
+        self.archived = 0  # bytes written so far
+
+    def write(self, chunk: bytes) -> None:
+        """Append the next bytes of the stream (while under the per-stream limit)."""
+        take = chunk[: max(0, self.limit - self.archived)]
+        if take:
+            self._file.write(take)
+            self.archived += len(take)
+
+    def covers(self, end: int) -> bool:
+        """Whether the stream's bytes up to ``end`` are archived."""
+        return end <= self.archived
+
+    def close(self) -> None:
+        """Flush and close the archive file."""
+        self._file.close()
+
+    def _evict(self, room: int) -> None:
+        files = sorted(self.folder.glob("stdin-*.log"), key=lambda f: f.stat().st_mtime)
+        total = sum(f.stat().st_size for f in files)
+        for old in files:
+            if total <= room:
+                break
+            total -= old.stat().st_size
+            old.unlink(missing_ok=True)
+
+
+def _path_of(ref: Ref, directory: Path) -> Path:
+    if ref.source.startswith("stdin-") and "/" not in ref.source:
+        return directory / "archive" / f"{ref.source}.log"
+    return Path(ref.source)
+
+
+def _lines_before(handle: BinaryIO, start: int, count: int) -> int:
+    """Offset where the ``count`` lines before offset ``start`` (a line start) begin."""
+    need = count + 1  # the newline that ends the line before ``start`` counts too
+    pos = start
+    while pos > 0:
+        step = min(_READ, pos)
+        handle.seek(pos - step)
+        block = handle.read(step)
+        i = len(block)
+        while (i := block.rfind(b"\n", 0, i)) >= 0:
+            need -= 1
+            if need == 0:
+                return pos - step + i + 1
+        pos -= step
+    return 0
+
+
+def _lines_after(handle: BinaryIO, end: int, count: int) -> bytes:
+    handle.seek(end)
+    out = bytearray()
+    while count > 0:
+        block = handle.read(_READ)
+        if not block:
+            break
+        at = 0
+        while count > 0:
+            nl = block.find(b"\n", at)
+            if nl < 0:
+                out += block[at:]
+                break
+            out += block[at : nl + 1]
+            at = nl + 1
+            count -= 1
+        else:
+            break
+    return bytes(out)
+
+
+def expand(ref: Ref, context_lines: int = 0, directory: Path | None = None) -> bytes:
+    """The bytes ``ref`` names, with ``context_lines`` whole lines before and after.
+
+    Raises:
+        RefError: the source is gone (deleted, rotated away, evicted), shorter than the
+            range, or its bytes there no longer have the ref's CRC-32 (rewritten).
+    """
+    path = _path_of(ref, directory or state_dir())
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        why = "evicted from the archive or never archived" if path.name.startswith("stdin-") else "deleted or rotated"
+        raise RefError(f"ref {ref}: {path} no longer exists ({why})") from None
+    except OSError as exc:
+        raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None
+    with handle:
+        handle.seek(ref.start)
+        data = handle.read(ref.end - ref.start)
+        if len(data) < ref.end - ref.start:
+            raise RefError(f"ref {ref}: {path} is now shorter than byte {ref.end} (it was truncated or rewritten)")
+        if f"{zlib.crc32(data):08x}" != ref.checksum:
+            raise RefError(f"ref {ref}: the bytes at {ref.start}-{ref.end} of {path} changed (the file was rewritten)")
+        if context_lines <= 0:
+            return data
+        first = _lines_before(handle, ref.start, context_lines)
+        handle.seek(first)
+        before = handle.read(ref.start - first)
+        return before + data + _lines_after(handle, ref.end, context_lines)

@@ -1,0 +1,121 @@
+"""Refs and `streamfilter expand`: exact bytes back from a file or the stdin archive, or a clear error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from streamfilter.expand import Archive, Ref, RefError
+
+LOG = (
+    b"INFO start\r\n"
+    + b"".join(b"INFO step %d \xff\xfe bad utf8\r\n" % i for i in range(120))
+    + b"ERROR: disk quota exceeded\r\n"
+    + b"".join(b"INFO after %d\n" % i for i in range(120))
+    + b"done"
+)
+
+
+def cli(*args: str, state: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "XDG_STATE_HOME": str(state)}
+    env.pop("STATE_DIRECTORY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "streamfilter", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def drops(out: bytes) -> list[dict[str, object]]:
+    return [e for e in (json.loads(x) for x in out.splitlines()) if e["event"] == "drop"]
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_expand_gives_back_exactly_the_dropped_bytes(source: str, tmp_path: Path) -> None:
+    log = tmp_path / "build.log"
+    log.write_bytes(LOG)
+    args = ("filter", "--format", "jsonl", "--head", "0", "--tail", "0")
+    proc = cli(*args, str(log), state=tmp_path) if source == "file" else cli(*args, state=tmp_path, stdin=LOG)
+    assert proc.returncode == 0, proc.stderr
+    found = drops(proc.stdout)
+    assert len(found) >= 2
+    for d in found:
+        ref = str(d["ref"])
+        assert ref.startswith(str(log) if source == "file" else "stdin-")
+        got = cli("expand", ref, state=tmp_path)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == LOG[int(d["start_byte"]) : int(d["end_byte"])]  # type: ignore[call-overload]
+
+
+def test_text_summaries_carry_the_ref_too(tmp_path: Path) -> None:
+    log = tmp_path / "build.log"
+    log.write_bytes(LOG)
+    proc = cli("filter", "--head", "0", "--tail", "0", str(log), state=tmp_path)
+    summaries = [x for x in proc.stdout.split(b"\n") if x.startswith(b"[streamfilter: dropped")]
+    assert summaries and all(b"; ref " + str(log).encode() + b":" in s for s in summaries)
+
+
+def test_context_adds_whole_lines_around(tmp_path: Path) -> None:
+    log = tmp_path / "build.log"
+    log.write_bytes(LOG)
+    proc = cli("filter", "--format", "jsonl", "--head", "0", "--tail", "0", str(log), state=tmp_path)
+    second = drops(proc.stdout)[1]
+    got = cli("expand", str(second["ref"]), "--context", "2", state=tmp_path)
+    assert got.returncode == 0
+    lines = LOG.splitlines(keepends=True)  # no lone \r in LOG, so these are its \n-lines
+    first_line, last_line = int(second["first_line"]), int(second["last_line"])  # type: ignore[call-overload]
+    assert got.stdout == b"".join(lines[max(0, first_line - 3) : last_line + 2])
+
+
+def test_a_rewritten_file_is_reported_not_printed(tmp_path: Path) -> None:
+    log = tmp_path / "build.log"
+    log.write_bytes(LOG)
+    proc = cli("filter", "--format", "jsonl", "--head", "0", "--tail", "0", str(log), state=tmp_path)
+    ref = str(drops(proc.stdout)[0]["ref"])
+    log.write_bytes(LOG.replace(b"step 3 ", b"step X "))  # same size, other bytes
+    got = cli("expand", ref, state=tmp_path)
+    assert got.returncode == 1 and got.stdout == b""
+    assert b"changed" in got.stderr and ref.encode() in got.stderr
+    log.write_bytes(b"short\n")
+    got = cli("expand", ref, state=tmp_path)
+    assert got.returncode == 1 and b"shorter" in got.stderr
+    log.unlink()
+    got = cli("expand", ref, state=tmp_path)
+    assert got.returncode == 1 and b"no longer exists" in got.stderr
+
+
+@pytest.mark.parametrize("bad", ["nonsense", "x:1-2:zz", "stdin-0-0:0-10:00000000", "x:5-1:00000000"])
+def test_unknown_or_malformed_refs_are_clear_errors(bad: str, tmp_path: Path) -> None:
+    got = cli("expand", bad, state=tmp_path)
+    assert got.returncode == 1 and got.stdout == b""
+    assert got.stderr.count(b"\n") == 1 and b"streamfilter: error:" in got.stderr
+
+
+def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(tmp_path: Path) -> None:
+    old = Archive(tmp_path, cap_bytes=1000)
+    old.write(b"a" * 400)
+    old.close()
+    newer = Archive(tmp_path, cap_bytes=1000)
+    newer.write(b"b" * 800)  # only half the cap is archived for one stream
+    newer.close()
+    assert newer.covers(500) and not newer.covers(501)
+    third = Archive(tmp_path, cap_bytes=1000)  # makes room: the oldest goes first
+    third.close()
+    assert not (tmp_path / "archive" / f"{old.source}.log").exists()
+    assert (tmp_path / "archive" / f"{newer.source}.log").stat().st_size == 500
+
+
+def test_ref_round_trips_through_text() -> None:
+    ref = Ref("/a:b/c.log", 10, 20, f"{zlib.crc32(b'x'):08x}")
+    assert Ref.parse(str(ref)) == ref
+    with pytest.raises(RefError):
+        Ref.parse("/a.log:20-10:00000000")
