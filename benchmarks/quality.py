@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from streamfilter.expand import Ref  # noqa: E402
 from streamfilter.filter import FilterConfig, StreamFilter  # noqa: E402
 from streamfilter.output import render  # noqa: E402
 
@@ -46,7 +47,15 @@ def score_case(args: tuple[Path, str | None, dict[str, str]]) -> dict[str, objec
     for i in range(0, len(data), 1 << 20):
         runs += sf.feed(data[i : i + (1 << 20)])
     runs += sf.flush()
-    out = sum(len(render(r, "text", "-")) for r in runs)
+    source = str(meta_path.with_suffix(".log").resolve())  # the CLI's refs point into the file
+    out = sum(
+        len(
+            render(
+                r, "text", "-", str(Ref(source, r.start_byte, r.end_byte, r.checksum)) if r.decision == "drop" else ""
+            )
+        )
+        for r in runs
+    )
     kept = {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
     n_lines = sf.stats.lines
     choices = [labelled(meta["keep"], n_lines)] + [labelled([r], n_lines) for r in meta.get("keep_alternatives", [])]
