@@ -44,7 +44,7 @@ _NOT_CONT_BYTE[0x80:0xC0] = False
 _EXC_LINE = re.compile(
     rb"\n(?:(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Throwable)\b"
     rb"|\.\.\. \d+ (?:more|common frames omitted)"
-    rb"|Suppressed: |goroutine \d+ \[)",
+    rb"|Suppressed: |goroutine \d+ \[|but was:|but was <)",  # JUnit's "expected:<x> but was:<y>" wraps
     re.MULTILINE,
 )
 # lines that continue a trace even after a blank line

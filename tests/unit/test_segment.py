@@ -74,3 +74,15 @@ def test_windows_do_not_depend_on_block_boundaries() -> None:
     one = windows(text, n=5)
     for chunks in (2, 3, 7, 50):
         assert windows(text, n=5, chunks=chunks) == one
+
+
+def test_junit_assertion_message_and_its_frames_stay_with_the_exception() -> None:
+    text = (
+        b"Tests run: 3, Failures: 1\n"
+        b"java.lang.AssertionError: expected:<a>\n"
+        b"but was:\n"
+        b" <null>\n"
+        b"\tat retrofit2.ResponseTest.nullErrorThrows(ResponseTest.java:139)\n"
+        b"\tat sun.reflect.NativeMethodAccessorImpl.invoke0(Native Method)\n"
+    )
+    assert windows(text, n=3) == [[1, 2, 3, 4, 5, 6]]
