@@ -13,9 +13,9 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, NoReturn
+from typing import BinaryIO, ClassVar, NoReturn
 
 from structlog.typing import FilteringBoundLogger
 
@@ -151,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
 def _expand(args: argparse.Namespace) -> int:
     data = expand(Ref.parse(args.ref), args.context)
     if sys.stdout is None:
-        raise UsageError("cannot write: standard output is closed")
+        raise StreamfilterError("cannot write output: standard output is closed")
     _write(sys.stdout.buffer, data)
     _flush(sys.stdout.buffer)
     return 0
@@ -178,12 +178,41 @@ def _check_inputs(paths: Sequence[str]) -> list[str]:
     return list(paths) or ["-"]
 
 
-class _Terminated(Exception):
-    """SIGTERM arrived: stop reading, write what was decided, exit 143."""
+class _Stop(Exception):
+    """A stop signal arrived while waiting for input."""
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated
+class _Signals:
+    """SIGINT, SIGTERM and SIGHUP stop the input between chunks, never in the middle of one.
+
+    The filter's state stays whole, so what was read is still decided and written; a signal
+    that comes while waiting for input interrupts the wait (no bytes of that read are taken).
+    """
+
+    STATUS: ClassVar[Mapping[int, int]] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.waiting = False
+        for signum in self.STATUS:
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.received = signum
+        if self.waiting:
+            raise _Stop
+
+    def read(self, handle: io.BufferedReader) -> bytes:
+        """The next chunk, or b"" once a stop signal came."""
+        if self.received is not None:
+            return b""
+        self.waiting = True
+        try:
+            return handle.read1(READ_BYTES)
+        except _Stop:
+            return b""
+        finally:
+            self.waiting = False
 
 
 def _filter(args: argparse.Namespace) -> int:
@@ -206,22 +235,20 @@ def _filter(args: argparse.Namespace) -> int:
     StreamFilter(config)  # validates the regexes before anything is read
     paths = _check_inputs(args.files)
     if sys.stdout is None:
-        raise UsageError("cannot write: standard output is closed")
+        raise StreamfilterError("cannot write output: standard output is closed")
     out = sys.stdout.buffer
     log = get_logger()
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signals = _Signals()
     for index, name in enumerate(paths):
         if len(paths) > 1 and args.format == "text":
             _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
         sf = StreamFilter(config, source=name)
         refs = _Refs(name, log)
-        try:
-            _filter_one(sf, name, args.format, out, log, refs)
-        except (KeyboardInterrupt, _Terminated) as exc:
-            # interrupted: what was read is still decided and written, then the usual status
-            _finish(sf, name, args.format, out, log, refs)
-            return 130 if isinstance(exc, KeyboardInterrupt) else 143
+        _filter_one(sf, name, args.format, out, log, refs, signals)
+        # also after a stop signal: what was read is decided and written, then the signal's status
         _finish(sf, name, args.format, out, log, refs)
+        if signals.received is not None:
+            return _Signals.STATUS[signals.received]
     return 0
 
 
@@ -252,13 +279,15 @@ class _Refs:
             self.archive.close()
 
 
-def _filter_one(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger, refs: _Refs) -> None:
+def _filter_one(
+    sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger, refs: _Refs, signals: _Signals
+) -> None:
     """Feed one input through ``sf``, writing runs as they are decided."""
     handle: io.BufferedReader = sys.stdin.buffer if name == "-" else open(name, "rb")  # type: ignore[assignment]
     try:
         # a pipe or terminal is written through as it comes; a regular file at the end
         live = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
-        while chunk := handle.read1(READ_BYTES):
+        while chunk := signals.read(handle):
             if refs.archive is not None:
                 refs.archive.write(chunk)
             runs = sf.feed(chunk)

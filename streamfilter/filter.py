@@ -154,6 +154,7 @@ class _Pending:
     ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     norm_ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     term: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    repeat: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     window: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     cont: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -266,6 +267,7 @@ class StreamFilter:
         tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
         layout = line_layout(norm.text, norm.ends)
         hits, ids = self._signatures.find(norm.text, norm.ends, table, layout.first)
+        repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
         if hits.shape[0]:
             starts = np.zeros(n, dtype=np.int64)
             starts[1:] = norm.ends[:-1]
@@ -273,12 +275,15 @@ class StreamFilter:
             fresh = self._repeats.admit(
                 mask_shapes(b"".join(line.rstrip(b"\n") + b"\n" for line in lines)).split(b"\n")
             )
-            hits, ids = hits[fresh[: hits.shape[0]]], ids[fresh[: hits.shape[0]]]
+            fresh = fresh[: hits.shape[0]]
+            repeats[hits[~fresh]] = True
+            hits, ids = hits[fresh], ids[fresh]
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
         p.norm_ends = np.concatenate((p.norm_ends, norm.ends + (self._norm_start + len(self._norm))))
         self._norm += norm.text
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
+        p.repeat = np.concatenate((p.repeat, repeats))
         p.frames = np.concatenate((p.frames, norm.frames))
         p.window = np.concatenate((p.window, np.full(n, -1, dtype=np.int64)))
         p.cont = np.concatenate((p.cont, np.zeros(n, dtype=bool)))
@@ -494,7 +499,7 @@ class StreamFilter:
                 self._gap = bytearray()
         norm_start = int(p.norm_ends[a - 1]) if a > 0 else self._norm_start
         text = bytes(self._norm[norm_start - self._norm_start : int(p.norm_ends[b - 1]) - self._norm_start])
-        self._open.add(end - start, text, b - a, int(p.term[a:b].sum()), p.frames[a:b])
+        self._open.add(end - start, text, b - a, int(p.term[a:b].sum()), p.frames[a:b], int(p.repeat[a:b].sum()))
         with memoryview(self._buf) as view:
             self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)
         if self._gap is not None:
@@ -571,6 +576,7 @@ class StreamFilter:
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
         p.base += n
         p.ends, p.norm_ends, p.term, p.frames = p.ends[n:], p.norm_ends[n:], p.term[n:], p.frames[n:]
+        p.repeat = p.repeat[n:]
         p.window, p.cont, p.record, p.forced = p.window[n:], p.cont[n:], p.record[n:], p.forced[n:]
         p.tokens, p.tf = p.tokens[n:], p.tf[n:]
         if first_window is not None and first_window > self._w_base:

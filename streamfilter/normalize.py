@@ -89,7 +89,8 @@ def normalize_block(data: bytes, n_lines: int, max_line_bytes: int) -> Normalize
     ends = _line_ends(text, n_lines)
     capped: tuple[int, ...] = ()
     if n_lines and len(text) > max_line_bytes:
-        lengths = np.diff(ends, prepend=np.int64(0))
+        arr = np.frombuffer(text, dtype=np.uint8)
+        lengths = np.diff(ends, prepend=np.int64(0)) - (arr[ends - 1] == 10)  # without the line end
         long_lines = np.flatnonzero(lengths > max_line_bytes)
         if long_lines.shape[0]:
             text = _cap_lines(text, ends, long_lines, max_line_bytes)

@@ -138,6 +138,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("ci-error", r"(?:##\[error\]|::error)"),
     _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|Error|Fatal)\b[:!\s]"),
     _f("test-failed", r"FAILED[ \t\r]*$", r"FAILURE[ \t\r]*$", r"ERROR[ \t\r]*$"),
+    _f("failed-colon", r"[Ff]ailed: "),
     _f("assertion", r"AssertionError", r"Assertion failed", r"assert failed", r"assertion failed"),
 )
 
@@ -250,8 +251,8 @@ class SignatureSet:
                 sub = b"".join(pieces)
                 sub_ends = np.cumsum([len(x) for x in pieces], dtype=np.int64)
                 self._scan(sub, sub_ends, lines, self._anchored, self._found, starts, ids)
-            if self._user:
-                self._scan(text, ends, None, None, self._user, starts, ids)
+        if self._user:
+            self._user_lines(text, int(ends.shape[0]), starts, ids)
         if not starts:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
@@ -270,6 +271,16 @@ class SignatureSet:
                 self._left[i] = max(0, left - at.shape[0])
             lines, sig = lines[keep], sig[keep]
         return lines.astype(np.int64), sig
+
+    def _user_lines(self, text: bytes, n_lines: int, out_lines: list[int], out_ids: list[int]) -> None:
+        """``--protect`` patterns: searched in each line on its own (no line end), so ``^``, ``\\A``
+        and ``$`` mean the line's start and end, and a match never spans lines or depends on blocks."""
+        for index, line in enumerate(text.split(b"\n")[:n_lines]):
+            for i, finders, _ in self._user:
+                if finders[0].search(line.removesuffix(b"\r")) is not None:
+                    out_lines.append(index)
+                    out_ids.append(i)
+                    break
 
     @staticmethod
     def _scan(

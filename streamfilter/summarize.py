@@ -119,11 +119,20 @@ class DropSummary:
         self._shapes: Counter[bytes] = Counter()
         self._other = 0
         self.term_lines = 0
+        self.repeated_failures = 0
         self.warning_lines = 0
         self.progress_lines = 0
         self.frames = 0
 
-    def add(self, n_bytes: int, text: bytes, n_lines: int, term_lines: int, frames: npt.NDArray[np.int32]) -> None:
+    def add(
+        self,
+        n_bytes: int,
+        text: bytes,
+        n_lines: int,
+        term_lines: int,
+        frames: npt.NDArray[np.int32],
+        repeated_failures: int = 0,
+    ) -> None:
         """Add the next ``n_lines`` lines of the run.
 
         Args:
@@ -133,7 +142,10 @@ class DropSummary:
             n_lines: how many lines they are.
             term_lines: how many of them contain a query term.
             frames: shape ``(n_lines,)``: CR frames per line (0 = no redraw).
+            repeated_failures: how many of them carry a failure signature but were
+                not protected, their shape having been kept ``max_repeats`` times.
         """
+        self.repeated_failures += repeated_failures
         self.last_line += n_lines
         self.end_byte += n_bytes
         self.term_lines += term_lines
@@ -176,6 +188,8 @@ class DropSummary:
             f"{_kib(self.end_byte - self.start_byte)})"
         )
         facts = []
+        if self.repeated_failures:
+            facts.append(f"{self.repeated_failures} more failure lines like ones kept")
         if self.term_lines:
             facts.append(f"{self.term_lines} line{'s' * (self.term_lines != 1)} with query terms")
         if self.warning_lines:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -269,3 +270,68 @@ def test_a_query_word_without_letters_is_matched_literally() -> None:
     assert proc.returncode == 0
     assert b"step 100 @@@ odd\n" in proc.stdout
     assert b"step 50 ok" not in proc.stdout
+
+
+@pytest.mark.parametrize("pattern", ["", "x*", "^", "$", r"\A"])
+def test_protect_patterns_that_match_empty_strings_match_every_line(pattern: str) -> None:
+    data = b"".join(b"line %d\n" % i for i in range(50)) + b"last"
+    proc = run_cli("filter", "--format", "jsonl", "--protect", pattern, stdin=data)
+    assert proc.returncode == 0, proc.stderr
+    runs = [json.loads(x) for x in proc.stdout.splitlines()][:-1]
+    assert [r["event"] for r in runs] == ["keep"] and runs[0]["last_line"] == 51
+
+
+def test_protect_patterns_see_one_line_at_a_time(tmp_path: Path) -> None:
+    data = b"".join(b"INFO %d\n" % i for i in range(3000))
+    log = tmp_path / "x.log"
+    log.write_bytes(data)
+    args = ("filter", "--format", "jsonl", "--head", "0", "--tail", "0", "--protect", r"\AINFO 1\d\d\d\Z")
+    from_file = run_cli(*args, str(log))
+    kept = {
+        n
+        for e in map(json.loads, from_file.stdout.splitlines())
+        if e["event"] == "keep"
+        for n in range(e["first_line"], e["last_line"] + 1)
+    }
+    assert 1002 in kept and 2002 not in kept and 3 not in kept
+    # a pattern never spans two lines
+    spanning = run_cli(
+        "filter", "--format", "jsonl", "--head", "0", "--tail", "0", "--protect", r"INFO 5\nINFO 6", str(log)
+    )
+    assert all(json.loads(x)["event"] != "keep" for x in spanning.stdout.splitlines())
+
+
+def test_a_signal_in_the_middle_of_a_large_input_leaves_consistent_output(tmp_path: Path) -> None:
+    log = tmp_path / "big.log"
+    block = EXAMPLE.read_bytes()
+    log.write_bytes(block * 6000)  # about 48 MB
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "filter", "--format", "jsonl", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    first = _read_until(proc.stdout, b"\n", deadline_s=60)
+    assert first
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    events = [json.loads(x) for x in (first + rest).splitlines()]
+    end = events[-1]
+    runs = [e for e in events if e["event"] in ("keep", "drop")]
+    assert end["event"] == "end" and runs[-1]["last_line"] == end["lines"]
+    assert end["kept_lines"] + end["dropped_lines"] == end["lines"] < 123 * 6000
+
+
+def test_failure_lines_past_the_repeat_cap_are_named_in_the_summary() -> None:
+    data = (
+        b"".join(b"tests/t.py::test_ok[%d] PASSED\n" % i for i in range(100))
+        + b"".join(b"FAILED tests/t.py::test_total[%d] - assert 0 == %d\n" % (i, i) for i in range(200))
+        + b"".join(b"cleanup: removing cache entry %d\n" % i for i in range(300))
+    )
+    proc = run_cli("filter", "--head", "0", "--tail", "0", stdin=data)
+    assert proc.returncode == 0
+    out = proc.stdout
+    assert out.count(b"FAILED tests/t.py::test_total[") >= 30
+    counted = [int(m) for m in re.findall(rb"(\d+) more failure lines like ones kept", out)]
+    assert sum(counted) + out.count(b"FAILED tests/t.py::test_total[") == 200

@@ -64,6 +64,7 @@ LINES = [
     ("generic-error", b"FATAL: could not open the database"),
     ("test-failed", b"test_upload ... FAILED"),
     ("assertion", b"Assertion failed: (x > 0), function main"),
+    ("failed-colon", b"  testValidation, Asynchronous wait failed: Exceeded timeout of 5 seconds"),
 ]
 
 
