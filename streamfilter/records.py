@@ -42,14 +42,6 @@ class LineBlock:
         """Number of lines in the block."""
         return int(self.ends.shape[0])
 
-    def starts(self) -> Int64Array:
-        """Start offset of each line in ``data``, shape ``(n_lines,)``."""
-        out = np.empty_like(self.ends)
-        if out.shape[0]:
-            out[0] = 0
-            out[1:] = self.ends[:-1]
-        return out
-
 
 @dataclass(frozen=True, slots=True)
 class WindowTrace:

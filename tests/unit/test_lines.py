@@ -13,7 +13,7 @@ def split_all(chunks: list[bytes]) -> list[tuple[int, int, bytes]]:
     for block in blocks:
         if block is None:
             continue
-        starts = block.starts()
+        starts = np.concatenate(([0], block.ends[:-1]))
         for i in range(block.n_lines):
             a, b = int(starts[i]), int(block.ends[i])
             out.append((block.first_line + i, block.start_byte + a, block.data[a:b]))
