@@ -80,7 +80,7 @@ class FilterConfig:
     head_lines: int = 3
     tail_lines: int = 25
     context_lines: int = 0
-    extend_lines: int = 60
+    extend_lines: int = 150
     section_lines: int = 150
     min_score: float = 0.0
     protect: tuple[str, ...] = ()
