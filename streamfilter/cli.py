@@ -62,6 +62,17 @@ def _number(text: str) -> float:
     return value
 
 
+# filter options that are whole numbers: flag, FilterConfig field, minimum, metavar, help
+_COUNTS = (
+    ("--window-lines", "window_lines", 1, "N", "most lines in a window"),
+    ("--window-chars", "window_chars", 1, "M", "most characters in a window"),
+    ("--head", "head_lines", 0, "H", "first lines always kept"),
+    ("--tail", "tail_lines", 0, "T", "last lines always kept"),
+    ("--context", "context_lines", 0, "C", "lines kept before a protected line, within its record"),
+    ("--max-line-bytes", "max_line_bytes", 64, "B", "bytes of a line that are scored; longer lines are printed whole"),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="streamfilter", description="Cut build and test logs down to what matters.")
     parser.add_argument("--version", action="version", version=f"streamfilter {__version__}")
@@ -75,41 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("files", nargs="*", metavar="FILE", help="files to read, in order; '-' or none: stdin")
     f.add_argument("-q", "--query", default=DEFAULT_QUERY, help=f"what matters, as words (default: {DEFAULT_QUERY!r})")
     f.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
-    f.add_argument(
-        "--window-lines",
-        type=_count(1),
-        default=d.window_lines,
-        metavar="N",
-        help=f"most lines in a window (default {d.window_lines})",
-    )
-    f.add_argument(
-        "--window-chars",
-        type=_count(1),
-        default=d.window_chars,
-        metavar="M",
-        help=f"most characters in a window (default {d.window_chars})",
-    )
-    f.add_argument(
-        "--head",
-        type=_count(0),
-        default=d.head_lines,
-        metavar="H",
-        help=f"first lines always kept (default {d.head_lines})",
-    )
-    f.add_argument(
-        "--tail",
-        type=_count(0),
-        default=d.tail_lines,
-        metavar="T",
-        help=f"last lines always kept (default {d.tail_lines})",
-    )
-    f.add_argument(
-        "--context",
-        type=_count(0),
-        default=d.context_lines,
-        metavar="C",
-        help=f"lines kept before a protected line (default {d.context_lines})",
-    )
+    for flag, field, minimum, metavar, what in _COUNTS:
+        default = getattr(d, field)
+        f.add_argument(
+            flag, dest=field, type=_count(minimum), default=default, metavar=metavar, help=f"{what} (default {default})"
+        )
     f.add_argument(
         "--protect",
         action="append",
@@ -128,13 +109,6 @@ def _parser() -> argparse.ArgumentParser:
         default=d.min_score,
         metavar="S",
         help=f"floor of the BM25 cut (default {d.min_score})",
-    )
-    f.add_argument(
-        "--max-line-bytes",
-        type=_count(64),
-        default=d.max_line_bytes,
-        metavar="B",
-        help=f"bytes of a line that are scored (default {d.max_line_bytes}); longer lines are still printed whole",
     )
     e = sub.add_parser(
         "expand",
@@ -218,15 +192,10 @@ class _Signals:
 def _filter(args: argparse.Namespace) -> int:
     config = FilterConfig(
         query=args.query,
-        window_lines=args.window_lines,
-        window_chars=args.window_chars,
-        head_lines=args.head,
-        tail_lines=args.tail,
-        context_lines=args.context,
         protect=tuple(args.protect),
         min_score=args.min_score,
-        max_line_bytes=args.max_line_bytes,
         explain=args.explain,
+        **{field: getattr(args, field) for _, field, *_ in _COUNTS},
     )
     if args.explain and args.format != "jsonl":
         raise UsageError("--explain needs --format jsonl")

@@ -17,6 +17,7 @@ counts on a whole block with numpy, never making a Python object per token.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -137,6 +138,16 @@ def _stem(word: bytes) -> bytes:
     return word
 
 
+@functools.lru_cache(maxsize=64)
+def _variant_keys(variants: tuple[tuple[bytes, ...], ...]) -> tuple[KeySet, list[dict[bytes, int]]]:
+    by_key: dict[int, dict[bytes, int]] = {}
+    for t, forms in enumerate(variants):
+        for form in forms:
+            by_key.setdefault(token_key(form), {})[form] = t
+    keyset = KeySet.of(by_key)
+    return keyset, [by_key[k] for k in keyset.sorted.tolist()]
+
+
 @dataclass(frozen=True, slots=True)
 class Query:
     """A parsed query: distinct terms, each with the surface forms that count as it.
@@ -196,13 +207,11 @@ class Query:
         return token
 
     def keys(self) -> tuple[KeySet, list[dict[bytes, int]]]:
-        """The ``KeySet`` of every variant, and for each of its keys (in order) its variants -> term index."""
-        by_key: dict[int, dict[bytes, int]] = {}
-        for t, forms in enumerate(self.variants):
-            for form in forms:
-                by_key.setdefault(token_key(form), {})[form] = t
-        keyset = KeySet.of(by_key)
-        return keyset, [by_key[k] for k in keyset.sorted.tolist()]
+        """The ``KeySet`` of every variant, and for each of its keys (in order) its variants -> term index.
+
+        Built once per distinct query (cached): ``count_terms`` asks for it on every block.
+        """
+        return _variant_keys(self.variants)
 
 
 KEY_BYTES = 8
