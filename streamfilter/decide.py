@@ -113,6 +113,15 @@ class CutTracker:
         groups = windows // self.group
         return np.asarray([self._cuts[g] for g in groups.tolist()], dtype=np.float64)
 
+    def cuts_now(self, windows: Int64Array) -> FloatArray:
+        """Like ``cuts``, but a window of the open group gets the cut that group would get now."""
+        groups = (windows // self.group).tolist()
+        if all(g in self._cuts for g in groups):
+            return self.cuts(windows)
+        recent = np.fromiter(self._recent, dtype=np.float64)
+        now = max(self.min_score, otsu_threshold(recent)) if recent.shape[0] >= self.min_samples else self.min_score
+        return np.asarray([self._cuts.get(g, now) for g in groups], dtype=np.float64)
+
     def forget_before(self, window: int) -> None:
         """Drop cuts of groups wholly before ``window`` (they are decided)."""
         for g in [g for g in self._cuts if (g + 1) * self.group <= window]:

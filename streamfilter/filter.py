@@ -172,15 +172,23 @@ class StreamFilter:
     windows), one KEEP run of at most ``max_keep_event_bytes`` plus its last
     line, the longest line, and a bounded shape table per DROP run.
 
+    A live stream that goes quiet calls ``settle`` to decide what it holds
+    without waiting for the look-ahead (see there).
+
     Args:
         config: the filter's settings.
         source: a name for the stream (used by sinks only).
+        start_line: 1-based number of the first line fed (a stream resumed from a
+            checkpoint; the head rule applies only to a stream's true first lines).
+        start_byte: stream offset of the first byte fed.
 
     Raises:
         UsageError: a ``protect`` pattern that is not a valid regex.
     """
 
-    def __init__(self, config: FilterConfig | None = None, source: str = "-") -> None:
+    def __init__(
+        self, config: FilterConfig | None = None, source: str = "-", start_line: int = 1, start_byte: int = 0
+    ) -> None:
         self.config = cfg = config or FilterConfig()
         self.source = source
         self.query = Query.parse(cfg.query)
@@ -190,17 +198,17 @@ class StreamFilter:
         # words are matched literally and keep their lines, like --protect patterns
         symbols = tuple(re.escape(word) for word in cfg.query.split() if not any(ch.isalnum() for ch in word))
         self._signatures = SignatureSet(extra=cfg.protect + symbols)
-        self._splitter = LineSplitter()
-        self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars)
+        self._splitter = LineSplitter(start_line, start_byte)
+        self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars, first_index=start_line - 1)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
         self._cuts = CutTracker(cfg.min_score, cfg.group_windows)
         self._repeats = RepeatGate(cfg.max_repeats)
-        self._p = _Pending(tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
+        self._p = _Pending(base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
         self._buf = bytearray()  # raw bytes of pending lines
-        self._buf_start = 0  # stream offset of _buf[0]
+        self._buf_start = start_byte  # stream offset of _buf[0]
         self._norm = bytearray()  # scoring text of pending lines (for DROP summaries)
         self._norm_start = 0  # offset of _norm[0] in the stream's scoring text
-        self._assigned = 0  # lines with a window
+        self._assigned = start_line - 1  # lines with a window
         self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
         self._hit_ids = np.zeros(0, dtype=np.int64)
         # per-window arrays, index 0 = window id _w_base
@@ -221,6 +229,11 @@ class StreamFilter:
         self._seen_invalid_utf8 = False
         self._long_lines = 0
         self._last_long: Notice | None = None
+        # after settle(): continuation lines still to keep (the record that was kept goes on),
+        # and the line that settle(partial=True) let out, whose rest is still to come
+        self._carry = 0
+        self._last_keep = False
+        self._rest: tuple[int, bool] | None = None  # (line, kept)
         self._done = False
 
     # -- input ---------------------------------------------------------------------------
@@ -228,10 +241,73 @@ class StreamFilter:
         """Add the next bytes of the stream; return the runs decided so far."""
         if self._done:
             raise RuntimeError("feed() after flush()")
+        runs: list[Run] = []
+        if self._rest is not None:
+            chunk = self._take_rest(chunk, runs)
         block = self._splitter.feed(chunk)
         if block is not None:
             self._ingest(block)
-        return self._emit(final=False)
+        return runs + self._emit(final=False)
+
+    def settle(self, partial: bool = False) -> list[Run]:
+        """The stream went quiet: decide every complete line now, and close the open runs.
+
+        The look-ahead is not waited for: the open window is closed (a line that
+        continues its record later starts a new window), the open cut group gets the
+        cut it would get now, and protected hits extend through the lines known. The
+        tail rule is not applied (the stream has not ended). If the last line was
+        kept, continuation lines that arrive later are kept too (up to
+        ``extend_lines``): the kept record goes on, it is not re-scored as a new one.
+
+        With ``partial``, an unterminated last line is decided too, as a line of its
+        own; bytes that arrive later up to its ``\\n`` are the rest of that line, given
+        its decision (a KEEP run of the rest; for a dropped line, a DROP run if the
+        rest is more than a line terminator, else only counted in ``stats``).
+
+        Decisions then depend on when the stream paused, not only on its bytes;
+        ``feed`` and ``flush`` alone never call this.
+
+        Returns:
+            The runs decided, open runs closed.
+        """
+        if self._done:
+            return []
+        forced = self._splitter.force() if partial else None
+        if forced is not None:
+            self._ingest(forced)
+        self._assign(self._segmenter.close())
+        self._score_windows(self._segmenter_closed)
+        runs = self._emit(final=False, settle=True)
+        self._close_runs(runs)
+        if forced is not None:
+            self._rest = (forced.first_line, self._last_keep)
+        return runs
+
+    def _take_rest(self, chunk: bytes, runs: list[Run]) -> bytes:
+        """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk``."""
+        assert self._rest is not None
+        line, kept = self._rest
+        nl = chunk.find(b"\n")
+        rest = chunk if nl < 0 else chunk[: nl + 1]
+        if nl >= 0:
+            self._rest = None
+        if not rest:
+            return chunk
+        start = self._buf_start
+        self._splitter.skip(len(rest))
+        self._buf_start += len(rest)
+        self.stats.bytes += len(rest)
+        if kept:
+            self.stats.kept_bytes += len(rest)
+            self.stats.keep_runs += 1
+            runs.append(Run("keep", line, line, start, start + len(rest), rest))
+        else:
+            self.stats.dropped_bytes += len(rest)
+            if rest.rstrip(b"\r\n"):
+                self.stats.drop_runs += 1
+                summary = f"[streamfilter: dropped the rest of line {line} ({len(rest)} bytes)]"
+                runs.append(Run("drop", line, line, start, start + len(rest), summary=summary))
+        return chunk[len(rest) :]
 
     def flush(self) -> list[Run]:
         """End of the stream: decide and return every remaining run."""
@@ -317,6 +393,12 @@ class StreamFilter:
             p.cont[a : a + k] = assignment.cont
             p.record[a : a + k] = assignment.records
             self._assigned = assignment.first_line + k
+            if self._carry:
+                # the kept record goes on after a settle: its continuation lines are kept
+                breaks = np.flatnonzero(~assignment.cont)
+                upto = min(int(breaks[0]) if breaks.shape[0] else k, self._carry)
+                p.forced[a : a + upto] = True
+                self._carry = 0 if upto < k or breaks.shape[0] else self._carry - upto
             top = int(assignment.windows[-1]) + 1 - self._w_base
             grow = top - self._w_score.shape[0]
             if grow > 0:
@@ -381,11 +463,11 @@ class StreamFilter:
         unset = self._w_prot[wrel] < 0
         self._w_prot[wrel[unset]] = ids[unset]
 
-    def _emit(self, final: bool) -> list[Run]:
+    def _emit(self, final: bool, settle: bool = False) -> list[Run]:
         cfg, p = self.config, self._p
-        self._apply_hits(final)
+        self._apply_hits(final or settle)
         total = p.base + p.ends.shape[0]
-        if final:
+        if final or settle:
             limit = total
         else:
             decided = self._cuts.known_groups * cfg.group_windows
@@ -398,7 +480,8 @@ class StreamFilter:
             return runs
         wrel = p.window[:n] - self._w_base
         w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1
-        cut = self._cuts.cuts(np.arange(w_lo, w_hi, dtype=np.int64) + self._w_base)
+        window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._w_base
+        cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids)
         w_keep = (self._w_prot[w_lo:w_hi] >= 0) | (self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut))
         keep = w_keep[wrel - w_lo] | p.forced[:n]
         head = cfg.head_lines - p.base
@@ -409,6 +492,9 @@ class StreamFilter:
         if cfg.explain:
             self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail)
         self._build_runs(keep, runs)
+        self._last_keep = bool(keep[-1])
+        if settle:
+            self._carry = cfg.extend_lines if self._last_keep else 0
         if final:
             self._close_runs(runs)
         self._trim(n)
@@ -574,6 +660,8 @@ class StreamFilter:
         del self._norm[: norm_end - self._norm_start]
         self._norm_start = norm_end
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
+        if n == p.window.shape[0] and self._scored > int(p.window[n - 1]):
+            first_window = self._scored  # all settled: no window of these lines is needed again
         p.base += n
         p.ends, p.norm_ends, p.term, p.frames = p.ends[n:], p.norm_ends[n:], p.term[n:], p.frames[n:]
         p.repeat = p.repeat[n:]

@@ -17,15 +17,20 @@ __all__ = ("LineSplitter",)
 class LineSplitter:
     """Incremental line splitter: ``feed(bytes) -> LineBlock | None``, ``flush()``.
 
-    A partial last line is held until its ``\\n`` arrives or until ``flush``. The
-    held bytes are the only state, so memory is bounded by the longest line; a
-    line is never cut (the scoring stage caps what it reads of a long line).
+    A partial last line is held until its ``\\n`` arrives, until ``flush``, or until
+    ``force`` lets it out early (a live stream gone quiet). The held bytes are the
+    only state, so memory is bounded by the longest line; a line is never cut (the
+    scoring stage caps what it reads of a long line; sources cap what they take).
+
+    Args:
+        first_line: 1-based number of the first line (a stream resumed from a checkpoint).
+        start_byte: stream offset of the first byte.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, first_line: int = 1, start_byte: int = 0) -> None:
         self._partial = bytearray()
-        self._next_line = 1
-        self._offset = 0  # stream offset of the first byte not yet emitted
+        self._next_line = first_line
+        self._offset = start_byte  # stream offset of the first byte not yet emitted
 
     @property
     def pending_bytes(self) -> int:
@@ -54,6 +59,18 @@ class LineSplitter:
         data = bytes(self._partial)
         self._partial = bytearray()
         return self._emit(data, complete=False)
+
+    def force(self) -> LineBlock | None:
+        """A live stream went quiet: return the partial line as a line, though the stream goes on.
+
+        The bytes that later complete that line are not a line of their own: the
+        caller takes them off the front of the next chunk and passes them to ``skip``.
+        """
+        return self.flush()
+
+    def skip(self, n_bytes: int) -> None:
+        """Advance the stream offset past ``n_bytes`` that belong to an already emitted line."""
+        self._offset += n_bytes
 
     def _emit(self, data: bytes, *, complete: bool) -> LineBlock:
         ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10).astype(np.int64) + 1

@@ -201,16 +201,19 @@ class Segmenter:
         window_chars: M, most characters in a packed window (>= 1).
         hard_cap_lines: most lines a window takes through continuation lines
             (default ``4 * window_lines``), so an endless indented stream still windows.
+        first_index: 0-based stream index of the first line (a resumed stream).
 
     State is bounded: a few counters and at most ``hard_cap_lines`` held blank lines.
     """
 
-    def __init__(self, window_lines: int = 8, window_chars: int = 1200, hard_cap_lines: int | None = None) -> None:
+    def __init__(
+        self, window_lines: int = 8, window_chars: int = 1200, hard_cap_lines: int | None = None, first_index: int = 0
+    ) -> None:
         self.window_lines = window_lines
         self.window_chars = window_chars
         self.hard_cap = hard_cap_lines or 4 * window_lines
-        self._next_line = 0  # stream index of the next line to be fed
-        self._assigned = 0  # lines with a window so far
+        self._next_line = first_index  # stream index of the next line to be fed
+        self._assigned = first_index  # lines with a window so far
         self._window = -1
         self._record = -1
         self._wlines = 0
@@ -333,3 +336,13 @@ class Segmenter:
         return WindowAssignment(
             first_line=first, windows=windows, records=records, cont=np.zeros(n, dtype=bool), closed=self._window + 1
         )
+
+    def close(self) -> WindowAssignment:
+        """A live stream went quiet: settle held blank lines and close the open window.
+
+        The record stays open: a line that continues it later (a stack frame written
+        after the pause) is still a continuation line, in a new window.
+        """
+        assignment = self.flush()
+        self._wlines = max(self.hard_cap, self.window_lines)  # the next line opens a window
+        return assignment

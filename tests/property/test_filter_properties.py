@@ -115,3 +115,67 @@ def test_explaining_changes_no_decision(data: bytes, cuts: list[int]) -> None:
     # every run lists its windows, except the later pieces of a KEEP run split at the size cap
     for prev, run in zip([None, *explained], explained, strict=False):
         assert run.traces or (prev is not None and prev.decision == run.decision == "keep")
+
+
+# a live stream: chunks with pauses between them; settle() decides at each pause
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("feed"), st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6).map(b"".join)),
+        st.tuples(st.sampled_from(["settle", "settle-partial"]), st.just(b"")),
+        st.tuples(st.just("split"), st.sampled_from(FRAGMENTS)),
+    ),
+    max_size=40,
+)
+
+
+def run_live(steps: list[tuple[str, bytes]], config: FilterConfig) -> tuple[bytes, list[Run]]:
+    sf = StreamFilter(config)
+    data, runs = bytearray(), []
+    for op, chunk in steps:
+        if op == "feed":
+            runs += sf.feed(chunk)
+        elif op == "split":  # a line written in two parts with a pause between them
+            half = len(chunk) // 2
+            runs += sf.feed(chunk[:half]) + sf.settle(partial=True) + sf.feed(chunk[half:])
+        else:
+            runs += sf.settle(partial=op == "settle-partial")
+        data += chunk
+    return bytes(data), runs + sf.flush()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops, st.sampled_from(range(len(CONFIGS))))
+def test_settling_loses_nothing_and_keeps_the_error(steps: list[tuple[str, bytes]], which: int) -> None:
+    data, runs = run_live(steps, CONFIGS[which])
+    expect_line, expect_byte = 1, 0
+    for run in runs:
+        if run.first_line == expect_line - 1 == run.last_line:
+            # the rest of a line that settle(partial=True) let out: same line, next bytes
+            assert run.start_byte == expect_byte
+        else:
+            assert run.first_line == expect_line
+            # a dropped line's late terminator is counted, not summarized: the only gap allowed
+            assert data[expect_byte : run.start_byte].strip(b"\r\n") == b""
+        if run.decision == "keep":
+            assert run.data == data[run.start_byte : run.end_byte]
+        expect_line, expect_byte = run.last_line + 1, run.end_byte
+    assert expect_line == input_lines(data) + 1
+    assert data[expect_byte:].strip(b"\r\n") == b""
+    first_error = data.find(b"ERROR: build failed")
+    if first_error >= 0:
+        assert any(r.decision == "keep" and r.start_byte <= first_error < r.end_byte for r in runs)
+
+
+def test_settle_lets_a_quiet_error_out_and_its_record_goes_on() -> None:
+    sf = StreamFilter(FilterConfig(query="capture declined", head_lines=0, tail_lines=0))
+    noise = b"".join(b"INFO order %d ok\n" % i for i in range(40))
+    assert sf.feed(noise + b"ERROR order 7 failed\n  at step one\n    at step two: capture declined") == []
+    runs = sf.settle(partial=True)
+    kept = [r for r in runs if r.decision == "keep"]
+    assert len(kept) == 1 and kept[0].data.startswith(b"ERROR order 7 failed\n")
+    assert kept[0].data.endswith(b"at step two: capture declined")
+    # the terminator completes the kept line; a later frame continues the kept record
+    later = sf.feed(b"\n    at step three\nINFO next order\n") + sf.flush()
+    assert later[0] == Run("keep", 43, 43, kept[0].end_byte, kept[0].end_byte + 1, b"\n")
+    assert later[1] == Run("keep", 44, 44, kept[0].end_byte + 1, kept[0].end_byte + 19, b"    at step three\n")
+    assert [(r.decision, r.first_line, r.last_line) for r in later[2:]] == [("drop", 45, 45)]
