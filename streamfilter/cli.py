@@ -1,13 +1,15 @@
-"""The command line: ``streamfilter filter``. ``main(argv) -> exit status``.
+"""The command line: ``filter``, ``expand``, ``follow``, ``daemon``, ``check-config``.
 
-Exit status: 0 done, 1 runtime error, 2 usage error (bad option, bad regex,
-missing file: one line on stderr, nothing written to stdout).
+``main(argv) -> exit status``. Exit status: 0 done, 1 runtime error, 2 usage error (bad
+option, bad regex, missing file: one line on stderr, nothing written to stdout), 78 config
+error (``daemon``, ``check-config``).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import math
 import os
 import signal
@@ -17,10 +19,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, ClassVar, NoReturn
 
+import anyio
 from structlog.typing import FilteringBoundLogger
 
 from . import __version__
 from ._logging import configure_logging, get_logger
+from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
+from .daemon import run_daemon
 from .errors import InputError, StreamfilterError, UsageError
 from .expand import Archive, Ref, expand, state_dir
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
@@ -73,17 +78,8 @@ _COUNTS = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="streamfilter", description="Cut build and test logs down to what matters.")
-    parser.add_argument("--version", action="version", version=f"streamfilter {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    f = sub.add_parser(
-        "filter",
-        help="filter files or stdin once, to stdout",
-        description="Print the windows that matter verbatim and summarize the rest.",
-    )
+def _filter_options(f: argparse.ArgumentParser) -> None:
     d = FilterConfig()
-    f.add_argument("files", nargs="*", metavar="FILE", help="files to read, in order; '-' or none: stdin")
     f.add_argument("-q", "--query", default=DEFAULT_QUERY, help=f"what matters, as words (default: {DEFAULT_QUERY!r})")
     f.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     for flag, field, minimum, metavar, what in _COUNTS:
@@ -99,17 +95,65 @@ def _parser() -> argparse.ArgumentParser:
         help="also always keep lines matching REGEX (Python syntax; repeatable)",
     )
     f.add_argument(
-        "--explain",
-        action="store_true",
-        help="with --format jsonl: add each window's BM25 score, the cut and the reason to its run",
-    )
-    f.add_argument(
         "--min-score",
         type=_number,
         default=d.min_score,
         metavar="S",
         help=f"floor of the BM25 cut (default {d.min_score})",
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="streamfilter", description="Cut build and test logs down to what matters.")
+    parser.add_argument("--version", action="version", version=f"streamfilter {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    f = sub.add_parser(
+        "filter",
+        help="filter files or stdin once, to stdout",
+        description="Print the windows that matter verbatim and summarize the rest.",
+    )
+    f.add_argument("files", nargs="*", metavar="FILE", help="files to read, in order; '-' or none: stdin")
+    _filter_options(f)
+    f.add_argument(
+        "--explain",
+        action="store_true",
+        help="with --format jsonl: add each window's BM25 score, the cut and the reason to its run",
+    )
+    w = sub.add_parser(
+        "follow",
+        help="follow one file as it is written (like tail -F), filtered, to stdout",
+        description="Follow FILE through rotation, truncation and rewrites; print what matters as it comes.",
+    )
+    w.add_argument("file", metavar="FILE", help="the file to follow (it may not exist yet)")
+    _filter_options(w)
+    w.add_argument(
+        "--start-at",
+        choices=("beginning", "end"),
+        default="beginning",
+        help="where to start in a file that exists already (default: beginning)",
+    )
+    w.add_argument(
+        "--idle-ms",
+        type=_count(1),
+        default=int(Timing().idle_seconds * 1000),
+        metavar="MS",
+        help="decide pending lines after this many quiet milliseconds (default %(default)s)",
+    )
+    w.add_argument(
+        "--raw", action="store_true", help="on a terminal, write control bytes as they are (default: escaped)"
+    )
+    dm = sub.add_parser(
+        "daemon",
+        help="run the sources and sinks of a config file",
+        description="Run the sources and sinks a TOML config names, until SIGTERM; SIGHUP reloads the config.",
+    )
+    dm.add_argument("--config", required=True, metavar="FILE", help="the TOML config")
+    cc = sub.add_parser(
+        "check-config",
+        help="check a daemon config and print it resolved",
+        description="Check a daemon config; print it with every default filled in, as JSON (exit 78 if invalid).",
+    )
+    cc.add_argument("config", metavar="FILE", help="the TOML config")
     e = sub.add_parser(
         "expand",
         help="print the dropped lines a summary's ref names",
@@ -189,19 +233,52 @@ class _Signals:
             self.waiting = False
 
 
-def _filter(args: argparse.Namespace) -> int:
+def _filter_config(args: argparse.Namespace, explain: bool = False) -> FilterConfig:
+    if not args.query.split():
+        raise UsageError("--query is empty: give at least one word")
     config = FilterConfig(
         query=args.query,
         protect=tuple(args.protect),
         min_score=args.min_score,
-        explain=args.explain,
+        explain=explain,
         **{field: getattr(args, field) for _, field, *_ in _COUNTS},
     )
+    StreamFilter(config)  # validates the regexes before anything is read
+    return config
+
+
+def _follow(args: argparse.Namespace) -> int:
+    path = os.path.abspath(args.file)
+    if os.path.isdir(path):
+        raise InputError(f"cannot follow {args.file}: Is a directory")
+    source = SourceConfig(
+        name=args.file,
+        type="file",
+        path=path,
+        start_at=args.start_at,
+        roots=("/",),  # the file was named on the command line: wherever it points is fine
+        checkpoint=False,
+        filter=_filter_config(args),
+        timing=Timing(idle_seconds=args.idle_ms / 1000),
+    )
+    sink = SinkConfig("stdout", "stdout", format=args.format, raw=args.raw)
+    return anyio.run(run_daemon, DaemonConfig("", (source,), (sink,)))
+
+
+def _daemon(args: argparse.Namespace) -> int:
+    return anyio.run(run_daemon, load_config(args.config))
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    resolved_config = resolved(load_config(args.config))
+    sys.stdout.write(json.dumps(resolved_config, indent=2) + "\n")
+    return 0
+
+
+def _filter(args: argparse.Namespace) -> int:
     if args.explain and args.format != "jsonl":
         raise UsageError("--explain needs --format jsonl")
-    if not args.query.split():
-        raise UsageError("--query is empty: give at least one word")
-    StreamFilter(config)  # validates the regexes before anything is read
+    config = _filter_config(args, args.explain)
     paths = _check_inputs(args.files)
     if sys.stdout is None:
         raise StreamfilterError("cannot write output: standard output is closed")
@@ -308,12 +385,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     configure_logging()
     args = _parser().parse_args(argv)
+    commands = {
+        "filter": _filter,
+        "expand": _expand,
+        "follow": _follow,
+        "daemon": _daemon,
+        "check-config": _check_config,
+    }
     try:
-        if args.command == "filter":
-            return _filter(args)
-        if args.command == "expand":
-            return _expand(args)
-        raise UsageError(f"unknown command {args.command!r}")
+        try:
+            return commands[args.command](args)
+        except BaseExceptionGroup as group:  # from the daemon's task groups: report the first cause
+            raise _first_cause(group) from None
     except StreamfilterError as exc:
         sys.stderr.write(f"streamfilter: error: {exc}\n")
         return exc.exit_code
@@ -325,6 +408,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # a socket or file the daemon could not open
+        where = f" {exc.filename}" if exc.filename else ""
+        sys.stderr.write(f"streamfilter: error:{where} {exc.strerror or exc}\n")
+        return 1
+
+
+def _first_cause(group: BaseExceptionGroup) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_cause(exc)
+        return exc
+    return group
 
 
 if __name__ == "__main__":

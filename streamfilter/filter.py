@@ -236,6 +236,11 @@ class StreamFilter:
         self._rest: tuple[int, bool] | None = None  # (line, kept)
         self._done = False
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of an unterminated last line held back (``settle(partial=True)`` lets them out)."""
+        return self._splitter.pending_bytes
+
     # -- input ---------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> list[Run]:
         """Add the next bytes of the stream; return the runs decided so far."""
@@ -282,6 +287,16 @@ class StreamFilter:
         if forced is not None:
             self._rest = (forced.first_line, self._last_keep)
         return runs
+
+    def end_line(self) -> list[Run]:
+        """End an unterminated last line here, though the stream goes on (a rotated file's
+        last line does not run into the next file's first). Windows and records go on."""
+        if self._done:
+            return []
+        block = self._splitter.force()
+        if block is not None:
+            self._ingest(block)
+        return self._emit(final=False)
 
     def _take_rest(self, chunk: bytes, runs: list[Run]) -> bytes:
         """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk``."""

@@ -1,0 +1,97 @@
+"""Checkpoints of followed files: where output stopped, and how to know it is the same file.
+
+A checkpoint holds the file's identity (device, inode, and a SHA-256 fingerprint of its first
+bytes, up to ``HEAD_BYTES``, as read when it was taken) and the position just past the last run
+written to the sinks (byte offset in the file and the next line number). It is resumed only if
+all of it still holds: same device and inode, offset not past the end, same fingerprint; an
+inode reused by a new file fails the fingerprint (or the size) and the file is read as new.
+Files are written atomically (temporary file, then rename) in ``STATE/checkpoints/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "fingerprint")
+
+HEAD_BYTES = 1024
+
+
+def fingerprint(head: bytes) -> str:
+    """SHA-256 (hex) of a file's first bytes."""
+    return hashlib.sha256(head).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One followed file's position.
+
+    Attributes:
+        path: the followed path.
+        dev, ino: the file's device and inode.
+        head_len: how many first bytes ``head_sha`` covers (at most ``HEAD_BYTES``).
+        head_sha: ``fingerprint`` of those bytes.
+        offset: byte offset in the file just past the last run written.
+        line: 1-based number of the line that starts at ``offset``.
+    """
+
+    path: str
+    dev: int
+    ino: int
+    head_len: int
+    head_sha: str
+    offset: int
+    line: int
+
+    def mismatch(self, fd: int) -> str | None:
+        """Why the open file ``fd`` is not the checkpointed one, or None if it is."""
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != (self.dev, self.ino):
+            return "another inode"
+        if info.st_size < self.offset:
+            return f"the file ({info.st_size} bytes) is shorter than the checkpoint offset {self.offset}"
+        if fingerprint(os.pread(fd, self.head_len, 0)) != self.head_sha:
+            return "the first bytes changed (inode reused or file rewritten)"
+        return None
+
+
+class CheckpointStore:
+    """Checkpoints of one daemon, one JSON file per followed path.
+
+    Args:
+        directory: the state directory; files go to ``checkpoints/`` in it.
+
+    Raises:
+        OSError: the directory cannot be created.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.folder = directory / "checkpoints"
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def _file(self, source: str, path: str) -> Path:
+        key = hashlib.sha256(f"{source}\0{path}".encode()).hexdigest()[:16]
+        return self.folder / f"{source}-{key}.json"
+
+    def load(self, source: str, path: str) -> Checkpoint | None:
+        """The checkpoint of ``path`` in ``source``, or None (none, or unreadable)."""
+        try:
+            data = json.loads(self._file(source, path).read_text())
+            return Checkpoint(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def save(self, source: str, checkpoint: Checkpoint) -> None:
+        """Write ``checkpoint`` atomically.
+
+        Raises:
+            OSError: it cannot be written.
+        """
+        target = self._file(source, checkpoint.path)
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(asdict(checkpoint)))
+        os.replace(tmp, target)

@@ -1,0 +1,367 @@
+"""The daemon's TOML config: parsed with ``tomllib``, checked key by key, resolved to plain values.
+
+Layout (see ``examples/streamfilter.toml``)::
+
+    [defaults]            # filter and timing settings every source starts from
+    query = "error failed"
+    [[source]]            # one table per source: type = "file" | "unix" | "tcp" | "stdin"
+    name = "build"
+    type = "file"
+    path = "/var/log/ci/*.log"
+    sinks = ["stdout"]
+    [[sink]]              # named sinks besides the built-in "stdout": type = "file" | "unix"
+    name = "archive"
+    type = "file"
+    path = "/var/lib/streamfilter/filtered.jsonl"
+    format = "jsonl"
+
+Every error names the file and the dotted key (``source[2].quer``) and says what is wrong;
+unknown keys get a "did you mean" from the known ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import StreamfilterError
+from .filter import FilterConfig
+from .output import FORMATS
+
+__all__ = ("ConfigError", "DaemonConfig", "SinkConfig", "SourceConfig", "load_config", "resolved")
+
+
+class ConfigError(StreamfilterError):
+    """A config that cannot be used: unreadable, not TOML, unknown key, wrong type or range (exit 78)."""
+
+    exit_code = 78  # EX_CONFIG: systemd's RestartPreventExitStatus=78 stops a restart loop
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Time settings of a live source, in seconds.
+
+    Attributes:
+        idle_seconds: quiet time after which pending lines are decided, an unterminated
+            last line included (``StreamFilter.settle``).
+        poll_seconds: the stat check of a followed file while it is quiet (a backstop to
+            the directory watch); while a file is being written it is read as fast as it grows.
+    """
+
+    idle_seconds: float = 0.05
+    poll_seconds: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class SourceConfig:
+    """One source.
+
+    Attributes:
+        name: unique name (in logs, JSONL events and checkpoints).
+        type: ``file``, ``unix``, ``tcp`` or ``stdin``.
+        path: file path or glob (``file``), socket path (``unix``).
+        address: ``HOST:PORT`` (``tcp``; default host 127.0.0.1).
+        start_at: ``beginning`` or ``end``: where files present at start-up are read from
+            (files that appear later are always read from their beginning).
+        roots: directories a followed file must resolve into (symlinks out are refused);
+            default: the directory part of ``path``.
+        mode: permission bits of a unix socket (default 0o600).
+        max_line_bytes: longest line taken from a socket; the rest of a longer line is
+            discarded and replaced by an ``[N bytes elided]`` marker.
+        checkpoint: whether file positions are saved in the state directory.
+        sinks: names of the sinks the source writes to.
+        filter: the filter settings.
+        timing: idle and poll times.
+    """
+
+    name: str
+    type: str
+    path: str = ""
+    address: str = ""
+    start_at: str = "end"
+    roots: tuple[str, ...] = ()
+    mode: int = 0o600
+    max_line_bytes: int = 1 << 20
+    checkpoint: bool = True
+    sinks: tuple[str, ...] = ("stdout",)
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    timing: Timing = field(default_factory=Timing)
+
+
+@dataclass(frozen=True, slots=True)
+class SinkConfig:
+    """One sink.
+
+    Attributes:
+        name: unique name that sources refer to (``stdout`` is built in).
+        type: ``stdout``, ``file`` (appended) or ``unix`` (subscribers connect and read).
+        path: the file or socket path.
+        format: ``text`` or ``jsonl``.
+        queue_events: per-subscriber queue (``unix``), in events; a subscriber whose queue
+            overflows is told so and disconnected.
+        mode: permission bits of a subscriber socket.
+        raw: ``stdout`` on a terminal: write control bytes as they are (default: escaped).
+    """
+
+    name: str
+    type: str
+    path: str = ""
+    format: str = "text"
+    queue_events: int = 1024
+    mode: int = 0o600
+    raw: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    """A whole daemon config: its sources and sinks, and where it came from."""
+
+    path: str
+    sources: tuple[SourceConfig, ...]
+    sinks: tuple[SinkConfig, ...]
+
+
+_FILTER_KEYS = {f.name: f for f in fields(FilterConfig) if f.name not in ("explain", "group_windows")}
+_TIMING_KEYS = {f.name: f for f in fields(Timing)}
+_SOURCE_KEYS = {"name", "type", "path", "address", "start_at", "roots", "mode", "max_line_bytes", "checkpoint", "sinks"}
+_SOURCE_TYPES = ("file", "unix", "tcp", "stdin")
+_SINK_KEYS = {f.name for f in fields(SinkConfig)}
+_SINK_TYPES = ("stdout", "file", "unix")
+_POSITIVE = {"window_lines", "window_chars", "max_line_bytes", "top_shapes", "summary_chars", "max_keep_event_bytes"}
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+class _Checker:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, key: str, what: str) -> ConfigError:
+        return ConfigError(f"{self.path}: {key}: {what}")
+
+    def table(self, value: object, key: str) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"must be a table, not {type(value).__name__}")
+        return value
+
+    def known(self, table: Mapping[str, Any], allowed: set[str], key: str) -> None:
+        for name in table:
+            if name not in allowed:
+                close = difflib.get_close_matches(name, sorted(allowed), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(sorted(allowed))}"
+                raise self.fail(f"{key}.{name}" if key else name, f"unknown key{hint}")
+
+    def typed(self, value: object, kind: type | tuple[type, ...], key: str) -> Any:
+        # bool is an int in Python; a config's true is not a count
+        if isinstance(value, bool) and kind is not bool:
+            raise self.fail(key, f"must be {_kind_name(kind)}, not a boolean")
+        if not isinstance(value, kind):
+            raise self.fail(key, f"must be {_kind_name(kind)}, not {type(value).__name__} {value!r}")
+        return value
+
+    def choice(self, value: object, choices: tuple[str, ...], key: str) -> str:
+        text = self.typed(value, str, key)
+        if text not in choices:
+            raise self.fail(key, f"must be one of {', '.join(choices)}, not {text!r}")
+        return str(text)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _settings(
+    check: _Checker, table: Mapping[str, Any], base: FilterConfig, timing: Timing, key: str
+) -> tuple[FilterConfig, Timing]:
+    """Filter and timing keys of ``table`` applied over ``base`` and ``timing``."""
+    changes: dict[str, Any] = {}
+    times: dict[str, float] = {}
+    for name, value in table.items():
+        where = f"{key}.{name}" if key else name
+        if name in _TIMING_KEYS:
+            seconds = float(check.typed(value, (int, float), where))
+            if not math.isfinite(seconds) or seconds <= 0:
+                raise check.fail(where, f"must be a positive number of seconds, not {value!r}")
+            times[name] = seconds
+        elif name == "query":
+            if not check.typed(value, str, where).split():
+                raise check.fail(where, "is empty: give at least one word")
+            changes[name] = value
+        elif name == "protect":
+            patterns = check.typed(value, list, where)
+            for i, pattern in enumerate(patterns):
+                check.typed(pattern, str, f"{where}[{i}]")
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise check.fail(f"{where}[{i}]", f"not a valid regex: {exc}") from None
+            changes[name] = tuple(patterns)
+        elif name in _FILTER_KEYS:
+            if _FILTER_KEYS[name].type in ("float", float):
+                number = float(check.typed(value, (int, float), where))
+                if not math.isfinite(number):
+                    raise check.fail(where, f"must be a finite number, not {value!r}")
+                changes[name] = number
+            else:
+                count = check.typed(value, int, where)
+                low = 1 if name in _POSITIVE else 0
+                if count < low:
+                    raise check.fail(where, f"must be at least {low}, not {count}")
+                changes[name] = count
+    return replace(base, **changes), replace(timing, **times)
+
+
+def _mode(check: _Checker, value: object, key: str) -> int:
+    text = check.typed(value, str, key)
+    if not re.fullmatch(r"0?[0-7]{3}", text):
+        raise check.fail(key, f'must be an octal permission string like "0600", not {text!r}')
+    return int(text, 8)
+
+
+def _source(check: _Checker, table: Mapping[str, Any], i: int, base: FilterConfig, timing: Timing) -> SourceConfig:
+    key = f"source[{i}]"
+    allowed = _SOURCE_KEYS | set(_FILTER_KEYS) | set(_TIMING_KEYS)
+    check.known(table, allowed, key)
+    if "type" not in table:
+        raise check.fail(f"{key}.type", f"missing: one of {', '.join(_SOURCE_TYPES)}")
+    kind = check.choice(table["type"], _SOURCE_TYPES, f"{key}.type")
+    name = check.typed(table.get("name", f"{kind}{i}"), str, f"{key}.name")
+    if not _NAME.fullmatch(name):
+        raise check.fail(f"{key}.name", f"{name!r}: use letters, digits, '.', '_' or '-'")
+    filt, times = _settings(check, table, base, timing, key)
+    values: dict[str, Any] = {"name": name, "type": kind, "filter": filt, "timing": times}
+    if kind in ("file", "unix"):
+        if "path" not in table:
+            raise check.fail(f"{key}.path", f"missing: a {kind} source needs a path")
+        values["path"] = os.path.abspath(os.path.expanduser(check.typed(table["path"], str, f"{key}.path")))
+    if kind == "tcp":
+        address = check.typed(table.get("address", ""), str, f"{key}.address")
+        host, _, port = address.rpartition(":")
+        if not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise check.fail(f"{key}.address", f"must be HOST:PORT or :PORT, not {address!r}")
+        values["address"] = f"{host or '127.0.0.1'}:{int(port)}"
+    if "start_at" in table:
+        values["start_at"] = check.choice(table["start_at"], ("beginning", "end"), f"{key}.start_at")
+    if "roots" in table:
+        roots = check.typed(table["roots"], list, f"{key}.roots")
+        values["roots"] = tuple(
+            os.path.realpath(os.path.expanduser(check.typed(r, str, f"{key}.roots[{j}]"))) for j, r in enumerate(roots)
+        )
+    elif kind == "file":
+        values["roots"] = (os.path.realpath(os.path.dirname(_fixed_prefix(values["path"]))),)
+    if "mode" in table:
+        values["mode"] = _mode(check, table["mode"], f"{key}.mode")
+    if "max_line_bytes" in table:
+        values["max_line_bytes"] = filt.max_line_bytes
+    if "checkpoint" in table:
+        values["checkpoint"] = check.typed(table["checkpoint"], bool, f"{key}.checkpoint")
+    if "sinks" in table:
+        sinks = check.typed(table["sinks"], list, f"{key}.sinks")
+        values["sinks"] = tuple(check.typed(s, str, f"{key}.sinks[{j}]") for j, s in enumerate(sinks))
+    return SourceConfig(**values)
+
+
+def _fixed_prefix(path: str) -> str:
+    """The part of a glob before its first wildcard component."""
+    parts = Path(path).parts
+    for j, part in enumerate(parts):
+        if glob.has_magic(part):
+            return str(Path(*parts[:j], "x"))
+    return path
+
+
+def _sink(check: _Checker, table: Mapping[str, Any], i: int) -> SinkConfig:
+    key = f"sink[{i}]"
+    check.known(table, _SINK_KEYS, key)
+    if "name" not in table:
+        raise check.fail(f"{key}.name", "missing: sources refer to sinks by name")
+    name = check.typed(table["name"], str, f"{key}.name")
+    kind = check.choice(table.get("type", ""), ("file", "unix"), f"{key}.type")
+    values: dict[str, Any] = {"name": name, "type": kind}
+    if "path" not in table:
+        raise check.fail(f"{key}.path", f"missing: a {kind} sink needs a path")
+    values["path"] = os.path.abspath(os.path.expanduser(check.typed(table["path"], str, f"{key}.path")))
+    if "format" in table:
+        values["format"] = check.choice(table["format"], FORMATS, f"{key}.format")
+    if "queue_events" in table:
+        count = check.typed(table["queue_events"], int, f"{key}.queue_events")
+        if count < 1:
+            raise check.fail(f"{key}.queue_events", f"must be at least 1, not {count}")
+        values["queue_events"] = count
+    if "mode" in table:
+        values["mode"] = _mode(check, table["mode"], f"{key}.mode")
+    if "raw" in table:
+        values["raw"] = check.typed(table["raw"], bool, f"{key}.raw")
+    return SinkConfig(**values)
+
+
+def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
+    """Read and check the config at ``path``.
+
+    Raises:
+        ConfigError: the file is unreadable or not TOML, or a key is unknown, of the wrong
+            type, out of range, or refers to something that does not exist (message names
+            the file and the dotted key).
+    """
+    name = os.fspath(path)
+    check = _Checker(name)
+    try:
+        with open(name, "rb") as handle:
+            doc = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{name}: not valid TOML: {exc}") from None
+    check.known(doc, {"defaults", "source", "sink"}, "")
+    defaults = check.table(doc.get("defaults", {}), "defaults")
+    check.known(defaults, set(_FILTER_KEYS) | set(_TIMING_KEYS) | {"start_at", "sinks", "checkpoint"}, "defaults")
+    base, timing = _settings(check, defaults, FilterConfig(), Timing(), "defaults")
+    shared = {k: defaults[k] for k in ("start_at", "sinks", "checkpoint") if k in defaults}
+    raw_sources = check.typed(doc.get("source", []), list, "source")
+    if not raw_sources:
+        raise check.fail("source", "no sources: add at least one [[source]] table")
+    sinks = [SinkConfig("stdout", "stdout")]
+    for i, table in enumerate(check.typed(doc.get("sink", []), list, "sink")):
+        sink = _sink(check, check.table(table, f"sink[{i}]"), i)
+        if any(s.name == sink.name for s in sinks):
+            raise check.fail(f"sink[{i}].name", f"{sink.name!r} is used twice")
+        sinks.append(sink)
+    sources: list[SourceConfig] = []
+    for i, table in enumerate(raw_sources):
+        merged = {**shared, **check.table(table, f"source[{i}]")}
+        source = _source(check, merged, i, base, timing)
+        if any(s.name == source.name for s in sources):
+            raise check.fail(f"source[{i}].name", f"{source.name!r} is used twice")
+        for j, sink_name in enumerate(source.sinks):
+            if not any(s.name == sink_name for s in sinks):
+                known = ", ".join(s.name for s in sinks)
+                raise check.fail(f"source[{i}].sinks[{j}]", f"no sink named {sink_name!r} (sinks: {known})")
+        sources.append(source)
+    if sum(s.type == "stdin" for s in sources) > 1:
+        raise check.fail("source", "stdin can be read by one source only")
+    return DaemonConfig(name, tuple(sources), tuple(sinks))
+
+
+def resolved(config: DaemonConfig) -> dict[str, Any]:
+    """The config with every default filled in, as plain values (for ``check-config``)."""
+
+    def plain(value: Any) -> Any:
+        if hasattr(value, "__dataclass_fields__"):
+            return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+        if isinstance(value, tuple):
+            return [plain(v) for v in value]
+        return value
+
+    out = plain(config)
+    for table in out["sources"] + out["sinks"]:
+        table["mode"] = f"{table['mode']:04o}"
+    return dict(out)

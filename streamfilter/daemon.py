@@ -1,0 +1,225 @@
+"""The daemon: run a config's sources and sinks with anyio until a stop signal.
+
+Start-up opens the sinks, then every source (files opened and watched, sockets bound); only
+then is the daemon ready (``daemon.ready``). SIGTERM/SIGINT stop reading, decide and write
+everything pending, save checkpoints and exit 0 (a second signal exits at once, status 1).
+SIGHUP reloads the config file (``follow``, which has none, stops): a config that does not
+check is logged (``config.invalid``) and the old one kept; a good one replaces the sources
+and sinks (file sources resume from their checkpoints).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import anyio
+from anyio.abc import Listener, SocketStream, TaskGroup, TaskStatus
+
+from ._logging import get_logger
+from .checkpoint import CheckpointStore
+from .config import ConfigError, DaemonConfig, SourceConfig, load_config
+from .expand import Archive, Ref, state_dir
+from .files import FileSource
+from .live import LiveStream
+from .records import Run
+from .sinks import Sink, open_sink
+from .sockets import bind_unix, serve_socket_source
+
+__all__ = ("run_daemon",)
+
+READ_BYTES = 1 << 20
+
+
+def _archive_refs(log_source: str) -> tuple[Archive | None, Callable[[Run], str]]:
+    """A stdin or socket stream's archive, and the ref maker that points into it."""
+    try:
+        archive = Archive(state_dir())
+    except OSError as exc:
+        get_logger().warning("archive.unavailable", source=log_source, error=exc.strerror or str(exc))
+        return None, lambda run: ""
+
+    def ref(run: Run) -> str:
+        if run.decision != "drop" or not archive.covers(run.end_byte):
+            return ""
+        return str(Ref(archive.source, run.start_byte, run.end_byte, run.checksum))
+
+    return archive, ref
+
+
+class _ArchivedStream(LiveStream):
+    """A live stream whose bytes are copied to an archive as they come, so its refs can be expanded."""
+
+    archive: Archive | None = None
+
+    async def feed(self, chunk: bytes) -> None:
+        if self.archive is not None:
+            self.archive.write(chunk)
+        await super().feed(chunk)
+
+    async def end(self) -> None:
+        if self.archive is not None:
+            self.archive.close()
+        await super().end()
+
+
+def _archived_stream(source: SourceConfig, sinks: list[Sink], name: str) -> LiveStream:
+    archive, refs = _archive_refs(name)
+    stream = _ArchivedStream(name, source.filter, source.timing, sinks, refs)
+    stream.archive = archive
+    return stream
+
+
+async def _socket_source(
+    source: SourceConfig, sinks: list[Sink], tg: TaskGroup, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    log = get_logger().bind(source=source.name)
+    listener: Listener[SocketStream]
+    if source.type == "unix":
+        listener = await bind_unix(source.path, source.mode)
+        where = source.path
+    else:
+        host, _, port = source.address.rpartition(":")
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=int(port))
+        where = source.address
+    log.info("source.opened", listen=where)
+    task_status.started()
+    try:
+        async with listener:
+            await serve_socket_source(
+                listener, source.name, lambda name: _archived_stream(source, sinks, name), source.max_line_bytes, tg
+            )
+    finally:
+        if source.type == "unix":
+            try:
+                os.unlink(source.path)
+            except FileNotFoundError:
+                pass
+
+
+async def _stdin_source(
+    source: SourceConfig, sinks: list[Sink], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    live = _archived_stream(source, sinks, source.name)
+    fd = sys.stdin.fileno()
+    task_status.started()
+    try:
+        while True:
+            due = live.due()
+            if due is not None:
+                with anyio.move_on_after(max(0.0, due - time.monotonic())) as scope:
+                    await anyio.wait_readable(fd)
+                if scope.cancelled_caught:
+                    await live.tick()
+                    continue
+            else:
+                await anyio.wait_readable(fd)
+            data = os.read(fd, READ_BYTES)
+            if not data:
+                break
+            await live.feed(data)
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            await live.end()
+
+
+class _Running:
+    """The sources and sinks of one config, running in their own task group."""
+
+    def __init__(self, config: DaemonConfig) -> None:
+        self.config = config
+        self.scope = anyio.CancelScope()
+        self.finished = anyio.Event()
+        self.sinks: dict[str, Sink] = {}
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Open sinks, then sources; report started; run until ``stop``."""
+        try:
+            with self.scope:
+                async with anyio.create_task_group() as sinks_tg:
+                    try:
+                        await self._run(sinks_tg, task_status)
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            for sink in self.sinks.values():
+                                await sink.aclose()
+                        sinks_tg.cancel_scope.cancel()
+        finally:
+            self.finished.set()
+
+    async def _run(self, sinks_tg: TaskGroup, task_status: TaskStatus[None]) -> None:
+        checkpoints = None
+        if any(s.type == "file" and s.checkpoint for s in self.config.sources):
+            checkpoints = CheckpointStore(state_dir())
+        used = {name for s in self.config.sources for name in s.sinks}
+        for sink_config in self.config.sinks:
+            if sink_config.name in used:
+                self.sinks[sink_config.name] = await open_sink(sink_config, sinks_tg)
+        async with anyio.create_task_group() as tg:
+            for source in self.config.sources:
+                sinks = [self.sinks[name] for name in source.sinks]
+                cps = checkpoints if source.checkpoint else None
+                if source.type == "file":
+                    await tg.start(FileSource(source, sinks, cps, tg).run)
+                elif source.type in ("unix", "tcp"):
+                    await tg.start(_socket_source, source, sinks, tg)
+                else:
+                    await tg.start(_stdin_source, source, sinks)
+            get_logger().info("daemon.ready", config=self.config.path, sources=len(self.config.sources))
+            task_status.started()
+
+    def stop(self) -> None:
+        """Stop every source; each writes what it holds (see ``FileFollower.run``)."""
+        self.scope.cancel()
+
+
+async def run_daemon(config: DaemonConfig, on_ready: Callable[[], Awaitable[None]] | None = None) -> int:
+    """Run ``config`` until SIGTERM/SIGINT; return the exit status (0).
+
+    Args:
+        config: a checked config (``load_config``).
+        on_ready: awaited once every source is open.
+
+    Raises:
+        SocketInUseError, OSError: a source or sink could not be opened at start-up.
+    """
+    log = get_logger()
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async with anyio.create_task_group() as tg:
+            running = _Running(config)
+            await tg.start(running.run)
+            if on_ready is not None:
+                await on_ready()
+            async for signum in signals:
+                if signum != signal.SIGHUP or not config.path:  # no file to reload (follow): stop
+                    break
+                try:
+                    new = load_config(config.path)
+                except ConfigError as exc:
+                    log.error("config.invalid", error=str(exc), kept=config.path)
+                    continue
+                log.info("daemon.reloading", config=config.path)
+                running.stop()
+                await running.finished.wait()
+                running = _Running(new)
+                await tg.start(running.run)
+                config = new
+                log.info("daemon.reloaded", config=config.path)
+            log.info("daemon.stopping", signal=signal.Signals(signum).name)
+            running.stop()
+            tg.start_soon(_second_signal, signals)
+            await running.finished.wait()
+            tg.cancel_scope.cancel()
+    log.info("daemon.stopped")
+    return 0
+
+
+async def _second_signal(signals: AsyncIterator[int]) -> None:
+    """A second stop signal while stopping: exit at once."""
+    async for signum in signals:
+        if signum != signal.SIGHUP:
+            get_logger().warning("daemon.killed", signal=signal.Signals(signum).name)
+            os._exit(1)

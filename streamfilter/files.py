@@ -1,0 +1,378 @@
+"""File sources: follow a path or a glob like ``tail -F``, through rotation, truncation and rewrites.
+
+Per followed path, a ``FileFollower`` reads the open file to its end, then checks what the path
+names now:
+
+* another inode (rename-and-create rotation, atomic replace, delete and recreate): the old
+  file is read to its end and its unterminated last line ended there, then the new file is
+  read from byte 0 **as the same stream** (line numbers and records go on);
+* the same inode but shorter than what was read (copytruncate, ``>``), or the same inode whose
+  first bytes or the bytes just before the read offset changed (a rewrite in place that kept
+  or grew the size): a **new generation**: the old one is flushed, a marker line says what
+  happened and where, and the file is read again from byte 0 as a new stream.
+
+Changes are noticed from directory events (watchfiles, on the parent directory, so a replaced
+file is still seen) taken as hints, plus a stat check: every few milliseconds while the file
+is growing, every ``poll_seconds`` while it is quiet. Reading waits while the sinks are full
+(backpressure: the file is the buffer). A path that resolves outside the source's roots (checked
+on the opened descriptor, so a symlink swapped in later is caught too) is refused with a log event.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import stat
+import time
+from collections.abc import Sequence
+
+import anyio
+import watchfiles
+from anyio.abc import TaskGroup, TaskStatus
+
+from ._logging import get_logger
+from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, fingerprint
+from .config import SourceConfig
+from .expand import Ref
+from .live import LiveStream
+from .records import Run
+from .sinks import Sink
+
+__all__ = ("FileFollower", "FileSource")
+
+READ_BYTES = 1 << 20
+ACTIVE_POLL_SECONDS = 0.004  # stat interval while a file grew within the last second
+ACTIVE_SECONDS = 1.0
+TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in place
+WATCH_DEBOUNCE_MS = 50
+WATCH_STEP_MS = 20
+FINISH_SECONDS = 10.0  # most time a stopping stream gets to write what it holds
+
+
+class FileFollower:
+    """Follows one path; see the module docstring.
+
+    Args:
+        path: the absolute path followed.
+        source: the source's settings (filter, timing, roots, start position, checkpoints).
+        stream_name: the name of the path's stream in the output.
+        sinks: where runs go.
+        checkpoints: the store, or None when checkpoints are off.
+        at_startup: the path was present when the daemon started (``start_at`` applies;
+            a file that appears later is read from its beginning).
+    """
+
+    def __init__(
+        self,
+        path: str,
+        source: SourceConfig,
+        stream_name: str,
+        sinks: Sequence[Sink],
+        checkpoints: CheckpointStore | None,
+        at_startup: bool,
+    ) -> None:
+        self.path = path
+        self.source = source
+        self.stream_name = stream_name
+        self.sinks = sinks
+        self.checkpoints = checkpoints
+        self.at_startup = at_startup
+        self.stream: LiveStream | None = None
+        self.opened = anyio.Event()  # set once the first open was tried
+        self._log = get_logger().bind(source=source.name, path=path)
+        self._wake = anyio.Event()
+        self._offset = 0  # bytes of the current file read
+        self._base = 0  # stream offset of the current file's byte 0
+        self._head = b""  # the current file's first bytes as read (fingerprint)
+        self._tail = b""  # the bytes just before _offset as read
+        self._seen: tuple[int, int] = (-1, -1)  # (size, mtime_ns) at the last rewrite check
+        self._active_until = 0.0
+        self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
+        self._missing_logged = False
+
+    def hint(self) -> None:
+        """Something changed in the path's directory: look now."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Follow the path until cancelled; then decide and write what is pending, save the checkpoint."""
+        fd: int | None = None
+        try:
+            while True:
+                fd = self._open()
+                self.opened.set()
+                if fd is None:
+                    await self._wait()
+                    continue
+                await self._follow(fd)
+                os.close(fd)
+                fd = None
+        finally:
+            if fd is not None:
+                os.close(fd)
+            if self.stream is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_SECONDS):
+                    await self.stream.end()
+                    self._save()
+
+    # -- opening -------------------------------------------------------------------------
+    def _open(self) -> int | None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if not self._missing_logged:
+                self._log.warning("file.unreadable", error=exc.strerror or str(exc))
+                self._missing_logged = True
+            return None
+        info = os.fstat(fd)
+        reason = None
+        if not stat.S_ISREG(info.st_mode):
+            reason = "not a regular file"
+        else:
+            real = os.path.realpath(f"/proc/self/fd/{fd}")
+            if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.source.roots):
+                reason = "resolves outside the source's roots"
+        if reason is not None:
+            if self._refused != (info.st_dev, info.st_ino):
+                self._log.warning("file.refused", reason=reason, roots=list(self.source.roots))
+                self._refused = (info.st_dev, info.st_ino)
+            os.close(fd)
+            return None
+        self._missing_logged = False
+        self._start(fd, info)
+        return fd
+
+    def _start(self, fd: int, info: os.stat_result) -> None:
+        """Where to read the newly opened file from, and its stream."""
+        if self.stream is not None:  # rotation: the same stream goes on in the new file
+            self._log.info("file.rotated", ino=info.st_ino)
+            self._set_position(fd, 0)
+            self._base = self.stream.filter.stats.bytes
+            return
+        offset, line = 0, 1
+        saved = self.checkpoints.load(self.source.name, self.path) if self.checkpoints else None
+        if saved is not None:
+            why = saved.mismatch(fd)
+            if why is None:
+                offset, line = saved.offset, saved.line
+                self._log.info("checkpoint.resumed", offset=offset, line=line)
+            else:
+                self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
+        elif self.at_startup and self.source.start_at == "end":
+            offset = info.st_size
+        self._set_position(fd, offset)
+        self._base = 0
+        self.stream = self._new_stream(line, offset)
+        self._log.info("source.opened", offset=offset, line=line, ino=info.st_ino)
+
+    def _new_stream(self, line: int, offset: int) -> LiveStream:
+        return LiveStream(self.stream_name, self.source.filter, self.source.timing, self.sinks, self._ref, line, offset)
+
+    def _ref(self, run: Run) -> str:
+        """Refs point into the current file (file offsets), checked by CRC-32 on expand."""
+        if run.decision != "drop" or run.start_byte < self._base or not run.checksum:
+            return ""
+        return str(Ref(self.path, run.start_byte - self._base, run.end_byte - self._base, run.checksum))
+
+    def _set_position(self, fd: int, offset: int) -> None:
+        self._offset = offset
+        self._head = os.pread(fd, min(offset, HEAD_BYTES), 0)
+        self._tail = os.pread(fd, min(offset, TAIL_BYTES), offset - min(offset, TAIL_BYTES))
+        info = os.fstat(fd)
+        self._seen = (info.st_size, info.st_mtime_ns)
+
+    # -- following -----------------------------------------------------------------------
+    async def _follow(self, fd: int) -> None:
+        """Read ``fd`` as it grows until the path names another file."""
+        assert self.stream is not None
+        while True:
+            change = self._generation_change(fd)
+            if change is not None:
+                await self._new_generation(fd, *change)
+            if await self._read(fd):
+                continue
+            moved = self._path_moved(fd)
+            if moved:
+                while await self._read(fd):  # what was written between the last read and the rename
+                    pass
+                await self.stream.end_line()
+                return
+            await self._wait()
+
+    async def _read(self, fd: int) -> int:
+        """Read what the file has past the offset; return the byte count."""
+        assert self.stream is not None
+        data = os.pread(fd, READ_BYTES, self._offset)
+        if not data:
+            return 0
+        if self._offset < HEAD_BYTES:
+            self._head += data[: HEAD_BYTES - self._offset]
+        self._tail = (self._tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
+        self._offset += len(data)
+        self._active_until = time.monotonic() + ACTIVE_SECONDS
+        await self.stream.feed(data)
+        self._save()
+        return len(data)
+
+    def _generation_change(self, fd: int) -> tuple[str, str] | None:
+        """``(event, what)`` if the open file was truncated or rewritten in place, else None."""
+        info = os.fstat(fd)
+        if info.st_size < self._offset:
+            return "file.truncated", f"truncated at offset {self._offset} (now {info.st_size} bytes)"
+        if (info.st_size, info.st_mtime_ns) == self._seen:
+            return None
+        self._seen = (info.st_size, info.st_mtime_ns)
+        tail_at = self._offset - len(self._tail)
+        if os.pread(fd, len(self._head), 0) != self._head or os.pread(fd, len(self._tail), tail_at) != self._tail:
+            return "file.rewritten", f"rewritten in place (was read to offset {self._offset})"
+        return None
+
+    async def _new_generation(self, fd: int, event: str, what: str) -> None:
+        assert self.stream is not None
+        self._log.warning(event, offset=self._offset, size=os.fstat(fd).st_size)
+        await self.stream.end()
+        await self.stream.marker(f"{self.path} {what}; reading it again from byte 0", offset=self._offset)
+        self._set_position(fd, 0)
+        self._base = 0
+        self.stream = self._new_stream(1, 0)
+
+    def _path_moved(self, fd: int) -> bool:
+        """Whether the path now names another file (the open one was renamed, replaced or deleted)."""
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            if not self._missing_logged:
+                self._log.info("file.deleted")
+                self._missing_logged = True
+            return False
+        info = os.fstat(fd)
+        return (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino)
+
+    async def _wait(self) -> None:
+        """Until a hint, the next stat check, or the stream's idle deadline; then settle if due."""
+        now = time.monotonic()
+        timeout = ACTIVE_POLL_SECONDS if now < self._active_until else self.source.timing.poll_seconds
+        due = self.stream.due() if self.stream is not None else None
+        if due is not None:
+            timeout = min(timeout, max(0.0, due - now))
+        with anyio.move_on_after(timeout):
+            await self._wake.wait()
+        self._wake = anyio.Event()
+        if self.stream is not None:
+            await self.stream.tick()
+            self._save()
+
+    def _save(self) -> None:
+        if self.checkpoints is None or self.stream is None:
+            return
+        offset = self.stream.emitted_byte - self._base
+        if offset < 0 or offset > self._offset:
+            return
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return
+        head = self._head[: min(offset, HEAD_BYTES)]
+        checkpoint = Checkpoint(
+            self.path, info.st_dev, info.st_ino, len(head), fingerprint(head), offset, self.stream.emitted_line
+        )
+        if checkpoint != getattr(self, "_saved", None):
+            try:
+                self.checkpoints.save(self.source.name, checkpoint)
+                self._saved = checkpoint
+            except OSError as exc:
+                self._log.warning("checkpoint.unwritable", error=exc.strerror or str(exc))
+
+
+class FileSource:
+    """A ``file`` source: one path or a glob, each matching file followed by a ``FileFollower``.
+
+    Files present at start-up start at ``start_at``; files that appear later (seen by a
+    directory event or the periodic rescan) are read from byte 0.
+    """
+
+    def __init__(
+        self,
+        source: SourceConfig,
+        sinks: Sequence[Sink],
+        checkpoints: CheckpointStore | None,
+        task_group: TaskGroup,
+    ) -> None:
+        self.source = source
+        self.sinks = sinks
+        self.checkpoints = checkpoints
+        self._tg = task_group
+        self.magic = glob.has_magic(source.path)
+        self.followers: dict[str, FileFollower] = {}
+        self._log = get_logger().bind(source=source.name)
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Open what exists, start watching, then report started and follow until cancelled."""
+        for path in self._matches():
+            self._add(path, at_startup=True)
+        if not self.magic and self.source.path not in self.followers:
+            self._add(self.source.path, at_startup=False)
+        for follower in list(self.followers.values()):
+            await follower.opened.wait()
+        self._tg.start_soon(self._watch)
+        task_status.started()
+        while True:
+            await anyio.sleep(self.source.timing.poll_seconds)
+            for path in self._matches():
+                if path not in self.followers:
+                    self._add(path, at_startup=False)
+
+    def _matches(self) -> list[str]:
+        if not self.magic:
+            return [self.source.path] if os.path.exists(self.source.path) else []
+        return sorted(p for p in glob.glob(self.source.path) if os.path.isfile(p))
+
+    def _add(self, path: str, at_startup: bool) -> None:
+        name = f"{self.source.name}:{path}" if self.magic else self.source.name
+        follower = FileFollower(path, self.source, name, self.sinks, self.checkpoints, at_startup)
+        self.followers[path] = follower
+        if not at_startup:
+            self._log.info("file.found", path=path)
+        self._tg.start_soon(follower.run)
+
+    def _directories(self) -> list[str]:
+        dirs = {os.path.dirname(self.source.path)} | {os.path.dirname(p) for p in self.followers}
+        return sorted(d for d in dirs if os.path.isdir(d))
+
+    async def _watch(self) -> None:
+        """Directory events as hints; watches are re-made when the set of directories changes."""
+        while True:
+            dirs = self._directories()
+            if not dirs:
+                await anyio.sleep(self.source.timing.poll_seconds)
+                continue
+            stop = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._rewatch_when_changed, dirs, stop)
+                async for changes in watchfiles.awatch(
+                    *dirs,
+                    watch_filter=None,
+                    debounce=WATCH_DEBOUNCE_MS,
+                    step=WATCH_STEP_MS,
+                    recursive=False,
+                    stop_event=stop,
+                ):
+                    self._dispatch(changes)
+                tg.cancel_scope.cancel()
+
+    async def _rewatch_when_changed(self, dirs: list[str], stop: anyio.Event) -> None:
+        # the directory set changes when files appear elsewhere: found by this periodic look
+        while self._directories() == dirs:  # noqa: ASYNC110
+            await anyio.sleep(self.source.timing.poll_seconds)
+        stop.set()
+
+    def _dispatch(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
+        for _, path in changes:
+            follower = self.followers.get(path)
+            if follower is not None:
+                follower.hint()
+            elif self.magic and fnmatch.fnmatch(path, self.source.path) and os.path.isfile(path):
+                self._add(path, at_startup=False)

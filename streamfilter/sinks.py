@@ -1,0 +1,204 @@
+"""Sinks: where a live stream's runs go (stdout, an appended file, unix-socket subscribers).
+
+Every sink takes already rendered bytes (``output.render``) in its own format, in order.
+``send`` applies backpressure: it returns once the bytes are written (stdout, file) or queued
+(subscribers). A slow subscriber never blocks the others or the sources: each has a bounded
+queue, and one whose queue overflows gets a last line saying so and is disconnected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from typing import BinaryIO
+
+import anyio
+from anyio.abc import SocketStream, TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ._logging import get_logger
+from .config import SinkConfig
+from .sockets import bind_unix
+
+__all__ = ("FileSink", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
+
+_CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def escape_controls(data: bytes) -> bytes:
+    r"""Control bytes other than tab and newline written as ``\xNN`` (a terminal must not act on them)."""
+    return _CONTROLS.sub(lambda m: b"\\x%02x" % m[0][0], data)
+
+
+class Sink:
+    """Base of the sinks: a name, a format (``text``/``jsonl``), ``send`` and ``aclose``."""
+
+    def __init__(self, config: SinkConfig) -> None:
+        self.name = config.name
+        self.format = config.format
+
+    async def send(self, data: bytes) -> None:
+        """Write ``data`` (whole rendered events), waiting while the sink is full."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Flush and release the sink."""
+
+
+class StdoutSink(Sink):
+    """Standard output. Writes go through a worker thread, so a full pipe stalls only this sink's senders.
+
+    On a terminal, control bytes are escaped unless ``raw`` (escape sequences in a log must
+    not move the cursor or set the title); to files and pipes the bytes go verbatim.
+
+    Args:
+        config: the sink's settings.
+        out: the binary stream (default ``sys.stdout.buffer``).
+    """
+
+    def __init__(self, config: SinkConfig, out: BinaryIO | None = None) -> None:
+        super().__init__(config)
+        self._out = out if out is not None else sys.stdout.buffer
+        self._escape = not config.raw and self._out.isatty()
+        self._lock = anyio.Lock()
+
+    async def send(self, data: bytes) -> None:
+        if self._escape:
+            data = escape_controls(data)
+        async with self._lock:  # one writer at a time keeps events whole
+            await anyio.to_thread.run_sync(self._write, data)
+
+    def _write(self, data: bytes) -> None:
+        self._out.write(data)
+        self._out.flush()
+
+
+class FileSink(Sink):
+    """A file, opened for appending (created with mode 0600 if missing). Writes are flushed per send.
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+
+    def __init__(self, config: SinkConfig) -> None:
+        super().__init__(config)
+        self.path = config.path
+        fd = os.open(config.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._file = os.fdopen(fd, "ab")
+
+    async def send(self, data: bytes) -> None:
+        self._file.write(data)
+        self._file.flush()
+
+    @property
+    def position(self) -> int:
+        """Bytes in the file so far."""
+        return self._file.tell()
+
+    async def aclose(self) -> None:
+        self._file.close()
+
+
+class SubscriberSink(Sink):
+    """A unix socket that subscribers connect to; each gets the events sent after it connected.
+
+    Each subscriber has a queue of ``queue_events`` sends; when a send finds it full, the
+    subscriber gets a final line (a JSONL ``subscriber.dropped`` event or a text line) and is
+    disconnected, and a ``subscriber.dropped`` log event names the sink.
+
+    Raises:
+        SocketInUseError, OSError: see ``sockets.bind_unix``.
+    """
+
+    def __init__(self, config: SinkConfig, task_group: TaskGroup) -> None:
+        super().__init__(config)
+        self.path = config.path
+        self.queue_events = config.queue_events
+        self._mode = config.mode
+        self._tg = task_group
+        self._queues: dict[int, MemoryObjectSendStream[bytes]] = {}
+        self._scopes: dict[int, anyio.CancelScope] = {}
+        self._next = 0
+        self._log = get_logger().bind(sink=config.name)
+
+    async def start(self) -> None:
+        """Bind the socket and start accepting subscribers."""
+        listener = await bind_unix(self.path, self._mode)
+        self._listener = listener
+        self._tg.start_soon(listener.serve, self._serve, self._tg)
+
+    async def _serve(self, stream: SocketStream) -> None:
+        send, receive = anyio.create_memory_object_stream[bytes](self.queue_events)
+        ident, self._next = self._next, self._next + 1
+        self._queues[ident] = send
+        self._log.info("subscriber.connected", subscriber=ident)
+        with anyio.CancelScope() as scope:
+            self._scopes[ident] = scope
+            async with stream, receive:
+                try:
+                    async for data in receive:
+                        await stream.send(data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    self._queues.pop(ident, None)
+                    self._log.info("subscriber.disconnected", subscriber=ident)
+        self._scopes.pop(ident, None)
+
+    async def send(self, data: bytes) -> None:
+        for ident, queue in list(self._queues.items()):
+            try:
+                queue.send_nowait(data)
+            except anyio.WouldBlock:
+                self._drop(ident, queue)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._queues.pop(ident, None)
+
+    def _drop(self, ident: int, queue: MemoryObjectSendStream[bytes]) -> None:
+        del self._queues[ident]
+        what = f"subscriber too slow: its queue of {self.queue_events} events is full; disconnected"
+        self._log.warning("subscriber.dropped", subscriber=ident, queue_events=self.queue_events)
+        if self.format == "jsonl":
+            last = json.dumps({"event": "subscriber.dropped", "sink": self.name, "reason": what}).encode() + b"\n"
+        else:
+            last = f"[streamfilter: {what}]\n".encode()
+
+        async def finish() -> None:
+            # the last line goes after what is queued if the subscriber reads on; if it does
+            # not within a few seconds, it is cut off without it
+            with anyio.move_on_after(2):
+                await queue.send(last)
+            await queue.aclose()
+            await anyio.sleep(2)
+            scope = self._scopes.get(ident)
+            if scope is not None:
+                scope.cancel()
+
+        self._tg.start_soon(finish)
+
+    async def aclose(self) -> None:
+        for queue in self._queues.values():
+            await queue.aclose()
+        self._queues.clear()
+        listener = getattr(self, "_listener", None)
+        if listener is not None:
+            await listener.aclose()
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+
+
+async def open_sink(config: SinkConfig, task_group: TaskGroup) -> Sink:
+    """The sink ``config`` describes, ready to send to.
+
+    Raises:
+        OSError, SocketInUseError: a file or socket that cannot be opened or bound.
+    """
+    if config.type == "stdout":
+        return StdoutSink(config)
+    if config.type == "file":
+        return FileSink(config)
+    sink = SubscriberSink(config, task_group)
+    await sink.start()
+    return sink

@@ -1,0 +1,189 @@
+"""``streamfilter follow`` in a subprocess against real files changed under it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.live.proc import Live
+
+
+def kept_text(events: list[dict[str, Any]]) -> str:
+    return "".join(e["text"] for e in events if e["event"] == "keep")
+
+
+def follow(tmp_path: Path, path: Path, *args: str) -> Live:
+    live = Live(tmp_path, "follow", str(path), "--format", "jsonl", *args)
+    live.log_event("daemon.ready")
+    return live
+
+
+def check_tiling(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Runs of each generation (split at end events) cover lines 1..n once, in order; return them."""
+    generations: list[list[dict[str, Any]]] = [[]]
+    for e in events:
+        if e["event"] in ("keep", "drop"):
+            generations[-1].append(e)
+        elif e["event"] == "end":
+            runs = generations[-1]
+            expect = 1
+            for run in runs:
+                if run["first_line"] == expect - 1 == run["last_line"]:
+                    continue  # the rest of a line let out while the file was quiet
+                assert run["first_line"] == expect, runs
+                expect = run["last_line"] + 1
+            assert expect == e["lines"] + 1
+            generations.append([])
+    return generations[:-1]
+
+
+def test_append_then_quiet_shows_the_error_record_without_a_successor(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_bytes(b"".join(b"INFO step %d ok\n" % i for i in range(60)))
+    live = follow(tmp_path, log, "-q", "no space left")
+    with log.open("ab") as f:
+        f.write(b"ERROR writing artifact\n  caused by: no space left on device\n  at upload()\n")
+    start = time.monotonic()
+    live.wait_for(lambda: "no space left on device" in kept_text(live.events()), 5, "the error record")
+    assert time.monotonic() - start < 2.0  # idle flush, not the end of the stream
+    assert live.proc.poll() is None  # still following
+    assert live.stop() == 0
+    (gen,) = check_tiling(live.events())
+    assert "ERROR writing artifact\n  caused by: no space left on device\n  at upload()\n" in kept_text(gen)
+
+
+def test_unterminated_last_line_goes_out_once_and_its_newline_completes_it(tmp_path: Path) -> None:
+    """B06: the record with an unterminated last line is one KEEP run; the late newline adds no line."""
+    log = tmp_path / "app.log"
+    log.write_bytes(b"INFO boot\n" * 40)
+    live = follow(tmp_path, log, "-q", "capture declined", "--head", "0", "--tail", "0")
+    with log.open("ab") as f:
+        f.write(b"ERROR payment failed for order 7\n    at step one\n    at step two: capture declined")
+    live.wait_for(lambda: "capture declined" in kept_text(live.events()), 5)
+    keeps = [e for e in live.events() if e["event"] == "keep"]
+    assert keeps[-1]["text"].startswith("ERROR payment failed") and keeps[-1]["text"].endswith("capture declined")
+    with log.open("ab") as f:
+        f.write(b"\nINFO next order\n")
+    live.wait_for(lambda: any(e["event"] == "drop" and e["first_line"] == 44 for e in live.events()), 5)
+    assert live.stop() == 0
+    events = live.events()
+    assert kept_text(events).count("capture declined") == 1
+    (gen,) = check_tiling(events)
+    assert [e for e in gen if e["first_line"] == 43 == e["last_line"] and e["event"] == "keep"][-1]["text"] == "\n"
+
+
+def test_rename_rotation_is_one_stream_and_reads_the_old_file_to_its_end(tmp_path: Path) -> None:
+    """B01: a line written just before the rename is read from the renamed file; numbering goes on."""
+    log = tmp_path / "app.log"
+    log.write_bytes(b"")
+    live = follow(tmp_path, log, "-q", "L070 L071 L072 L073")
+    with log.open("ab") as f:
+        f.write(b"L070 written before the idle period\n")
+    time.sleep(1.5)  # longer than the idle flush and the quiet stat interval
+    with log.open("ab") as f:
+        f.write(b"L071 appended just before rotation\n")
+    log.rename(tmp_path / "app.log.1")
+    log.write_bytes(b"L072 first line of the new app.log\n")
+    time.sleep(0.5)
+    with log.open("ab") as f:
+        f.write(b"L073 second line of the new app.log")  # no newline: ended by the stop
+    live.wait_for(lambda: "L073" in kept_text(live.events()), 5)
+    assert live.stop() == 0
+    events = live.events()
+    text = kept_text(events)
+    for tag in ("L070", "L071", "L072", "L073"):
+        assert text.count(tag) == 1
+    assert text.index("L070") < text.index("L071") < text.index("L072") < text.index("L073")
+    assert len(check_tiling(events)) == 1  # one stream: one end event
+    assert any(e.get("event") == "file.rotated" for e in live.logs())
+
+
+@pytest.mark.parametrize("how", ["truncate-shorter", "rewrite-same-size", "rewrite-grown"])
+def test_truncation_and_rewrite_in_place_start_a_marked_new_generation(tmp_path: Path, how: str) -> None:
+    log = tmp_path / "build.log"
+    first = b"run 1 compiling\nrun 1 ERROR: build failed\n"
+    log.write_bytes(first)
+    live = follow(tmp_path, log, "-q", "build failed")
+    live.wait_for(lambda: "run 1 ERROR" in kept_text(live.events()), 5)
+    inode = log.stat().st_ino
+    new = {
+        "truncate-shorter": b"run 2 ERROR: build failed\n",
+        "rewrite-same-size": b"run 2 compiling\nrun 2 ERROR: build failed\n",
+        "rewrite-grown": b"run 2 compiling\nrun 2 ERROR: build failed\nrun 2 ERROR: build failed again\n",
+    }[how]
+    assert (len(new) < len(first)) == (how == "truncate-shorter")
+    with log.open("r+b") as f:  # in place: same inode (like `cmd > build.log`)
+        f.truncate(0)
+        f.write(new)
+    assert log.stat().st_ino == inode
+    live.wait_for(lambda: "run 2 ERROR: build failed\n" in kept_text(live.events()), 5)
+    assert live.stop() == 0
+    events = live.events()
+    markers = [e for e in events if e["event"] == "marker"]
+    assert len(markers) == 1 and "reading it again from byte 0" in markers[0]["text"]
+    old, fresh = check_tiling(events)
+    assert "run 2" not in kept_text(old) and kept_text(fresh).startswith(new.decode()[: new.index(b"\n")])
+    assert fresh[0]["first_line"] == 1 and fresh[0]["start_byte"] == 0
+    assert any(e.get("event") in ("file.truncated", "file.rewritten") for e in live.logs())
+
+
+@pytest.mark.parametrize("gap", [0.3, 0.0])
+def test_atomic_replaces_are_followed_every_line_once(tmp_path: Path, gap: float) -> None:
+    """B29: the path is re-resolved after each replace (the watch is on the directory).
+
+    With no pause, a generation can be replaced before anyone could open it (it lives a few
+    milliseconds, then its inode is unreachable): what is read is still in order, once, and the
+    last generation is whole.
+    """
+    log = tmp_path / "app.log"
+    log.write_bytes(b"G0 initial content\n")
+    live = follow(tmp_path, log, "-q", "G0 G1 G2 G3", "--head", "100")
+    for g in (1, 2, 3):
+        tmp = tmp_path / ".app.log.tmp"
+        tmp.write_bytes(b"G%d replaced content line 1\nG%d replaced content line 2\n" % (g, g))
+        os.replace(tmp, log)
+        time.sleep(gap)
+        with log.open("ab") as f:
+            f.write(b"G%d appended after replace\n" % g)
+        time.sleep(gap)
+    live.wait_for(lambda: "G3 appended" in kept_text(live.events()), 10)
+    assert live.stop() == 0
+    lines = kept_text(live.events()).splitlines()
+    what = ("replaced content line 1", "replaced content line 2", "appended after replace")
+    expect = ["G0 initial content"] + [f"G{g} {w}" for g in (1, 2, 3) for w in what]
+    if gap:
+        assert lines == expect
+    else:
+        assert lines == [x for x in expect if x in lines] and lines[-3:] == expect[-3:]
+
+
+def test_delete_and_recreate_continues_and_a_tiny_file_without_newline_is_shown(tmp_path: Path) -> None:
+    log = tmp_path / "svc.log"
+    log.write_bytes(b"first life ERROR one\n")
+    live = follow(tmp_path, log, "-q", "error")
+    live.wait_for(lambda: "ERROR one" in kept_text(live.events()), 5)
+    log.unlink()
+    time.sleep(0.3)
+    log.write_bytes(b"second life ERROR two")  # one line, no newline
+    live.wait_for(lambda: "ERROR two" in kept_text(live.events()), 5)
+    assert live.stop() == 0
+    (gen,) = check_tiling(live.events())
+    assert kept_text(gen) == "first life ERROR one\nsecond life ERROR two"
+
+
+def test_sigterm_decides_and_writes_everything_pending(tmp_path: Path) -> None:
+    log = tmp_path / "big.log"
+    lines = b"".join(b"INFO record %d fine\n" % i for i in range(3000)) + b"ERROR final verdict"
+    log.write_bytes(b"")
+    live = follow(tmp_path, log, "-q", "verdict", "--idle-ms", "60000")
+    log.write_bytes(lines)
+    time.sleep(1.0)
+    assert live.stop(signal.SIGTERM) == 0
+    (gen,) = check_tiling(live.events())
+    assert gen[-1]["event"] == "keep" and gen[-1]["text"].endswith("ERROR final verdict")
+    assert sum(e["lines"] for e in gen) == 3001
