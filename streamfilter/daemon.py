@@ -134,6 +134,7 @@ class _Running:
         self.scope = anyio.CancelScope()
         self.finished = anyio.Event()
         self.sinks: dict[str, Sink] = {}
+        self.files: list[FileSource] = []
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Open sinks, then sources; report started; run until ``stop``."""
@@ -163,7 +164,8 @@ class _Running:
                 sinks = [self.sinks[name] for name in source.sinks]
                 cps = checkpoints if source.checkpoint else None
                 if source.type == "file":
-                    await tg.start(FileSource(source, sinks, cps, tg).run)
+                    self.files.append(FileSource(source, sinks, cps, tg))
+                    await tg.start(self.files[-1].run)
                 elif source.type in ("unix", "tcp"):
                     await tg.start(_socket_source, source, sinks, tg)
                 else:
@@ -173,6 +175,8 @@ class _Running:
 
     def stop(self) -> None:
         """Stop every source; each writes what it holds (see ``FileFollower.run``)."""
+        for files in self.files:
+            files.stop_watching()
         self.scope.cancel()
 
 

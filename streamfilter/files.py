@@ -308,6 +308,11 @@ class FileSource:
         self.magic = glob.has_magic(source.path)
         self.followers: dict[str, FileFollower] = {}
         self._log = get_logger().bind(source=source.name)
+        self._stop = anyio.Event()  # the current directory watch's stop event
+
+    def stop_watching(self) -> None:
+        """End the directory watch now (its thread would otherwise only see a cancel at its next event)."""
+        self._stop.set()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Open what exists, start watching, then report started and follow until cancelled."""
@@ -349,7 +354,7 @@ class FileSource:
             if not dirs:
                 await anyio.sleep(self.source.timing.poll_seconds)
                 continue
-            stop = anyio.Event()
+            stop = self._stop = anyio.Event()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._rewatch_when_changed, dirs, stop)
                 async for changes in watchfiles.awatch(

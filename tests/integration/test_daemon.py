@@ -1,0 +1,331 @@
+"""``streamfilter daemon`` and ``check-config`` in a subprocess, with real files and sockets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_cli
+from tests.live.proc import Live
+
+
+def write_config(tmp: Path, body: str) -> Path:
+    path = tmp / "streamfilter.toml"
+    path.write_text(body)
+    return path
+
+
+def start(tmp: Path, body: str) -> Live:
+    live = Live(tmp, "daemon", "--config", str(write_config(tmp, body)), env={"XDG_STATE_HOME": str(tmp / "state")})
+    live.log_event("daemon.ready")
+    return live
+
+
+def runs(events: list[dict[str, Any]], stream: str | None = None) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] in ("keep", "drop") and (stream is None or e["source"] == stream)]
+
+
+def kept(events: list[dict[str, Any]], stream: str | None = None) -> str:
+    return "".join(e["text"] for e in runs(events, stream) if e["event"] == "keep")
+
+
+def connect_unix(path: Path) -> socket.socket:
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(str(path))
+    return client
+
+
+# -- config --------------------------------------------------------------------------------------
+def test_check_config_prints_the_resolved_config(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        f'[defaults]\nquery = "error failed"\n[[source]]\nname = "ci"\ntype = "file"\npath = "{tmp_path}/*.log"\n',
+    )
+    done = run_cli("check-config", str(config))
+    assert done.returncode == 0, done.stderr
+    resolved = json.loads(done.stdout)
+    (source,) = resolved["sources"]
+    assert source["filter"]["query"] == "error failed" and source["filter"]["window_lines"] == 8
+    assert source["start_at"] == "end" and source["roots"] == [str(tmp_path.resolve())]
+    assert source["timing"]["idle_seconds"] == 0.05 and source["mode"] == "0600"
+
+
+def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Path) -> None:
+    cases = {
+        '[[source]]\ntype = "file"\npath = "/x.log"\nquer = "error"\n': "source[0].quer: unknown key (did you mean 'query'?)",
+        '[[source]]\ntype = "file"\npath = "/x.log"\nwindow_lines = "8"\n': "source[0].window_lines: must be a whole number",
+        '[[source]]\ntype = "file"\npath = "/x.log"\nwindow_lines = 0\n': "source[0].window_lines: must be at least 1",
+        '[[source]]\ntype = "tcp"\naddress = "localhost"\n': "source[0].address: must be HOST:PORT",
+        '[[source]]\ntype = "file"\npath = "/x.log"\nsinks = ["nope"]\n': "source[0].sinks[0]: no sink named 'nope'",
+        '[[source]]\ntype = "socket"\n': "source[0].type: must be one of file, unix, tcp, stdin",
+        '[defaults]\nidle_seconds = -1\n[[source]]\ntype = "stdin"\n': "defaults.idle_seconds: must be a positive",
+        '[[source]]\ntype = "file"\npath = "/x.log"\nprotect = ["("]\n': "source[0].protect[0]: not a valid regex",
+        "[[source]\n": "not valid TOML",
+        "": "source: no sources",
+    }
+    for body, message in cases.items():
+        config = write_config(tmp_path, body)
+        for args in (("check-config", str(config)), ("daemon", "--config", str(config))):
+            done = run_cli(*args)
+            assert done.returncode == 78, (body, done.stderr)
+            assert f"{config}: {message}".encode() in done.stderr, (body, done.stderr)
+            assert done.stdout == b""
+
+
+# -- files -----------------------------------------------------------------------------------------
+def test_glob_reads_new_files_from_their_start_and_existing_ones_from_their_end(tmp_path: Path) -> None:
+    """B34: old.log (present at start) is not replayed; build.log, created later, is read whole."""
+    (tmp_path / "old.log").write_bytes(b"".join(b"OLD%03d historical line\n" % i for i in range(1, 101)))
+    out = tmp_path / "out.jsonl"
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "B01 B33 migration"\n[[source]]\nname = "ci"\ntype = "file"\npath = "{tmp_path}/*.log"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    build = tmp_path / "build.log"
+    build.write_bytes(b"".join(b"B%02d container starting step %02d\n" % (i, i) for i in range(1, 34)))
+    time.sleep(0.5)
+    with build.open("ab") as f:
+        f.write(b"B34 ERROR migration failed\nB35 container stopped\n")
+    with (tmp_path / "old.log").open("ab") as f:
+        f.write(b"OLD101 appended after start ERROR migration\n")
+    live.wait_for(lambda: "B34 ERROR" in kept(live.events(out)) and "OLD101" in kept(live.events(out)), 10)
+    assert live.stop() == 0
+    events = live.events(out)
+    stream = f"ci:{build}"
+    assert sum(e["lines"] for e in runs(events, stream)) == 35
+    assert "OLD0" not in json.dumps(events)
+    assert any(e.get("event") == "file.found" and e.get("path") == str(build) for e in live.logs())
+
+
+def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = (
+        f'[defaults]\nquery = "failed"\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\n'
+        f'start_at = "beginning"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    log.write_bytes(b"".join(b"INFO %05d step ok\n" % i for i in range(2000)))
+    live = start(tmp_path, body)
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) >= 2000, 10)
+    with log.open("ab") as f:
+        f.write(b"".join(b"INFO %05d more\n" % i for i in range(500)) + b"ERROR job failed\n")
+    time.sleep(0.3)
+    live.stop(signal.SIGKILL)
+    with log.open("ab") as f:
+        f.write(b"".join(b"INFO %05d after restart\n" % i for i in range(300)) + b"ERROR again failed\n")
+    second = start(tmp_path, body)
+    assert second.log_event("checkpoint.resumed")["offset"] > 0
+    second.wait_for(lambda: "ERROR again failed" in kept(second.events(out)), 10)
+    assert second.stop() == 0
+    # every byte of the file is in exactly one run, across both lives of the daemon
+    spans = sorted((e["start_byte"], e["end_byte"]) for e in runs(second.events(out)))
+    assert spans[0][0] == 0 and spans[-1][1] == log.stat().st_size
+    for (_, end), (begin, _) in zip(spans, spans[1:], strict=False):
+        assert begin == end
+    assert kept(second.events(out)).count("ERROR job failed") == 1
+
+
+def test_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) -> None:
+    """B03: the file was replaced while the daemon was down; its checkpoint no longer fits."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = (
+        f'[defaults]\nquery = "NEW"\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nstart_at = "beginning"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    log.write_bytes(b"".join(b"OLD-%02d padding padding padding padding padding\n" % i for i in range(1, 41)))
+    live = start(tmp_path, body)
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 40, 10)
+    assert live.stop() == 0
+    out.unlink()
+    log.unlink()
+    log.write_bytes(b"".join(b"NEW-%d short\n" % n for n in range(1, 6)))  # shorter; inode may be reused
+    second = start(tmp_path, body)
+    reason = second.log_event("checkpoint.stale")["reason"]
+    assert "inode" in reason or "shorter" in reason or "first bytes" in reason
+    second.wait_for(lambda: sum(e["lines"] for e in runs(second.events(out))) == 5, 10)
+    assert second.stop() == 0
+    new = runs(second.events(out))
+    assert new[0]["start_byte"] == 0 and new[0]["first_line"] == 1 and new[-1]["end_byte"] == log.stat().st_size
+    assert "NEW-1 short" in kept(second.events(out))
+
+
+def test_symlink_out_of_the_roots_is_refused_and_control_bytes_are_escaped_on_a_terminal(tmp_path: Path) -> None:
+    """B35 (roots and the fd check); the terminal escaping is tested in test_sinks."""
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    (allowed / "pods").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(b"SECRET-MARKER-7f3a this must never be read\n")
+    out = tmp_path / "out.jsonl"
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "ERROR SECRET"\n[[source]]\nname = "jobs"\ntype = "file"\npath = "{allowed}/*.log"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    (allowed / "job_42.log").symlink_to("../outside/secret.txt")
+    (allowed / "job_43.log").write_bytes(b"\x1b]0;owned\x07\x1b[2J\x1b[1;1HERROR forged status line\n")
+    (allowed / "pods" / "p1.log").write_bytes(b"ERROR real failure in pod log\n")
+    (allowed / "job_44.log").symlink_to("pods/p1.log")
+    live.wait_for(lambda: "real failure" in kept(live.events(out)) and "forged" in kept(live.events(out)), 10)
+    refused = live.log_event("file.refused")
+    assert refused["path"].endswith("job_42.log")
+    assert live.stop() == 0
+    assert b"SECRET-MARKER" not in out.read_bytes() + live.err_path.read_bytes() + live.output()
+
+
+# -- sockets ---------------------------------------------------------------------------------------
+def test_unix_socket_streams_are_filtered_while_open_and_kept_apart(tmp_path: Path) -> None:
+    """B25: the first record reaches the sink while the connection is open; B16: no successor needed."""
+    sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "failure"\n[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+    a, b = connect_unix(sock), connect_unix(sock)
+    sent = time.monotonic()
+    a.sendall(b"ERROR first failure\n")
+    live.wait_for(lambda: "first failure" in kept(live.events(out)), 5)
+    assert time.monotonic() - sent < 2.0
+    b.sendall(b"b line one\nb line two ERROR other failure\n")
+    a.sendall(b"ERROR second failure\nlast line without newline")
+    a.close()  # the disconnect mid-line still gets the last line through
+    live.wait_for(lambda: "last line without newline" in kept(live.events(out)), 5)
+    b.close()
+    live.wait_for(lambda: sum(e["event"] == "end" for e in live.events(out)) == 2, 5)
+    assert live.stop() == 0
+    events = live.events(out)
+    streams = {e["source"] for e in runs(events)}
+    assert streams == {"tools#1", "tools#2"}
+    first = runs(events, "tools#1")
+    assert [r["first_line"] for r in first][0] == 1 and sum(r["lines"] for r in first) == 3
+    assert kept(events, "tools#1") == "ERROR first failure\nERROR second failure\nlast line without newline"
+    assert sum(r["lines"] for r in runs(events, "tools#2")) == 2
+    assert not sock.exists()  # removed at shutdown
+
+
+def test_overlong_line_on_tcp_is_cut_with_a_marker_and_the_connection_stays(tmp_path: Path) -> None:
+    """B26: a 2 MiB line under a 1 MiB cap."""
+    out = tmp_path / "out.jsonl"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "ERROR"\nmax_line_bytes = 1048576\n[[source]]\nname = "tcp"\ntype = "tcp"\n'
+        f'address = "127.0.0.1:{port}"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    payload = b"ok 1\n" + b"X" * (2 * 1024 * 1024 + 10) + b"\n" + b"ERROR after overlong line\n"
+    with socket.create_connection(("127.0.0.1", port)) as client:
+        for i in range(0, len(payload), 65536):
+            client.sendall(payload[i : i + 65536])
+        live.wait_for(lambda: "ERROR after overlong line" in kept(live.events(out)), 10)
+        client.sendall(b"still open\n")
+        live.wait_for(lambda: sum(r["lines"] for r in runs(live.events(out))) >= 4, 5)
+    live.wait_for(lambda: any(e["event"] == "end" for e in live.events(out)), 5)
+    assert live.stop() == 0
+    events = live.events(out)
+    assert next(e for e in events if e["event"] == "end")["lines"] == 4
+    text = json.dumps(runs(events))
+    assert f"[{1024 * 1024 + 10} bytes elided]" in text or "bytes elided" in out.read_text()
+    warning = live.log_event("input.line_truncated")
+    assert warning["bytes"] == 2 * 1024 * 1024 + 10 and warning["peer"].startswith("127.0.0.1:")
+
+
+def test_stale_socket_is_replaced_a_live_one_is_not_stolen_a_regular_file_is_kept(tmp_path: Path) -> None:
+    """B27."""
+    sock = tmp_path / "sf.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock))  # a socket file nobody listens on: what a kill -9 leaves
+    stale.close()
+    body = f'[[source]]\nname = "s"\ntype = "unix"\npath = "{sock}"\n'
+    first = start(tmp_path, body)
+    assert first.log_event("socket.stale_removed")["path"] == str(sock)
+    second = Live(tmp_path, "daemon", "--config", str(write_config(tmp_path / "..", body)))
+    assert second.proc.wait(20) != 0
+    assert b"already in use by a live listener" in second.err_path.read_bytes()
+    with connect_unix(sock) as client:  # the first still serves
+        client.sendall(b"ERROR still served\n")
+    first.wait_for(lambda: b"ERROR still served" in first.output(), 5)
+    assert first.stop() == 0
+    sock.write_bytes(b"not a socket, keep me\n")
+    third = Live(tmp_path, "daemon", "--config", str(write_config(tmp_path, body)))
+    assert third.proc.wait(20) != 0
+    assert f"{sock} exists and is not a socket".encode() in third.err_path.read_bytes()
+    assert sock.read_bytes() == b"not a socket, keep me\n"
+
+
+def test_slow_subscriber_is_dropped_and_others_get_everything(tmp_path: Path) -> None:
+    sock, sub = tmp_path / "in.sock", tmp_path / "sub.sock"
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "failure"\nhead_lines = 100000\n[[source]]\nname = "in"\ntype = "unix"\npath = "{sock}"\n'
+        f'sinks = ["sub"]\n[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nqueue_events = 8\n',
+    )
+    slow, fast = connect_unix(sub), connect_unix(sub)
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    live.wait_for(lambda: sum(e.get("event") == "subscriber.connected" for e in live.logs()) == 2, 5)
+    received = bytearray()
+    fast.settimeout(0.05)
+    line = b"ERROR failure %06d " + b"x" * 200 + b"\n"
+    with connect_unix(sock) as client:
+        for i in range(3000):
+            client.sendall(line % i)
+            if i % 100 == 0:
+                time.sleep(0.06)  # let the idle flush write what came
+                try:
+                    while chunk := fast.recv(1 << 20):
+                        received += chunk
+                except TimeoutError:
+                    pass
+    dropped = live.log_event("subscriber.dropped")
+    assert dropped["queue_events"] == 8
+    fast.settimeout(5)
+    while b"ERROR failure 002999" not in received:
+        received += fast.recv(1 << 20)
+    assert received.count(b"ERROR failure") == 3000
+    assert live.proc.poll() is None
+    slow.settimeout(5)
+    tail = bytearray()
+    try:
+        while chunk := slow.recv(1 << 20):
+            tail += chunk
+    except (TimeoutError, ConnectionResetError):
+        pass
+    assert b"[streamfilter: subscriber too slow" in tail or len(tail) < received.count(b"\n") * 200
+    assert live.stop() == 0
+
+
+# -- signals ---------------------------------------------------------------------------------------
+def test_sighup_with_a_bad_config_keeps_the_old_one_and_a_good_one_is_taken(tmp_path: Path) -> None:
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    good = (
+        f'[defaults]\nquery = "failed"\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\n'
+        f'start_at = "beginning"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    log.write_bytes(b"INFO one\n")
+    live = start(tmp_path, good)
+    write_config(tmp_path, good.replace("query", "quer"))
+    live.proc.send_signal(signal.SIGHUP)
+    error = live.log_event("config.invalid")["error"]
+    assert "quer: unknown key" in error
+    with log.open("ab") as f:
+        f.write(b"ERROR step failed\n")
+    live.wait_for(lambda: "step failed" in kept(live.events(out)), 5)  # the old config still runs
+    write_config(tmp_path, good.replace('query = "failed"', 'query = "panic"'))
+    live.proc.send_signal(signal.SIGHUP)
+    live.log_event("daemon.reloaded")
+    with log.open("ab") as f:
+        f.write(b"thread main panic: boom\n")
+    live.wait_for(lambda: "panic: boom" in kept(live.events(out)), 5)
+    assert live.stop() == 0
+    assert kept(live.events(out)).count("ERROR step failed") == 1  # resumed from the checkpoint
