@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -57,10 +58,11 @@ def test_check_config_prints_the_resolved_config(tmp_path: Path) -> None:
 
 
 def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Path) -> None:
+    file = '[[source]]\ntype = "file"\npath = "/x.log"\n'
     cases = {
-        '[[source]]\ntype = "file"\npath = "/x.log"\nquer = "error"\n': "source[0].quer: unknown key (did you mean 'query'?)",
-        '[[source]]\ntype = "file"\npath = "/x.log"\nwindow_lines = "8"\n': "source[0].window_lines: must be a whole number",
-        '[[source]]\ntype = "file"\npath = "/x.log"\nwindow_lines = 0\n': "source[0].window_lines: must be at least 1",
+        file + 'quer = "error"\n': "source[0].quer: unknown key (did you mean 'query'?)",
+        file + 'window_lines = "8"\n': "source[0].window_lines: must be a whole number",
+        file + "window_lines = 0\n": "source[0].window_lines: must be at least 1",
         '[[source]]\ntype = "tcp"\naddress = "localhost"\n': "source[0].address: must be HOST:PORT",
         '[[source]]\ntype = "file"\npath = "/x.log"\nsinks = ["nope"]\n': "source[0].sinks[0]: no sink named 'nope'",
         '[[source]]\ntype = "socket"\n': "source[0].type: must be one of file, unix, tcp, stdin",
@@ -127,7 +129,7 @@ def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     # every byte of the file is in exactly one run, across both lives of the daemon
     spans = sorted((e["start_byte"], e["end_byte"]) for e in runs(second.events(out)))
     assert spans[0][0] == 0 and spans[-1][1] == log.stat().st_size
-    for (_, end), (begin, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (begin, _) in itertools.pairwise(spans):
         assert begin == end
     assert kept(second.events(out)).count("ERROR job failed") == 1
 
@@ -205,7 +207,7 @@ def test_unix_socket_streams_are_filtered_while_open_and_kept_apart(tmp_path: Pa
     streams = {e["source"] for e in runs(events)}
     assert streams == {"tools#1", "tools#2"}
     first = runs(events, "tools#1")
-    assert [r["first_line"] for r in first][0] == 1 and sum(r["lines"] for r in first) == 3
+    assert next(r["first_line"] for r in first) == 1 and sum(r["lines"] for r in first) == 3
     assert kept(events, "tools#1") == "ERROR first failure\nERROR second failure\nlast line without newline"
     assert sum(r["lines"] for r in runs(events, "tools#2")) == 2
     assert not sock.exists()  # removed at shutdown
