@@ -12,26 +12,29 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 
 import anyio
-from anyio.abc import Listener, SocketStream, TaskGroup, TaskStatus
+from anyio.abc import Listener, SocketListener, SocketStream, TaskGroup, TaskStatus
 
 from ._logging import get_logger
 from .checkpoint import CheckpointStore
 from .config import ConfigError, DaemonConfig, SourceConfig, load_config
 from .expand import Archive, Ref, state_dir
 from .files import FileSource
-from .live import LiveStream
+from .live import LiveStream, Totals
 from .records import Run
 from .sinks import Sink, open_sink
 from .sockets import bind_unix, serve_socket_source
+from .systemd import Notifier, listen_fds
 
 __all__ = ("run_daemon",)
 
 READ_BYTES = 1 << 20
+STATUS_SECONDS = 2.0  # how often STATUS= is sent to systemd
 
 
 def _archive_refs(log_source: str) -> tuple[Archive | None, Callable[[Run], str]]:
@@ -66,19 +69,30 @@ class _ArchivedStream(LiveStream):
         await super().end()
 
 
-def _archived_stream(source: SourceConfig, sinks: list[Sink], name: str) -> LiveStream:
+def _archived_stream(source: SourceConfig, sinks: list[Sink], name: str, totals: Totals) -> LiveStream:
     archive, refs = _archive_refs(name)
-    stream = _ArchivedStream(name, source.filter, source.timing, sinks, refs)
+    stream = _ArchivedStream(name, source.filter, source.timing, sinks, refs, totals=totals, totals_key=source.name)
     stream.archive = archive
     return stream
 
 
 async def _socket_source(
-    source: SourceConfig, sinks: list[Sink], tg: TaskGroup, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    source: SourceConfig,
+    sinks: list[Sink],
+    tg: TaskGroup,
+    totals: Totals,
+    inherited: socket.socket | None,
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     log = get_logger().bind(source=source.name)
     listener: Listener[SocketStream]
-    if source.type == "unix":
+    if inherited is not None:  # socket activation: systemd owns the path or port
+        sock = socket.socket(fileno=os.dup(inherited.fileno()))  # a reload takes its own copy
+        sock.setblocking(False)
+        listener = await SocketListener.from_socket(sock)
+        where = f"{source.type} socket from systemd ({source.name})"
+    elif source.type == "unix":
         listener = await bind_unix(source.path, source.mode)
         where = source.path
     else:
@@ -90,10 +104,14 @@ async def _socket_source(
     try:
         async with listener:
             await serve_socket_source(
-                listener, source.name, lambda name: _archived_stream(source, sinks, name), source.max_line_bytes, tg
+                listener,
+                source.name,
+                lambda name: _archived_stream(source, sinks, name, totals),
+                source.max_line_bytes,
+                tg,
             )
     finally:
-        if source.type == "unix":
+        if source.type == "unix" and inherited is None:
             try:
                 os.unlink(source.path)
             except FileNotFoundError:
@@ -101,9 +119,13 @@ async def _socket_source(
 
 
 async def _stdin_source(
-    source: SourceConfig, sinks: list[Sink], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    source: SourceConfig,
+    sinks: list[Sink],
+    totals: Totals,
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    live = _archived_stream(source, sinks, source.name)
+    live = _archived_stream(source, sinks, source.name, totals)
     fd = sys.stdin.fileno()
     task_status.started()
     try:
@@ -129,8 +151,10 @@ async def _stdin_source(
 class _Running:
     """The sources and sinks of one config, running in their own task group."""
 
-    def __init__(self, config: DaemonConfig) -> None:
+    def __init__(self, config: DaemonConfig, totals: Totals, inherited: dict[str, socket.socket]) -> None:
         self.config = config
+        self.totals = totals
+        self.inherited = inherited
         self.scope = anyio.CancelScope()
         self.finished = anyio.Event()
         self.sinks: dict[str, Sink] = {}
@@ -164,12 +188,13 @@ class _Running:
                 sinks = [self.sinks[name] for name in source.sinks]
                 cps = checkpoints if source.checkpoint else None
                 if source.type == "file":
-                    self.files.append(FileSource(source, sinks, cps, tg))
+                    self.files.append(FileSource(source, sinks, cps, tg, self.totals))
                     await tg.start(self.files[-1].run)
                 elif source.type in ("unix", "tcp"):
-                    await tg.start(_socket_source, source, sinks, tg)
+                    inherited = self.inherited.get(source.name)
+                    await tg.start(_socket_source, source, sinks, tg, self.totals, inherited)
                 else:
-                    await tg.start(_stdin_source, source, sinks)
+                    await tg.start(_stdin_source, source, sinks, self.totals)
             get_logger().info("daemon.ready", config=self.config.path, sources=len(self.config.sources))
             task_status.started()
 
@@ -180,45 +205,63 @@ class _Running:
         self.scope.cancel()
 
 
-async def run_daemon(config: DaemonConfig, on_ready: Callable[[], Awaitable[None]] | None = None) -> int:
+async def run_daemon(config: DaemonConfig) -> int:
     """Run ``config`` until SIGTERM/SIGINT; return the exit status (0).
 
-    Args:
-        config: a checked config (``load_config``).
-        on_ready: awaited once every source is open.
+    Under systemd: ``READY=1`` once every source is open, ``STATUS=`` with the counts every
+    ``STATUS_SECONDS``, ``WATCHDOG=1`` from the event loop, ``RELOADING=1``/``READY=1`` around a
+    reload, ``STOPPING=1`` before draining; unix and TCP sources take the listening sockets
+    systemd passes whose ``FileDescriptorName=`` is the source's name.
 
     Raises:
         SocketInUseError, OSError: a source or sink could not be opened at start-up.
     """
     log = get_logger()
+    notifier = Notifier()
+    inherited = listen_fds()
+    totals = Totals()
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async with anyio.create_task_group() as tg:
-            running = _Running(config)
+            tg.start_soon(notifier.watchdog)
+            running = _Running(config, totals, inherited)
             await tg.start(running.run)
-            if on_ready is not None:
-                await on_ready()
+            notifier.send("READY=1", f"STATUS=running {len(config.sources)} sources")
+            tg.start_soon(_report_status, notifier, totals)
             async for signum in signals:
                 if signum != signal.SIGHUP or not config.path:  # no file to reload (follow): stop
                     break
+                notifier.reloading()
                 try:
                     new = load_config(config.path)
                 except ConfigError as exc:
                     log.error("config.invalid", error=str(exc), kept=config.path)
+                    notifier.send("READY=1", "STATUS=reload failed: the config does not check; the old one runs")
                     continue
                 log.info("daemon.reloading", config=config.path)
                 running.stop()
                 await running.finished.wait()
-                running = _Running(new)
+                running = _Running(new, totals, inherited)
                 await tg.start(running.run)
                 config = new
+                notifier.send("READY=1", f"STATUS=reloaded; running {len(config.sources)} sources")
                 log.info("daemon.reloaded", config=config.path)
+            notifier.send("STOPPING=1")
             log.info("daemon.stopping", signal=signal.Signals(signum).name)
             running.stop()
             tg.start_soon(_second_signal, signals)
             await running.finished.wait()
             tg.cancel_scope.cancel()
-    log.info("daemon.stopped")
+    log.info("daemon.stopped", totals=totals.describe())
+    notifier.close()
     return 0
+
+
+async def _report_status(notifier: Notifier, totals: Totals) -> None:
+    if not notifier.enabled:
+        return
+    while True:
+        await anyio.sleep(STATUS_SECONDS)
+        notifier.send(f"STATUS={totals.describe() or 'no input yet'}")
 
 
 async def _second_signal(signals: AsyncIterator[int]) -> None:

@@ -35,7 +35,7 @@ from ._logging import get_logger
 from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, fingerprint
 from .config import SourceConfig
 from .expand import Ref
-from .live import LiveStream
+from .live import LiveStream, Totals
 from .records import Run
 from .sinks import Sink
 
@@ -61,6 +61,7 @@ class FileFollower:
         checkpoints: the store, or None when checkpoints are off.
         at_startup: the path was present when the daemon started (``start_at`` applies;
             a file that appears later is read from its beginning).
+        totals: where the stream's counts are added.
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class FileFollower:
         sinks: Sequence[Sink],
         checkpoints: CheckpointStore | None,
         at_startup: bool,
+        totals: Totals | None = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -78,6 +80,7 @@ class FileFollower:
         self.sinks = sinks
         self.checkpoints = checkpoints
         self.at_startup = at_startup
+        self.totals = totals
         self.stream: LiveStream | None = None
         self.opened = anyio.Event()  # set once the first open was tried
         self._log = get_logger().bind(source=source.name, path=path)
@@ -300,8 +303,10 @@ class FileSource:
         sinks: Sequence[Sink],
         checkpoints: CheckpointStore | None,
         task_group: TaskGroup,
+        totals: Totals | None = None,
     ) -> None:
         self.source = source
+        self.totals = totals
         self.sinks = sinks
         self.checkpoints = checkpoints
         self._tg = task_group
@@ -337,7 +342,7 @@ class FileSource:
 
     def _add(self, path: str, at_startup: bool) -> None:
         name = f"{self.source.name}:{path}" if self.magic else self.source.name
-        follower = FileFollower(path, self.source, name, self.sinks, self.checkpoints, at_startup)
+        follower = FileFollower(path, self.source, name, self.sinks, self.checkpoints, at_startup, self.totals)
         self.followers[path] = follower
         if not at_startup:
             self._log.info("file.found", path=path)

@@ -13,15 +13,35 @@ import json
 import time
 from collections.abc import Callable, Sequence
 
+import anyio
+
 from .config import Timing
 from .filter import FilterConfig, StreamFilter
 from .output import end_event, render
 from .records import Run
 from .sinks import Sink
 
-__all__ = ("LiveStream", "marker_event")
+__all__ = ("LiveStream", "Totals", "marker_event")
 
 RefMaker = Callable[[Run], str]
+
+
+class Totals:
+    """Lines in, kept and dropped per source, over all its streams (for ``STATUS=`` and logs)."""
+
+    def __init__(self) -> None:
+        self.by_source: dict[str, list[int]] = {}
+
+    def add(self, source: str, lines: int, kept: int, dropped: int) -> None:
+        """Add counts (in lines) to ``source``'s totals."""
+        row = self.by_source.setdefault(source, [0, 0, 0])
+        row[0] += lines
+        row[1] += kept
+        row[2] += dropped
+
+    def describe(self) -> str:
+        """One line: ``NAME: N lines in, K kept, D dropped; ...``."""
+        return "; ".join(f"{name}: {n} lines in, {k} kept, {d} dropped" for name, (n, k, d) in self.by_source.items())
 
 
 def marker_event(fmt: str, source: str, text: str, **facts: object) -> bytes:
@@ -41,6 +61,7 @@ class LiveStream:
         sinks: where runs go, each in its own format.
         refs: gives a DROP run its ref (``""`` for none).
         start_line, start_byte: where the stream resumes (see ``StreamFilter``).
+        totals: where the stream's counts are added, under ``totals_key``.
 
     Attributes:
         emitted_line, emitted_byte: the stream position just past the last run written
@@ -56,6 +77,8 @@ class LiveStream:
         refs: RefMaker | None = None,
         start_line: int = 1,
         start_byte: int = 0,
+        totals: Totals | None = None,
+        totals_key: str = "",
     ) -> None:
         self.source = source
         self.filter = StreamFilter(config, source, start_line, start_byte)
@@ -68,6 +91,9 @@ class LiveStream:
         self._unsettled = False  # complete lines fed since the last settle
         self._partial_out = False  # the held partial line was let out already
         self._ended = False
+        self._totals = totals
+        self._totals_key = totals_key or source
+        self._counted = (0, 0, 0)
 
     async def feed(self, chunk: bytes) -> None:
         """The next bytes; writes the runs they decide (waits while a sink is full)."""
@@ -117,12 +143,19 @@ class LiveStream:
         if not runs:
             return
         rendered: dict[str, bytes] = {}
-        for sink in self.sinks:
-            data = rendered.get(sink.format)
-            if data is None:
-                data = rendered[sink.format] = b"".join(
-                    render(run, sink.format, self.source, self.refs(run)) for run in runs
-                )
-            await sink.send(data)
+        # shielded: a stop arriving mid-write must not leave one sink with runs another lacks
+        with anyio.CancelScope(shield=True):
+            for sink in self.sinks:
+                data = rendered.get(sink.format)
+                if data is None:
+                    data = rendered[sink.format] = b"".join(
+                        render(run, sink.format, self.source, self.refs(run)) for run in runs
+                    )
+                await sink.send(data)
         self.emitted_line = runs[-1].last_line + 1
         self.emitted_byte = runs[-1].end_byte
+        if self._totals is not None:
+            stats = self.filter.stats
+            now = (stats.lines, stats.kept_lines, stats.dropped_lines)
+            self._totals.add(self._totals_key, *(a - b for a, b in zip(now, self._counted, strict=True)))
+            self._counted = now

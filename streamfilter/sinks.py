@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+import time
 from typing import BinaryIO
 
 import anyio
@@ -24,6 +25,7 @@ from .sockets import bind_unix
 
 __all__ = ("FileSink", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
 
+BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
 _CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -63,12 +65,26 @@ class StdoutSink(Sink):
         self._out = out if out is not None else sys.stdout.buffer
         self._escape = not config.raw and self._out.isatty()
         self._lock = anyio.Lock()
+        self._blocked_since: float | None = None
 
     async def send(self, data: bytes) -> None:
         if self._escape:
             data = escape_controls(data)
         async with self._lock:  # one writer at a time keeps events whole
-            await anyio.to_thread.run_sync(self._write, data)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._report_blocked)
+                await anyio.to_thread.run_sync(self._write, data)
+                tg.cancel_scope.cancel()
+            if self._blocked_since is not None:
+                waited = round(time.monotonic() - self._blocked_since, 3)
+                get_logger().info("reading.resumed", sink=self.name, blocked_seconds=waited)
+                self._blocked_since = None
+
+    async def _report_blocked(self) -> None:
+        # the sources feeding this sink wait for it (backpressure): say so once it lasts
+        await anyio.sleep(BLOCKED_SECONDS)
+        self._blocked_since = time.monotonic() - BLOCKED_SECONDS
+        get_logger().info("reading.paused", sink=self.name, reason="the sink is not taking output")
 
     def _write(self, data: bytes) -> None:
         self._out.write(data)
