@@ -28,6 +28,7 @@ import time
 from collections.abc import Sequence
 
 import anyio
+import anyio.lowlevel
 import watchfiles
 from anyio.abc import TaskGroup, TaskStatus
 
@@ -41,7 +42,7 @@ from .sinks import Sink
 
 __all__ = ("FileFollower", "FileSource")
 
-READ_BYTES = 1 << 20
+READ_BYTES = 1 << 18  # per read: one feed of this many bytes is the longest the event loop is held
 ACTIVE_POLL_SECONDS = 0.004  # stat interval while a file grew within the last second
 ACTIVE_SECONDS = 1.0
 TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in place
@@ -172,7 +173,17 @@ class FileFollower:
         self._log.info("source.opened", offset=offset, line=line, ino=info.st_ino)
 
     def _new_stream(self, line: int, offset: int) -> LiveStream:
-        return LiveStream(self.stream_name, self.source.filter, self.source.timing, self.sinks, self._ref, line, offset)
+        return LiveStream(
+            self.stream_name,
+            self.source.filter,
+            self.source.timing,
+            self.sinks,
+            self._ref,
+            line,
+            offset,
+            totals=self.totals,
+            totals_key=self.source.name,
+        )
 
     def _ref(self, run: Run) -> str:
         """Refs point into the current file (file offsets), checked by CRC-32 on expand."""
@@ -218,6 +229,7 @@ class FileFollower:
         self._active_until = time.monotonic() + ACTIVE_SECONDS
         await self.stream.feed(data)
         self._save()
+        await anyio.lowlevel.checkpoint()  # a file that is all there must not starve the other tasks
         return len(data)
 
     def _generation_change(self, fd: int) -> tuple[str, str] | None:
