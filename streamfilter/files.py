@@ -217,11 +217,20 @@ class FileFollower:
             await self._wait()
 
     async def _read(self, fd: int) -> int:
-        """Read what the file has past the offset; return the byte count."""
+        """Read what the file has past the offset; return the byte count.
+
+        The bytes are checked after they are read (the file was not truncated or rewritten
+        meanwhile), so a rewrite racing the read never puts a fragment of new content into
+        the old generation.
+        """
         assert self.stream is not None
         data = os.pread(fd, READ_BYTES, self._offset)
         if not data:
             return 0
+        change = self._generation_change(fd)
+        if change is not None:
+            await self._new_generation(fd, *change)
+            return 1  # read again, from byte 0
         if self._offset < HEAD_BYTES:
             self._head += data[: HEAD_BYTES - self._offset]
         self._tail = (self._tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]

@@ -160,6 +160,7 @@ class _Pending:
     cont: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     record: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     forced: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    hit: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     tokens: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
 
@@ -265,9 +266,10 @@ class StreamFilter:
         ``extend_lines``): the kept record goes on, it is not re-scored as a new one.
 
         With ``partial``, an unterminated last line is decided too, as a line of its
-        own; bytes that arrive later up to its ``\\n`` are the rest of that line, given
-        its decision (a KEEP run of the rest; for a dropped line, a DROP run if the
-        rest is more than a line terminator, else only counted in ``stats``).
+        own; bytes that arrive later up to its ``\\n`` are the rest of that line: a KEEP
+        run if the line was kept or the rest has a protected signature or a query term;
+        otherwise a DROP run if the rest is more than a line terminator, else only
+        counted in ``stats``.
 
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
@@ -298,16 +300,26 @@ class StreamFilter:
             self._ingest(block)
         return self._emit(final=False)
 
+    def _matters(self, text: bytes) -> bool:
+        """Whether ``text`` (part of one line) has a protected signature or a query term."""
+        line = text if text.endswith(b"\n") else text + b"\n"
+        norm = normalize_block(line, 1, self.config.max_line_bytes)
+        table = token_table(norm.text, norm.ends)
+        _, tf = count_terms(norm.text, norm.ends, self.query, table)
+        hits, _ = self._signatures.find(norm.text, norm.ends, table, line_layout(norm.text, norm.ends).first)
+        return bool(hits.shape[0] or tf.sum())
+
     def _take_rest(self, chunk: bytes, runs: list[Run]) -> bytes:
         """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk``."""
         assert self._rest is not None
         line, kept = self._rest
         nl = chunk.find(b"\n")
         rest = chunk if nl < 0 else chunk[: nl + 1]
-        if nl >= 0:
-            self._rest = None
         if not rest:
             return chunk
+        # the rest is judged too: "Running tests... " let out, then "FAILED" must not be summarized
+        kept = kept or self._matters(rest)
+        self._rest = None if nl >= 0 else (line, kept)
         start = self._buf_start
         self._splitter.skip(len(rest))
         self._buf_start += len(rest)
@@ -380,6 +392,7 @@ class StreamFilter:
         p.cont = np.concatenate((p.cont, np.zeros(n, dtype=bool)))
         p.record = np.concatenate((p.record, np.full(n, -1, dtype=np.int64)))
         p.forced = np.concatenate((p.forced, np.zeros(n, dtype=bool)))
+        p.hit = np.concatenate((p.hit, np.zeros(n, dtype=bool)))
         p.tokens = np.concatenate((p.tokens, tokens))
         p.tf = np.concatenate((p.tf, tf))
         self._buf += block.data
@@ -469,11 +482,9 @@ class StreamFilter:
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)
         around = np.cumsum(marks[:-1]) > 0
-        # an over-long line is no one's context: kept only for itself (a hit, its window, head, tail)
-        lengths = np.diff(p.ends, prepend=np.int64(self._buf_start))
-        around &= lengths <= cfg.max_line_bytes
         around[hits] = True
         p.forced |= around
+        p.hit[hits] = True
         wrel = p.window[hits] - self._w_base
         unset = self._w_prot[wrel] < 0
         self._w_prot[wrel[unset]] = ids[unset]
@@ -504,6 +515,12 @@ class StreamFilter:
             keep[:head] = True
         tail = max(0, n - cfg.tail_lines) if final and cfg.tail_lines > 0 else n
         keep[tail:] = True
+        # an over-long line or a carriage-return redraw (a progress bar) is kept only when it is
+        # itself a protected hit; as a window's member, context, head or tail it is summarized
+        lengths = np.diff(p.ends[:n], prepend=np.int64(self._buf_start))
+        weak = (lengths > cfg.max_line_bytes) | (p.frames[:n] > 1)
+        if weak.any():
+            keep &= ~weak | p.hit[:n]
         if cfg.explain:
             self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail)
         self._build_runs(keep, runs)
@@ -551,6 +568,8 @@ class StreamFilter:
                 else:
                     first = max(int(lines[0]), a)
                     reason = "head" if first < why.head else "tail" if first >= why.tail else "context"
+            elif prot >= 0 or why.window_keep[rel - why.w_lo]:
+                reason = "weak-line"  # an over-long or redrawn line in a kept window
             else:
                 reason = "below-cut" if self._w_term[rel] else "no-term"
             trace = WindowTrace(
@@ -681,6 +700,7 @@ class StreamFilter:
         p.ends, p.norm_ends, p.term, p.frames = p.ends[n:], p.norm_ends[n:], p.term[n:], p.frames[n:]
         p.repeat = p.repeat[n:]
         p.window, p.cont, p.record, p.forced = p.window[n:], p.cont[n:], p.record[n:], p.forced[n:]
+        p.hit = p.hit[n:]
         p.tokens, p.tf = p.tokens[n:], p.tf[n:]
         if first_window is not None and first_window > self._w_base:
             k = first_window - self._w_base

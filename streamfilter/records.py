@@ -56,7 +56,9 @@ class WindowTrace:
             and a score at or above the cut), ``head``, ``tail``, ``context`` (lines
             kept around a protected line) or ``short-gap`` (a DROP run too short
             to summarize); for DROP: ``below-cut`` (a query term, score below the
-            cut) or ``no-term``.
+            cut), ``no-term``, or ``weak-line`` (an over-long or carriage-return
+            redrawn line in a kept window: such lines are kept only when protected
+            themselves).
     """
 
     first_line: int

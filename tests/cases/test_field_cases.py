@@ -190,12 +190,6 @@ def test_B08_long_line_does_not_hide_following_lines(tmp_path: Path) -> None:
     assert long_line[0]["bytes"] in (len(lines[1]), len(lines[1]) - 1)
 
 
-@pytest.mark.xfail(
-    reason="B08: a KEEP run prints an over-long line whole (README: 'longer lines are still printed whole'); "
-    "the CLI has no '[... N bytes elided]' cap for kept lines, so with the default --head 3 the 2 MiB "
-    "line 2 reaches stdout in full",
-    strict=True,
-)
 def test_B08_kept_long_line_is_capped_with_elided_marker(tmp_path: Path) -> None:
     log = generate_input("B08", tmp_path)
     data = log.read_bytes()
@@ -288,12 +282,6 @@ def test_B13_error_after_progress_frames_is_kept() -> None:
     assert b"".join(lines[5:7]) in proc.stdout
 
 
-@pytest.mark.xfail(
-    reason="B13: lines 3-5 share the ERROR line's 7-line window and are its --context lines, so they are "
-    "KEEP, and the CLI has no collapsing of carriage-return frames in KEEP output (final frame + "
-    "'[N frames collapsed]'): all 303 frames (~10 KB) are printed verbatim",
-    strict=True,
-)
 def test_B13_progress_frames_are_collapsed() -> None:
     log = case_file("B13")
     data = log.read_bytes()

@@ -81,7 +81,7 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
 
 
 # -- files -----------------------------------------------------------------------------------------
-def test_glob_reads_new_files_from_their_start_and_existing_ones_from_their_end(tmp_path: Path) -> None:
+def test_B34_glob_reads_new_files_from_their_start_and_existing_ones_from_their_end(tmp_path: Path) -> None:
     """B34: old.log (present at start) is not replayed; build.log, created later, is read whole."""
     (tmp_path / "old.log").write_bytes(b"".join(b"OLD%03d historical line\n" % i for i in range(1, 101)))
     out = tmp_path / "out.jsonl"
@@ -134,7 +134,7 @@ def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     assert kept(second.events(out)).count("ERROR job failed") == 1
 
 
-def test_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) -> None:
+def test_B03_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) -> None:
     """B03: the file was replaced while the daemon was down; its checkpoint no longer fits."""
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
     body = (
@@ -158,8 +158,8 @@ def test_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) -> N
     assert "NEW-1 short" in kept(second.events(out))
 
 
-def test_symlink_out_of_the_roots_is_refused_and_control_bytes_are_escaped_on_a_terminal(tmp_path: Path) -> None:
-    """B35 (roots and the fd check); the terminal escaping is tested in test_sinks."""
+def test_B35_symlink_out_of_the_roots_is_refused(tmp_path: Path) -> None:
+    """B35: roots, checked on the opened fd (the terminal escaping: tests/cases/test_live_cases.py)."""
     allowed, outside = tmp_path / "allowed", tmp_path / "outside"
     (allowed / "pods").mkdir(parents=True)
     outside.mkdir()
@@ -182,7 +182,7 @@ def test_symlink_out_of_the_roots_is_refused_and_control_bytes_are_escaped_on_a_
 
 
 # -- sockets ---------------------------------------------------------------------------------------
-def test_unix_socket_streams_are_filtered_while_open_and_kept_apart(tmp_path: Path) -> None:
+def test_B25_B16_unix_socket_streams_are_filtered_while_open_and_kept_apart(tmp_path: Path) -> None:
     """B25: the first record reaches the sink while the connection is open; B16: no successor needed."""
     sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
     live = start(
@@ -213,7 +213,7 @@ def test_unix_socket_streams_are_filtered_while_open_and_kept_apart(tmp_path: Pa
     assert not sock.exists()  # removed at shutdown
 
 
-def test_overlong_line_on_tcp_is_cut_with_a_marker_and_the_connection_stays(tmp_path: Path) -> None:
+def test_B26_overlong_line_on_tcp_is_cut_with_a_marker_and_the_connection_stays(tmp_path: Path) -> None:
     """B26: a 2 MiB line under a 1 MiB cap."""
     out = tmp_path / "out.jsonl"
     with socket.socket() as probe:
@@ -242,7 +242,7 @@ def test_overlong_line_on_tcp_is_cut_with_a_marker_and_the_connection_stays(tmp_
     assert warning["bytes"] == 2 * 1024 * 1024 + 10 and warning["peer"].startswith("127.0.0.1:")
 
 
-def test_stale_socket_is_replaced_a_live_one_is_not_stolen_a_regular_file_is_kept(tmp_path: Path) -> None:
+def test_B27_stale_socket_is_replaced_a_live_one_is_not_stolen_a_regular_file_is_kept(tmp_path: Path) -> None:
     """B27."""
     sock = tmp_path / "sf.sock"
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

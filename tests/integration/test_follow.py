@@ -42,7 +42,7 @@ def check_tiling(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return generations[:-1]
 
 
-def test_append_then_quiet_shows_the_error_record_without_a_successor(tmp_path: Path) -> None:
+def test_B16_follow_append_then_quiet_shows_the_error_record_without_a_successor(tmp_path: Path) -> None:
     log = tmp_path / "job.log"
     log.write_bytes(b"".join(b"INFO step %d ok\n" % i for i in range(60)))
     live = follow(tmp_path, log, "-q", "no space left")
@@ -57,7 +57,7 @@ def test_append_then_quiet_shows_the_error_record_without_a_successor(tmp_path: 
     assert "ERROR writing artifact\n  caused by: no space left on device\n  at upload()\n" in kept_text(gen)
 
 
-def test_unterminated_last_line_goes_out_once_and_its_newline_completes_it(tmp_path: Path) -> None:
+def test_B06_unterminated_last_line_goes_out_once_and_its_newline_completes_it(tmp_path: Path) -> None:
     """B06: the record with an unterminated last line is one KEEP run; the late newline adds no line."""
     log = tmp_path / "app.log"
     log.write_bytes(b"INFO boot\n" * 40)
@@ -77,7 +77,7 @@ def test_unterminated_last_line_goes_out_once_and_its_newline_completes_it(tmp_p
     assert [e for e in gen if e["first_line"] == 43 == e["last_line"] and e["event"] == "keep"][-1]["text"] == "\n"
 
 
-def test_rename_rotation_is_one_stream_and_reads_the_old_file_to_its_end(tmp_path: Path) -> None:
+def test_B01_rename_rotation_is_one_stream_and_reads_the_old_file_to_its_end(tmp_path: Path) -> None:
     """B01: a line written just before the rename is read from the renamed file; numbering goes on."""
     log = tmp_path / "app.log"
     log.write_bytes(b"")
@@ -133,7 +133,7 @@ def test_truncation_and_rewrite_in_place_start_a_marked_new_generation(tmp_path:
 
 
 @pytest.mark.parametrize("gap", [0.3, 0.0])
-def test_atomic_replaces_are_followed_every_line_once(tmp_path: Path, gap: float) -> None:
+def test_B29_atomic_replaces_are_followed_every_line_once(tmp_path: Path, gap: float) -> None:
     """B29: the path is re-resolved after each replace (the watch is on the directory).
 
     With no pause, a generation can be replaced before anyone could open it (it lives a few
