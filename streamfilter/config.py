@@ -52,11 +52,14 @@ class Timing:
     Attributes:
         idle_seconds: quiet time after which pending lines are decided, an unterminated
             last line included (``StreamFilter.settle``).
+        max_delay_seconds: longest a line waits for its decision while the stream keeps
+            flowing (no quiet moment comes): the stream is settled then anyway.
         poll_seconds: the stat check of a followed file while it is quiet (a backstop to
             the directory watch); while a file is being written it is read as fast as it grows.
     """
 
     idle_seconds: float = 0.05
+    max_delay_seconds: float = 0.01
     poll_seconds: float = 1.0
 
 

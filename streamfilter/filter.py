@@ -34,6 +34,10 @@ from .tokens import Query, count_terms, token_table
 __all__ = ("DEFAULT_QUERY", "MAX_TRACES", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
 
 MAX_TRACES = 256  # window traces kept per run with explain; the rest are counted
+# a line redrawn more often than this (carriage returns) is a progress display, not a message; CI
+# logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
+# labelled as needed in the corpus with up to 5 frames; progress bars redraw by the dozen
+REDRAW_FRAMES = 9
 MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
 
 Int64Array = npt.NDArray[np.int64]
@@ -515,10 +519,11 @@ class StreamFilter:
             keep[:head] = True
         tail = max(0, n - cfg.tail_lines) if final and cfg.tail_lines > 0 else n
         keep[tail:] = True
-        # an over-long line or a carriage-return redraw (a progress bar) is kept only when it is
-        # itself a protected hit; as a window's member, context, head or tail it is summarized
+        # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
+        # kept only when it is itself a protected hit; as a window's member, context, head or
+        # tail it is summarized
         lengths = np.diff(p.ends[:n], prepend=np.int64(self._buf_start))
-        weak = (lengths > cfg.max_line_bytes) | (p.frames[:n] > 1)
+        weak = (lengths > cfg.max_line_bytes) | ((p.frames[:n] > REDRAW_FRAMES) & ~p.term[:n])
         if weak.any():
             keep &= ~weak | p.hit[:n]
         if cfg.explain:

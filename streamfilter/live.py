@@ -4,7 +4,8 @@ The source calls ``feed`` with bytes as they arrive, ``tick`` when its wait for 
 at ``due()``, and ``end`` at the end of the stream. A stream quiet for ``idle_seconds`` is
 settled: its pending lines are decided and written, an unterminated last line too (bytes that
 complete it later are written as its rest), so a final error is shown without waiting for a
-successor that may never come.
+successor that may never come. A stream that never pauses is settled (complete lines only) once
+its oldest undecided bytes have waited ``max_delay_seconds``, so output keeps pace with input.
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ class LiveStream:
         self.emitted_line = start_line
         self.emitted_byte = start_byte
         self._last = time.monotonic()
-        self._unsettled = False  # complete lines fed since the last settle
+        self._unsettled = False  # bytes fed since the last settle
+        self._since = self._last  # when the first of them came
         self._partial_out = False  # the held partial line was let out already
         self._ended = False
         self._totals = totals
@@ -100,10 +102,14 @@ class LiveStream:
         if not chunk:
             return
         self._last = time.monotonic()
-        self._unsettled = True
+        if not self._unsettled:
+            self._unsettled, self._since = True, self._last
         if b"\n" in chunk:
             self._partial_out = False
         await self._write(self.filter.feed(chunk))
+        if self._last >= self._since + self.timing.max_delay_seconds:
+            self._unsettled = False
+            await self._write(self.filter.settle())
 
     def due(self) -> float | None:
         """``time.monotonic()`` at which ``tick`` has work to do, or None while nothing waits."""
