@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,12 @@ def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The CLIs these tests start archive stdin under $XDG_STATE_HOME: keep that out of $HOME."""
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
     os.environ.pop("STATE_DIRECTORY", None)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    """A daemon or follower a test started does not outlive the test, even when it fails."""
+    from tests.live.proc import Live
+
+    yield
+    Live.kill_all()

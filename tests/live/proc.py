@@ -16,6 +16,17 @@ from typing import Any
 class Live:
     """``python -m streamfilter ARGS`` started now; read its output while it runs."""
 
+    running: list[Live] = []  # noqa: RUF012 - every started process, killed after its test
+
+    @classmethod
+    def kill_all(cls) -> None:
+        """Kill what a failed test left running."""
+        for live in cls.running:
+            if live.proc.poll() is None:
+                live.proc.kill()
+                live.proc.wait()
+        cls.running.clear()
+
     def __init__(self, tmp: Path, *args: str, env: dict[str, str] | None = None, stdin: Any = None) -> None:
         self.out_path = tmp / f"out-{time.monotonic_ns()}.txt"
         self.err_path = self.out_path.with_suffix(".err")
@@ -28,6 +39,7 @@ class Live:
             stdin=stdin if stdin is not None else subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
         )
+        Live.running.append(self)
 
     def output(self) -> bytes:
         return self.out_path.read_bytes()
