@@ -26,11 +26,13 @@ from . import __version__
 from ._logging import configure_logging, get_logger
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
 from .daemon import run_daemon
+from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
 from .expand import Archive, Ref, expand, state_dir
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
 from .records import Run
+from .run import parse_socket, run_command, send_command
 
 __all__ = ("main",)
 
@@ -142,6 +144,32 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument(
         "--raw", action="store_true", help="on a terminal, write control bytes as they are (default: escaped)"
     )
+    rn = sub.add_parser(
+        "run",
+        help="run a command and filter its output as it prints",
+        description="Run CMD (stdout and stderr merged), print what matters as it comes, exit with CMD's status.",
+    )
+    _filter_options(rn)
+    rn.add_argument("--separate", action="store_true", help="filter stdout and stderr as two streams")
+    rn.add_argument("--tee", metavar="FILE", help="also write the whole raw output to FILE; refs point into it")
+    rn.add_argument(
+        "--success-tail",
+        type=_count(0),
+        default=SUCCESS_TAIL_LINES,
+        metavar="N",
+        help="last lines kept when CMD exits 0 (on failure: --tail) (default %(default)s)",
+    )
+    rn.add_argument("--raw", action="store_true", help="on a terminal, write control bytes as they are")
+    rn.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the command to run")
+    sd = sub.add_parser(
+        "send",
+        help="run a command and stream its output to a daemon's socket source as one run",
+        description="Run CMD and send its output, in a run envelope, to a running daemon; exit with CMD's status.",
+    )
+    sd.add_argument("--socket", required=True, metavar="PATH|HOST:PORT", help="the daemon's unix or tcp source")
+    sd.add_argument("-q", "--query", help="the run's query (default: the source's)")
+    sd.add_argument("--run-id", metavar="ID", help="the run's id (default: random)")
+    sd.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the command to run")
     dm = sub.add_parser(
         "daemon",
         help="run the sources and sinks of a config file",
@@ -263,6 +291,37 @@ def _follow(args: argparse.Namespace) -> int:
     )
     sink = SinkConfig("stdout", "stdout", format=args.format, raw=args.raw)
     return anyio.run(run_daemon, DaemonConfig("", (source,), (sink,)))
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    argv = list(args.argv)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise UsageError("no command given: put it after --, e.g. streamfilter run -- make test")
+    return argv
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = _filter_config(args)
+    argv = _command(args)
+    return anyio.run(
+        lambda: run_command(argv, config, args.format, args.separate, args.tee, args.success_tail, args.raw)
+    )
+
+
+def _send(args: argparse.Namespace) -> int:
+    argv = _command(args)
+    kind, where, port = parse_socket(args.socket)
+
+    async def go() -> int:
+        try:
+            stream = await (anyio.connect_tcp(where, port) if kind == "tcp" else anyio.connect_unix(where))
+        except OSError as exc:
+            raise StreamfilterError(f"cannot connect to {args.socket}: {exc.strerror or exc}") from None
+        return await send_command(stream, argv, args.query, args.run_id)
+
+    return anyio.run(go)
 
 
 def _daemon(args: argparse.Namespace) -> int:
@@ -389,6 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "filter": _filter,
         "expand": _expand,
         "follow": _follow,
+        "run": _run,
+        "send": _send,
         "daemon": _daemon,
         "check-config": _check_config,
     }

@@ -15,7 +15,8 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import anyio
 from anyio.abc import Listener, SocketListener, SocketStream, TaskGroup, TaskStatus
@@ -23,10 +24,9 @@ from anyio.abc import Listener, SocketListener, SocketStream, TaskGroup, TaskSta
 from ._logging import get_logger
 from .checkpoint import CheckpointStore
 from .config import ConfigError, DaemonConfig, SourceConfig, load_config
-from .expand import Archive, Ref, state_dir
+from .expand import state_dir
 from .files import FileSource
-from .live import LiveStream, Totals
-from .records import Run
+from .live import Totals, archived_stream
 from .sinks import Sink, open_sink
 from .sockets import bind_unix, serve_socket_source
 from .systemd import Notifier, listen_fds
@@ -35,45 +35,6 @@ __all__ = ("run_daemon",)
 
 READ_BYTES = 1 << 20
 STATUS_SECONDS = 2.0  # how often STATUS= is sent to systemd
-
-
-def _archive_refs(log_source: str) -> tuple[Archive | None, Callable[[Run], str]]:
-    """A stdin or socket stream's archive, and the ref maker that points into it."""
-    try:
-        archive = Archive(state_dir())
-    except OSError as exc:
-        get_logger().warning("archive.unavailable", source=log_source, error=exc.strerror or str(exc))
-        return None, lambda run: ""
-
-    def ref(run: Run) -> str:
-        if run.decision != "drop" or not archive.covers(run.end_byte):
-            return ""
-        return str(Ref(archive.source, run.start_byte, run.end_byte, run.checksum))
-
-    return archive, ref
-
-
-class _ArchivedStream(LiveStream):
-    """A live stream whose bytes are copied to an archive as they come, so its refs can be expanded."""
-
-    archive: Archive | None = None
-
-    async def feed(self, chunk: bytes) -> None:
-        if self.archive is not None:
-            self.archive.write(chunk)
-        await super().feed(chunk)
-
-    async def end(self) -> None:
-        if self.archive is not None:
-            self.archive.close()
-        await super().end()
-
-
-def _archived_stream(source: SourceConfig, sinks: list[Sink], name: str, totals: Totals) -> LiveStream:
-    archive, refs = _archive_refs(name)
-    stream = _ArchivedStream(name, source.filter, source.timing, sinks, refs, totals=totals, totals_key=source.name)
-    stream.archive = archive
-    return stream
 
 
 async def _socket_source(
@@ -106,7 +67,14 @@ async def _socket_source(
             await serve_socket_source(
                 listener,
                 source.name,
-                lambda name: _archived_stream(source, sinks, name, totals),
+                lambda name, query=None, extra=None: archived_stream(
+                    replace(source, filter=replace(source.filter, query=query)) if query else source,
+                    sinks,
+                    name,
+                    totals,
+                    extra,
+                    hold_tail=extra is not None,  # a run in an envelope: its end applies the tail rule
+                ),
                 source.max_line_bytes,
                 tg,
             )
@@ -125,7 +93,7 @@ async def _stdin_source(
     *,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    live = _archived_stream(source, sinks, source.name, totals)
+    live = archived_stream(source, sinks, source.name, totals)
     fd = sys.stdin.fileno()
     task_status.started()
     try:

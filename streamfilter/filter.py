@@ -239,6 +239,7 @@ class StreamFilter:
         self._carry = 0
         self._last_keep = False
         self._rest: tuple[int, bool] | None = None  # (line, kept)
+        self._tail_now = cfg.tail_lines
         self._done = False
 
     @property
@@ -259,7 +260,7 @@ class StreamFilter:
             self._ingest(block)
         return runs + self._emit(final=False)
 
-    def settle(self, partial: bool = False) -> list[Run]:
+    def settle(self, partial: bool = False, hold_lines: int = 0) -> list[Run]:
         """The stream went quiet: decide every complete line now, and close the open runs.
 
         The look-ahead is not waited for: the open window is closed (a line that
@@ -275,6 +276,10 @@ class StreamFilter:
         otherwise a DROP run if the rest is more than a line terminator, else only
         counted in ``stats``.
 
+        With ``hold_lines``, the last that many lines stay undecided (and ``partial`` is
+        ignored): a stream whose end applies the tail rule (a command's run) keeps them
+        for it.
+
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
 
@@ -283,12 +288,12 @@ class StreamFilter:
         """
         if self._done:
             return []
-        forced = self._splitter.force() if partial else None
+        forced = self._splitter.force() if partial and not hold_lines else None
         if forced is not None:
             self._ingest(forced)
         self._assign(self._segmenter.close())
         self._score_windows(self._segmenter_closed)
-        runs = self._emit(final=False, settle=True)
+        runs = self._emit(final=False, settle=True, hold=hold_lines)
         self._close_runs(runs)
         if forced is not None:
             self._rest = (forced.first_line, self._last_keep)
@@ -340,10 +345,16 @@ class StreamFilter:
                 runs.append(Run("drop", line, line, start, start + len(rest), summary=summary))
         return chunk[len(rest) :]
 
-    def flush(self) -> list[Run]:
-        """End of the stream: decide and return every remaining run."""
+    def flush(self, tail_lines: int | None = None) -> list[Run]:
+        """End of the stream: decide and return every remaining run.
+
+        Args:
+            tail_lines: the tail rule's T for this end, at most the configured one (e.g.
+                fewer lines for a command that succeeded); default: the configured T.
+        """
         if self._done:
             return []
+        self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
         block = self._splitter.flush()
         if block is not None:
             self._ingest(block)
@@ -462,11 +473,13 @@ class StreamFilter:
         self._scored = closed
 
     # -- decisions -----------------------------------------------------------------------
-    def _apply_hits(self, final: bool) -> None:
+    def _apply_hits(self, final: bool, upto: int = -1) -> None:
+        """Protect around the hits whose reach is known (all if ``final``; all before line index ``upto``)."""
         cfg, p = self.config, self._p
         assigned = self._assigned - p.base
         reach = max(cfg.extend_lines, cfg.section_lines)
         ready = self._hits + reach < self._assigned if not final else np.ones_like(self._hits, dtype=bool)
+        ready |= self._hits < upto
         ready &= self._hits < self._assigned
         if not ready.any():
             return
@@ -493,12 +506,12 @@ class StreamFilter:
         unset = self._w_prot[wrel] < 0
         self._w_prot[wrel[unset]] = ids[unset]
 
-    def _emit(self, final: bool, settle: bool = False) -> list[Run]:
+    def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
         cfg, p = self.config, self._p
-        self._apply_hits(final or settle)
         total = p.base + p.ends.shape[0]
+        self._apply_hits(final or (settle and not hold), upto=total - hold if settle else -1)
         if final or settle:
-            limit = total
+            limit = total - hold
         else:
             decided = self._cuts.known_groups * cfg.group_windows
             assigned = self._assigned - p.base
@@ -517,7 +530,7 @@ class StreamFilter:
         head = cfg.head_lines - p.base
         if head > 0:
             keep[:head] = True
-        tail = max(0, n - cfg.tail_lines) if final and cfg.tail_lines > 0 else n
+        tail = max(0, n - self._tail_now) if final and self._tail_now > 0 else n
         keep[tail:] = True
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
@@ -530,7 +543,7 @@ class StreamFilter:
             self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail)
         self._build_runs(keep, runs)
         self._last_keep = bool(keep[-1])
-        if settle:
+        if settle and not hold:
             self._carry = cfg.extend_lines if self._last_keep else 0
         if final:
             self._close_runs(runs)

@@ -16,13 +16,15 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
-from .config import Timing
+from ._logging import get_logger
+from .config import SourceConfig, Timing
+from .expand import Archive, Ref, state_dir
 from .filter import FilterConfig, StreamFilter
 from .output import end_event, render
 from .records import Run
 from .sinks import Sink
 
-__all__ = ("LiveStream", "Totals", "marker_event")
+__all__ = ("ArchivedStream", "LiveStream", "Totals", "archive_refs", "archived_stream", "marker_event")
 
 RefMaker = Callable[[Run], str]
 
@@ -45,10 +47,10 @@ class Totals:
         return "; ".join(f"{name}: {n} lines in, {k} kept, {d} dropped" for name, (n, k, d) in self.by_source.items())
 
 
-def marker_event(fmt: str, source: str, text: str, **facts: object) -> bytes:
-    """A visible note in the output (a truncated file, a new generation): a text line or a JSONL event."""
+def marker_event(fmt: str, source: str, text: str, event: str = "marker", **facts: object) -> bytes:
+    """A visible note in the output (a truncated file, an exit status): a text line or a JSONL event."""
     if fmt == "jsonl":
-        return json.dumps({"event": "marker", "source": source, "text": text, **facts}).encode() + b"\n"
+        return json.dumps({"event": event, "source": source, **facts, "text": text}).encode() + b"\n"
     return f"[streamfilter: {text}]\n".encode()
 
 
@@ -63,6 +65,9 @@ class LiveStream:
         refs: gives a DROP run its ref (``""`` for none).
         start_line, start_byte: where the stream resumes (see ``StreamFilter``).
         totals: where the stream's counts are added, under ``totals_key``.
+        extra: fields added to every JSONL object of the stream (e.g. a run id).
+        hold_tail: a command's run: settling leaves the last ``tail_lines`` lines undecided,
+            so the tail rule at its end (faithful on failure) still has them.
 
     Attributes:
         emitted_line, emitted_byte: the stream position just past the last run written
@@ -80,6 +85,8 @@ class LiveStream:
         start_byte: int = 0,
         totals: Totals | None = None,
         totals_key: str = "",
+        extra: dict[str, object] | None = None,
+        hold_tail: bool = False,
     ) -> None:
         self.source = source
         self.filter = StreamFilter(config, source, start_line, start_byte)
@@ -96,6 +103,8 @@ class LiveStream:
         self._totals = totals
         self._totals_key = totals_key or source
         self._counted = (0, 0, 0)
+        self.extra = extra
+        self._hold = config.tail_lines if hold_tail else 0
 
     async def feed(self, chunk: bytes) -> None:
         """The next bytes; writes the runs they decide (waits while a sink is full)."""
@@ -109,7 +118,7 @@ class LiveStream:
         await self._write(self.filter.feed(chunk))
         if self._last >= self._since + self.timing.max_delay_seconds:
             self._unsettled = False
-            await self._write(self.filter.settle())
+            await self._write(self.filter.settle(hold_lines=self._hold))
 
     def due(self) -> float | None:
         """``time.monotonic()`` at which ``tick`` has work to do, or None while nothing waits."""
@@ -124,26 +133,29 @@ class LiveStream:
             return
         self._unsettled = False
         self._partial_out = self.filter.held_bytes > 0
-        await self._write(self.filter.settle(partial=True))
+        await self._write(self.filter.settle(partial=True, hold_lines=self._hold))
 
     async def end_line(self) -> None:
         """End an unterminated last line here; the stream goes on (``StreamFilter.end_line``)."""
         await self._write(self.filter.end_line())
 
-    async def marker(self, text: str, **facts: object) -> None:
-        """Write a visible note to every sink."""
+    async def marker(self, text: str, event: str = "marker", **facts: object) -> None:
+        """Write a visible note to every sink (JSONL: an object with ``event``)."""
         for sink in self.sinks:
-            await sink.send(marker_event(sink.format, self.source, text, **facts))
+            await sink.send(marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts))
 
-    async def end(self) -> None:
-        """End of the stream: decide and write everything, then the JSONL end event."""
+    async def end(self, tail_lines: int | None = None) -> None:
+        """End of the stream: decide and write everything, then the JSONL end event.
+
+        ``tail_lines``: the tail rule's T for this end (see ``StreamFilter.flush``).
+        """
         if self._ended:
             return
         self._ended = True
-        await self._write(self.filter.flush())
+        await self._write(self.filter.flush(tail_lines))
         for sink in self.sinks:
             if sink.format == "jsonl":
-                await sink.send(end_event(self.filter.stats, self.source))
+                await sink.send(end_event(self.filter.stats, self.source, self.extra))
 
     async def _write(self, runs: list[Run]) -> None:
         if not runs:
@@ -155,7 +167,7 @@ class LiveStream:
                 data = rendered.get(sink.format)
                 if data is None:
                     data = rendered[sink.format] = b"".join(
-                        render(run, sink.format, self.source, self.refs(run)) for run in runs
+                        render(run, sink.format, self.source, self.refs(run), self.extra) for run in runs
                     )
                 await sink.send(data)
         self.emitted_line = runs[-1].last_line + 1
@@ -165,3 +177,60 @@ class LiveStream:
             now = (stats.lines, stats.kept_lines, stats.dropped_lines)
             self._totals.add(self._totals_key, *(a - b for a, b in zip(now, self._counted, strict=True)))
             self._counted = now
+
+
+def archive_refs(log_source: str) -> tuple[Archive | None, Callable[[Run], str]]:
+    """A stdin or socket stream's archive, and the ref maker that points into it."""
+    try:
+        archive = Archive(state_dir())
+    except OSError as exc:
+        get_logger().warning("archive.unavailable", source=log_source, error=exc.strerror or str(exc))
+        return None, lambda run: ""
+
+    def ref(run: Run) -> str:
+        if run.decision != "drop" or not archive.covers(run.end_byte):
+            return ""
+        return str(Ref(archive.source, run.start_byte, run.end_byte, run.checksum))
+
+    return archive, ref
+
+
+class ArchivedStream(LiveStream):
+    """A live stream whose bytes are copied to an archive as they come, so its refs can be expanded."""
+
+    archive: Archive | None = None
+
+    async def feed(self, chunk: bytes) -> None:
+        if self.archive is not None:
+            self.archive.write(chunk)
+        await super().feed(chunk)
+
+    async def end(self, tail_lines: int | None = None) -> None:
+        if self.archive is not None:
+            self.archive.close()
+        await super().end(tail_lines)
+
+
+def archived_stream(
+    source: SourceConfig,
+    sinks: Sequence[Sink],
+    name: str,
+    totals: Totals | None,
+    extra: dict[str, object] | None = None,
+    hold_tail: bool = False,
+) -> LiveStream:
+    """A live stream of ``source`` named ``name`` whose bytes are archived for its refs."""
+    archive, refs = archive_refs(name)
+    stream = ArchivedStream(
+        name,
+        source.filter,
+        source.timing,
+        sinks,
+        refs,
+        totals=totals,
+        totals_key=source.name,
+        extra=extra,
+        hold_tail=hold_tail,
+    )
+    stream.archive = archive
+    return stream

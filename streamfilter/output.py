@@ -7,6 +7,7 @@ summary line. ``jsonl``: one JSON object a line (see README, "Output formats").
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from .filter import FilterStats
 from .records import Run
@@ -16,11 +17,12 @@ __all__ = ("FORMATS", "end_event", "render")
 FORMATS = ("text", "jsonl")
 
 
-def render(run: Run, fmt: str, source: str, ref: str = "") -> bytes:
+def render(run: Run, fmt: str, source: str, ref: str = "", extra: Mapping[str, object] | None = None) -> bytes:
     """The bytes that represent ``run`` in format ``fmt`` (``text`` or ``jsonl``).
 
     ``ref``: for a DROP run, where ``streamfilter expand`` can read its bytes back
-    (``expand.Ref``); added to the summary line, or as ``"ref"`` in JSONL.
+    (``expand.Ref``); added to the summary line, or as ``"ref"`` in JSONL. ``extra``:
+    fields added to the JSONL object after ``source`` (e.g. ``"run"``, an envelope's id).
     """
     if fmt == "text":
         if run.decision == "keep":
@@ -30,6 +32,7 @@ def render(run: Run, fmt: str, source: str, ref: str = "") -> bytes:
     event: dict[str, object] = {
         "event": run.decision,
         "source": source,
+        **(extra or {}),
         "first_line": run.first_line,
         "last_line": run.last_line,
         "start_byte": run.start_byte,
@@ -53,7 +56,7 @@ def render(run: Run, fmt: str, source: str, ref: str = "") -> bytes:
     return json.dumps(event, ensure_ascii=False).encode("utf-8") + b"\n"
 
 
-def end_event(stats: FilterStats, source: str) -> bytes:
+def end_event(stats: FilterStats, source: str, extra: Mapping[str, object] | None = None) -> bytes:
     """The closing JSONL object of a stream, with its totals."""
-    event = {"event": "end", "source": source, **{k: getattr(stats, k) for k in stats.__slots__}}
+    event = {"event": "end", "source": source, **(extra or {}), **{k: getattr(stats, k) for k in stats.__slots__}}
     return json.dumps(event).encode("utf-8") + b"\n"

@@ -1,7 +1,8 @@
 """Socket sources (unix and TCP) and the safe binding of unix socket paths.
 
 Each connection is its own stream (its own line numbers, windows and statistics), filtered
-while the connection is open; its end flushes what is pending, an unterminated last line
+while the connection is open; a run envelope in it (``envelope``) is a stream of its own with
+its own query, ended by its exit status; its end flushes what is pending, an unterminated last line
 included. A line longer than the source's ``max_line_bytes`` keeps its first bytes and ends
 with an ``[N bytes elided]`` marker: the connection stays open and memory stays bounded.
 Reading waits while the sinks are full, so backpressure reaches the peer (its sends block).
@@ -13,14 +14,14 @@ import os
 import socket
 import stat
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, TaskGroup
 from structlog.typing import FilteringBoundLogger
 
 from ._logging import get_logger
+from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter
 from .errors import StreamfilterError
 
 if TYPE_CHECKING:
@@ -125,19 +126,94 @@ class LineCap:
         return b""
 
 
+class OpenStream(Protocol):
+    """Makes the live stream of a connection or of a run in it."""
+
+    def __call__(self, name: str, query: str | None = None, extra: dict[str, object] | None = None) -> LiveStream:
+        """A new stream named ``name``; ``query`` replaces the source's; ``extra`` goes into its JSONL."""
+        ...
+
+
+class _Connection:
+    """One connection's streams: its plain lines, and the run inside an envelope, if one is open."""
+
+    def __init__(self, name: str, open_stream: OpenStream, log: FilteringBoundLogger) -> None:
+        self.name = name
+        self.open_stream = open_stream
+        self.log = log
+        self.plain: LiveStream | None = None
+        self.run: LiveStream | None = None
+        self.run_id = ""
+
+    def streams(self) -> list[LiveStream]:
+        return [s for s in (self.plain, self.run) if s is not None]
+
+    def due(self) -> float | None:
+        dues = [d for d in (s.due() for s in self.streams()) if d is not None]
+        return min(dues) if dues else None
+
+    async def take(self, items: list[bytes | Control]) -> None:
+        for item in items:
+            if isinstance(item, bytes):
+                if self.run is None and self.plain is None:
+                    self.plain = self.open_stream(self.name)
+                target = self.run or self.plain
+                assert target is not None
+                await target.feed(item)
+            elif item.type == "run-start":
+                await self._end_run(None)
+                self.run_id = str(item.fields.get("run", "")) or f"{len(self.name)}"
+                query = item.fields.get("query")
+                query = query if isinstance(query, str) and query.split() else None
+                extra: dict[str, object] = {"run": self.run_id}
+                for key in ("command", "cwd"):
+                    if isinstance(item.fields.get(key), str):
+                        extra[key] = item.fields[key]
+                self.run = self.open_stream(f"{self.name}/{self.run_id}", query, extra)
+                self.log.info("run.started", stream=self.name, run=self.run_id, command=extra.get("command"))
+            elif item.type == "run-end":
+                status = item.fields.get("status")
+                await self._end_run(status if isinstance(status, int) and not isinstance(status, bool) else None)
+            else:  # not a control line we understand: logged, and its bytes are data
+                self.log.warning("envelope.invalid", stream=self.name, reason=item.reason)
+                await self.take([item.raw])
+
+    async def _end_run(self, status: int | None) -> None:
+        """End the open run: faithful on failure (the configured tail), terse on success."""
+        if self.run is None:
+            return
+        run, self.run = self.run, None
+        await run.end(SUCCESS_TAIL_LINES if status == 0 else None)
+        if status is None:
+            await run.marker(f"run {self.run_id} ended without an exit status", "exit", status=None)
+        else:
+            await run.marker(f"run {self.run_id} exited with status {status}", "exit", status=status)
+        self.log.info("run.ended", stream=self.name, run=self.run_id, status=status)
+
+    async def tick(self) -> None:
+        for stream in self.streams():
+            await stream.tick()
+
+    async def end(self) -> None:
+        await self._end_run(None)
+        if self.plain is not None:
+            await self.plain.end()
+
+
 async def serve_socket_source(
     listener: Listener[SocketStream],
     name: str,
-    open_stream: Callable[[str], LiveStream],
+    open_stream: OpenStream,
     max_line_bytes: int,
     task_group: TaskGroup,
 ) -> None:
-    """Accept connections on ``listener``; each is filtered as its own stream.
+    """Accept connections on ``listener``; each is filtered as its own stream, each run envelope too.
 
     Args:
         listener: a bound listener (``bind_unix``, a TCP listener, or one from systemd).
-        name: the source's name; connection ``k`` is the stream ``NAME#k``.
-        open_stream: ``(stream name) -> LiveStream``, called once per connection.
+        name: the source's name; connection ``k`` is the stream ``NAME#k``, a run ``R`` in it
+            the stream ``NAME#k/R`` (see ``envelope``).
+        open_stream: makes each stream.
         max_line_bytes: the line cap (``LineCap``).
         task_group: where connection tasks run.
     """
@@ -150,12 +226,14 @@ async def serve_socket_source(
         stream_name = f"{name}#{count}"
         peer = _peer(conn)
         log.info("connection.opened", stream=stream_name, peer=peer)
-        live = open_stream(stream_name)
+        streams = _Connection(stream_name, open_stream, log)
         cap = LineCap(max_line_bytes)
+        envelopes = EnvelopeSplitter()
+        lines = 0
         try:
             async with conn:
                 while True:
-                    due = live.due()
+                    due = streams.due()
                     timeout = max(0.0, due - time.monotonic()) if due is not None else None
                     data = b""
                     with anyio.move_on_after(timeout) if timeout is not None else anyio.CancelScope():
@@ -164,17 +242,18 @@ async def serve_socket_source(
                         except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
                             break
                     if data:
-                        await live.feed(cap.feed(data))
+                        await streams.take(envelopes.feed(cap.feed(data)))
                         _warn_cut(log, cap, stream_name, peer)
                     else:
-                        await live.tick()
+                        await streams.tick()
         finally:
             # the peer left or the daemon stops: what was received is decided and written
             with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_SECONDS):
-                await live.feed(cap.flush())
+                await streams.take(envelopes.feed(cap.flush()) + envelopes.flush())
                 _warn_cut(log, cap, stream_name, peer)
-                await live.end()
-                log.info("connection.closed", stream=stream_name, peer=peer, lines=live.filter.stats.lines)
+                lines = sum(s.filter.stats.lines for s in streams.streams())
+                await streams.end()
+                log.info("connection.closed", stream=stream_name, peer=peer, lines=lines)
 
     await listener.serve(handle, task_group)
 

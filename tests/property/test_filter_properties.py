@@ -179,3 +179,41 @@ def test_settle_lets_a_quiet_error_out_and_its_record_goes_on() -> None:
     assert later[0] == Run("keep", 43, 43, kept[0].end_byte, kept[0].end_byte + 1, b"\n")
     assert later[1] == Run("keep", 44, 44, kept[0].end_byte + 1, kept[0].end_byte + 19, b"    at step three\n")
     assert [(r.decision, r.first_line, r.last_line) for r in later[2:]] == [("drop", 45, 45)]
+
+
+hold_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("feed"), st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6).map(b"".join)),
+        st.tuples(st.just("settle-hold"), st.just(b"")),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hold_ops, st.sampled_from([0, 2]))
+def test_settling_a_run_keeps_its_tail_for_the_end(steps: list[tuple[str, bytes]], which: int) -> None:
+    """A command's run settles with ``hold_lines=T``: its last T lines are still kept at its end."""
+    config = CONFIGS[which]
+    sf = StreamFilter(config)
+    data, runs = bytearray(), []
+    for op, chunk in steps:
+        runs += sf.feed(chunk) if op == "feed" else sf.settle(hold_lines=config.tail_lines)
+        data += chunk
+    runs += sf.flush()
+    expect_line, expect_byte = 1, 0
+    for run in runs:
+        assert (run.first_line, run.start_byte) == (expect_line, expect_byte)
+        if run.decision == "keep":
+            assert run.data == bytes(data[run.start_byte : run.end_byte])
+        expect_line, expect_byte = run.last_line + 1, run.end_byte
+    n_lines = input_lines(bytes(data))
+    assert expect_line == n_lines + 1 and expect_byte == len(data)
+    kept = {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+    lengths = [len(x) for x in bytes(data).split(b"\n")]
+    tail = {n for n in range(max(1, n_lines - config.tail_lines + 1), n_lines + 1)}
+    # over-long and redrawn lines are the documented exception to the tail rule
+    weak = {
+        n for n in tail if lengths[n - 1] > config.max_line_bytes or bytes(data).split(b"\n")[n - 1].count(b"\r") > 9
+    }
+    assert tail - weak <= kept

@@ -1,0 +1,219 @@
+"""``streamfilter run -- CMD`` (filter a command's output as it prints) and ``send`` (to a daemon).
+
+``run`` starts CMD with stdout and stderr merged into one stream (or two with ``separate``),
+filters it live to stdout, and returns CMD's exit status (128+N when a signal N killed it).
+SIGTERM is passed on to CMD; so is SIGINT unless this process is in a terminal's foreground
+process group (the terminal has sent it to CMD already). Faithful on failure, terse on success:
+when CMD fails, the tail rule keeps its last ``tail_lines`` lines; when it exits 0, only the
+last ``success_tail`` lines (failure signatures are kept either way). A last line states the exit
+status. With ``tee``, the whole raw output is written to that file too and DROP refs point into it.
+
+``send`` runs CMD the same way but streams its raw output to a daemon's socket source inside a
+run envelope (``envelope``), so the daemon filters it as one run with its own query.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteStream, Process
+
+from .config import SinkConfig, SourceConfig, Timing
+from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, status_of
+from .errors import StreamfilterError
+from .expand import Ref
+from .filter import FilterConfig
+from .live import LiveStream, archived_stream, marker_event
+from .records import Run
+from .sinks import StdoutSink
+
+__all__ = ("CommandError", "Tee", "parse_socket", "run_command", "send_command")
+
+READ_BYTES = 1 << 16
+# a command's output is decided with the full look-ahead while it keeps printing (as `filter`
+# would); only a pause lets the pending lines out early
+RUN_TIMING = Timing(max_delay_seconds=3600.0)
+
+
+class CommandError(StreamfilterError):
+    """CMD could not be started: not found (exit 127) or not executable (exit 126)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+async def _start(argv: Sequence[str], separate: bool) -> Process:
+    try:
+        return await anyio.open_process(
+            list(argv), stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE if separate else subprocess.STDOUT
+        )
+    except FileNotFoundError:
+        raise CommandError(f"{argv[0]}: command not found", 127) from None
+    except PermissionError:
+        raise CommandError(f"{argv[0]}: permission denied", 126) from None
+
+
+def _terminal_sent_it() -> bool:
+    """Whether a terminal's SIGINT reached the child directly (we are in its foreground group)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+async def _forward_signals(process: Process) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            if signum == signal.SIGINT and _terminal_sent_it():
+                continue
+            if process.returncode is None:
+                process.send_signal(signum)
+
+
+async def _pump(live: LiveStream, pipe: ByteReceiveStream, tee: Tee | None) -> None:
+    """Feed ``pipe`` into ``live`` until EOF, settling when the command pauses."""
+    while True:
+        due = live.due()
+        data = b""
+        with anyio.move_on_after(max(0.0, due - time.monotonic())) if due is not None else anyio.CancelScope():
+            try:
+                data = await pipe.receive(READ_BYTES)
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                return
+        if data:
+            if tee is not None:
+                tee.write(data)
+            await live.feed(data)
+        else:
+            await live.tick()
+
+
+class Tee:
+    """The raw output, written to a file as it comes; refs of DROP runs point into it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = str(Path(path).resolve())
+        try:
+            self._file = open(path, "wb")
+        except OSError as exc:
+            raise StreamfilterError(f"cannot write --tee file {path}: {exc.strerror or exc}") from None
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+        self._file.flush()
+
+    def ref(self, run: Run) -> str:
+        if run.decision != "drop" or not run.checksum:
+            return ""
+        return str(Ref(self.path, run.start_byte, run.end_byte, run.checksum))
+
+    def close(self) -> None:
+        self._file.close()
+
+
+async def run_command(
+    argv: Sequence[str],
+    config: FilterConfig,
+    fmt: str = "text",
+    separate: bool = False,
+    tee_path: str | None = None,
+    success_tail: int = SUCCESS_TAIL_LINES,
+    raw: bool = False,
+) -> int:
+    """Run ``argv``, filter its output live to stdout; return its exit status (see module docstring).
+
+    Raises:
+        CommandError: CMD cannot be started.
+        StreamfilterError: the ``tee`` file cannot be written.
+    """
+    sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
+    name = os.path.basename(argv[0])
+    source = SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
+    process = await _start(argv, separate)
+    tee = Tee(tee_path) if tee_path else None
+    pipes: list[tuple[str, ByteReceiveStream]] = []
+    assert process.stdout is not None
+    if separate:
+        assert process.stderr is not None
+        pipes = [("stdout", process.stdout), ("stderr", process.stderr)]
+    else:
+        pipes = [(name, process.stdout)]
+    streams: list[LiveStream] = []
+    for stream_name, _ in pipes:
+        if tee is not None and not separate:
+            streams.append(LiveStream(stream_name, config, RUN_TIMING, [sink], tee.ref, hold_tail=True))
+        else:
+            streams.append(archived_stream(source, [sink], stream_name, None, hold_tail=True))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_forward_signals, process)
+        async with anyio.create_task_group() as pumps:
+            for live, (_, pipe) in zip(streams, pipes, strict=True):
+                pumps.start_soon(_pump, live, pipe, tee)
+        returncode = await process.wait()
+        tg.cancel_scope.cancel()
+    tail = None if returncode != 0 else success_tail
+    for live in streams:
+        await live.end(tail)
+    if tee is not None:
+        tee.close()
+    command = shlex.join(argv)
+    command = command if len(command) <= 80 else command[:77] + "..."
+    await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=status_of(returncode)))
+    return status_of(returncode)
+
+
+async def send_command(
+    connect: ByteStream, argv: Sequence[str], query: str | None = None, run_id: str | None = None
+) -> int:
+    """Run ``argv`` and stream its merged output to ``connect`` inside a run envelope; return its status.
+
+    Raises:
+        CommandError: CMD cannot be started.
+    """
+    run = run_id or uuid.uuid4().hex[:12]
+    start: dict[str, object] = {"run": run, "command": " ".join(argv), "cwd": os.getcwd()}
+    if query:
+        start["query"] = query
+    process = await _start(argv, separate=False)
+    assert process.stdout is not None
+    async with connect:
+        await connect.send(control_line("run-start", **start))
+        ended_with_newline = True
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_forward_signals, process)
+            while True:
+                try:
+                    data = await process.stdout.receive(READ_BYTES)
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    break
+                await connect.send(data)
+                ended_with_newline = data.endswith(b"\n")
+            returncode = await process.wait()
+            tg.cancel_scope.cancel()
+        # the control line must start a line of its own
+        tail = b"" if ended_with_newline else b"\n"
+        await connect.send(tail + control_line("run-end", run=run, status=status_of(returncode)))
+    return status_of(returncode)
+
+
+def parse_socket(text: str) -> tuple[str, str, int]:
+    """``("unix", PATH, 0)`` or ``("tcp", HOST, PORT)`` from a ``--socket`` value (``HOST:PORT`` is TCP)."""
+    host, sep, port = text.rpartition(":")
+    if sep and port.isdigit() and "/" not in text:
+        return "tcp", host or "127.0.0.1", int(port)
+    return "unix", text, 0

@@ -1,0 +1,156 @@
+"""``streamfilter run -- CMD`` and ``send`` with real subprocesses and a real daemon."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.live.proc import Live
+
+
+def events(out: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def kept(evs: list[dict[str, Any]], source: str | None = None) -> str:
+    return "".join(e["text"] for e in evs if e["event"] == "keep" and (source is None or e["source"] == source))
+
+
+@pytest.mark.parametrize("code", [0, 1, 2])
+def test_exit_status_is_the_commands_and_is_printed_last(code: int) -> None:
+    done = run_cli("run", "--", sys.executable, "-c", f"print('hello'); raise SystemExit({code})")
+    assert done.returncode == code
+    assert done.stdout.splitlines()[-1].endswith(f"exited with status {code}]".encode())
+    evs = events(run_cli("run", "--format", "jsonl", "--", "sh", "-c", f"exit {code}").stdout)
+    assert evs[-1]["event"] == "exit" and evs[-1]["status"] == code
+
+
+def test_killed_by_a_signal_gives_128_plus_n() -> None:
+    done = run_cli("run", "--", "sh", "-c", "echo before; kill -9 $$")
+    assert done.returncode == 128 + 9
+    assert b"killed by signal 9 (SIGKILL)" in done.stdout and b"before" in done.stdout
+
+
+def test_a_failing_command_keeps_its_failure_and_its_last_lines() -> None:
+    script = (
+        'for i in $(seq 1 400); do echo "INFO compiling unit $i"; done; '
+        "echo 'ERROR: test_parse failed: expected 3, got 4' >&2; "
+        'for i in $(seq 1 40); do echo "INFO cleanup step $i"; done; exit 1'
+    )
+    done = run_cli("run", "--format", "jsonl", "--", "sh", "-c", script)
+    assert done.returncode == 1
+    evs = events(done.stdout)
+    text = kept(evs)
+    assert "ERROR: test_parse failed" in text
+    for i in range(16, 41):  # the last 25 lines (the default --tail) are kept on failure
+        assert f"INFO cleanup step {i}\n" in text
+    assert sum(e["lines"] for e in evs if e["event"] in ("keep", "drop")) == 441
+    # the same output from a command that succeeds keeps only --success-tail lines of its end
+    ok = events(run_cli("run", "--format", "jsonl", "--", "sh", "-c", script.replace("exit 1", "exit 0")).stdout)
+    assert "INFO cleanup step 30\n" not in kept(ok) and "INFO cleanup step 40\n" in kept(ok)
+    assert "ERROR: test_parse failed" in kept(ok)  # a failure signature is kept either way
+
+
+def test_stdout_and_stderr_interleave_or_stay_apart() -> None:
+    script = "for i in 1 2 3; do echo out $i; echo err $i >&2; done; exit 1"
+    merged = events(run_cli("run", "--format", "jsonl", "--head", "100", "--", "sh", "-c", script).stdout)
+    assert kept(merged) == "out 1\nerr 1\nout 2\nerr 2\nout 3\nerr 3\n"
+    apart = events(run_cli("run", "--separate", "--format", "jsonl", "--head", "100", "--", "sh", "-c", script).stdout)
+    assert kept(apart, "stdout") == "out 1\nout 2\nout 3\n" and kept(apart, "stderr") == "err 1\nerr 2\nerr 3\n"
+
+
+def test_sigterm_is_forwarded_to_the_command(tmp_path: Path) -> None:
+    script = "trap 'echo ERROR got TERM; exit 143' TERM; echo started; while :; do sleep 0.05; done"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "run", "--", "sh", "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 143
+    assert b"ERROR got TERM" in out and b"exited with status 143" in out
+
+
+def test_tee_keeps_the_raw_output_and_refs_point_into_it(tmp_path: Path) -> None:
+    tee = tmp_path / "full.log"
+    script = "for i in $(seq 1 300); do echo \"INFO step $i ok\"; done; echo 'ERROR: boom'; exit 1"
+    done = run_cli("run", "--tee", str(tee), "--format", "jsonl", "--", "sh", "-c", script)
+    assert done.returncode == 1
+    raw = tee.read_bytes()
+    assert raw.count(b"\n") == 301 and raw.endswith(b"ERROR: boom\n")
+    drop = next(e for e in events(done.stdout) if e["event"] == "drop")
+    assert drop["ref"].startswith(str(tee.resolve()) + ":")
+    back = run_cli("expand", drop["ref"])
+    assert back.returncode == 0 and back.stdout == raw[drop["start_byte"] : drop["end_byte"]]
+
+
+def test_no_command_and_a_missing_command() -> None:
+    assert run_cli("run").returncode == 2
+    missing = run_cli("run", "--", "no-such-command-xyz")
+    assert missing.returncode == 127 and b"command not found" in missing.stderr
+
+
+# -- envelopes ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_send_runs_are_kept_apart_with_their_own_queries_and_statuses(tmp_path: Path, transport: str) -> None:
+    out = tmp_path / "out.jsonl"
+    if transport == "unix":
+        address = str(tmp_path / "tools.sock")
+        source = f'type = "unix"\npath = "{address}"\n'
+    else:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            address = f"127.0.0.1:{probe.getsockname()[1]}"
+        source = f'type = "tcp"\naddress = "{address}"\n'
+    config = tmp_path / "sf.toml"
+    config.write_text(
+        f'[[source]]\nname = "tools"\n{source}sinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    daemon = Live(tmp_path, "daemon", "--config", str(config))
+    daemon.log_event("daemon.ready")
+    a_script = "for i in $(seq 1 200); do echo \"A noise $i\"; sleep 0.001; done; echo 'A zebra broke'; exit 3"
+    b_script = "for i in $(seq 1 200); do echo \"B noise $i\"; sleep 0.001; done; echo 'B all good'; exit 0"
+    results: dict[str, int] = {}
+
+    def send(run: str, query: str, script: str) -> None:
+        done = run_cli("send", "--socket", address, "--run-id", run, "-q", query, "--", "sh", "-c", script)
+        results[run] = done.returncode
+
+    threads = [
+        threading.Thread(target=send, args=("a", "zebra", a_script)),
+        threading.Thread(target=send, args=("b", "unrelated", b_script)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == {"a": 3, "b": 0}
+    daemon.wait_for(lambda: sum(e["event"] == "exit" for e in daemon.events(out)) == 2, 10)
+    assert daemon.stop() == 0
+    evs = daemon.events(out)
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for e in evs:
+        by_run.setdefault(e.get("run", ""), []).append(e)
+    assert set(by_run) == {"a", "b"}
+    for run, letter in (("a", "A"), ("b", "B")):
+        runs = [e for e in by_run[run] if e["event"] in ("keep", "drop")]
+        assert sum(e["lines"] for e in runs) == 201 and runs[0]["first_line"] == 1
+        assert all(letter + " " in e.get("text", letter + " ") for e in runs)
+    exits = {e["run"]: e["status"] for e in evs if e["event"] == "exit"}
+    assert exits == {"a": 3, "b": 0}
+    assert "A zebra broke" in kept(by_run["a"])  # its own query, and a failed run keeps its tail
+    b_kept = kept(by_run["b"])
+    assert "B all good" in b_kept and "B noise 190\n" not in b_kept  # success: a short tail
