@@ -23,7 +23,7 @@ def split(data: bytes, cuts: list[int]) -> list[bytes | Control]:
     splitter = EnvelopeSplitter()
     items: list[bytes | Control] = []
     prev = 0
-    for cut in sorted({c % (len(data) + 1) for c in cuts}) + [len(data)]:
+    for cut in [*sorted({c % (len(data) + 1) for c in cuts}), len(data)]:
         items += splitter.feed(data[prev:cut])
         prev = cut
     items += splitter.flush()
