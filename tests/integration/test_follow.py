@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import CASES, need
 from tests.live.proc import Live
 
 
@@ -58,23 +60,27 @@ def test_B16_follow_append_then_quiet_shows_the_error_record_without_a_successor
 
 
 def test_B06_unterminated_last_line_goes_out_once_and_its_newline_completes_it(tmp_path: Path) -> None:
-    """B06: the record with an unterminated last line is one KEEP run; the late newline adds no line."""
-    log = tmp_path / "app.log"
-    log.write_bytes(b"INFO boot\n" * 40)
-    live = follow(tmp_path, log, "-q", "capture declined", "--head", "0", "--tail", "0")
-    with log.open("ab") as f:
-        f.write(b"ERROR payment failed for order 7\n    at step one\n    at step two: capture declined")
-    live.wait_for(lambda: "capture declined" in kept_text(live.events()), 5)
-    keeps = [e for e in live.events() if e["event"] == "keep"]
-    assert keeps[-1]["text"].startswith("ERROR payment failed") and keeps[-1]["text"].endswith("capture declined")
-    with log.open("ab") as f:
-        f.write(b"\nINFO next order\n")
-    live.wait_for(lambda: any(e["event"] == "drop" and e["first_line"] == 44 for e in live.events()), 5)
+    """B06 with its steps.sh: the ERROR record with an unterminated last line is one KEEP run while the
+    writer is quiet; the late newline completes that line and adds no line of its own."""
+    steps = need(CASES / "B06" / "steps.sh")
+    subprocess.run(["sh", str(steps), str(tmp_path), "setup"], check=True)
+    live = follow(tmp_path, tmp_path / "app.log", "-q", "capture declined", "--head", "0", "--tail", "0")
+    writer = subprocess.Popen(["sh", str(steps), str(tmp_path), "run"], env={**os.environ, "QUIET_S": "2"})
+    try:
+        live.wait_for(lambda: "capture declined" in kept_text(live.events()), 1.5)
+        (record,) = [e for e in live.events() if e["event"] == "keep"]
+        assert record["first_line"] == 1 and record["last_line"] == 3
+        assert record["text"].endswith("    at step two: capture declined")
+        assert writer.wait(10) == 0
+        live.wait_for(lambda: any(e["event"] == "drop" and e["first_line"] == 4 for e in live.events()), 5)
+    finally:
+        writer.kill()
     assert live.stop() == 0
     events = live.events()
     assert kept_text(events).count("capture declined") == 1
     (gen,) = check_tiling(events)
-    assert [e for e in gen if e["first_line"] == 43 == e["last_line"] and e["event"] == "keep"][-1]["text"] == "\n"
+    rest = [e for e in gen if e["first_line"] == 3 == e["last_line"] and e["event"] == "keep"]
+    assert rest[-1]["text"] == "\n"  # the newline that came 2 s later completes line 3
 
 
 def test_B01_rename_rotation_is_one_stream_and_reads_the_old_file_to_its_end(tmp_path: Path) -> None:
