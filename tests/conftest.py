@@ -16,9 +16,11 @@ CORPUS = SHARED / "corpus"
 CASES = SHARED / "cases"
 
 
-def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    """Run ``python -m streamfilter ARGS`` in a subprocess; return the finished process."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def run_cli(
+    *args: str, stdin: bytes | None = None, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``python -m streamfilter ARGS`` in a subprocess (``env`` added to ours); return the finished process."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "streamfilter", *args],
         input=stdin if stdin is not None else b"",

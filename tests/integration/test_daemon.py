@@ -335,3 +335,23 @@ def test_sighup_with_a_bad_config_keeps_the_old_one_and_a_good_one_is_taken(tmp_
     live.wait_for(lambda: "panic: boom" in kept(live.events(out)), 5)
     assert live.stop() == 0
     assert kept(live.events(out)).count("ERROR step failed") == 1  # resumed from the checkpoint
+
+
+def test_expand_gives_back_the_dropped_bytes_of_a_socket_stream(tmp_path: Path) -> None:
+    sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "failure"\n[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    payload = b"".join(b"noise %d \xff\xfe bytes\r\n" % i for i in range(200)) + b"ERROR final failure\n"
+    with connect_unix(sock) as client:
+        client.sendall(payload)
+    live.wait_for(lambda: any(e["event"] == "end" for e in live.events(out)), 10)
+    drops = [e for e in runs(live.events(out)) if e["event"] == "drop"]
+    assert drops and all("ref" in d for d in drops)
+    for drop in drops:
+        back = run_cli("expand", drop["ref"], env={"XDG_STATE_HOME": str(tmp_path / "state")})
+        assert back.returncode == 0, back.stderr
+        assert back.stdout == payload[drop["start_byte"] : drop["end_byte"]]
+    assert live.stop() == 0
