@@ -30,6 +30,7 @@ from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
 from .expand import Archive, Ref, expand, state_dir
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
+from .live import log_notices
 from .output import FORMATS, end_event, render
 from .records import Run
 from .run import parse_socket, run_command, send_command
@@ -76,7 +77,13 @@ _COUNTS = (
     ("--head", "head_lines", 0, "H", "first lines always kept"),
     ("--tail", "tail_lines", 0, "T", "last lines always kept"),
     ("--context", "context_lines", 0, "C", "lines kept before a protected line, within its record"),
-    ("--max-line-bytes", "max_line_bytes", 64, "B", "bytes of a line that are scored; longer lines are printed whole"),
+    (
+        "--max-line-bytes",
+        "max_line_bytes",
+        64,
+        "B",
+        "bytes of a line that are scored; a longer line is summarized unless it is itself protected",
+    ),
 )
 
 
@@ -195,11 +202,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _expand(args: argparse.Namespace) -> int:
-    data = expand(Ref.parse(args.ref), args.context)
     if sys.stdout is None:
         raise StreamfilterError("cannot write output: standard output is closed")
-    _write(sys.stdout.buffer, data)
-    _flush(sys.stdout.buffer)
+    out = sys.stdout.buffer
+    try:
+        expand(Ref.parse(args.ref), out, args.context)
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
+    _flush(out)
     return 0
 
 
@@ -398,7 +410,7 @@ def _filter_one(
             runs = sf.feed(chunk)
             for run in runs:
                 _write(out, render(run, fmt, name, refs.of(run)))
-            _log_notices(sf, name, log)
+            log_notices(sf, name)
             if live and runs:
                 _flush(out)
     finally:
@@ -410,16 +422,10 @@ def _finish(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: Filtering
     refs.close()
     for run in sf.flush():
         _write(out, render(run, fmt, name, refs.of(run)))
-    _log_notices(sf, name, log)
+    log_notices(sf, name)
     if fmt == "jsonl":
         _write(out, end_event(sf.stats, name))
     _flush(out)
-
-
-def _log_notices(sf: StreamFilter, name: str, log: FilteringBoundLogger) -> None:
-    for notice in sf.notices:
-        log.warning(notice.event, source=name, line=notice.line, bytes=notice.n_bytes, count=notice.count)
-    sf.notices.clear()
 
 
 def _write(out: BinaryIO, data: bytes) -> None:

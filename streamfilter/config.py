@@ -22,6 +22,7 @@ unknown keys get a "did you mean" from the known ones.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import glob
 import math
 import os
@@ -351,7 +352,27 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
         sources.append(source)
     if sum(s.type == "stdin" for s in sources) > 1:
         raise check.fail("source", "stdin can be read by one source only")
+    _check_conflicts(check, sources, sinks)
     return DaemonConfig(name, tuple(sources), tuple(sinks))
+
+
+def _check_conflicts(check: _Checker, sources: list[SourceConfig], sinks: list[SinkConfig]) -> None:
+    """Two listeners on one socket, or a sink the daemon would read back as input."""
+    taken: dict[tuple[str, str], str] = {}  # (type, path or address) -> the key that has it
+    places = [(f"source[{i}]", s.type, s.path or s.address) for i, s in enumerate(sources) if s.type in ("unix", "tcp")]
+    places += [(f"sink[{i - 1}]", s.type, s.path) for i, s in enumerate(sinks) if s.type == "unix"]
+    for key, kind, where in places:
+        other = taken.setdefault((kind, where), key)
+        if other != key:
+            raise check.fail(f"{key}.{'address' if kind == 'tcp' else 'path'}", f"{where} is also {other}'s")
+    for i, sink in enumerate(sinks):
+        if sink.type != "file":
+            continue
+        for j, source in enumerate(sources):
+            if source.type == "file" and fnmatch.fnmatch(sink.path, source.path):
+                raise check.fail(
+                    f"sink[{i - 1}].path", f"{sink.path} is read by source[{j}] (the daemon would read its own output)"
+                )
 
 
 def resolved(config: DaemonConfig) -> dict[str, Any]:

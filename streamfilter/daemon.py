@@ -148,6 +148,8 @@ class _Running:
         if any(s.type == "file" and s.checkpoint for s in self.config.sources):
             checkpoints = CheckpointStore(state_dir())
         used = {name for s in self.config.sources for name in s.sinks}
+        for unused in [s.name for s in self.config.sinks if s.name not in used and s.type != "stdout"]:
+            get_logger().warning("config.unused_sink", sink=unused, hint="no source lists it in its sinks")
         for sink_config in self.config.sinks:
             if sink_config.name in used:
                 self.sinks[sink_config.name] = await open_sink(sink_config, sinks_tg)

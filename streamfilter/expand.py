@@ -19,9 +19,10 @@ import os
 import re
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 from .errors import StreamfilterError
 
@@ -75,18 +76,29 @@ class Archive:
     Args:
         directory: the state directory (``state_dir()``); files go to ``archive/`` in it.
         cap_bytes: most bytes of all archived streams together; when a new stream starts,
-            the oldest archive files are removed until the others fit in half the cap, and
-            one stream stops being archived (its later refs are not given) at half the cap.
+            the oldest archive files are removed until the others fit in half the cap (the
+            folder is scanned at most every ``EVICT_SECONDS`` per process, or after a quarter
+            of the cap was written), and one stream stops being archived (its later refs are
+            not given) at half the cap.
 
     Raises:
         OSError: the archive directory cannot be created or written.
     """
 
+    # the archive folder is scanned for eviction at most this often per process (a daemon opens
+    # one archive per connection), or once a quarter of the cap was written since the last scan
+    EVICT_SECONDS: ClassVar[float] = 10.0
+    _last_scan: ClassVar[float] = -1e9
+    _written: ClassVar[int] = 0
+
     def __init__(self, directory: Path, cap_bytes: int = ARCHIVE_BYTES) -> None:
         self.folder = directory / "archive"
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.limit = cap_bytes // 2
-        self._evict(cap_bytes - self.limit)
+        now = time.monotonic()
+        if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
+            Archive._last_scan, Archive._written = now, 0
+            self._evict(cap_bytes - self.limit)
         self.source = f"stdin-{time.time_ns():x}-{os.getpid()}"
         self._file: BinaryIO = open(self.folder / f"{self.source}.log", "xb")
         self.archived = 0  # bytes written so far
@@ -97,6 +109,7 @@ class Archive:
         if take:
             self._file.write(take)
             self.archived += len(take)
+            Archive._written += len(take)
 
     def covers(self, end: int) -> bool:
         """Whether the stream's bytes up to ``end`` are archived."""
@@ -160,8 +173,11 @@ def _lines_after(handle: BinaryIO, end: int, count: int) -> bytes:
     return bytes(out)
 
 
-def expand(ref: Ref, context_lines: int = 0, directory: Path | None = None) -> bytes:
-    """The bytes ``ref`` names, with ``context_lines`` whole lines before and after.
+def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | None = None) -> None:
+    """Write the bytes ``ref`` names to ``out``, with ``context_lines`` whole lines before and after.
+
+    The range is read twice in ``_READ``-byte pieces (memory stays flat whatever its size):
+    once to check its CRC-32, then to write it, so nothing is written unless it checks.
 
     Raises:
         RefError: the source is gone (deleted, rotated away, evicted), shorter than the
@@ -176,15 +192,29 @@ def expand(ref: Ref, context_lines: int = 0, directory: Path | None = None) -> b
     except OSError as exc:
         raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None
     with handle:
-        handle.seek(ref.start)
-        data = handle.read(ref.end - ref.start)
-        if len(data) < ref.end - ref.start:
+        if os.fstat(handle.fileno()).st_size < ref.end:
             raise RefError(f"ref {ref}: {path} is now shorter than byte {ref.end} (it was truncated or rewritten)")
-        if f"{zlib.crc32(data):08x}" != ref.checksum:
+        crc = 0
+        for piece in _pieces(handle, ref.start, ref.end):
+            crc = zlib.crc32(piece, crc)
+        if f"{crc:08x}" != ref.checksum:
             raise RefError(f"ref {ref}: the bytes at {ref.start}-{ref.end} of {path} changed (the file was rewritten)")
-        if context_lines <= 0:
-            return data
-        first = _lines_before(handle, ref.start, context_lines)
-        handle.seek(first)
-        before = handle.read(ref.start - first)
-        return before + data + _lines_after(handle, ref.end, context_lines)
+        if context_lines > 0:
+            first = _lines_before(handle, ref.start, context_lines)
+            for piece in _pieces(handle, first, ref.start):
+                out.write(piece)
+        for piece in _pieces(handle, ref.start, ref.end):
+            out.write(piece)
+        if context_lines > 0:
+            out.write(_lines_after(handle, ref.end, context_lines))
+
+
+def _pieces(handle: BinaryIO, start: int, end: int) -> Iterator[bytes]:
+    handle.seek(start)
+    left = end - start
+    while left > 0:
+        piece = handle.read(min(_READ, left))
+        if not piece:
+            return
+        left -= len(piece)
+        yield piece

@@ -25,7 +25,7 @@ import glob
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 import anyio.lowlevel
@@ -63,6 +63,8 @@ class FileFollower:
         at_startup: the path was present when the daemon started (``start_at`` applies;
             a file that appears later is read from its beginning).
         totals: where the stream's counts are added.
+        claim: asks whether this follower may read the file ``(device, inode)``: a file
+            reached by two paths of one source (a symlink to another matched file) is read once.
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class FileFollower:
         checkpoints: CheckpointStore | None,
         at_startup: bool,
         totals: Totals | None = None,
+        claim: Callable[[tuple[int, int], FileFollower], bool] | None = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -82,6 +85,8 @@ class FileFollower:
         self.checkpoints = checkpoints
         self.at_startup = at_startup
         self.totals = totals
+        self.claim = claim
+        self.current: tuple[int, int] | None = None  # (device, inode) of the file being read
         self.stream: LiveStream | None = None
         self.opened = anyio.Event()  # set once the first open was tried
         self._log = get_logger().bind(source=source.name, path=path)
@@ -139,6 +144,8 @@ class FileFollower:
             real = os.path.realpath(f"/proc/self/fd/{fd}")
             if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.source.roots):
                 reason = "resolves outside the source's roots"
+        if reason is None and self.claim is not None and not self.claim((info.st_dev, info.st_ino), self):
+            reason = "the same file as another path of this source (read there)"
         if reason is not None:
             if self._refused != (info.st_dev, info.st_ino):
                 self._log.warning("file.refused", reason=reason, roots=list(self.source.roots))
@@ -146,6 +153,7 @@ class FileFollower:
             os.close(fd)
             return None
         self._missing_logged = False
+        self.current = (info.st_dev, info.st_ino)
         self._start(fd, info)
         return fd
 
@@ -173,7 +181,7 @@ class FileFollower:
         self._log.info("source.opened", offset=offset, line=line, ino=info.st_ino)
 
     def _new_stream(self, line: int, offset: int) -> LiveStream:
-        return LiveStream(
+        stream = LiveStream(
             self.stream_name,
             self.source.filter,
             self.source.timing,
@@ -184,6 +192,8 @@ class FileFollower:
             totals=self.totals,
             totals_key=self.source.name,
         )
+        stream.on_written = self._save  # the checkpoint follows each write at once
+        return stream
 
     def _ref(self, run: Run) -> str:
         """Refs point into the current file (file offsets), checked by CRC-32 on expand."""
@@ -363,11 +373,17 @@ class FileSource:
 
     def _add(self, path: str, at_startup: bool) -> None:
         name = f"{self.source.name}:{path}" if self.magic else self.source.name
-        follower = FileFollower(path, self.source, name, self.sinks, self.checkpoints, at_startup, self.totals)
+        follower = FileFollower(
+            path, self.source, name, self.sinks, self.checkpoints, at_startup, self.totals, self._claim
+        )
         self.followers[path] = follower
         if not at_startup:
             self._log.info("file.found", path=path)
         self._tg.start_soon(follower.run)
+
+    def _claim(self, file: tuple[int, int], follower: FileFollower) -> bool:
+        """Whether no other follower of this source is reading ``file`` (device, inode)."""
+        return not any(f.current == file for f in self.followers.values() if f is not follower)
 
     def _directories(self) -> list[str]:
         dirs = {os.path.dirname(self.source.path)} | {os.path.dirname(p) for p in self.followers}

@@ -300,14 +300,14 @@ class StreamFilter:
         return runs
 
     def end_line(self) -> list[Run]:
-        """End an unterminated last line here, though the stream goes on (a rotated file's
-        last line does not run into the next file's first). Windows and records go on."""
-        if self._done:
-            return []
-        block = self._splitter.force()
-        if block is not None:
-            self._ingest(block)
-        return self._emit(final=False)
+        """A boundary in the stream (a rotated file's end): settle, and end an unterminated last line here.
+
+        The last line does not run into the next file's first, and no run spans the boundary
+        (each DROP run lies in one file, so its ref can point into it). Records go on.
+        """
+        runs = self.settle(partial=True)
+        self._rest = None
+        return runs
 
     def _matters(self, text: bytes) -> bool:
         """Whether ``text`` (part of one line) has a protected signature or a query term."""
@@ -386,14 +386,17 @@ class StreamFilter:
         layout = line_layout(norm.text, norm.ends)
         hits, ids = self._signatures.find(norm.text, norm.ends, table, layout.first)
         repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
-        if hits.shape[0]:
+        gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
+        if gated.any():
             starts = np.zeros(n, dtype=np.int64)
             starts[1:] = norm.ends[:-1]
-            lines = [norm.text[a:b] for a, b in zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)]
-            fresh = self._repeats.admit(
+            at = hits[gated]
+            lines = [norm.text[a:b] for a, b in zip(starts[at].tolist(), norm.ends[at].tolist(), strict=True)]
+            admitted = self._repeats.admit(
                 mask_shapes(b"".join(line.rstrip(b"\n") + b"\n" for line in lines)).split(b"\n")
             )
-            fresh = fresh[: hits.shape[0]]
+            fresh = np.ones(hits.shape[0], dtype=bool)
+            fresh[gated] = admitted[: at.shape[0]]
             repeats[hits[~fresh]] = True
             hits, ids = hits[fresh], ids[fresh]
         first = block.first_line - 1

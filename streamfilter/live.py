@@ -29,6 +29,15 @@ __all__ = ("ArchivedStream", "LiveStream", "Totals", "archive_refs", "archived_s
 RefMaker = Callable[[Run], str]
 
 
+def log_notices(sf: StreamFilter, source: str) -> None:
+    """Log and clear the filter's input warnings (``Notice``)."""
+    if sf.notices:
+        log = get_logger()
+        for notice in sf.notices:
+            log.warning(notice.event, source=source, line=notice.line, bytes=notice.n_bytes, count=notice.count)
+        sf.notices.clear()
+
+
 class Totals:
     """Lines in, kept and dropped per source, over all its streams (for ``STATUS=`` and logs)."""
 
@@ -72,6 +81,12 @@ class LiveStream:
     Attributes:
         emitted_line, emitted_byte: the stream position just past the last run written
             (what a checkpoint may record).
+        on_written: called after each batch of runs is written to every sink (a checkpoint
+            saved there leaves the least to repeat after a crash).
+
+    In ``text`` sinks, which streams may share, a stream that ends (or writes a marker) after
+    an unterminated line gets a newline first, so the next output starts a line of its own.
+    Input warnings of the filter (``input.invalid_utf8``, ``input.long_line``) are logged.
     """
 
     def __init__(
@@ -105,6 +120,8 @@ class LiveStream:
         self._counted = (0, 0, 0)
         self.extra = extra
         self._hold = config.tail_lines if hold_tail else 0
+        self.on_written: Callable[[], None] | None = None
+        self._open_line = False  # the last KEEP bytes written lack a newline
 
     async def feed(self, chunk: bytes) -> None:
         """The next bytes; writes the runs they decide (waits while a sink is full)."""
@@ -141,6 +158,7 @@ class LiveStream:
 
     async def marker(self, text: str, event: str = "marker", **facts: object) -> None:
         """Write a visible note to every sink (JSONL: an object with ``event``)."""
+        await self._end_open_line()
         for sink in self.sinks:
             await sink.send(marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts))
 
@@ -153,11 +171,20 @@ class LiveStream:
             return
         self._ended = True
         await self._write(self.filter.flush(tail_lines))
+        await self._end_open_line()
         for sink in self.sinks:
             if sink.format == "jsonl":
                 await sink.send(end_event(self.filter.stats, self.source, self.extra))
 
+    async def _end_open_line(self) -> None:
+        if self._open_line:
+            self._open_line = False
+            for sink in self.sinks:
+                if sink.format == "text":
+                    await sink.send(b"\n")
+
     async def _write(self, runs: list[Run]) -> None:
+        log_notices(self.filter, self.source)
         if not runs:
             return
         rendered: dict[str, bytes] = {}
@@ -172,6 +199,10 @@ class LiveStream:
                 await sink.send(data)
         self.emitted_line = runs[-1].last_line + 1
         self.emitted_byte = runs[-1].end_byte
+        last = runs[-1]
+        self._open_line = last.decision == "keep" and not last.data.endswith(b"\n")
+        if self.on_written is not None:
+            self.on_written()
         if self._totals is not None:
             stats = self.filter.stats
             now = (stats.lines, stats.kept_lines, stats.dropped_lines)

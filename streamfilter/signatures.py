@@ -207,7 +207,7 @@ class SignatureSet:
             for i, s in enumerate(sigs)
             if s.find
         ]
-        builtin = len(signatures)  # user patterns have no trigger words: they see every line
+        self.builtin = builtin = len(signatures)  # user patterns (ids from here) see every line
         self._found = [f for f in found if f[0] < builtin]
         self._user = [f for f in found if f[0] >= builtin]
         self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}

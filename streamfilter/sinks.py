@@ -25,6 +25,7 @@ from .sockets import bind_unix
 
 __all__ = ("FileSink", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
 
+LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last line
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
 _CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -136,6 +137,7 @@ class SubscriberSink(Sink):
         self._tg = task_group
         self._queues: dict[int, MemoryObjectSendStream[bytes]] = {}
         self._scopes: dict[int, anyio.CancelScope] = {}
+        self._dropped: set[int] = set()
         self._next = 0
         self._log = get_logger().bind(sink=config.name)
 
@@ -152,14 +154,18 @@ class SubscriberSink(Sink):
         self._log.info("subscriber.connected", subscriber=ident)
         with anyio.CancelScope() as scope:
             self._scopes[ident] = scope
-            async with stream, receive:
-                try:
+            try:
+                async with stream, receive:
                     async for data in receive:
                         await stream.send(data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    self._queues.pop(ident, None)
-                    self._log.info("subscriber.disconnected", subscriber=ident)
+                        if ident in self._dropped:  # what it was being sent is whole: now the last line
+                            await stream.send(self._last_line())
+                            break
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self._log.info("subscriber.disconnected", subscriber=ident)
+        self._queues.pop(ident, None)
         self._scopes.pop(ident, None)
+        self._dropped.discard(ident)
 
     async def send(self, data: bytes) -> None:
         for ident, queue in list(self._queues.items()):
@@ -170,27 +176,29 @@ class SubscriberSink(Sink):
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._queues.pop(ident, None)
 
-    def _drop(self, ident: int, queue: MemoryObjectSendStream[bytes]) -> None:
-        del self._queues[ident]
+    def _last_line(self) -> bytes:
         what = f"subscriber too slow: its queue of {self.queue_events} events is full; disconnected"
-        self._log.warning("subscriber.dropped", subscriber=ident, queue_events=self.queue_events)
         if self.format == "jsonl":
-            last = json.dumps({"event": "subscriber.dropped", "sink": self.name, "reason": what}).encode() + b"\n"
-        else:
-            last = f"[streamfilter: {what}]\n".encode()
+            return json.dumps({"event": "subscriber.dropped", "sink": self.name, "reason": what}).encode() + b"\n"
+        return f"[streamfilter: {what}]\n".encode()
 
-        async def finish() -> None:
-            # the last line goes after what is queued if the subscriber reads on; if it does
-            # not within a few seconds, it is cut off without it
-            with anyio.move_on_after(2):
-                await queue.send(last)
-            await queue.aclose()
-            await anyio.sleep(2)
+    def _drop(self, ident: int, queue: MemoryObjectSendStream[bytes]) -> None:
+        """Stop queueing for a subscriber; once the write in progress is done it gets the last line.
+
+        A subscriber that reads nothing for ``LAST_LINE_SECONDS`` is cut off without it.
+        """
+        del self._queues[ident]
+        self._dropped.add(ident)
+        queue.close()
+        self._log.warning("subscriber.dropped", subscriber=ident, queue_events=self.queue_events)
+
+        async def cut_off() -> None:
+            await anyio.sleep(LAST_LINE_SECONDS)
             scope = self._scopes.get(ident)
             if scope is not None:
                 scope.cancel()
 
-        self._tg.start_soon(finish)
+        self._tg.start_soon(cut_off)
 
     async def aclose(self) -> None:
         for queue in self._queues.values():

@@ -31,6 +31,7 @@ __all__ = ("LineCap", "SocketInUseError", "bind_unix", "serve_socket_source")
 
 READ_BYTES = 1 << 16
 FINISH_SECONDS = 10.0  # most time a closing connection's stream gets to write what it holds
+DRAIN_SECONDS = 0.5  # at a stop, how long a connection is still read for what its peer sent
 
 
 class SocketInUseError(StreamfilterError):
@@ -229,9 +230,9 @@ async def serve_socket_source(
         streams = _Connection(stream_name, open_stream, log)
         cap = LineCap(max_line_bytes)
         envelopes = EnvelopeSplitter()
-        lines = 0
-        try:
-            async with conn:
+        ended = False  # the peer closed (else the daemon is stopping)
+        async with conn:
+            try:
                 while True:
                     due = streams.due()
                     timeout = max(0.0, due - time.monotonic()) if due is not None else None
@@ -240,20 +241,28 @@ async def serve_socket_source(
                         try:
                             data = await conn.receive(READ_BYTES)
                         except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+                            ended = True
                             break
                     if data:
                         await streams.take(envelopes.feed(cap.feed(data)))
                         _warn_cut(log, cap, stream_name, peer)
                     else:
                         await streams.tick()
-        finally:
-            # the peer left or the daemon stops: what was received is decided and written
-            with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_SECONDS):
-                await streams.take(envelopes.feed(cap.flush()) + envelopes.flush())
-                _warn_cut(log, cap, stream_name, peer)
-                lines = sum(s.filter.stats.lines for s in streams.streams())
-                await streams.end()
-                log.info("connection.closed", stream=stream_name, peer=peer, lines=lines)
+            finally:
+                # the peer left or the daemon stops: what was received is decided and written
+                with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_SECONDS):
+                    if not ended:  # stopping: take what the peer has sent already
+                        with anyio.move_on_after(DRAIN_SECONDS):
+                            try:
+                                while data := await conn.receive(READ_BYTES):
+                                    await streams.take(envelopes.feed(cap.feed(data)))
+                            except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+                                pass
+                    await streams.take(envelopes.feed(cap.flush()) + envelopes.flush())
+                    _warn_cut(log, cap, stream_name, peer)
+                    lines = sum(s.filter.stats.lines for s in streams.streams())
+                    await streams.end()
+                    log.info("connection.closed", stream=stream_name, peer=peer, lines=lines)
 
     await listener.serve(handle, task_group)
 
