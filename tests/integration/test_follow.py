@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -193,3 +194,20 @@ def test_sigterm_decides_and_writes_everything_pending(tmp_path: Path) -> None:
     (gen,) = check_tiling(live.events())
     assert gen[-1]["event"] == "keep" and gen[-1]["text"].endswith("ERROR final verdict")
     assert sum(e["lines"] for e in gen) == 3001
+
+
+def test_a_let_out_unterminated_line_does_not_run_into_the_rotated_files_first_line(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(b"".join(b"INFO compiling module %d ok\n" % i for i in range(10)))
+    live = follow(tmp_path, log, "-q", "partial")
+    with log.open("ab") as f:
+        f.write(b"partial-no-newline")
+    live.wait_for(lambda: "partial-no-newline" in json.dumps(live.events()), 5)  # let out while quiet
+    log.rename(tmp_path / "a.log.1")
+    log.write_bytes(b"".join(b"INFO compiling module %d ok\n" % i for i in range(5)) + b"ERROR: B failed\n")
+    live.wait_for(lambda: "ERROR: B failed" in kept_text(live.events()), 5)
+    assert live.stop() == 0
+    (gen,) = check_tiling(live.events())
+    assert not [e for e in gen if "rest of line" in e.get("summary", "")]
+    assert gen[-1]["last_line"] == 17  # 10 lines, the unterminated one, then 6 from the new file
+    assert all(e.get("ref") for e in gen if e["event"] == "drop")  # no run spans the two files
