@@ -138,7 +138,9 @@ def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
     starts = np.zeros(n_lines, dtype=np.int64)
     starts[1:] = ends[:-1]
     arr = np.frombuffer(text, dtype=np.uint8)
-    newline_free_end = ends - (arr[ends - 1] == 10) if n_lines else ends
+    # a last line can be empty in scoring text (it held only an escape sequence, no newline)
+    has_newline = (ends > starts) & (arr[np.maximum(ends - 1, 0)] == 10) if arr.shape[0] else ends < 0
+    newline_free_end = ends - has_newline
     first = _first_non_blank(arr, starts, newline_free_end)
     blank = first >= newline_free_end
     indent = np.where(blank, 0, first - starts).astype(np.int64)

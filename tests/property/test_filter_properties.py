@@ -32,6 +32,7 @@ FRAGMENTS = [
     b"npm ERR! code 1\n",
     b"warning: unused variable\n",
     b"no newline at all",
+    b"\x1b[0m",  # a line that is only an escape sequence (empty once normalized), maybe the last
 ]
 
 CONFIGS = [
