@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import structlog
 
-__all__ = ("configure_logging", "get_logger")
+if TYPE_CHECKING:
+    from .filter import Notice
+
+__all__ = ("configure_logging", "get_logger", "log_notices")
 
 
 def configure_logging() -> None:
@@ -29,3 +33,12 @@ def get_logger(name: str = "streamfilter") -> structlog.typing.FilteringBoundLog
     """A bound logger named ``name``."""
     logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(name)
     return logger
+
+
+def log_notices(notices: list[Notice], source: str) -> None:
+    """Log the filter's input warnings (``StreamFilter.notices``) and clear the list."""
+    if notices:
+        log = get_logger()
+        for notice in notices:
+            log.warning(notice.event, source=source, line=notice.line, bytes=notice.n_bytes, count=notice.count)
+        notices.clear()

@@ -19,21 +19,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, ClassVar, NoReturn
 
-import anyio
 from structlog.typing import FilteringBoundLogger
 
 from . import __version__
-from ._logging import configure_logging, get_logger
+from ._logging import configure_logging, get_logger, log_notices
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
-from .daemon import run_daemon
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
 from .expand import Archive, Ref, expand, state_dir
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
-from .live import log_notices
 from .output import FORMATS, end_event, render
 from .records import Run
-from .run import parse_socket, run_command, send_command
 
 __all__ = ("main",)
 
@@ -287,7 +283,12 @@ def _filter_config(args: argparse.Namespace, explain: bool = False) -> FilterCon
     return config
 
 
+# the live commands import anyio, watchfiles and the daemon only when used: `filter` starts faster
 def _follow(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .daemon import run_daemon
+
     path = os.path.abspath(args.file)
     if os.path.isdir(path):
         raise InputError(f"cannot follow {args.file}: Is a directory")
@@ -315,6 +316,10 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .run import run_command
+
     config = _filter_config(args)
     argv = _command(args)
     return anyio.run(
@@ -323,6 +328,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _send(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .run import parse_socket, send_command
+
     argv = _command(args)
     kind, where, port = parse_socket(args.socket)
 
@@ -337,6 +346,10 @@ def _send(args: argparse.Namespace) -> int:
 
 
 def _daemon(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .daemon import run_daemon
+
     return anyio.run(run_daemon, load_config(args.config))
 
 
@@ -410,7 +423,7 @@ def _filter_one(
             runs = sf.feed(chunk)
             for run in runs:
                 _write(out, render(run, fmt, name, refs.of(run)))
-            log_notices(sf, name)
+            log_notices(sf.notices, name)
             if live and runs:
                 _flush(out)
     finally:
@@ -422,7 +435,7 @@ def _finish(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: Filtering
     refs.close()
     for run in sf.flush():
         _write(out, render(run, fmt, name, refs.of(run)))
-    log_notices(sf, name)
+    log_notices(sf.notices, name)
     if fmt == "jsonl":
         _write(out, end_event(sf.stats, name))
     _flush(out)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
-from ._logging import get_logger
+from ._logging import get_logger, log_notices
 from .config import SourceConfig, Timing
 from .expand import Archive, Ref, state_dir
 from .filter import FilterConfig, StreamFilter
@@ -27,15 +27,6 @@ from .sinks import Sink
 __all__ = ("ArchivedStream", "LiveStream", "Totals", "archive_refs", "archived_stream", "marker_event")
 
 RefMaker = Callable[[Run], str]
-
-
-def log_notices(sf: StreamFilter, source: str) -> None:
-    """Log and clear the filter's input warnings (``Notice``)."""
-    if sf.notices:
-        log = get_logger()
-        for notice in sf.notices:
-            log.warning(notice.event, source=source, line=notice.line, bytes=notice.n_bytes, count=notice.count)
-        sf.notices.clear()
 
 
 class Totals:
@@ -184,7 +175,7 @@ class LiveStream:
                     await sink.send(b"\n")
 
     async def _write(self, runs: list[Run]) -> None:
-        log_notices(self.filter, self.source)
+        log_notices(self.filter.notices, self.source)
         if not runs:
             return
         rendered: dict[str, bytes] = {}
