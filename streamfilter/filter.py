@@ -255,7 +255,7 @@ class StreamFilter:
         self.stats.lines += n
         self.stats.bytes += len(block.data)
         self._check_text(block)
-        norm = normalize_block(block.data, n, cfg.max_line_bytes)
+        norm = normalize_block(block.data, n, cfg.max_line_bytes, block.ends)
         for i in norm.capped:
             length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
             self._long_lines += 1
