@@ -159,19 +159,117 @@ def _symbol_lines(text: bytes, ends: npt.NDArray[np.int64], first: npt.NDArray[n
     ``[-`` (Pester), or a number and ``)`` (numbered failure lists). ``first``: each
     line's first non-blank byte (``LineLayout.first``)."""
     arr = np.frombuffer(text, dtype=np.uint8)
-    if ends.shape[0] == 0:
+    n = arr.shape[0]
+    if ends.shape[0] == 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
-    padded = np.zeros(arr.shape[0] + 4, dtype=np.uint8)
-    padded[: arr.shape[0]] = arr
-    b0, b1, b2, b3 = (padded[first + k] for k in range(4))
+    # the bytes at first .. first+3, 0 past the end of the text
+    b0, b1, b2, b3 = (np.where(first + k < n, arr[np.minimum(first + k, n - 1)], 0) for k in range(4))
     digit0 = (b0 - np.uint8(48)) < 10
     symbol = (
-        np.isin(b0, np.frombuffer(b"^=>\xe2\xc3", dtype=np.uint8))
+        (b0 == ord("^"))
+        | (b0 == ord("="))
+        | (b0 == ord(">"))
+        | (b0 == 0xE2)
+        | (b0 == 0xC3)
         | ((b0 == ord("E")) & (b1 == ord(" ")))
         | ((b0 == ord("[")) & (b1 == ord("-")))
         | (digit0 & ((b1 == ord(")")) | (b2 == ord(")")) | (b3 == ord(")"))))
     )
     return np.flatnonzero(symbol & (first < ends)).astype(np.int64)
+
+
+_META = frozenset(b".^$*+?{}[]()|\\")
+
+
+def _skip_class(pattern: bytes, i: int) -> int:
+    """Offset just past the character class that starts at ``pattern[i]`` (``[``)."""
+    i += 1
+    if i < len(pattern) and pattern[i] == ord("^"):
+        i += 1
+    if i < len(pattern) and pattern[i] == ord("]"):
+        i += 1  # a "]" first in the class is a literal
+    while i < len(pattern) and pattern[i] != ord("]"):
+        i += 2 if pattern[i] == ord("\\") else 1
+    return i + 1
+
+
+def _skip_group(pattern: bytes, i: int) -> int:
+    """Offset just past the group that starts at ``pattern[i]`` (``(``)."""
+    depth = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == ord("\\"):
+            i += 2
+            continue
+        if c == ord("["):
+            i = _skip_class(pattern, i)
+            continue
+        depth += (c == ord("(")) - (c == ord(")"))
+        i += 1
+        if depth == 0:
+            break
+    return i
+
+
+def required_literal(pattern: bytes) -> bytes:
+    """The longest run of literal bytes that every match of ``pattern`` contains, or ``b""``.
+
+    Conservative: only bytes outside any group, class or alternative count, a byte
+    followed by a quantifier does not, and a pattern with a top-level ``|``, an
+    inline flag (``(?i)``) or a look-around gives ``b""``. So, for a pattern compiled
+    without IGNORECASE, ``needle not in text`` proves that it cannot match ``text``.
+    """
+    best = b""
+    run = bytearray()
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        literal: int | None = None
+        if c == ord("\\") and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            literal = None if chr(nxt).isalnum() or nxt >= 0x80 else nxt  # \d \b \n ...: not one byte
+            i += 2
+        elif c == ord("("):
+            if pattern.startswith(b"(?", i) and not pattern.startswith(b"(?:", i):
+                return b""  # an inline flag or a look-around
+            i = _skip_group(pattern, i)
+        elif c == ord("["):
+            i = _skip_class(pattern, i)
+        elif c == ord("|"):
+            return b""
+        elif c == ord("{"):
+            i = pattern.find(b"}", i) + 1 or len(pattern)
+        elif c in _META:
+            i += 1
+        else:
+            literal = c
+            i += 1
+        if i < len(pattern) and pattern[i] in b"*?+{":
+            literal = None  # quantified: it may be absent
+        if literal is None:
+            if len(run) > len(best):
+                best = bytes(run)
+            run.clear()
+        else:
+            run.append(literal)
+    return best if len(best) >= len(run) else bytes(run)
+
+
+def _gather_lines(
+    text: bytes, ends: npt.NDArray[np.int64], lines: npt.NDArray[np.int64]
+) -> tuple[bytes, npt.NDArray[np.int64]]:
+    """The given lines of ``text`` (sorted indexes) as one text, each ending with ``\\n``, and their ends."""
+    starts = np.where(lines > 0, ends[np.maximum(lines - 1, 0)], 0)
+    stops = ends[lines]
+    lengths = stops - starts
+    sub_ends = np.cumsum(lengths)
+    total = int(sub_ends[-1])
+    arr = np.frombuffer(text, dtype=np.uint8)
+    sub = arr[np.repeat(starts - (sub_ends - lengths), lengths) + np.arange(total)].tobytes()
+    if lengths[-1] > 0 and text[int(stops[-1]) - 1] != 0x0A:  # the stream's last line, without its newline
+        sub += b"\n"
+        sub_ends[-1] += 1
+    return sub, sub_ends.astype(np.int64)
 
 
 class SignatureSet:
@@ -198,16 +296,17 @@ class SignatureSet:
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
         self._anchored = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
+        builtin = len(signatures)  # user patterns have no trigger words: they see every line
         found = [
             (
                 i,
-                [re.compile(f, re.MULTILINE) for f in s.find],
+                # a built-in finder is only run on text that holds its required literal
+                [(re.compile(f, re.MULTILINE), required_literal(f) if i < builtin else b"") for f in s.find],
                 re.compile(b"[ \t]*(?:" + s.pattern + b")", re.MULTILINE) if s.pattern else None,
             )
             for i, s in enumerate(sigs)
             if s.find
         ]
-        builtin = len(signatures)  # user patterns have no trigger words: they see every line
         self._found = [f for f in found if f[0] < builtin]
         self._user = [f for f in found if f[0] >= builtin]
         self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}
@@ -240,16 +339,14 @@ class SignatureSet:
         if table is None or first is None:
             self._scan(text, ends, None, self._anchored, self._found, starts, ids)
         else:
-            lines = np.union1d(table.lines_with(_TRIGGERS), _symbol_lines(text, ends, first))
+            marks = np.zeros(ends.shape[0], dtype=bool)
+            marks[table.lines_with(_TRIGGERS)] = True
+            marks[_symbol_lines(text, ends, first)] = True
+            lines = np.flatnonzero(marks).astype(np.int64)
             if lines.shape[0] * 3 > ends.shape[0]:
                 self._scan(text, ends, None, self._anchored, self._found, starts, ids)
             elif lines.shape[0]:
-                line_starts = np.zeros(ends.shape[0], dtype=np.int64)
-                line_starts[1:] = ends[:-1]
-                spans = zip(line_starts[lines].tolist(), ends[lines].tolist(), strict=True)
-                pieces = [text[a:b] if text[b - 1 : b] == b"\n" else text[a:b] + b"\n" for a, b in spans]
-                sub = b"".join(pieces)
-                sub_ends = np.cumsum([len(x) for x in pieces], dtype=np.int64)
+                sub, sub_ends = _gather_lines(text, ends, lines)
                 self._scan(sub, sub_ends, lines, self._anchored, self._found, starts, ids)
         if self._user:
             self._user_lines(text, int(ends.shape[0]), starts, ids)
@@ -277,7 +374,7 @@ class SignatureSet:
         and ``$`` mean the line's start and end, and a match never spans lines or depends on blocks."""
         for index, line in enumerate(text.split(b"\n")[:n_lines]):
             for i, finders, _ in self._user:
-                if finders[0].search(line.removesuffix(b"\r")) is not None:
+                if finders[0][0].search(line.removesuffix(b"\r")) is not None:
                     out_lines.append(index)
                     out_ids.append(i)
                     break
@@ -288,7 +385,7 @@ class SignatureSet:
         ends: npt.NDArray[np.int64],
         line_map: npt.NDArray[np.int64] | None,
         anchored: re.Pattern[bytes] | None,
-        found: list[tuple[int, list[re.Pattern[bytes]], re.Pattern[bytes] | None]],
+        found: list[tuple[int, list[tuple[re.Pattern[bytes], bytes]], re.Pattern[bytes] | None]],
         out_lines: list[int],
         out_ids: list[int],
     ) -> None:
@@ -305,7 +402,7 @@ class SignatureSet:
                 out_ids.append(int(m.lastgroup[1:]) if m.lastgroup else 0)
                 pos = padded.find(b"\n", m.start() + 1)  # one anchored signature per line is enough
         for i, finders, confirm in found:
-            positions = [m.start() for f in finders for m in f.finditer(text)]
+            positions = [m.start() for f, needle in finders if needle in text for m in f.finditer(text)]
             if not positions:
                 continue
             line_of = np.searchsorted(ends, np.asarray(positions, dtype=np.int64), side="right")

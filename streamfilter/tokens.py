@@ -291,7 +291,9 @@ class TokenTable:
     def lines_with(self, keys: KeySet) -> npt.NDArray[np.int64]:
         """0-based lines holding a token whose key is in ``keys`` (sorted, unique)."""
         tokens, _ = self.find(keys)
-        return np.unique(self.line_of(tokens))
+        marks = np.zeros(self.ends.shape[0], dtype=bool)
+        marks[self.line_of(tokens)] = True
+        return np.flatnonzero(marks).astype(np.int64)
 
 
 def token_table(text: bytes, ends: npt.NDArray[np.int64]) -> TokenTable:
