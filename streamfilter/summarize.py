@@ -19,22 +19,24 @@ _MARK = 0x01  # one masked span, shown as "<*>"
 _DELIM = np.zeros(256, dtype=bool)
 for _b in b" \t\r\n\"'()[]{}<>,;=|:":
     _DELIM[_b] = True
-_DIGIT = np.zeros(256, dtype=bool)
-_DIGIT[ord("0") : ord("9") + 1] = True
-_NUM_SEP = np.zeros(256, dtype=bool)
-for _b in b".:,_-":
-    _NUM_SEP[_b] = True
 
 
-def _ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """All indexes of the half-open ranges ``[first[i], end[i])`` (disjoint, sorted), as one array."""
-    lengths = end - first
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(lengths) - lengths
-    indexes: npt.NDArray[np.int64] = np.arange(total, dtype=np.int64) + np.repeat(first - offsets, lengths)
-    return indexes
+def _in_ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.bool_]:
+    """Shape ``(n,)``: whether each index is in one of the half-open ranges ``[first[i], end[i])`` (disjoint, sorted).
+
+    Built as alternating runs with ``np.repeat`` (no index per byte, no cumulative sum).
+    """
+    bounds = np.empty(2 * first.shape[0] + 2, dtype=np.int64)
+    bounds[0], bounds[-1] = 0, n
+    bounds[1:-1:2] = first
+    bounds[2:-1:2] = end
+    values = np.zeros(bounds.shape[0] - 1, dtype=bool)
+    values[1::2] = True
+    inside: npt.NDArray[np.bool_] = np.repeat(values, np.diff(bounds))
+    return inside
+
+
+_DELIM_TABLE = _DELIM.astype(np.uint8).tobytes()  # bytes.translate table: 1 for a delimiter
 
 
 def _mask(text: bytes) -> bytes:
@@ -49,24 +51,27 @@ def _mask(text: bytes) -> bytes:
     n = arr.shape[0]
     if n == 0:
         return text
-    masked = (arr - np.uint8(48)) < 10
-    between = np.flatnonzero(masked[:-2] & masked[2:]) + 1  # a byte with a digit on each side
-    masked[between[_NUM_SEP.take(arr[between])]] = True
+    digit = (arr - np.uint8(48)) < 10
+    masked = digit.copy()
+    sep = (arr == 0x2E) | (arr == 0x3A) | (arr == 0x2C) | (arr == 0x5F) | (arr == 0x2D)  # . : , _ -
+    masked[1:-1] |= sep[1:-1] & digit[:-2] & digit[2:]  # between two digits
     if b"/" in text:
         # the chunk around each slash: from after the delimiter before it to the one after it
-        delims = np.concatenate(([-1], np.flatnonzero(_DELIM.take(arr)), [n]))
+        delims = np.concatenate(([-1], np.flatnonzero(np.frombuffer(text.translate(_DELIM_TABLE), dtype=bool)), [n]))
         at = np.searchsorted(delims, np.flatnonzero(arr == 0x2F))
         first, end = delims[at - 1] + 1, delims[at]
         new = np.ones(first.shape[0], dtype=bool)
         new[1:] = first[1:] != first[:-1]  # slashes are in order, so one chunk's repeats are adjacent
-        masked[_ranges(first[new], end[new])] = True
-    keep = np.ones(n, dtype=bool)
+        masked |= _in_ranges(first[new], end[new], n)
     space = (arr == 0x20) | (arr == 0x09)
-    keep[1:] = ~((masked[1:] & masked[:-1]) | (space[1:] & space[:-1]))  # one mark per span, one space per run
+    keep = np.empty(n, dtype=bool)
+    keep[0] = True
+    # one mark per masked span, one space per run of spaces and tabs, no carriage return
+    np.logical_not((masked[1:] & masked[:-1]) | (space[1:] & space[:-1]), out=keep[1:])
     keep &= arr != 0x0D
-    out = arr.copy()
-    out[masked] = _MARK
-    return out[keep].tobytes()
+    flag = masked.view(np.uint8)
+    out = (arr & (flag - np.uint8(1))) | flag  # _MARK (1) where masked, elementwise (no scatter)
+    return np.compress(keep, out).tobytes()
 
 
 def mask_shapes(text: bytes) -> bytes:
