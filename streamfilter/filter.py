@@ -265,7 +265,7 @@ class StreamFilter:
                 self._last_long = Notice("input.long_line", block.first_line + i, length)
         table = token_table(norm.text, norm.ends)
         tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
-        layout = line_layout(norm.text, norm.ends)
+        layout = line_layout(norm.text, norm.ends, table)
         hits, ids = self._signatures.find(norm.text, norm.ends, table, layout.first)
         repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
         if hits.shape[0]:

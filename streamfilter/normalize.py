@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("ANSI_ESCAPE", "NormalizedBlock", "normalize_block", "strip_ansi")
+__all__ = ("ANSI_ESCAPE", "NormalizedBlock", "gather_lines", "normalize_block", "strip_ansi", "strip_ansi_reference")
 
 # ECMA-48 escape sequences, all forms, none of which may cross a line end:
 # CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL or ST, or cut at the
@@ -230,3 +230,30 @@ def _cap_lines(text: bytes, ends: npt.NDArray[np.int64], long_lines: npt.NDArray
         prev = end
     pieces.append(text[prev:])
     return b"".join(pieces)
+
+
+def gather_lines(
+    text: bytes, ends: npt.NDArray[np.int64], lines: npt.NDArray[np.int64]
+) -> tuple[bytes, npt.NDArray[np.int64]]:
+    """Some lines of a block as one text, for a regex to scan only those.
+
+    Args:
+        text: whole lines.
+        ends: shape ``(n_lines,)``: end offset of each line in ``text``.
+        lines: shape ``(k,)``, k >= 1: sorted indexes of the lines to take.
+
+    Returns:
+        ``(sub, sub_ends)``: the lines' bytes, each ending with ``\\n`` (one is added
+        to a last line without it), and shape ``(k,)`` their end offsets in ``sub``.
+    """
+    starts = np.where(lines > 0, ends[np.maximum(lines - 1, 0)], 0)
+    stops = ends[lines]
+    lengths = stops - starts
+    sub_ends = np.cumsum(lengths)
+    total = int(sub_ends[-1])
+    arr = np.frombuffer(text, dtype=np.uint8)
+    sub = arr[np.repeat(starts - (sub_ends - lengths), lengths) + np.arange(total)].tobytes()
+    if lengths[-1] > 0 and text[int(stops[-1]) - 1] != 0x0A:  # the stream's last line, without its newline
+        sub += b"\n"
+        sub_ends[-1] += 1
+    return sub, sub_ends.astype(np.int64)

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import UsageError
+from .normalize import gather_lines
 from .tokens import KeySet, TokenTable, token_key
 
 __all__ = ("DEFAULT_SIGNATURES", "Signature", "SignatureSet")
@@ -255,23 +256,6 @@ def required_literal(pattern: bytes) -> bytes:
     return best if len(best) >= len(run) else bytes(run)
 
 
-def _gather_lines(
-    text: bytes, ends: npt.NDArray[np.int64], lines: npt.NDArray[np.int64]
-) -> tuple[bytes, npt.NDArray[np.int64]]:
-    """The given lines of ``text`` (sorted indexes) as one text, each ending with ``\\n``, and their ends."""
-    starts = np.where(lines > 0, ends[np.maximum(lines - 1, 0)], 0)
-    stops = ends[lines]
-    lengths = stops - starts
-    sub_ends = np.cumsum(lengths)
-    total = int(sub_ends[-1])
-    arr = np.frombuffer(text, dtype=np.uint8)
-    sub = arr[np.repeat(starts - (sub_ends - lengths), lengths) + np.arange(total)].tobytes()
-    if lengths[-1] > 0 and text[int(stops[-1]) - 1] != 0x0A:  # the stream's last line, without its newline
-        sub += b"\n"
-        sub_ends[-1] += 1
-    return sub, sub_ends.astype(np.int64)
-
-
 class SignatureSet:
     """A compiled set of signatures, matched over whole blocks of lines.
 
@@ -346,7 +330,7 @@ class SignatureSet:
             if lines.shape[0] * 3 > ends.shape[0]:
                 self._scan(text, ends, None, self._anchored, self._found, starts, ids)
             elif lines.shape[0]:
-                sub, sub_ends = _gather_lines(text, ends, lines)
+                sub, sub_ends = gather_lines(text, ends, lines)
                 self._scan(sub, sub_ends, lines, self._anchored, self._found, starts, ids)
         if self._user:
             self._user_lines(text, int(ends.shape[0]), starts, ids)
