@@ -256,6 +256,50 @@ def required_literal(pattern: bytes) -> bytes:
     return best if len(best) >= len(run) else bytes(run)
 
 
+_GRAM_BITS = 16  # hashed trigram table: 64 Ki entries (small enough to stay in cache)
+
+
+def _grams(data: bytes) -> npt.NDArray[np.uint32]:
+    """The hashed trigrams of ``data`` (``_GRAM_BITS`` bits each; empty below 3 bytes)."""
+    arr = np.frombuffer(data, dtype=np.uint8).astype(np.uint32)
+    if arr.shape[0] < 3:
+        return arr[:0]
+    codes = arr[:-2] | (arr[1:-1] << np.uint32(8)) | (arr[2:] << np.uint32(16))
+    hashed: npt.NDArray[np.uint32] = (codes * np.uint32(0x9E3779B1)) >> np.uint32(32 - _GRAM_BITS)
+    return hashed
+
+
+def _text_grams(text: bytes) -> npt.NDArray[np.bool_]:
+    """Which hashed trigrams occur in ``text``: a needle with one that does not cannot be in it."""
+    seen = np.zeros(1 << _GRAM_BITS, dtype=bool)
+    seen[_grams(text)] = True
+    return seen
+
+
+@dataclass(frozen=True, slots=True)
+class _Finder:
+    """One ``Signature.find`` regex, with a literal that all its matches contain (``b""``: none
+    known) and that literal's hashed trigrams."""
+
+    regex: re.Pattern[bytes]
+    needle: bytes
+    grams: npt.NDArray[np.uint32]
+
+    @classmethod
+    def of(cls, pattern: bytes, builtin: bool) -> _Finder:
+        needle = required_literal(pattern) if builtin else b""
+        return cls(re.compile(pattern, re.MULTILINE), needle, _grams(needle))
+
+    def may_match(self, text: bytes, grams: npt.NDArray[np.bool_] | None) -> bool:
+        """False when ``text`` cannot hold a match (its trigrams or its needle are missing)."""
+        if grams is not None and self.grams.shape[0] and not grams[self.grams].all():
+            return False
+        return not self.needle or self.needle in text
+
+
+_Found = tuple[int, list[_Finder], re.Pattern[bytes] | None]  # signature index, finders, line regex
+
+
 class SignatureSet:
     """A compiled set of signatures, matched over whole blocks of lines.
 
@@ -281,11 +325,11 @@ class SignatureSet:
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
         self._anchored = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
         builtin = len(signatures)  # user patterns have no trigger words: they see every line
-        found = [
+        found: list[_Found] = [
             (
                 i,
                 # a built-in finder is only run on text that holds its required literal
-                [(re.compile(f, re.MULTILINE), required_literal(f) if i < builtin else b"") for f in s.find],
+                [_Finder.of(f, i < builtin) for f in s.find],
                 re.compile(b"[ \t]*(?:" + s.pattern + b")", re.MULTILINE) if s.pattern else None,
             )
             for i, s in enumerate(sigs)
@@ -358,7 +402,7 @@ class SignatureSet:
         and ``$`` mean the line's start and end, and a match never spans lines or depends on blocks."""
         for index, line in enumerate(text.split(b"\n")[:n_lines]):
             for i, finders, _ in self._user:
-                if finders[0][0].search(line.removesuffix(b"\r")) is not None:
+                if finders[0].regex.search(line.removesuffix(b"\r")) is not None:
                     out_lines.append(index)
                     out_ids.append(i)
                     break
@@ -369,7 +413,7 @@ class SignatureSet:
         ends: npt.NDArray[np.int64],
         line_map: npt.NDArray[np.int64] | None,
         anchored: re.Pattern[bytes] | None,
-        found: list[tuple[int, list[tuple[re.Pattern[bytes], bytes]], re.Pattern[bytes] | None]],
+        found: list[_Found],
         out_lines: list[int],
         out_ids: list[int],
     ) -> None:
@@ -385,12 +429,15 @@ class SignatureSet:
                 hit_starts.append(m.start())  # the "\n" before the line = the line's offset in text
                 out_ids.append(int(m.lastgroup[1:]) if m.lastgroup else 0)
                 pos = padded.find(b"\n", m.start() + 1)  # one anchored signature per line is enough
+        grams = _text_grams(text) if found and len(text) >= 3 else None
         for i, finders, confirm in found:
-            positions = [m.start() for f, needle in finders if needle in text for m in f.finditer(text)]
+            positions = [m.start() for f in finders if f.may_match(text, grams) for m in f.regex.finditer(text)]
             if not positions:
                 continue
-            line_of = np.searchsorted(ends, np.asarray(positions, dtype=np.int64), side="right")
-            for line in np.unique(line_of).tolist():
+            line_of = np.sort(np.searchsorted(ends, np.asarray(positions, dtype=np.int64), side="right"))
+            distinct = np.ones(line_of.shape[0], dtype=bool)
+            distinct[1:] = line_of[1:] != line_of[:-1]
+            for line in line_of[distinct].tolist():
                 start = int(ends[line - 1]) if line else 0
                 if confirm is None or confirm.match(text, start) is not None:
                     hit_starts.append(start)
