@@ -102,6 +102,35 @@ def _kib(n: int) -> str:
     return f"{n / 1024 / 1024:.1f} MiB"
 
 
+def _count_warn(text: bytes) -> int:
+    """``text.lower().count(b"warn")``, with elementwise comparisons (``b | 0x20`` folds only
+    ``W A R N`` onto ``w a r n``; the word cannot overlap itself)."""
+    folded = np.frombuffer(text, dtype=np.uint8) | np.uint8(0x20)
+    if folded.shape[0] < 4:
+        return 0
+    found = (folded[:-3] == 0x77) & (folded[1:-2] == 0x61) & (folded[2:-1] == 0x72) & (folded[3:] == 0x6E)
+    return int(np.count_nonzero(found))
+
+
+def _shapes(text: bytes) -> list[bytes]:
+    """The shape of each line of ``text`` (a last line may lack its ``\\n``; an empty one has none).
+
+    A shape shows at most ``_MAX_SHAPE_CHARS``, so only the first ``_SHAPE_SOURCE_BYTES``
+    of a line are masked: longer lines are cut first (with numpy, then masked as one text).
+    """
+    arr = np.frombuffer(text, dtype=np.uint8)
+    newlines = np.flatnonzero(arr == 0x0A)
+    n_lines = newlines.shape[0] + (0 if text.endswith(b"\n") or not text else 1)
+    ends = newlines if n_lines == newlines.shape[0] else np.append(newlines, arr.shape[0])
+    starts = np.zeros(n_lines, dtype=np.int64)
+    starts[1:] = ends[:-1] + 1
+    long = np.flatnonzero(ends - starts > _SHAPE_SOURCE_BYTES)
+    if long.shape[0]:
+        cut = _in_ranges(starts[long] + _SHAPE_SOURCE_BYTES, ends[long], arr.shape[0])
+        text = np.compress(~cut, arr).tobytes()
+    return _mask(text).split(b"\n")[:n_lines]  # masking keeps every line end
+
+
 class DropSummary:
     """Accumulates one DROP run, in pieces, and renders its summary line.
 
@@ -157,23 +186,17 @@ class DropSummary:
         redraws = frames[frames > 0]
         self.progress_lines += int(redraws.shape[0])
         self.frames += int(redraws.sum())
-        self.warning_lines += text.lower().count(b"warn")
-        lines = text.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        # a shape shows at most _MAX_SHAPE_CHARS: mask only the head of each line
-        if lines and max(map(len, lines)) > _SHAPE_SOURCE_BYTES:
-            text = b"\n".join([line[:_SHAPE_SOURCE_BYTES] for line in lines])
-        shapes = _mask(text).split(b"\n")[: len(lines)]  # masking keeps every line end
+        self.warning_lines += _count_warn(text)
+        shapes = _shapes(text)
+        if len(self._shapes) + len(shapes) <= _MAX_SHAPES:  # room for every line's shape, new or not
+            self._shapes.update(shapes)
+            return
         counts = Counter(shapes)
-        if len(self._shapes) + len(counts) <= _MAX_SHAPES:
-            self._shapes.update(counts)
-        else:
-            for shape, count in counts.items():
-                if shape in self._shapes or len(self._shapes) < _MAX_SHAPES:
-                    self._shapes[shape] += count
-                else:
-                    self._other += count
+        for shape, count in counts.items():
+            if shape in self._shapes or len(self._shapes) < _MAX_SHAPES:
+                self._shapes[shape] += count
+            else:
+                self._other += count
 
     @property
     def lines(self) -> int:
