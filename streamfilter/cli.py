@@ -26,6 +26,7 @@ from .expand import Archive, Ref, expand, state_dir
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
 from .records import Run
+from .worker import FactsWorker, worth_a_worker
 
 __all__ = ("main",)
 
@@ -213,9 +214,17 @@ def _filter(args: argparse.Namespace) -> int:
             _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
         sf = StreamFilter(config, source=name)
         refs = _Refs(name, log)
-        _filter_one(sf, name, args.format, out, log, refs, signals)
-        # also after a stop signal: what was read is decided and written, then the signal's status
-        _finish(sf, name, args.format, out, log, refs)
+        # a large regular file: a second process computes the stateless stages ahead
+        worker = FactsWorker(name, sf.preparer, READ_BYTES) if name != "-" and worth_a_worker(name) else None
+        try:
+            if worker is not None:
+                sf.preparer = worker
+            _filter_one(sf, name, args.format, out, log, refs, signals)
+            # also after a stop signal: what was read is decided and written, then the signal's status
+            _finish(sf, name, args.format, out, log, refs)
+        finally:
+            if worker is not None:
+                worker.close()
         if signals.received is not None:
             return _Signals.STATUS[signals.received]
     return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,13 +24,13 @@ import numpy.typing as npt
 
 from .decide import CutTracker, RepeatGate, protected_ranges
 from .lines import LineSplitter
-from .normalize import normalize_block
+from .prepare import BlockFacts, Preparer
 from .records import LineBlock, Run, WindowTrace
 from .score import BM25Scorer
-from .segment import Segmenter, WindowAssignment, line_layout
+from .segment import Segmenter, WindowAssignment
 from .signatures import SignatureSet
-from .summarize import DropSummary, mask_shapes
-from .tokens import Query, count_terms, token_table
+from .summarize import DropSummary
+from .tokens import Query
 
 __all__ = ("DEFAULT_QUERY", "MAX_TRACES", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
 
@@ -190,6 +191,9 @@ class StreamFilter:
         # words are matched literally and keep their lines, like --protect patterns
         symbols = tuple(re.escape(word) for word in cfg.query.split() if not any(ch.isalnum() for ch in word))
         self._signatures = SignatureSet(extra=cfg.protect + symbols)
+        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes)
+        # where the stateless stages run: here, or a worker that computes them ahead
+        self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
         self._splitter = LineSplitter()
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
@@ -250,12 +254,15 @@ class StreamFilter:
         return self._emit(final=True)
 
     def _ingest(self, block: LineBlock) -> None:
-        cfg, p = self.config, self._p
+        p = self._p
         n = block.n_lines
         self.stats.lines += n
         self.stats.bytes += len(block.data)
         self._check_text(block)
-        norm = normalize_block(block.data, n, cfg.max_line_bytes, block.ends)
+        facts = self.preparer(block)
+        if not facts.matches(block):  # a worker that ran ahead on other bytes: do it here
+            facts = self._prepare(block)
+        norm, tokens, tf, layout = facts.norm, facts.tokens, facts.tf, facts.layout
         for i in norm.capped:
             length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
             self._long_lines += 1
@@ -263,19 +270,12 @@ class StreamFilter:
                 self.notices.append(Notice("input.long_line", block.first_line + i, length))
             else:
                 self._last_long = Notice("input.long_line", block.first_line + i, length)
-        table = token_table(norm.text, norm.ends)
-        tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
-        layout = line_layout(norm.text, norm.ends, table)
-        hits, ids = self._signatures.find(norm.text, norm.ends, table, layout.first)
+        counted = self._signatures.limit(facts.hit_ids)
+        hits, ids = facts.hits[counted], facts.hit_ids[counted]
         repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
         if hits.shape[0]:
-            starts = np.zeros(n, dtype=np.int64)
-            starts[1:] = norm.ends[:-1]
-            lines = [norm.text[a:b] for a, b in zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)]
-            fresh = self._repeats.admit(
-                mask_shapes(b"".join(line.rstrip(b"\n") + b"\n" for line in lines)).split(b"\n")
-            )
-            fresh = fresh[: hits.shape[0]]
+            shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
+            fresh = self._repeats.admit([*shapes, b""])[: hits.shape[0]]
             repeats[hits[~fresh]] = True
             hits, ids = hits[fresh], ids[fresh]
         first = block.first_line - 1

@@ -362,6 +362,18 @@ class SignatureSet:
             ``(lines, ids)``: 0-based line indexes (sorted, unique) and, for each,
             the index in ``names`` of the first signature (in table order) that matched it.
         """
+        lines, sig = self.find_all(text, ends, table, first)
+        keep = self.limit(sig)
+        return lines[keep], sig[keep]
+
+    def find_all(
+        self,
+        text: bytes,
+        ends: npt.NDArray[np.int64],
+        table: TokenTable | None = None,
+        first: npt.NDArray[np.int64] | None = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``find`` without the ``max_hits`` limits: a pure function of the block (no state)."""
         starts: list[int] = []
         ids: list[int] = []
         if table is None or first is None:
@@ -387,15 +399,20 @@ class SignatureSet:
         lines, sig = lines[order], sig[order]
         first = np.ones(lines.shape[0], dtype=bool)
         first[1:] = lines[1:] != lines[:-1]
-        lines, sig = lines[first], sig[first]
-        if self._left:
-            keep = np.ones(lines.shape[0], dtype=bool)
-            for i, left in self._left.items():
-                at = np.flatnonzero(sig == i)
-                keep[at[left:]] = False
-                self._left[i] = max(0, left - at.shape[0])
-            lines, sig = lines[keep], sig[keep]
-        return lines.astype(np.int64), sig
+        return lines[first].astype(np.int64), sig[first]
+
+    def limit(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Apply the ``max_hits`` limits to the next hits of the stream (``find_all``'s ids, in order).
+
+        Returns:
+            shape ``(h,)``: which hits still count; the limits are used up by them.
+        """
+        keep = np.ones(ids.shape[0], dtype=bool)
+        for i, left in self._left.items():
+            at = np.flatnonzero(ids == i)
+            keep[at[left:]] = False
+            self._left[i] = max(0, left - at.shape[0])
+        return keep
 
     def _user_lines(self, text: bytes, n_lines: int, out_lines: list[int], out_ids: list[int]) -> None:
         """``--protect`` patterns: searched in each line on its own (no line end), so ``^``, ``\\A``
