@@ -296,8 +296,14 @@ def _log_notices(sf: StreamFilter, name: str, log: FilteringBoundLogger) -> None
 
 
 def _write(out: BinaryIO, data: bytes) -> None:
+    """Write all of ``data``. A stop signal that interrupts a blocking write to a pipe makes
+    ``BufferedWriter.write`` return early with a short count (the rest is not buffered):
+    the rest is written again, so no line of output is cut."""
     try:
-        out.write(data)
+        view = memoryview(data)
+        while view:
+            written = out.write(view)
+            view = view[written if written is not None else len(view) :]
     except BrokenPipeError:
         raise
     except OSError as exc:
