@@ -98,7 +98,7 @@ def _strip(data: bytes, ends: npt.NDArray[np.int64] | None) -> tuple[bytes, npt.
     if ends is not None:  # no match crosses a line end: subtract the bytes removed before each end
         before = np.searchsorted(first, ends, side="left")
         ends = ends - np.where(before > 0, removed[np.maximum(before - 1, 0)], 0)
-    return arr[keep].tobytes(), ends
+    return np.compress(keep, arr).tobytes(), ends
 
 
 def strip_ansi(data: bytes) -> bytes:
@@ -140,17 +140,41 @@ def _line_ends(text: bytes, n_lines: int) -> npt.NDArray[np.int64]:
     return ends
 
 
-def _has_timestamps(text: bytes, ends: npt.NDArray[np.int64]) -> bool:
-    """Whether a line of ``text`` may start with a ``_TIMESTAMP_PREFIX`` (``dddd-`` or ``[dddd-``)."""
+def _timestamp_lines(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Lines of ``text`` that may start with a ``_TIMESTAMP_PREFIX`` (``dddd-`` or ``[dddd-``)."""
     if ends.shape[0] == 0:
-        return False
+        return ends[:0]
     padded = np.zeros(len(text) + 6, dtype=np.uint8)
     padded[: len(text)] = np.frombuffer(text, dtype=np.uint8)
     starts = np.zeros(ends.shape[0], dtype=np.int64)
     starts[1:] = ends[:-1]
     bracket = padded[starts] == 0x5B
     starts += bracket
-    return bool(((padded[starts + 4] == 0x2D) & ((padded[starts] - np.uint8(48)) < 10)).any())
+    maybe = (padded[starts + 4] == 0x2D) & ((padded[starts] - np.uint8(48)) < 10)
+    return np.flatnonzero(maybe).astype(np.int64)
+
+
+def _strip_timestamps(text: bytes, ends: npt.NDArray[np.int64], lines: npt.NDArray[np.int64]) -> bytes:
+    """``_TIMESTAMP_PREFIX`` removed from the starts of ``lines``, the only lines that may have one.
+
+    A match starts at a line's start and never reaches the next line, so matching line by
+    line gives what ``sub`` over the whole text gives.
+    """
+    if lines.shape[0] * 8 > ends.shape[0]:  # many: one pass of re.sub is cheaper
+        return _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text)[1:]
+    padded = b"\n" + text
+    pieces: list[bytes] = []
+    prev = 0
+    for line in lines.tolist():
+        start = int(ends[line - 1]) if line else 0  # the "\n" before the line is at start in padded
+        m = _TIMESTAMP_PREFIX.match(padded, start)
+        if m is not None:
+            pieces.append(text[prev:start])
+            prev = m.end() - 1
+    if not pieces:
+        return text
+    pieces.append(text[prev:])
+    return b"".join(pieces)
 
 
 def normalize_block(
@@ -172,9 +196,11 @@ def normalize_block(
     text, ends = _strip(data, raw_ends)
     if ends is None:
         ends = _line_ends(text, n_lines)
-    if _has_timestamps(text, ends):
-        text = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text)[1:]
-        ends = _line_ends(text, n_lines)
+    stamped = _timestamp_lines(text, ends)
+    if stamped.shape[0]:
+        stripped = _strip_timestamps(text, ends, stamped)
+        if len(stripped) != len(text):
+            text, ends = stripped, _line_ends(stripped, n_lines)
     frames = np.zeros(n_lines, dtype=np.int32)
     if b"\r" in text:
         text = _collapse_redraws(text, n_lines, frames)

@@ -5,7 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.normalize import normalize_block, strip_ansi, strip_ansi_reference
+from streamfilter.normalize import (
+    _TIMESTAMP_PREFIX,
+    _strip_timestamps,
+    _timestamp_lines,
+    normalize_block,
+    strip_ansi,
+    strip_ansi_reference,
+)
 
 
 @pytest.mark.parametrize(
@@ -89,3 +96,21 @@ def test_numpy_strip_equals_the_regex(pieces: list[bytes]) -> None:
     without = normalize_block(data, n_lines, 1 << 20)
     assert with_ends.text == without.text
     assert with_ends.ends.tolist() == without.ends.tolist()
+
+
+STAMP_PIECES = [b"2026-05-07T17:30:12.8056437Z ", b"[2026-05-07 17:30:12] ", b"2026-05-07T17:30:12+02:00 "]
+STAMP_PIECES += [b"2026-", b"[20", b"run 1\n", b"\n", b"x" * 30 + b"\n", b"12345-67\n"]
+
+
+@given(st.lists(st.sampled_from(STAMP_PIECES), max_size=60))
+@settings(max_examples=500, deadline=None)
+def test_timestamps_stripped_line_by_line_as_by_one_sub(pieces: list[bytes]) -> None:
+    text = b"plain\n" * 500 + b"".join(pieces)  # few candidate lines: matched line by line
+    ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10).astype(np.int64) + 1
+    if not text.endswith(b"\n") and text:
+        ends = np.append(ends, np.int64(len(text)))
+    expected = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text)[1:]
+    assert _strip_timestamps(text, ends, _timestamp_lines(text, ends)) == expected
+    assert _strip_timestamps(text[3000:], ends[500:] - 3000, _timestamp_lines(text[3000:], ends[500:] - 3000)) == (
+        _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text[3000:])[1:]
+    )
