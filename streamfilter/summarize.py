@@ -39,13 +39,14 @@ def _in_ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64], n: int)
 _DELIM_TABLE = _DELIM.astype(np.uint8).tobytes()  # bytes.translate table: 1 for a delimiter
 
 
-def _mask(text: bytes) -> bytes:
+def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None) -> bytes:
     """Mask variable parts with one ``_MARK`` byte per span (vectorized over the text).
 
     Runs of spaces and tabs become one, carriage returns go. Masked: every run of
     digits, with the ``. : , _ -`` between two digits (numbers, versions, times,
     dates, durations); every chunk between delimiters (space, quotes, brackets,
-    ``, ; = | :``) that contains a ``/`` (paths, URLs).
+    ``, ; = | :``) that contains a ``/`` (paths, URLs). ``drop``: shape ``(len(text),)``,
+    bytes left out of the result as well.
     """
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
@@ -69,6 +70,8 @@ def _mask(text: bytes) -> bytes:
     # one mark per masked span, one space per run of spaces and tabs, no carriage return
     np.logical_not((masked[1:] & masked[:-1]) | (space[1:] & space[:-1]), out=keep[1:])
     keep &= arr != 0x0D
+    if drop is not None:
+        keep &= ~drop
     flag = masked.view(np.uint8)
     out = (arr & (flag - np.uint8(1))) | flag  # _MARK (1) where masked, elementwise (no scatter)
     return np.compress(keep, out).tobytes()
@@ -125,10 +128,16 @@ def _shapes(text: bytes) -> list[bytes]:
     starts = np.zeros(n_lines, dtype=np.int64)
     starts[1:] = ends[:-1] + 1
     long = np.flatnonzero(ends - starts > _SHAPE_SOURCE_BYTES)
-    if long.shape[0]:
-        cut = _in_ranges(starts[long] + _SHAPE_SOURCE_BYTES, ends[long], arr.shape[0])
-        text = np.compress(~cut, arr).tobytes()
-    return _mask(text).split(b"\n")[:n_lines]  # masking keeps every line end
+    if not long.shape[0]:
+        return _mask(text).split(b"\n")[:n_lines]  # masking keeps every line end
+    # the bytes past a long line's head are left out by the masking itself; a line end put
+    # where each head ends makes the masking see what it sees in the cut line (masking is local:
+    # a byte's neighbours and its chunk between delimiters, and "\n" is a delimiter)
+    cut = starts[long] + _SHAPE_SOURCE_BYTES
+    marked = arr.copy()
+    marked[cut] = 0x0A
+    drop = _in_ranges(cut, ends[long], arr.shape[0])
+    return _mask(marked.tobytes(), drop).split(b"\n")[:n_lines]
 
 
 class DropSummary:
