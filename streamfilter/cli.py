@@ -15,9 +15,7 @@ import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, ClassVar, NoReturn
-
-from structlog.typing import FilteringBoundLogger
+from typing import TYPE_CHECKING, BinaryIO, ClassVar, NoReturn
 
 from . import __version__
 from ._logging import configure_logging, get_logger
@@ -27,6 +25,9 @@ from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
 from .records import Run
 from .worker import FactsWorker, worth_a_worker
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 __all__ = ("main",)
 
