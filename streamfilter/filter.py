@@ -191,13 +191,13 @@ class StreamFilter:
         # words are matched literally and keep their lines, like --protect patterns
         symbols = tuple(re.escape(word) for word in cfg.query.split() if not any(ch.isalnum() for ch in word))
         self._signatures = SignatureSet(extra=cfg.protect + symbols)
-        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes)
-        # where the stateless stages run: here, or a worker that computes them ahead
-        self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
         self._splitter = LineSplitter()
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
         self._cuts = CutTracker(cfg.min_score, cfg.group_windows)
+        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes)
+        # where the stateless stages run: here, or a worker that computes them ahead
+        self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
         self._repeats = RepeatGate(cfg.max_repeats)
         self._p = _Pending(tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
         self._buf = bytearray()  # raw bytes of pending lines
