@@ -41,17 +41,24 @@ _Packed = tuple[BlockFacts, int, npt.NDArray[np.int64], npt.NDArray[np.int64], i
 
 
 def worth_a_worker(path: str) -> bool:
-    """Whether ``path`` is a regular file large enough, on a machine with a second CPU, for a worker.
+    """Whether ``path`` is a regular file large enough for a worker, with a CPU free for it.
 
-    ``STREAMFILTER_WORKER=0`` in the environment turns the worker off.
+    A second process pays only when it gets a CPU of its own: with the machine's load
+    average (1 minute) above its CPUs less one, the two would share a CPU and hand each
+    block over for nothing (measured: slower than one process). ``STREAMFILTER_WORKER=0``
+    in the environment turns the worker off, ``=1`` on whatever the load.
     """
-    if os.environ.get("STREAMFILTER_WORKER", "1") == "0":
+    setting = os.environ.get("STREAMFILTER_WORKER", "")
+    if setting == "0":
         return False
     try:
         info = os.stat(path)
     except OSError:
         return False
-    return os.path.isfile(path) and info.st_size >= MIN_FILE_BYTES and len(os.sched_getaffinity(0)) > 1
+    if not (os.path.isfile(path) and info.st_size >= MIN_FILE_BYTES):
+        return False
+    cpus = len(os.sched_getaffinity(0))
+    return cpus > 1 and (setting == "1" or os.getloadavg()[0] <= cpus - 1)
 
 
 def _pack(facts: BlockFacts, checksum: int) -> _Packed:
