@@ -13,8 +13,6 @@ and the worker is not asked again, so the output is always the same bytes.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import multiprocessing
 import os
 import queue
 import signal
@@ -22,7 +20,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import replace
-from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +28,9 @@ import numpy.typing as npt
 from .lines import LineSplitter
 from .prepare import BlockFacts
 from .records import LineBlock
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 __all__ = ("FactsWorker", "worth_a_worker")
 
@@ -128,6 +129,9 @@ class FactsWorker:
     """
 
     def __init__(self, path: str, preparer: Callable[[LineBlock], BlockFacts], chunk_bytes: int) -> None:
+        import fcntl
+        import multiprocessing  # here, not at start-up: a run without a worker does not pay for it
+
         context = multiprocessing.get_context("fork")
         self._conn, child = context.Pipe(duplex=False)
         with contextlib.suppress(OSError, AttributeError):  # a bigger pipe: fewer hand-offs per block (Linux)
