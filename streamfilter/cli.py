@@ -17,9 +17,7 @@ import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, ClassVar, NoReturn
-
-from structlog.typing import FilteringBoundLogger
+from typing import TYPE_CHECKING, BinaryIO, ClassVar, NoReturn
 
 from . import __version__
 from ._logging import configure_logging, get_logger, log_notices
@@ -30,6 +28,10 @@ from .expand import Archive, Ref, expand, state_dir
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
 from .records import Run
+from .worker import FactsWorker, worth_a_worker
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 __all__ = ("main",)
 
@@ -374,9 +376,17 @@ def _filter(args: argparse.Namespace) -> int:
             _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
         sf = StreamFilter(config, source=name)
         refs = _Refs(name, log)
-        _filter_one(sf, name, args.format, out, log, refs, signals)
-        # also after a stop signal: what was read is decided and written, then the signal's status
-        _finish(sf, name, args.format, out, log, refs)
+        # a large regular file: a second process computes the stateless stages ahead
+        worker = FactsWorker(name, sf.preparer, READ_BYTES) if name != "-" and worth_a_worker(name) else None
+        try:
+            if worker is not None:
+                sf.preparer = worker
+            _filter_one(sf, name, args.format, out, log, refs, signals)
+            # also after a stop signal: what was read is decided and written, then the signal's status
+            _finish(sf, name, args.format, out, log, refs)
+        finally:
+            if worker is not None:
+                worker.close()
         if signals.received is not None:
             return _Signals.STATUS[signals.received]
     return 0
@@ -442,8 +452,14 @@ def _finish(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: Filtering
 
 
 def _write(out: BinaryIO, data: bytes) -> None:
+    """Write all of ``data``. A stop signal that interrupts a blocking write to a pipe makes
+    ``BufferedWriter.write`` return early with a short count (the rest is not buffered):
+    the rest is written again, so no line of output is cut."""
     try:
-        out.write(data)
+        view = memoryview(data)
+        while view:
+            written = out.write(view)
+            view = view[written if written is not None else len(view) :]
     except BrokenPipeError:
         raise
     except OSError as exc:

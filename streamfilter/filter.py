@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -23,13 +24,13 @@ import numpy.typing as npt
 
 from .decide import CutTracker, RepeatGate, protected_ranges
 from .lines import LineSplitter
-from .normalize import normalize_block
+from .prepare import BlockFacts, Preparer
 from .records import LineBlock, Run, WindowTrace
 from .score import BM25Scorer
-from .segment import Segmenter, WindowAssignment, line_layout
+from .segment import Segmenter, WindowAssignment
 from .signatures import SignatureSet
-from .summarize import DropSummary, mask_shapes
-from .tokens import Query, count_terms, token_table
+from .summarize import DropSummary
+from .tokens import Query
 
 __all__ = ("DEFAULT_QUERY", "MAX_TRACES", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
 
@@ -207,6 +208,9 @@ class StreamFilter:
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars, first_index=start_line - 1)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
         self._cuts = CutTracker(cfg.min_score, cfg.group_windows)
+        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes)
+        # where the stateless stages run: here, or a worker that computes them ahead
+        self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
         self._repeats = RepeatGate(cfg.max_repeats)
         self._p = _Pending(base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
         self._buf = bytearray()  # raw bytes of pending lines
@@ -310,13 +314,10 @@ class StreamFilter:
         return runs
 
     def _matters(self, text: bytes) -> bool:
-        """Whether ``text`` (part of one line) has a protected signature or a query term."""
+        """Whether ``text`` (part of one line) has a signature or a query term."""
         line = text if text.endswith(b"\n") else text + b"\n"
-        norm = normalize_block(line, 1, self.config.max_line_bytes)
-        table = token_table(norm.text, norm.ends)
-        _, tf = count_terms(norm.text, norm.ends, self.query, table)
-        hits, _ = self._signatures.find(norm.text, norm.ends, table, line_layout(norm.text, norm.ends).first)
-        return bool(hits.shape[0] or tf.sum())
+        facts = self._prepare(LineBlock(line, 1, 0, np.asarray([len(line)], dtype=np.int64)))
+        return bool(facts.hits.shape[0] or facts.tf.sum())
 
     def _take_rest(self, chunk: bytes, runs: list[Run]) -> bytes:
         """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk``."""
@@ -368,12 +369,15 @@ class StreamFilter:
         return self._emit(final=True)
 
     def _ingest(self, block: LineBlock) -> None:
-        cfg, p = self.config, self._p
+        p = self._p
         n = block.n_lines
         self.stats.lines += n
         self.stats.bytes += len(block.data)
         self._check_text(block)
-        norm = normalize_block(block.data, n, cfg.max_line_bytes)
+        facts = self.preparer(block)
+        if not facts.matches(block):  # a worker that ran ahead on other bytes: do it here
+            facts = self._prepare(block)
+        norm, tokens, tf, layout = facts.norm, facts.tokens, facts.tf, facts.layout
         for i in norm.capped:
             length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
             self._long_lines += 1
@@ -381,22 +385,15 @@ class StreamFilter:
                 self.notices.append(Notice("input.long_line", block.first_line + i, length))
             else:
                 self._last_long = Notice("input.long_line", block.first_line + i, length)
-        table = token_table(norm.text, norm.ends)
-        tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
-        layout = line_layout(norm.text, norm.ends)
-        hits, ids = self._signatures.find(norm.text, norm.ends, table, layout.first)
+        counted = self._signatures.limit(facts.hit_ids)
+        hits, ids = facts.hits[counted], facts.hit_ids[counted]
         repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
-        gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
-        if gated.any():
-            starts = np.zeros(n, dtype=np.int64)
-            starts[1:] = norm.ends[:-1]
-            at = hits[gated]
-            lines = [norm.text[a:b] for a, b in zip(starts[at].tolist(), norm.ends[at].tolist(), strict=True)]
-            admitted = self._repeats.admit(
-                mask_shapes(b"".join(line.rstrip(b"\n") + b"\n" for line in lines)).split(b"\n")
-            )
+        if hits.shape[0]:
+            shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
+            gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
             fresh = np.ones(hits.shape[0], dtype=bool)
-            fresh[gated] = admitted[: at.shape[0]]
+            if gated.any():
+                fresh[gated] = self._repeats.admit([s for s, g in zip(shapes, gated.tolist(), strict=True) if g])
             repeats[hits[~fresh]] = True
             hits, ids = hits[fresh], ids[fresh]
         first = block.first_line - 1

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .normalize import gather_lines
+from .tokens import KeySet, TokenTable, token_key
+
 __all__ = ("LineLayout", "Segmenter", "WindowAssignment", "line_layout")
 
 Int64Array = npt.NDArray[np.int64]
 
-_WS = np.zeros(256, dtype=bool)
-for _b in b" \t\r\x0b\x0c":
-    _WS[_b] = True
 _NOT_CONT_BYTE = np.ones(256, dtype=bool)
 _NOT_CONT_BYTE[0x80:0xC0] = False
 
@@ -54,6 +54,15 @@ _CHAIN_LINE = re.compile(
 )
 
 JOIN_NONE, JOIN_TRACE, JOIN_CHAIN = 0, 1, 2
+
+# every line _EXC_LINE matches holds one of these as a token (the exception-name suffixes start a
+# token: a case change, a digit or a separator comes before them) or starts with "..."
+_TRACE_WORDS = KeySet.of(
+    token_key(w)
+    for w in b"error exception exit interrupt warning failure throwable suppressed goroutine but".split()
+)
+# every line _CHAIN_LINE matches starts with one of these
+_CHAIN_PREFIXES = (b"Caus", b"Duri", b"The ", b"Trac")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +93,8 @@ def _line_starts_at(padded: bytes, regex: re.Pattern[bytes], ends: Int64Array) -
     return np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right").astype(np.int64)
 
 
-_SCAN = 64  # leading bytes looked at per indented line at once
+_SCAN = 8  # leading bytes looked at per indented line at once (most indents are shorter)
+_SCAN_COLUMNS = np.arange(_SCAN)
 _STATUS_WIDTH = 12  # cargo right-aligns its status words to end at this column
 _WORD_BYTE = np.zeros(256, dtype=bool)
 _WORD_BYTE[ord("a") : ord("z") + 1] = True
@@ -107,6 +117,12 @@ def _status_lines(arr: npt.NDArray[np.uint8], starts: Int64Array, first: Int64Ar
     return status
 
 
+def _blank_byte(b: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
+    """Elementwise: space, tab, CR, VT or FF (comparisons: cheaper than a table lookup)."""
+    blank: npt.NDArray[np.bool_] = (b == 0x20) | (b == 0x09) | ((b - np.uint8(0x0B)) < 3)
+    return blank
+
+
 def _first_non_blank(arr: npt.NDArray[np.uint8], starts: Int64Array, line_ends: Int64Array) -> Int64Array:
     """Offset of each line's first byte that is not a space, tab, CR, VT or FF (its end if none).
 
@@ -114,12 +130,13 @@ def _first_non_blank(arr: npt.NDArray[np.uint8], starts: Int64Array, line_ends: 
     """
     first = starts.copy()
     n = arr.shape[0]
-    pending = np.flatnonzero((starts < line_ends) & _WS[arr[np.minimum(starts, max(n - 1, 0))]]) if n else starts[:0]
+    if n == 0:
+        return np.minimum(first, line_ends)
+    pending = np.flatnonzero((starts < line_ends) & _blank_byte(arr[np.minimum(starts, n - 1)]))
     offset = 0
     while pending.shape[0]:
         at = starts[pending] + offset
-        grid = np.minimum(at[:, None] + np.arange(_SCAN), n - 1)
-        solid = ~_WS[arr[grid]]
+        solid = ~_blank_byte(arr[np.minimum(at[:, None] + _SCAN_COLUMNS, n - 1)])
         found = solid.any(axis=1)
         first[pending] = np.minimum(at + np.where(found, np.argmax(solid, axis=1), _SCAN), line_ends[pending])
         pending = pending[~found & (first[pending] < line_ends[pending])]
@@ -127,12 +144,56 @@ def _first_non_blank(arr: npt.NDArray[np.uint8], starts: Int64Array, line_ends: 
     return np.minimum(first, line_ends)
 
 
-def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
+def _lines_matching(text: bytes, ends: Int64Array, lines: Int64Array, regex: re.Pattern[bytes]) -> Int64Array:
+    """Which of ``lines`` (sorted indexes) ``regex`` finds a match in, scanning only those lines."""
+    if lines.shape[0] == 0:
+        return lines
+    sub, sub_ends = gather_lines(text, ends, lines)
+    return lines[_line_starts_at(b"\n" + sub, regex, sub_ends)]
+
+
+def _starting_with(arr: npt.NDArray[np.uint8], starts: Int64Array, prefixes: tuple[bytes, ...]) -> Int64Array:
+    """Lines whose first bytes (at column 0) are one of ``prefixes`` (all 4 bytes long)."""
+    n = arr.shape[0]
+    head = [np.where(starts + k < n, arr[np.minimum(starts + k, max(n - 1, 0))], 0) for k in range(4)]
+    hit = np.zeros(starts.shape[0], dtype=bool)
+    for prefix in prefixes:
+        hit |= (head[0] == prefix[0]) & (head[1] == prefix[1]) & (head[2] == prefix[2]) & (head[3] == prefix[3])
+    return np.flatnonzero(hit).astype(np.int64)
+
+
+def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable | None) -> npt.NDArray[np.int8]:
+    """``LineLayout.join`` of each line; with the block's ``TokenTable``, the regexes see candidate lines only."""
+    n_lines = int(ends.shape[0])
+    join = np.zeros(n_lines, dtype=np.int8)
+    if table is None or n_lines == 0 or not text:
+        padded = b"\n" + text
+        join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE
+        join[_line_starts_at(padded, _CHAIN_LINE, ends)] = JOIN_CHAIN
+        return join
+    arr = np.frombuffer(text, dtype=np.uint8)
+    # a trace line holds one of _TRACE_WORDS as a token, or starts with "...", or holds a byte
+    # >= 0x80 (a letter to the tokenizer, not to the regex's \b)
+    maybe = np.zeros(n_lines, dtype=bool)
+    maybe[table.lines_with(_TRACE_WORDS)] = True
+    maybe |= (arr[np.minimum(starts, arr.shape[0] - 1)] == 0x2E) & (starts < ends)
+    high = np.flatnonzero(arr >= 0x80)
+    if high.shape[0]:
+        maybe[np.searchsorted(ends, high, side="right")] = True
+    join[_lines_matching(text, ends, np.flatnonzero(maybe).astype(np.int64), _EXC_LINE)] = JOIN_TRACE
+    chain = _starting_with(arr, starts, _CHAIN_PREFIXES)
+    join[_lines_matching(text, ends, chain, _CHAIN_LINE)] = JOIN_CHAIN
+    return join
+
+
+def line_layout(text: bytes, ends: Int64Array, table: TokenTable | None = None) -> LineLayout:
     """Compute the ``LineLayout`` of a block of scoring text (vectorized over the block).
 
     Args:
         text: scoring text of whole lines.
         ends: shape ``(n_lines,)``: end offset of each line in ``text``.
+        table: the block's ``TokenTable``, when made: the trace-line regex then only
+            looks at lines that hold one of its words (the same result, sooner).
     """
     n_lines = int(ends.shape[0])
     starts = np.zeros(n_lines, dtype=np.int64)
@@ -148,11 +209,8 @@ def line_layout(text: bytes, ends: Int64Array) -> LineLayout:
     if arr.shape[0] and int(arr.max()) >= 0x80:
         cont = np.flatnonzero(~_NOT_CONT_BYTE[arr])
         chars -= np.bincount(np.searchsorted(ends, cont, side="right"), minlength=n_lines)[:n_lines]
-    padded = b"\n" + text
     indent[_status_lines(arr, starts, first, indent)] = 0
-    join = np.zeros(n_lines, dtype=np.int8)
-    join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE
-    join[_line_starts_at(padded, _CHAIN_LINE, ends)] = JOIN_CHAIN
+    join = _join(text, ends, starts, table)
     return LineLayout(blank=blank, indent=indent, chars=chars, join=join, first=first.astype(np.int64))
 
 

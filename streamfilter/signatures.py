@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import UsageError
+from .normalize import gather_lines
 from .tokens import KeySet, TokenTable, token_key
 
 __all__ = ("DEFAULT_SIGNATURES", "Signature", "SignatureSet")
@@ -159,19 +160,144 @@ def _symbol_lines(text: bytes, ends: npt.NDArray[np.int64], first: npt.NDArray[n
     ``[-`` (Pester), or a number and ``)`` (numbered failure lists). ``first``: each
     line's first non-blank byte (``LineLayout.first``)."""
     arr = np.frombuffer(text, dtype=np.uint8)
-    if ends.shape[0] == 0:
+    n = arr.shape[0]
+    if ends.shape[0] == 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
-    padded = np.zeros(arr.shape[0] + 4, dtype=np.uint8)
-    padded[: arr.shape[0]] = arr
-    b0, b1, b2, b3 = (padded[first + k] for k in range(4))
+    # the bytes at first .. first+3, 0 past the end of the text
+    b0, b1, b2, b3 = (np.where(first + k < n, arr[np.minimum(first + k, n - 1)], 0) for k in range(4))
     digit0 = (b0 - np.uint8(48)) < 10
     symbol = (
-        np.isin(b0, np.frombuffer(b"^=>\xe2\xc3", dtype=np.uint8))
+        (b0 == ord("^"))
+        | (b0 == ord("="))
+        | (b0 == ord(">"))
+        | (b0 == 0xE2)
+        | (b0 == 0xC3)
         | ((b0 == ord("E")) & (b1 == ord(" ")))
         | ((b0 == ord("[")) & (b1 == ord("-")))
         | (digit0 & ((b1 == ord(")")) | (b2 == ord(")")) | (b3 == ord(")"))))
     )
     return np.flatnonzero(symbol & (first < ends)).astype(np.int64)
+
+
+_META = frozenset(b".^$*+?{}[]()|\\")
+
+
+def _skip_class(pattern: bytes, i: int) -> int:
+    """Offset just past the character class that starts at ``pattern[i]`` (``[``)."""
+    i += 1
+    if i < len(pattern) and pattern[i] == ord("^"):
+        i += 1
+    if i < len(pattern) and pattern[i] == ord("]"):
+        i += 1  # a "]" first in the class is a literal
+    while i < len(pattern) and pattern[i] != ord("]"):
+        i += 2 if pattern[i] == ord("\\") else 1
+    return i + 1
+
+
+def _skip_group(pattern: bytes, i: int) -> int:
+    """Offset just past the group that starts at ``pattern[i]`` (``(``)."""
+    depth = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == ord("\\"):
+            i += 2
+            continue
+        if c == ord("["):
+            i = _skip_class(pattern, i)
+            continue
+        depth += (c == ord("(")) - (c == ord(")"))
+        i += 1
+        if depth == 0:
+            break
+    return i
+
+
+def required_literal(pattern: bytes) -> bytes:
+    """The longest run of literal bytes that every match of ``pattern`` contains, or ``b""``.
+
+    Conservative: only bytes outside any group, class or alternative count, a byte
+    followed by a quantifier does not, and a pattern with a top-level ``|``, an
+    inline flag (``(?i)``) or a look-around gives ``b""``. So, for a pattern compiled
+    without IGNORECASE, ``needle not in text`` proves that it cannot match ``text``.
+    """
+    best = b""
+    run = bytearray()
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        literal: int | None = None
+        if c == ord("\\") and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            literal = None if chr(nxt).isalnum() or nxt >= 0x80 else nxt  # \d \b \n ...: not one byte
+            i += 2
+        elif c == ord("("):
+            if pattern.startswith(b"(?", i) and not pattern.startswith(b"(?:", i):
+                return b""  # an inline flag or a look-around
+            i = _skip_group(pattern, i)
+        elif c == ord("["):
+            i = _skip_class(pattern, i)
+        elif c == ord("|"):
+            return b""
+        elif c == ord("{"):
+            i = pattern.find(b"}", i) + 1 or len(pattern)
+        elif c in _META:
+            i += 1
+        else:
+            literal = c
+            i += 1
+        if i < len(pattern) and pattern[i] in b"*?+{":
+            literal = None  # quantified: it may be absent
+        if literal is None:
+            if len(run) > len(best):
+                best = bytes(run)
+            run.clear()
+        else:
+            run.append(literal)
+    return best if len(best) >= len(run) else bytes(run)
+
+
+_GRAM_BITS = 16  # hashed trigram table: 64 Ki entries (small enough to stay in cache)
+
+
+def _grams(data: bytes) -> npt.NDArray[np.uint32]:
+    """The hashed trigrams of ``data`` (``_GRAM_BITS`` bits each; empty below 3 bytes)."""
+    arr = np.frombuffer(data, dtype=np.uint8).astype(np.uint32)
+    if arr.shape[0] < 3:
+        return arr[:0]
+    codes = arr[:-2] | (arr[1:-1] << np.uint32(8)) | (arr[2:] << np.uint32(16))
+    hashed: npt.NDArray[np.uint32] = (codes * np.uint32(0x9E3779B1)) >> np.uint32(32 - _GRAM_BITS)
+    return hashed
+
+
+def _text_grams(text: bytes) -> npt.NDArray[np.bool_]:
+    """Which hashed trigrams occur in ``text``: a needle with one that does not cannot be in it."""
+    seen = np.zeros(1 << _GRAM_BITS, dtype=bool)
+    seen[_grams(text)] = True
+    return seen
+
+
+@dataclass(frozen=True, slots=True)
+class _Finder:
+    """One ``Signature.find`` regex, with a literal that all its matches contain (``b""``: none
+    known) and that literal's hashed trigrams."""
+
+    regex: re.Pattern[bytes]
+    needle: bytes
+    grams: npt.NDArray[np.uint32]
+
+    @classmethod
+    def of(cls, pattern: bytes, builtin: bool) -> _Finder:
+        needle = required_literal(pattern) if builtin else b""
+        return cls(re.compile(pattern, re.MULTILINE), needle, _grams(needle))
+
+    def may_match(self, text: bytes, grams: npt.NDArray[np.bool_] | None) -> bool:
+        """False when ``text`` cannot hold a match (its trigrams or its needle are missing)."""
+        if grams is not None and self.grams.shape[0] and not grams[self.grams].all():
+            return False
+        return not self.needle or self.needle in text
+
+
+_Found = tuple[int, list[_Finder], re.Pattern[bytes] | None]  # signature index, finders, line regex
 
 
 class SignatureSet:
@@ -198,16 +324,18 @@ class SignatureSet:
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
         self._anchored = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
-        found = [
+        # user patterns (ids from here on) have no trigger words: they see every line
+        self.builtin = builtin = len(signatures)
+        found: list[_Found] = [
             (
                 i,
-                [re.compile(f, re.MULTILINE) for f in s.find],
+                # a built-in finder is only run on text that holds its required literal
+                [_Finder.of(f, i < builtin) for f in s.find],
                 re.compile(b"[ \t]*(?:" + s.pattern + b")", re.MULTILINE) if s.pattern else None,
             )
             for i, s in enumerate(sigs)
             if s.find
         ]
-        self.builtin = builtin = len(signatures)  # user patterns (ids from here) see every line
         self._found = [f for f in found if f[0] < builtin]
         self._user = [f for f in found if f[0] >= builtin]
         self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}
@@ -235,21 +363,31 @@ class SignatureSet:
             ``(lines, ids)``: 0-based line indexes (sorted, unique) and, for each,
             the index in ``names`` of the first signature (in table order) that matched it.
         """
+        lines, sig = self.find_all(text, ends, table, first)
+        keep = self.limit(sig)
+        return lines[keep], sig[keep]
+
+    def find_all(
+        self,
+        text: bytes,
+        ends: npt.NDArray[np.int64],
+        table: TokenTable | None = None,
+        first: npt.NDArray[np.int64] | None = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``find`` without the ``max_hits`` limits: a pure function of the block (no state)."""
         starts: list[int] = []
         ids: list[int] = []
         if table is None or first is None:
             self._scan(text, ends, None, self._anchored, self._found, starts, ids)
         else:
-            lines = np.union1d(table.lines_with(_TRIGGERS), _symbol_lines(text, ends, first))
+            marks = np.zeros(ends.shape[0], dtype=bool)
+            marks[table.lines_with(_TRIGGERS)] = True
+            marks[_symbol_lines(text, ends, first)] = True
+            lines = np.flatnonzero(marks).astype(np.int64)
             if lines.shape[0] * 3 > ends.shape[0]:
                 self._scan(text, ends, None, self._anchored, self._found, starts, ids)
             elif lines.shape[0]:
-                line_starts = np.zeros(ends.shape[0], dtype=np.int64)
-                line_starts[1:] = ends[:-1]
-                spans = zip(line_starts[lines].tolist(), ends[lines].tolist(), strict=True)
-                pieces = [text[a:b] if text[b - 1 : b] == b"\n" else text[a:b] + b"\n" for a, b in spans]
-                sub = b"".join(pieces)
-                sub_ends = np.cumsum([len(x) for x in pieces], dtype=np.int64)
+                sub, sub_ends = gather_lines(text, ends, lines)
                 self._scan(sub, sub_ends, lines, self._anchored, self._found, starts, ids)
         if self._user:
             self._user_lines(text, int(ends.shape[0]), starts, ids)
@@ -262,22 +400,27 @@ class SignatureSet:
         lines, sig = lines[order], sig[order]
         first = np.ones(lines.shape[0], dtype=bool)
         first[1:] = lines[1:] != lines[:-1]
-        lines, sig = lines[first], sig[first]
-        if self._left:
-            keep = np.ones(lines.shape[0], dtype=bool)
-            for i, left in self._left.items():
-                at = np.flatnonzero(sig == i)
-                keep[at[left:]] = False
-                self._left[i] = max(0, left - at.shape[0])
-            lines, sig = lines[keep], sig[keep]
-        return lines.astype(np.int64), sig
+        return lines[first].astype(np.int64), sig[first]
+
+    def limit(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Apply the ``max_hits`` limits to the next hits of the stream (``find_all``'s ids, in order).
+
+        Returns:
+            shape ``(h,)``: which hits still count; the limits are used up by them.
+        """
+        keep = np.ones(ids.shape[0], dtype=bool)
+        for i, left in self._left.items():
+            at = np.flatnonzero(ids == i)
+            keep[at[left:]] = False
+            self._left[i] = max(0, left - at.shape[0])
+        return keep
 
     def _user_lines(self, text: bytes, n_lines: int, out_lines: list[int], out_ids: list[int]) -> None:
         """``--protect`` patterns: searched in each line on its own (no line end), so ``^``, ``\\A``
         and ``$`` mean the line's start and end, and a match never spans lines or depends on blocks."""
         for index, line in enumerate(text.split(b"\n")[:n_lines]):
             for i, finders, _ in self._user:
-                if finders[0].search(line.removesuffix(b"\r")) is not None:
+                if finders[0].regex.search(line.removesuffix(b"\r")) is not None:
                     out_lines.append(index)
                     out_ids.append(i)
                     break
@@ -288,7 +431,7 @@ class SignatureSet:
         ends: npt.NDArray[np.int64],
         line_map: npt.NDArray[np.int64] | None,
         anchored: re.Pattern[bytes] | None,
-        found: list[tuple[int, list[re.Pattern[bytes]], re.Pattern[bytes] | None]],
+        found: list[_Found],
         out_lines: list[int],
         out_ids: list[int],
     ) -> None:
@@ -304,12 +447,15 @@ class SignatureSet:
                 hit_starts.append(m.start())  # the "\n" before the line = the line's offset in text
                 out_ids.append(int(m.lastgroup[1:]) if m.lastgroup else 0)
                 pos = padded.find(b"\n", m.start() + 1)  # one anchored signature per line is enough
+        grams = _text_grams(text) if found and len(text) >= 3 else None
         for i, finders, confirm in found:
-            positions = [m.start() for f in finders for m in f.finditer(text)]
+            positions = [m.start() for f in finders if f.may_match(text, grams) for m in f.regex.finditer(text)]
             if not positions:
                 continue
-            line_of = np.searchsorted(ends, np.asarray(positions, dtype=np.int64), side="right")
-            for line in np.unique(line_of).tolist():
+            line_of = np.sort(np.searchsorted(ends, np.asarray(positions, dtype=np.int64), side="right"))
+            distinct = np.ones(line_of.shape[0], dtype=bool)
+            distinct[1:] = line_of[1:] != line_of[:-1]
+            for line in line_of[distinct].tolist():
                 start = int(ends[line - 1]) if line else 0
                 if confirm is None or confirm.match(text, start) is not None:
                     hit_starts.append(start)

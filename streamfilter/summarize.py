@@ -19,54 +19,62 @@ _MARK = 0x01  # one masked span, shown as "<*>"
 _DELIM = np.zeros(256, dtype=bool)
 for _b in b" \t\r\n\"'()[]{}<>,;=|:":
     _DELIM[_b] = True
-_DIGIT = np.zeros(256, dtype=bool)
-_DIGIT[ord("0") : ord("9") + 1] = True
-_NUM_SEP = np.zeros(256, dtype=bool)
-for _b in b".:,_-":
-    _NUM_SEP[_b] = True
 
 
-def _ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """All indexes of the half-open ranges ``[first[i], end[i])`` (disjoint, sorted), as one array."""
-    lengths = end - first
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(lengths) - lengths
-    indexes: npt.NDArray[np.int64] = np.arange(total, dtype=np.int64) + np.repeat(first - offsets, lengths)
-    return indexes
+def _in_ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.bool_]:
+    """Shape ``(n,)``: whether each index is in one of the half-open ranges ``[first[i], end[i])`` (disjoint, sorted).
+
+    Built as alternating runs with ``np.repeat`` (no index per byte, no cumulative sum).
+    """
+    bounds = np.empty(2 * first.shape[0] + 2, dtype=np.int64)
+    bounds[0], bounds[-1] = 0, n
+    bounds[1:-1:2] = first
+    bounds[2:-1:2] = end
+    values = np.zeros(bounds.shape[0] - 1, dtype=bool)
+    values[1::2] = True
+    inside: npt.NDArray[np.bool_] = np.repeat(values, np.diff(bounds))
+    return inside
 
 
-def _mask(text: bytes) -> bytes:
+_DELIM_TABLE = _DELIM.astype(np.uint8).tobytes()  # bytes.translate table: 1 for a delimiter
+
+
+def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None) -> bytes:
     """Mask variable parts with one ``_MARK`` byte per span (vectorized over the text).
 
     Runs of spaces and tabs become one, carriage returns go. Masked: every run of
     digits, with the ``. : , _ -`` between two digits (numbers, versions, times,
     dates, durations); every chunk between delimiters (space, quotes, brackets,
-    ``, ; = | :``) that contains a ``/`` (paths, URLs).
+    ``, ; = | :``) that contains a ``/`` (paths, URLs). ``drop``: shape ``(len(text),)``,
+    bytes left out of the result as well.
     """
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
         return text
-    masked = (arr - np.uint8(48)) < 10
-    between = np.flatnonzero(masked[:-2] & masked[2:]) + 1  # a byte with a digit on each side
-    masked[between[_NUM_SEP.take(arr[between])]] = True
+    digit = (arr - np.uint8(48)) < 10
+    masked = digit.copy()
+    sep = (arr == 0x2E) | (arr == 0x3A) | (arr == 0x2C) | (arr == 0x5F) | (arr == 0x2D)  # . : , _ -
+    masked[1:-1] |= sep[1:-1] & digit[:-2] & digit[2:]  # between two digits
     if b"/" in text:
         # the chunk around each slash: from after the delimiter before it to the one after it
-        delims = np.concatenate(([-1], np.flatnonzero(_DELIM.take(arr)), [n]))
+        delims = np.concatenate(([-1], np.flatnonzero(np.frombuffer(text.translate(_DELIM_TABLE), dtype=bool)), [n]))
         at = np.searchsorted(delims, np.flatnonzero(arr == 0x2F))
         first, end = delims[at - 1] + 1, delims[at]
         new = np.ones(first.shape[0], dtype=bool)
         new[1:] = first[1:] != first[:-1]  # slashes are in order, so one chunk's repeats are adjacent
-        masked[_ranges(first[new], end[new])] = True
-    keep = np.ones(n, dtype=bool)
+        masked |= _in_ranges(first[new], end[new], n)
     space = (arr == 0x20) | (arr == 0x09)
-    keep[1:] = ~((masked[1:] & masked[:-1]) | (space[1:] & space[:-1]))  # one mark per span, one space per run
+    keep = np.empty(n, dtype=bool)
+    keep[0] = True
+    # one mark per masked span, one space per run of spaces and tabs, no carriage return
+    np.logical_not((masked[1:] & masked[:-1]) | (space[1:] & space[:-1]), out=keep[1:])
     keep &= arr != 0x0D
-    out = arr.copy()
-    out[masked] = _MARK
-    return out[keep].tobytes()
+    if drop is not None:
+        keep &= ~drop
+    flag = masked.view(np.uint8)
+    out = (arr & (flag - np.uint8(1))) | flag  # _MARK (1) where masked, elementwise (no scatter)
+    return np.compress(keep, out).tobytes()
 
 
 def mask_shapes(text: bytes) -> bytes:
@@ -95,6 +103,41 @@ def _kib(n: int) -> str:
     if n < 1024 * 1024:
         return f"{n / 1024:.1f} KiB"
     return f"{n / 1024 / 1024:.1f} MiB"
+
+
+def _count_warn(text: bytes) -> int:
+    """``text.lower().count(b"warn")``, with elementwise comparisons (``b | 0x20`` folds only
+    ``W A R N`` onto ``w a r n``; the word cannot overlap itself)."""
+    folded = np.frombuffer(text, dtype=np.uint8) | np.uint8(0x20)
+    if folded.shape[0] < 4:
+        return 0
+    found = (folded[:-3] == 0x77) & (folded[1:-2] == 0x61) & (folded[2:-1] == 0x72) & (folded[3:] == 0x6E)
+    return int(np.count_nonzero(found))
+
+
+def _shapes(text: bytes) -> list[bytes]:
+    """The shape of each line of ``text`` (a last line may lack its ``\\n``; an empty one has none).
+
+    A shape shows at most ``_MAX_SHAPE_CHARS``, so only the first ``_SHAPE_SOURCE_BYTES``
+    of a line are masked: longer lines are cut first (with numpy, then masked as one text).
+    """
+    arr = np.frombuffer(text, dtype=np.uint8)
+    newlines = np.flatnonzero(arr == 0x0A)
+    n_lines = newlines.shape[0] + (0 if text.endswith(b"\n") or not text else 1)
+    ends = newlines if n_lines == newlines.shape[0] else np.append(newlines, arr.shape[0])
+    starts = np.zeros(n_lines, dtype=np.int64)
+    starts[1:] = ends[:-1] + 1
+    long = np.flatnonzero(ends - starts > _SHAPE_SOURCE_BYTES)
+    if not long.shape[0]:
+        return _mask(text).split(b"\n")[:n_lines]  # masking keeps every line end
+    # the bytes past a long line's head are left out by the masking itself; a line end put
+    # where each head ends makes the masking see what it sees in the cut line (masking is local:
+    # a byte's neighbours and its chunk between delimiters, and "\n" is a delimiter)
+    cut = starts[long] + _SHAPE_SOURCE_BYTES
+    marked = arr.copy()
+    marked[cut] = 0x0A
+    drop = _in_ranges(cut, ends[long], arr.shape[0])
+    return _mask(marked.tobytes(), drop).split(b"\n")[:n_lines]
 
 
 class DropSummary:
@@ -152,23 +195,17 @@ class DropSummary:
         redraws = frames[frames > 0]
         self.progress_lines += int(redraws.shape[0])
         self.frames += int(redraws.sum())
-        self.warning_lines += text.lower().count(b"warn")
-        lines = text.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        # a shape shows at most _MAX_SHAPE_CHARS: mask only the head of each line
-        if lines and max(map(len, lines)) > _SHAPE_SOURCE_BYTES:
-            text = b"\n".join([line[:_SHAPE_SOURCE_BYTES] for line in lines])
-        shapes = _mask(text).split(b"\n")[: len(lines)]  # masking keeps every line end
+        self.warning_lines += _count_warn(text)
+        shapes = _shapes(text)
+        if len(self._shapes) + len(shapes) <= _MAX_SHAPES:  # room for every line's shape, new or not
+            self._shapes.update(shapes)
+            return
         counts = Counter(shapes)
-        if len(self._shapes) + len(counts) <= _MAX_SHAPES:
-            self._shapes.update(counts)
-        else:
-            for shape, count in counts.items():
-                if shape in self._shapes or len(self._shapes) < _MAX_SHAPES:
-                    self._shapes[shape] += count
-                else:
-                    self._other += count
+        for shape, count in counts.items():
+            if shape in self._shapes or len(self._shapes) < _MAX_SHAPES:
+                self._shapes[shape] += count
+            else:
+                self._other += count
 
     @property
     def lines(self) -> int:

@@ -265,6 +265,8 @@ class TokenTable:
         per_line: shape ``(n_lines,)`` int64: tokens in each line.
         ends: shape ``(n_lines,)`` int64: end offset of each line in the text.
         lower: the text, ASCII-lowercased.
+        buckets: shape ``(n_tokens,)`` uint64: the ``KeySet`` bucket of each key (hashed
+            once per block, for every ``find``).
     """
 
     starts: npt.NDArray[np.int64]
@@ -273,13 +275,14 @@ class TokenTable:
     per_line: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
     lower: bytes
+    buckets: npt.NDArray[np.uint64]
 
     def find(self, keys: KeySet) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Tokens whose key is in ``keys``: their indexes and the index of the key in ``keys.sorted``."""
         if keys.sorted.shape[0] == 0 or self.keys.shape[0] == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty
-        maybe = np.flatnonzero(keys.buckets[_bucket(self.keys)])
+        maybe = np.flatnonzero(keys.buckets[self.buckets])
         at = np.minimum(np.searchsorted(keys.sorted, self.keys[maybe]), keys.sorted.shape[0] - 1)
         hit = keys.sorted[at] == self.keys[maybe]
         return maybe[hit], at[hit].astype(np.int64)
@@ -291,7 +294,9 @@ class TokenTable:
     def lines_with(self, keys: KeySet) -> npt.NDArray[np.int64]:
         """0-based lines holding a token whose key is in ``keys`` (sorted, unique)."""
         tokens, _ = self.find(keys)
-        return np.unique(self.line_of(tokens))
+        marks = np.zeros(self.ends.shape[0], dtype=bool)
+        marks[self.line_of(tokens)] = True
+        return np.flatnonzero(marks).astype(np.int64)
 
 
 def token_table(text: bytes, ends: npt.NDArray[np.int64]) -> TokenTable:
@@ -306,7 +311,8 @@ def token_table(text: bytes, ends: npt.NDArray[np.int64]) -> TokenTable:
     n = arr.shape[0]
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return TokenTable(empty, empty, np.zeros(0, dtype=np.uint64), np.zeros(n_lines, dtype=np.int64), ends, b"")
+        none = np.zeros(0, dtype=np.uint64)
+        return TokenTable(empty, empty, none, np.zeros(n_lines, dtype=np.int64), ends, b"", none)
     # byte classes by comparisons (cheaper than a 256-entry gather)
     upper = (arr - np.uint8(65)) < 26
     digit = (arr - np.uint8(48)) < 10
@@ -330,14 +336,14 @@ def token_table(text: bytes, ends: npt.NDArray[np.int64]) -> TokenTable:
     lower_text = text.lower()
     low = np.zeros(n + KEY_BYTES, dtype=np.uint8)
     low[:n] = np.frombuffer(lower_text, dtype=np.uint8)
-    # 8 bytes from every offset as one little-endian uint64 (an unaligned, overlapping view)
-    words8 = np.ndarray(shape=(n,), dtype="<u8", buffer=low.data, offset=0, strides=(1,))
-    keys = words8[starts] & _KEY_MASK[np.minimum(lengths, KEY_BYTES)]
-    line_starts = np.zeros(n_lines, dtype=np.int64)
-    line_starts[1:] = ends[:-1]
-    per_line = np.add.reduceat(start, line_starts, dtype=np.int64) if n_lines else np.zeros(0, dtype=np.int64)
-    per_line[line_starts >= ends] = 0  # reduceat gives an empty line its next byte
-    return TokenTable(starts, lengths, keys, per_line, ends, lower_text)
+    # 8 bytes from every offset (an unaligned, overlapping view; gathered as opaque 8-byte items,
+    # which numpy copies faster than unaligned integers), then read as little-endian uint64
+    words8 = np.ndarray(shape=(n,), dtype="V8", buffer=low.data, offset=0, strides=(1,))
+    keys = words8[starts].view("<u8") & _KEY_MASK[np.minimum(lengths, KEY_BYTES)]
+    # tokens never cross a line end: a line's tokens are those starting before its end
+    per_line = np.diff(np.searchsorted(starts, ends), prepend=0).astype(np.int64)
+    keys = keys.astype(np.uint64)
+    return TokenTable(starts, lengths, keys, per_line, ends, lower_text, _bucket(keys))
 
 
 def count_terms(

@@ -1,8 +1,18 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from streamfilter.normalize import normalize_block, strip_ansi
+from streamfilter.normalize import (
+    _TIMESTAMP_PREFIX,
+    _strip_timestamps,
+    _timestamp_lines,
+    normalize_block,
+    strip_ansi,
+    strip_ansi_reference,
+)
 
 
 @pytest.mark.parametrize(
@@ -68,3 +78,39 @@ def test_ci_timestamp_prefixes_are_not_part_of_the_scoring_text() -> None:
         b"ERROR x",
         b"2024-01-02 is a date, not a prefix",
     ]
+
+
+ESCAPE_PIECES = [b"\x1b", b"[", b"]", b"P", b"X", b"^", b"_", b"\\", b"\x07", b"\n", b"1", b";", b"m", b" ", b"(", b"B"]
+ESCAPE_PIECES += [b"?", b"@", b"~", b"\x7f", b"7", b"\x1b[1;32m", b"\x1b]8;;", b"\xc3\xa9", b"a"]
+
+
+@given(st.lists(st.sampled_from(ESCAPE_PIECES), max_size=40))
+@settings(max_examples=1000, deadline=None)
+def test_numpy_strip_equals_the_regex(pieces: list[bytes]) -> None:
+    data = b"".join(pieces)
+    assert strip_ansi(data) == strip_ansi_reference(data)
+    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    raw_ends = np.flatnonzero(np.frombuffer(data + b"\n", dtype=np.uint8) == 10)[:n_lines] + 1
+    raw_ends[-1:] = np.minimum(raw_ends[-1:], len(data))
+    with_ends = normalize_block(data, n_lines, 1 << 20, raw_ends.astype(np.int64))
+    without = normalize_block(data, n_lines, 1 << 20)
+    assert with_ends.text == without.text
+    assert with_ends.ends.tolist() == without.ends.tolist()
+
+
+STAMP_PIECES = [b"2026-05-07T17:30:12.8056437Z ", b"[2026-05-07 17:30:12] ", b"2026-05-07T17:30:12+02:00 "]
+STAMP_PIECES += [b"2026-", b"[20", b"run 1\n", b"\n", b"x" * 30 + b"\n", b"12345-67\n"]
+
+
+@given(st.lists(st.sampled_from(STAMP_PIECES), max_size=60))
+@settings(max_examples=500, deadline=None)
+def test_timestamps_stripped_line_by_line_as_by_one_sub(pieces: list[bytes]) -> None:
+    text = b"plain\n" * 500 + b"".join(pieces)  # few candidate lines: matched line by line
+    ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10).astype(np.int64) + 1
+    if not text.endswith(b"\n") and text:
+        ends = np.append(ends, np.int64(len(text)))
+    expected = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text)[1:]
+    assert _strip_timestamps(text, ends, _timestamp_lines(text, ends)) == expected
+    assert _strip_timestamps(text[3000:], ends[500:] - 3000, _timestamp_lines(text[3000:], ends[500:] - 3000)) == (
+        _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text[3000:])[1:]
+    )

@@ -17,6 +17,8 @@ MODULES = [
     "streamfilter.signatures",
     "streamfilter.decide",
     "streamfilter.summarize",
+    "streamfilter.prepare",
+    "streamfilter.worker",
     "streamfilter.filter",
     "streamfilter.output",
     "streamfilter.errors",

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamfilter.segment import Segmenter, line_layout
+from streamfilter.tokens import token_table
 
 
 def windows(text: bytes, n: int = 8, m: int = 1200, chunks: int = 1) -> list[list[int]]:
@@ -86,3 +89,37 @@ def test_junit_assertion_message_and_its_frames_stay_with_the_exception() -> Non
         b"\tat sun.reflect.NativeMethodAccessorImpl.invoke0(Native Method)\n"
     )
     assert windows(text, n=3) == [[1, 2, 3, 4, 5, 6]]
+
+
+TRACE_PIECES = [
+    b"Traceback (most recent call last):\n",
+    b'  File "x.py", line 3, in f\n',
+    b"ValueError: bad\n",
+    b"ValueErrors are many\n",
+    b"my.pkg.IOError\xc3\xa9 odd\n",
+    b"java.lang.IllegalStateException: boom\n",
+    b"\tat com.example.Foo.bar(Foo.java:12)\n",
+    b"Caused by: java.io.IOException: disk\n",
+    b"... 12 more\n",
+    b"Suppressed: x\n",
+    b"goroutine 7 [running]:\n",
+    b"but was:<2>\n",
+    b"During handling of the above exception, another exception occurred:\n",
+    b"The above exception was the direct cause of the following exception:\n",
+    b"KeyboardInterrupt\n",
+    b"SystemExit: 2\n",
+    b"plain text error here\n",
+    b"\n",
+    b"    indented\n",
+]
+
+
+@given(st.lists(st.sampled_from(TRACE_PIECES), max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_layout_with_token_table_equals_the_full_scan(pieces: list[bytes]) -> None:
+    text = b"".join(pieces)
+    ends = np.cumsum([len(p) for p in pieces]).astype(np.int64)
+    full = line_layout(text, ends)
+    quick = line_layout(text, ends, token_table(text, ends))
+    assert full.join.tolist() == quick.join.tolist()
+    assert full.first.tolist() == quick.first.tolist()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from streamfilter.segment import line_layout
-from streamfilter.signatures import SignatureSet
+from streamfilter.signatures import DEFAULT_SIGNATURES, SignatureSet, required_literal
 from streamfilter.tokens import token_table
 
 LINES = [
@@ -109,3 +111,30 @@ def test_max_hits_keeps_only_the_first_warnings() -> None:
     text = b"".join(b"src/a.hs:%d:1: Warning: unused\n" % i for i in range(30))
     lines, names = hits(text, True)
     assert lines == list(range(10)) and set(names) == {"compiler-warning"}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "needle"),
+    [
+        (rb"[Ff]ailed: ", b"ailed: "),
+        (rb"\.py:\d+: ", b".py:"),
+        (rb"exit(?:ed)? (?:with )?(?:code|status) [1-9]", b"exit"),
+        (rb"ab?c", b"a"),
+        (rb"a{2,3}bc", b"bc"),
+        (rb"x\*\*y+", b"x**"),
+        (rb"ab|cd", b""),  # a top-level alternative: nothing is required
+        (rb"(?i)abc", b""),  # an inline flag: case may differ
+        (rb"(?=ab)", b""),
+    ],
+)
+def test_required_literal_is_in_every_match(pattern: bytes, needle: bytes) -> None:
+    assert required_literal(pattern) == needle
+
+
+def test_every_built_in_finder_needs_its_literal() -> None:
+    for sig in DEFAULT_SIGNATURES:
+        for finder in sig.find:
+            needle = required_literal(finder)
+            for name, line in LINES:
+                if re.search(finder, line):
+                    assert needle in line, (name, finder)

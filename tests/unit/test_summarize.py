@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamfilter.normalize import normalize_block
-from streamfilter.summarize import DropSummary, mask_shapes
+from streamfilter.summarize import _SHAPE_SOURCE_BYTES, DropSummary, _mask, _shapes, mask_shapes
 
 SHAPES = [
     (b"   Compiling serde v1.0.130 (/home/ci/.cargo/registry/src/serde)", b" Compiling serde v<*> (<*>)"),
@@ -103,3 +105,17 @@ def test_shape_table_is_bounded_and_overflow_is_counted() -> None:
     s.add(len(data), data, len(words), 0, np.zeros(len(words), dtype=np.int32))
     assert len(s._shapes) == 4096
     assert "other shapes" in s.render()
+
+
+SHAPE_PIECES = [b"a", b"1", b"2", b".", b"-", b"/", b" ", b"\t", b"\r", b":", b"(", b"x" * 40, b"12.5" * 10, b"\n"]
+
+
+@given(st.lists(st.sampled_from(SHAPE_PIECES), max_size=80))
+@settings(max_examples=500, deadline=None)
+def test_shapes_of_long_lines_equal_masking_the_cut_lines(pieces: list[bytes]) -> None:
+    text = b"".join(pieces)
+    lines = text.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    cut = b"\n".join(line[:_SHAPE_SOURCE_BYTES] for line in lines)
+    assert _shapes(text) == _mask(cut).split(b"\n")[: len(lines)]

@@ -1,0 +1,95 @@
+"""The filter's stateless stages, on one block: ``LineBlock -> BlockFacts``.
+
+Everything the filter learns of a block from its bytes alone: the scoring text,
+tokens and query-term counts per line, the layout for segmentation, and the lines
+that carry a failure signature (with their shapes, for the repeat gate). What
+depends on the stream so far (windows, BM25 statistics, cuts, signature limits,
+repeats) is left to ``StreamFilter``. Being a pure function of the block, it can
+run ahead of the filter in another process (``streamfilter.worker``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .normalize import NormalizedBlock, normalize_block
+from .records import LineBlock
+from .segment import LineLayout, line_layout
+from .signatures import SignatureSet
+from .summarize import mask_shapes
+from .tokens import Query, count_terms, token_table
+
+__all__ = ("BlockFacts", "Preparer")
+
+Int64Array = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class BlockFacts:
+    """What the stateless stages found in one block (per-line arrays have shape ``(n_lines,)``).
+
+    Attributes:
+        first_line: 1-based number of the block's first line (``LineBlock.first_line``).
+        n_bytes: length of the block's raw bytes.
+        norm: the scoring text.
+        tokens: int64, tokens per line.
+        tf: shape ``(n_lines, n_terms)`` int64: occurrences of each query term per line.
+        layout: what segmentation needs.
+        hits: int64, 0-based lines that carry a signature (sorted), before any
+            signature's ``max_hits`` limit.
+        hit_ids: int64, the first signature each of ``hits`` matched.
+        hit_shapes: the masked shape of each of ``hits`` (``summarize.mask_shapes``).
+    """
+
+    first_line: int
+    n_bytes: int
+    norm: NormalizedBlock
+    tokens: Int64Array
+    tf: Int64Array
+    layout: LineLayout
+    hits: Int64Array
+    hit_ids: Int64Array
+    hit_shapes: tuple[bytes, ...]
+
+    def matches(self, block: LineBlock) -> bool:
+        """Whether these are the facts of ``block`` (same first line, line count and length)."""
+        return (
+            self.first_line == block.first_line
+            and self.n_bytes == len(block.data)
+            and int(self.norm.ends.shape[0]) == block.n_lines
+        )
+
+
+class Preparer:
+    """``Preparer(query, signatures, max_line_bytes)(block) -> BlockFacts``; holds no stream state.
+
+    Args:
+        query: the parsed query.
+        signatures: the compiled signatures (only ``SignatureSet.find_all`` is used,
+            which keeps no state).
+        max_line_bytes: scoring cap per line, in bytes.
+    """
+
+    def __init__(self, query: Query, signatures: SignatureSet, max_line_bytes: int) -> None:
+        self.query = query
+        self.signatures = signatures
+        self.max_line_bytes = max_line_bytes
+
+    def __call__(self, block: LineBlock) -> BlockFacts:
+        """The facts of ``block``."""
+        norm = normalize_block(block.data, block.n_lines, self.max_line_bytes, block.ends)
+        table = token_table(norm.text, norm.ends)
+        tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
+        layout = line_layout(norm.text, norm.ends, table)
+        hits, ids = self.signatures.find_all(norm.text, norm.ends, table, layout.first)
+        shapes: tuple[bytes, ...] = ()
+        if hits.shape[0]:
+            starts = np.zeros(block.n_lines, dtype=np.int64)
+            starts[1:] = norm.ends[:-1]
+            spans = zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)
+            lines = b"".join(norm.text[a:b].rstrip(b"\n") + b"\n" for a, b in spans)
+            shapes = tuple(mask_shapes(lines).split(b"\n")[: hits.shape[0]])  # masking is line by line
+        return BlockFacts(block.first_line, len(block.data), norm, tokens, tf, layout, hits, ids, shapes)

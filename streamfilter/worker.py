@@ -1,0 +1,183 @@
+"""The filter's stateless stages in a second process, ahead of the filter, for a regular file.
+
+``FactsWorker`` forks a process that reads the same file in the same chunks as the
+command line does, splits it into the same blocks, and computes each block's
+``BlockFacts`` (``prepare.Preparer``: scoring text, tokens, layout, signatures),
+sending them over a pipe. Installed as ``StreamFilter.preparer``, it hands the
+filter the facts of each block in order while the worker goes on with the next:
+the two processes share the work. A block whose facts do not match it (same first
+line, length, line count and Adler-32) is computed in the filter's own process,
+and the worker is not asked again, so the output is always the same bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from .lines import LineSplitter
+from .prepare import BlockFacts
+from .records import LineBlock
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+__all__ = ("FactsWorker", "worth_a_worker")
+
+MIN_FILE_BYTES = 4 << 20  # smaller files are done before a second process pays for itself
+AHEAD_BLOCKS = 4  # facts of at most this many blocks wait for the filter (about 1.2 MB each)
+_PIPE_BYTES = 1 << 20
+
+_Packed = tuple[BlockFacts, int, npt.NDArray[np.int64], npt.NDArray[np.int64], int]
+
+
+def worth_a_worker(path: str) -> bool:
+    """Whether ``path`` is a regular file large enough for a worker, with a CPU free for it.
+
+    A second process pays only when it gets a CPU of its own: with the machine's load
+    average (1 minute) above its CPUs less one, the two would share a CPU and hand each
+    block over for nothing (measured: slower than one process). ``STREAMFILTER_WORKER=0``
+    in the environment turns the worker off, ``=1`` on whatever the load.
+    """
+    setting = os.environ.get("STREAMFILTER_WORKER", "")
+    if setting == "0":
+        return False
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    if not (os.path.isfile(path) and info.st_size >= MIN_FILE_BYTES):
+        return False
+    cpus = len(os.sched_getaffinity(0))
+    return cpus > 1 and (setting == "1" or os.getloadavg()[0] <= cpus - 1)
+
+
+def _pack(facts: BlockFacts, checksum: int) -> _Packed:
+    """Facts for the pipe: the term counts (mostly zeros) as their non-zero rows, per-line
+    integers as int32, and no ``LineLayout.first`` (only the signatures used it)."""
+    rows = np.flatnonzero(facts.tf.any(axis=1)).astype(np.int64)
+    layout = facts.layout
+    slim = replace(
+        facts,
+        tf=facts.tf[:0],
+        tokens=facts.tokens.astype(np.int32),
+        norm=replace(facts.norm, ends=facts.norm.ends.astype(np.int32)),
+        layout=replace(
+            layout, indent=layout.indent.astype(np.int32), chars=layout.chars.astype(np.int32), first=layout.first[:0]
+        ),
+    )
+    return slim, int(facts.tf.shape[0]), rows, facts.tf[rows], checksum
+
+
+def _unpack(packed: _Packed) -> tuple[BlockFacts, int]:
+    slim, n_lines, rows, values, checksum = packed
+    tf = np.zeros((n_lines, slim.tf.shape[1]), dtype=np.int64)
+    tf[rows] = values
+    layout = slim.layout
+    facts = replace(
+        slim,
+        tf=tf,
+        tokens=slim.tokens.astype(np.int64),
+        norm=replace(slim.norm, ends=slim.norm.ends.astype(np.int64)),
+        layout=replace(layout, indent=layout.indent.astype(np.int64), chars=layout.chars.astype(np.int64)),
+    )
+    return facts, checksum
+
+
+def _serve(path: str, preparer: Callable[[LineBlock], BlockFacts], chunk_bytes: int, conn: Connection) -> None:
+    """The worker: facts of every block of ``path`` in order, then None."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # the filter's process decides when to stop
+    splitter = LineSplitter()
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read1(chunk_bytes):
+                block = splitter.feed(chunk)
+                if block is not None:
+                    conn.send(_pack(preparer(block), zlib.adler32(block.data)))
+        block = splitter.flush()
+        if block is not None:
+            conn.send(_pack(preparer(block), zlib.adler32(block.data)))
+        conn.send(None)
+    except OSError:  # the filter went away (broken pipe) or the file could not be read
+        pass
+    finally:
+        conn.close()
+
+
+class FactsWorker:
+    """``BlockFacts`` of a regular file's blocks, computed ahead in a forked process.
+
+    Args:
+        path: the file, read again by the worker.
+        preparer: the filter's own ``prepare.Preparer`` (the worker inherits it), also
+            used here for any block whose facts do not match.
+        chunk_bytes: bytes per read, as the filter's reader uses (``read1``), so that
+            both split the file into the same blocks.
+
+    Call ``close()`` when done (it ends the worker).
+    """
+
+    def __init__(self, path: str, preparer: Callable[[LineBlock], BlockFacts], chunk_bytes: int) -> None:
+        import fcntl
+        import multiprocessing  # here, not at start-up: a run without a worker does not pay for it
+
+        context = multiprocessing.get_context("fork")
+        self._conn, child = context.Pipe(duplex=False)
+        with contextlib.suppress(OSError, AttributeError):  # a bigger pipe: fewer hand-offs per block (Linux)
+            fcntl.fcntl(child.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_BYTES)
+        self._process = context.Process(target=_serve, args=(path, preparer, chunk_bytes, child), daemon=True)
+        self._process.start()
+        child.close()
+        self._local = preparer
+        self._live = True
+        self.taken = 0  # blocks whose facts came from the worker
+        # a thread takes the facts off the pipe as they come, so the worker never waits for the
+        # filter (nor the filter for a descheduled worker) while there is room ahead
+        self._ahead: queue.Queue[_Packed | None] = queue.Queue(maxsize=AHEAD_BLOCKS)
+        self._reader = threading.Thread(target=self._read, name="streamfilter-facts", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                packed: _Packed | None = self._conn.recv()
+            except (EOFError, OSError):
+                packed = None
+            self._ahead.put(packed)
+            if packed is None:
+                return
+
+    def __call__(self, block: LineBlock) -> BlockFacts:
+        """The facts of ``block``, the filter's next block: from the worker when they match."""
+        if self._live:
+            packed = self._ahead.get()
+            if packed is not None:
+                facts, checksum = _unpack(packed)
+                if facts.matches(block) and checksum == zlib.adler32(block.data):
+                    self.taken += 1
+                    return facts
+            self._live = False  # out of step (or done): every later block is done here
+        return self._local(block)
+
+    def close(self) -> None:
+        """End the worker (it may still be computing facts nobody will ask for)."""
+        self._live = False
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+        while self._reader.is_alive():  # the pipe is closed at the other end: the reader ends
+            with contextlib.suppress(queue.Empty):
+                self._ahead.get_nowait()
+            self._reader.join(timeout=0.01)
+        self._conn.close()
