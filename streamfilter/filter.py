@@ -264,7 +264,7 @@ class StreamFilter:
             self._ingest(block)
         return runs + self._emit(final=False)
 
-    def settle(self, partial: bool = False, hold_lines: int = 0) -> list[Run]:
+    def settle(self, partial: bool = False, hold_lines: int = 0, close_drop: bool = True) -> list[Run]:
         """The stream went quiet: decide every complete line now, and close the open runs.
 
         The look-ahead is not waited for: the open window is closed (a line that
@@ -275,14 +275,14 @@ class StreamFilter:
         ``extend_lines``): the kept record goes on, it is not re-scored as a new one.
 
         With ``partial``, an unterminated last line is decided too, as a line of its
-        own; bytes that arrive later up to its ``\\n`` are the rest of that line: a KEEP
-        run if the line was kept or the rest has a protected signature or a query term;
-        otherwise a DROP run if the rest is more than a line terminator, else only
-        counted in ``stats``.
+        own; bytes that arrive later up to its ``\\n`` are the rest of that line, a run
+        of their own with ``Run.rest`` set (same line number, next bytes): KEEP if the
+        line was kept or the rest has a signature or a query term, else DROP.
 
         With ``hold_lines``, the last that many lines stay undecided (and ``partial`` is
         ignored): a stream whose end applies the tail rule (a command's run) keeps them
-        for it.
+        for it. Without ``close_drop``, an open DROP run stays open (a stream that keeps
+        flowing gets one summary per stretch of dropped lines, not one per settle).
 
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
@@ -298,7 +298,7 @@ class StreamFilter:
         self._assign(self._segmenter.close())
         self._score_windows(self._segmenter_closed)
         runs = self._emit(final=False, settle=True, hold=hold_lines)
-        self._close_runs(runs)
+        self._close_runs(runs, close_drop)
         if forced is not None:
             self._rest = (forced.first_line, self._last_keep)
         return runs
@@ -337,13 +337,14 @@ class StreamFilter:
         if kept:
             self.stats.kept_bytes += len(rest)
             self.stats.keep_runs += 1
-            runs.append(Run("keep", line, line, start, start + len(rest), rest))
+            runs.append(Run("keep", line, line, start, start + len(rest), rest, rest=True))
         else:
             self.stats.dropped_bytes += len(rest)
-            if rest.rstrip(b"\r\n"):
-                self.stats.drop_runs += 1
-                summary = f"[streamfilter: dropped the rest of line {line} ({len(rest)} bytes)]"
-                runs.append(Run("drop", line, line, start, start + len(rest), summary=summary))
+            self.stats.drop_runs += 1
+            # only the line end of a dropped line: nothing to say in text (JSONL still has the bytes)
+            summary = f"[streamfilter: dropped the rest of line {line} ({len(rest)} B)]" if rest.strip() else ""
+            crc = f"{zlib.crc32(rest):08x}"
+            runs.append(Run("drop", line, line, start, start + len(rest), summary=summary, checksum=crc, rest=True))
         return chunk[len(rest) :]
 
     def flush(self, tail_lines: int | None = None) -> list[Run]:
@@ -695,11 +696,11 @@ class StreamFilter:
         self._traces[decision] = []
         return traces
 
-    def _close_runs(self, runs: list[Run]) -> None:
+    def _close_runs(self, runs: list[Run], close_drop: bool = True) -> None:
         self._gap = None
         if self._keep is not None:
             runs.append(self._close_keep())
-        if self._open is not None:
+        if self._open is not None and close_drop:
             runs.append(self._close_drop())
 
     def _trim(self, n: int) -> None:

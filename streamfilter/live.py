@@ -126,7 +126,7 @@ class LiveStream:
         await self._write(self.filter.feed(chunk))
         if self._last >= self._since + self.timing.max_delay_seconds:
             self._unsettled = False
-            await self._write(self.filter.settle(hold_lines=self._hold))
+            await self._write(self.filter.settle(hold_lines=self._hold, close_drop=False))
 
     def due(self) -> float | None:
         """``time.monotonic()`` at which ``tick`` has work to do, or None while nothing waits."""

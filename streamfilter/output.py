@@ -27,6 +27,8 @@ def render(run: Run, fmt: str, source: str, ref: str = "", extra: Mapping[str, o
     if fmt == "text":
         if run.decision == "keep":
             return run.data
+        if not run.summary:  # the rest of a dropped line that was only its line end
+            return b""
         summary = f"{run.summary[:-1]}; ref {ref}]" if ref else run.summary
         return summary.encode("utf-8") + b"\n"
     event: dict[str, object] = {
@@ -39,6 +41,8 @@ def render(run: Run, fmt: str, source: str, ref: str = "", extra: Mapping[str, o
         "end_byte": run.end_byte,
         "lines": run.lines,
     }
+    if run.rest:
+        event["rest"] = True  # the rest of a line counted in an earlier event
     if run.traces or run.traces_omitted:
         event["windows"] = [
             {"first_line": t.first_line, "last_line": t.last_line, "score": t.score, "cut": t.cut, "reason": t.reason}

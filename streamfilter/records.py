@@ -84,6 +84,8 @@ class Run:
         traces_omitted: windows of the run left out of ``traces`` (a cap per run).
         checksum: for DROP runs, CRC-32 of the run's bytes as 8 hex digits (so a
             readback can tell whether the bytes it finds are still the same).
+        rest: the run is the rest of a line a live stream let out before its end
+            arrived (``StreamFilter.settle``): its one line was counted in an earlier run.
 
     A KEEP run that grows past the filter's ``max_keep_event_bytes`` is emitted
     as several consecutive KEEP runs, so no run holds unbounded memory.
@@ -99,6 +101,7 @@ class Run:
     traces: tuple[WindowTrace, ...] = field(default=())
     traces_omitted: int = 0
     checksum: str = ""
+    rest: bool = False
 
     @property
     def lines(self) -> int:

@@ -150,18 +150,17 @@ def test_settling_loses_nothing_and_keeps_the_error(steps: list[tuple[str, bytes
     data, runs = run_live(steps, CONFIGS[which])
     expect_line, expect_byte = 1, 0
     for run in runs:
-        if run.first_line == expect_line - 1 == run.last_line:
+        if run.rest:
             # the rest of a line that settle(partial=True) let out: same line, next bytes
-            assert run.start_byte == expect_byte
+            assert run.first_line == expect_line - 1 == run.last_line and run.start_byte == expect_byte
         else:
-            assert run.first_line == expect_line
-            # a dropped line's late terminator is counted, not summarized: the only gap allowed
-            assert data[expect_byte : run.start_byte].strip(b"\r\n") == b""
+            assert run.first_line == expect_line and run.start_byte == expect_byte
+            assert not run.rest
         if run.decision == "keep":
             assert run.data == data[run.start_byte : run.end_byte]
         expect_line, expect_byte = run.last_line + 1, run.end_byte
     assert expect_line == input_lines(data) + 1
-    assert data[expect_byte:].strip(b"\r\n") == b""
+    assert expect_byte == len(data)  # every byte in exactly one run, line ends of let-out lines too
     first_error = data.find(b"ERROR: build failed")
     if first_error >= 0:
         assert any(r.decision == "keep" and r.start_byte <= first_error < r.end_byte for r in runs)
@@ -177,7 +176,7 @@ def test_settle_lets_a_quiet_error_out_and_its_record_goes_on() -> None:
     assert kept[0].data.endswith(b"at step two: capture declined")
     # the terminator completes the kept line; a later frame continues the kept record
     later = sf.feed(b"\n    at step three\nINFO next order\n") + sf.flush()
-    assert later[0] == Run("keep", 43, 43, kept[0].end_byte, kept[0].end_byte + 1, b"\n")
+    assert later[0] == Run("keep", 43, 43, kept[0].end_byte, kept[0].end_byte + 1, b"\n", rest=True)
     assert later[1] == Run("keep", 44, 44, kept[0].end_byte + 1, kept[0].end_byte + 19, b"    at step three\n")
     assert [(r.decision, r.first_line, r.last_line) for r in later[2:]] == [("drop", 45, 45)]
 
