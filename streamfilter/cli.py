@@ -322,10 +322,14 @@ def _run(args: argparse.Namespace) -> int:
 
     from .run import run_command
 
+    failure_tail = args.tail_lines
+    args.tail_lines = max(args.tail_lines, args.success_tail)  # held back for the end either way
     config = _filter_config(args)
     argv = _command(args)
     return anyio.run(
-        lambda: run_command(argv, config, args.format, args.separate, args.tee, args.success_tail, args.raw)
+        lambda: run_command(
+            argv, config, args.format, args.separate, args.tee, args.success_tail, args.raw, failure_tail
+        )
     )
 
 
@@ -334,6 +338,8 @@ def _send(args: argparse.Namespace) -> int:
 
     from .run import parse_socket, send_command
 
+    if args.query is not None and not args.query.split():
+        raise UsageError("--query is empty: give at least one word")
     argv = _command(args)
     kind, where, port = parse_socket(args.socket)
 

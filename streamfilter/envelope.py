@@ -28,6 +28,7 @@ __all__ = (
     "EnvelopeSplitter",
     "control_line",
     "exit_text",
+    "printable",
     "status_of",
 )
 
@@ -112,6 +113,11 @@ class EnvelopeSplitter:
 def status_of(returncode: int) -> int:
     """A shell's exit status for a process's return code (128+N when killed by signal N)."""
     return returncode if returncode >= 0 else 128 - returncode
+
+
+def printable(text: str) -> str:
+    """``text`` on one line: control characters (newlines too) written as escapes."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
 
 
 def exit_text(command: str, returncode: int) -> str:

@@ -15,9 +15,11 @@ run envelope (``envelope``), so the daemon filters it as one run with its own qu
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -27,8 +29,8 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
 
 from .config import SinkConfig, SourceConfig, Timing
-from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, status_of
-from .errors import StreamfilterError
+from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of
+from .errors import StreamfilterError, UsageError
 from .expand import Ref
 from .filter import FilterConfig
 from .live import LiveStream, archived_stream, marker_event
@@ -41,6 +43,7 @@ READ_BYTES = 1 << 16
 # a command's output is decided with the full look-ahead while it keeps printing (as `filter`
 # would); only a pause lets the pending lines out early
 RUN_TIMING = Timing(max_delay_seconds=3600.0)
+GRACE_SECONDS = 0.5  # after a stop signal and CMD's exit, how long its pipes are still read
 
 
 class CommandError(StreamfilterError):
@@ -76,13 +79,24 @@ def _terminal_sent_it() -> bool:
         os.close(fd)
 
 
-async def _forward_signals(process: Process) -> None:
+async def _forward_signals(process: Process, received: anyio.Event | None = None) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async for signum in signals:
+            if received is not None:
+                received.set()
             if signum == signal.SIGINT and _terminal_sent_it():
                 continue
             if process.returncode is None:
                 process.send_signal(signum)
+
+
+async def _stop_reading_after_a_stop(process: Process, received: anyio.Event, pumps: anyio.CancelScope) -> None:
+    """After a stop signal, once CMD has exited, stop waiting for its pipes: a child CMD left behind
+    may hold them open for a long time. Without a signal, the pipes are read to their end."""
+    await process.wait()
+    if received.is_set():
+        await anyio.sleep(GRACE_SECONDS)
+        pumps.cancel()
 
 
 async def _pump(live: LiveStream, pipe: ByteReceiveStream, tee: Tee | None) -> None:
@@ -134,17 +148,32 @@ async def run_command(
     tee_path: str | None = None,
     success_tail: int = SUCCESS_TAIL_LINES,
     raw: bool = False,
+    failure_tail: int | None = None,
 ) -> int:
     """Run ``argv``, filter its output live to stdout; return its exit status (see module docstring).
 
+    Args:
+        config: the filter's settings; its ``tail_lines`` must be at least the larger of
+            ``failure_tail`` and ``success_tail`` (the lines held back for the end).
+        failure_tail: lines kept at the end when CMD fails (default ``config.tail_lines``).
+        success_tail: lines kept at the end when CMD exits 0.
+
     Raises:
-        CommandError: CMD cannot be started.
-        StreamfilterError: the ``tee`` file cannot be written.
+        CommandError: CMD cannot be started (a status line says so first).
+        StreamfilterError: the ``tee`` file cannot be written, or stdout is closed.
     """
     sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
     name = os.path.basename(argv[0])
+    command = printable(shlex.join(argv))
+    command = command if len(command) <= 80 else command[:77] + "..."
     source = SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
-    process = await _start(argv, separate)
+    try:
+        process = await _start(argv, separate)
+    except CommandError as exc:
+        await sink.send(
+            marker_event(fmt, name, f"{command}: {exc} (status {exc.exit_code})", "exit", status=exc.exit_code)
+        )
+        raise
     tee = Tee(tee_path) if tee_path else None
     pipes: list[tuple[str, ByteReceiveStream]] = []
     assert process.stdout is not None
@@ -159,20 +188,20 @@ async def run_command(
             streams.append(LiveStream(stream_name, config, RUN_TIMING, [sink], tee.ref, hold_tail=True))
         else:
             streams.append(archived_stream(source, [sink], stream_name, None, hold_tail=True))
+    received = anyio.Event()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_forward_signals, process)
+        tg.start_soon(_forward_signals, process, received)
         async with anyio.create_task_group() as pumps:
             for live, (_, pipe) in zip(streams, pipes, strict=True):
                 pumps.start_soon(_pump, live, pipe, tee)
+            pumps.start_soon(_stop_reading_after_a_stop, process, received, pumps.cancel_scope)
         returncode = await process.wait()
         tg.cancel_scope.cancel()
-    tail = None if returncode != 0 else success_tail
+    tail = failure_tail if returncode != 0 else success_tail
     for live in streams:
         await live.end(tail)
     if tee is not None:
         tee.close()
-    command = shlex.join(argv)
-    command = command if len(command) <= 80 else command[:77] + "..."
     await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=status_of(returncode)))
     return status_of(returncode)
 
@@ -182,17 +211,28 @@ async def send_command(
 ) -> int:
     """Run ``argv`` and stream its merged output to ``connect`` inside a run envelope; return its status.
 
+    The envelope carries a random ``nonce`` that CMD cannot see, so a control line that CMD
+    prints itself cannot end or start a run. If the daemon goes away mid-run, CMD still runs
+    to its end (its output is then not sent) and its status is returned; a warning says so.
+    A CMD that cannot be started is reported to the daemon as a run with status 127 or 126.
+
     Raises:
-        CommandError: CMD cannot be started.
+        CommandError: CMD cannot be started (after telling the daemon).
     """
     run = run_id or uuid.uuid4().hex[:12]
-    start: dict[str, object] = {"run": run, "command": " ".join(argv), "cwd": os.getcwd()}
+    nonce = secrets.token_hex(8)
+    start: dict[str, object] = {"run": run, "nonce": nonce, "command": shlex.join(argv), "cwd": os.getcwd()}
     if query:
         start["query"] = query
-    process = await _start(argv, separate=False)
-    assert process.stdout is not None
+    link = _Link(connect)
     async with connect:
-        await connect.send(control_line("run-start", **start))
+        await link.send(control_line("run-start", **start))
+        try:
+            process = await _start(argv, separate=False)
+        except CommandError as exc:
+            await link.send(control_line("run-end", run=run, nonce=nonce, status=exc.exit_code))
+            raise
+        assert process.stdout is not None
         ended_with_newline = True
         async with anyio.create_task_group() as tg:
             tg.start_soon(_forward_signals, process)
@@ -201,19 +241,48 @@ async def send_command(
                     data = await process.stdout.receive(READ_BYTES)
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     break
-                await connect.send(data)
+                await link.send(data)
                 ended_with_newline = data.endswith(b"\n")
             returncode = await process.wait()
             tg.cancel_scope.cancel()
         # the control line must start a line of its own
         tail = b"" if ended_with_newline else b"\n"
-        await connect.send(tail + control_line("run-end", run=run, status=status_of(returncode)))
+        await link.send(tail + control_line("run-end", run=run, nonce=nonce, status=status_of(returncode)))
+    if link.lost is not None:
+        sys.stderr.write(
+            f"streamfilter: warning: the daemon connection was lost ({link.lost}); "
+            f"output after byte {link.sent} was not sent\n"
+        )
     return status_of(returncode)
 
 
+class _Link:
+    """The connection to the daemon; once it breaks, sends are dropped (CMD goes on)."""
+
+    def __init__(self, stream: ByteStream) -> None:
+        self.stream = stream
+        self.sent = 0
+        self.lost: str | None = None
+
+    async def send(self, data: bytes) -> None:
+        if self.lost is not None:
+            return
+        try:
+            await self.stream.send(data)
+            self.sent += len(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            self.lost = str(exc) or type(exc).__name__
+
+
 def parse_socket(text: str) -> tuple[str, str, int]:
-    """``("unix", PATH, 0)`` or ``("tcp", HOST, PORT)`` from a ``--socket`` value (``HOST:PORT`` is TCP)."""
+    """``("unix", PATH, 0)`` or ``("tcp", HOST, PORT)`` from a ``--socket`` value (``HOST:PORT`` is TCP).
+
+    Raises:
+        UsageError: a TCP port outside 1..65535.
+    """
     host, sep, port = text.rpartition(":")
     if sep and port.isdigit() and "/" not in text:
+        if not 0 < int(port) < 65536:
+            raise UsageError(f"--socket {text}: the port must be 1-65535")
         return "tcp", host or "127.0.0.1", int(port)
     return "unix", text, 0

@@ -58,8 +58,7 @@ JOIN_NONE, JOIN_TRACE, JOIN_CHAIN = 0, 1, 2
 # every line _EXC_LINE matches holds one of these as a token (the exception-name suffixes start a
 # token: a case change, a digit or a separator comes before them) or starts with "..."
 _TRACE_WORDS = KeySet.of(
-    token_key(w)
-    for w in b"error exception exit interrupt warning failure throwable suppressed goroutine but".split()
+    token_key(w) for w in b"error exception exit interrupt warning failure throwable suppressed goroutine but".split()
 )
 # every line _CHAIN_LINE matches starts with one of these
 _CHAIN_PREFIXES = (b"Caus", b"Duri", b"The ", b"Trac")

@@ -21,18 +21,21 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ._logging import get_logger
 from .config import SinkConfig
+from .errors import StreamfilterError
 from .sockets import bind_unix
 
 __all__ = ("FileSink", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
 
 LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last line
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
-_CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, newline, CR
 
 
 def escape_controls(data: bytes) -> bytes:
-    r"""Control bytes other than tab and newline written as ``\xNN`` (a terminal must not act on them)."""
-    return _CONTROLS.sub(lambda m: b"\\x%02x" % m[0][0], data)
+    r"""Text a terminal shows but does not act on: control characters (C0 but tab, newline and
+    carriage return; DEL; C1) and bytes that are not UTF-8 written as ``\xNN``."""
+    text = data.decode("utf-8", "backslashreplace")
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", text).encode("utf-8")
 
 
 class Sink:
@@ -53,6 +56,9 @@ class Sink:
 class StdoutSink(Sink):
     """Standard output. Writes go through a worker thread, so a full pipe stalls only this sink's senders.
 
+    Once its reader goes away (a broken pipe, e.g. ``| head``), output is discarded and the
+    sources go on (``run`` still waits for its command and returns its status).
+
     On a terminal, control bytes are escaped unless ``raw`` (escape sequences in a log must
     not move the cursor or set the title); to files and pipes the bytes go verbatim.
 
@@ -63,7 +69,10 @@ class StdoutSink(Sink):
 
     def __init__(self, config: SinkConfig, out: BinaryIO | None = None) -> None:
         super().__init__(config)
+        if out is None and sys.stdout is None:
+            raise StreamfilterError("cannot write output: standard output is closed")
         self._out = out if out is not None else sys.stdout.buffer
+        self.broken = False  # the reader went away (a broken pipe): output is discarded since
         self._escape = not config.raw and self._out.isatty()
         self._lock = anyio.Lock()
         self._blocked_since: float | None = None
@@ -88,8 +97,14 @@ class StdoutSink(Sink):
         get_logger().info("reading.paused", sink=self.name, reason="the sink is not taking output")
 
     def _write(self, data: bytes) -> None:
-        self._out.write(data)
-        self._out.flush()
+        if self.broken:
+            return
+        try:
+            self._out.write(data)
+            self._out.flush()
+        except BrokenPipeError:
+            self.broken = True
+            get_logger().info("sink.closed", sink=self.name, reason="the reader of standard output went away")
 
 
 class FileSink(Sink):

@@ -21,7 +21,7 @@ from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, T
 from structlog.typing import FilteringBoundLogger
 
 from ._logging import get_logger
-from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter
+from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter, printable
 from .errors import StreamfilterError
 
 if TYPE_CHECKING:
@@ -145,6 +145,9 @@ class _Connection:
         self.plain: LiveStream | None = None
         self.run: LiveStream | None = None
         self.run_id = ""
+        self.nonce: str | None = None
+        self.command = ""
+        self.runs = 0
 
     def streams(self) -> list[LiveStream]:
         return [s for s in (self.plain, self.run) if s is not None]
@@ -161,23 +164,52 @@ class _Connection:
                 target = self.run or self.plain
                 assert target is not None
                 await target.feed(item)
-            elif item.type == "run-start":
-                await self._end_run(None)
-                self.run_id = str(item.fields.get("run", "")) or f"{len(self.name)}"
-                query = item.fields.get("query")
-                query = query if isinstance(query, str) and query.split() else None
-                extra: dict[str, object] = {"run": self.run_id}
-                for key in ("command", "cwd"):
-                    if isinstance(item.fields.get(key), str):
-                        extra[key] = item.fields[key]
-                self.run = self.open_stream(f"{self.name}/{self.run_id}", query, extra)
-                self.log.info("run.started", stream=self.name, run=self.run_id, command=extra.get("command"))
-            elif item.type == "run-end":
-                status = item.fields.get("status")
-                await self._end_run(status if isinstance(status, int) and not isinstance(status, bool) else None)
-            else:  # not a control line we understand: logged, and its bytes are data
-                self.log.warning("envelope.invalid", stream=self.name, reason=item.reason)
+                continue
+            why = self._refuse(item)
+            if why is not None:  # logged, and its bytes are data
+                self.log.warning("envelope.invalid", stream=self.name, reason=why)
                 await self.take([item.raw])
+            elif item.type == "run-start":
+                await self._start_run(item)
+            else:
+                status = item.fields.get("status")
+                valid = isinstance(status, int) and not isinstance(status, bool) and 0 <= status <= 255
+                if not valid:
+                    self.log.warning("envelope.invalid", stream=self.name, reason=f"status {status!r} is not 0-255")
+                await self._end_run(status if valid else None)
+
+    def _refuse(self, item: Control) -> str | None:
+        """Why a control line is not taken, or None."""
+        if item.type == "invalid":
+            return item.reason
+        if self.run is not None and self.nonce is not None and item.fields.get("nonce") != self.nonce:
+            return "a control line without the open run's nonce (output of the run itself?)"
+        if item.type == "run-end":
+            if self.run is None:
+                return "run-end with no run open"
+            if str(item.fields.get("run", "")) != self.run_id:
+                return f"run-end for run {item.fields.get('run')!r}, but run {self.run_id!r} is open"
+        return None
+
+    async def _start_run(self, item: Control) -> None:
+        if self.run is not None:
+            self.log.warning("envelope.invalid", stream=self.name, reason="run-start while a run is open: it ends")
+            await self._end_run(None)
+        self.runs += 1
+        self.run_id = printable(str(item.fields.get("run", "")))[:64] or str(self.runs)
+        nonce = item.fields.get("nonce")
+        self.nonce = nonce if isinstance(nonce, str) and nonce else None
+        query = item.fields.get("query")
+        if query is not None and not (isinstance(query, str) and query.split()):
+            self.log.warning("envelope.invalid", stream=self.name, reason="query is not a non-empty string: ignored")
+            query = None
+        extra: dict[str, object] = {"run": self.run_id}
+        for key in ("command", "cwd"):
+            if isinstance(item.fields.get(key), str):
+                extra[key] = item.fields[key]
+        self.command = printable(str(extra.get("command", "")))
+        self.run = self.open_stream(f"{self.name}/{self.run_id}", query, extra)
+        self.log.info("run.started", stream=self.name, run=self.run_id, command=extra.get("command"))
 
     async def _end_run(self, status: int | None) -> None:
         """End the open run: faithful on failure (the configured tail), terse on success."""
@@ -185,10 +217,11 @@ class _Connection:
             return
         run, self.run = self.run, None
         await run.end(SUCCESS_TAIL_LINES if status == 0 else None)
+        what = f"run {self.run_id}" + (f" ({self.command[:80]})" if self.command else "")
         if status is None:
-            await run.marker(f"run {self.run_id} ended without an exit status", "exit", status=None)
+            await run.marker(f"{what} ended without an exit status", "exit", status=None)
         else:
-            await run.marker(f"run {self.run_id} exited with status {status}", "exit", status=status)
+            await run.marker(f"{what} exited with status {status}", "exit", status=status)
         self.log.info("run.ended", stream=self.name, run=self.run_id, status=status)
 
     async def tick(self) -> None:

@@ -154,3 +154,105 @@ def test_send_runs_are_kept_apart_with_their_own_queries_and_statuses(tmp_path: 
     assert "A zebra broke" in kept(by_run["a"])  # its own query, and a failed run keeps its tail
     b_kept = kept(by_run["b"])
     assert "B all good" in b_kept and "B noise 190\n" not in b_kept  # success: a short tail
+
+
+def test_after_sigterm_run_exits_although_a_grandchild_holds_the_pipe() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "run", "--", "sh", "-c", "echo start; sleep 30; echo after"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(1.5)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert time.monotonic() - sent < 5  # not the 30 s of the orphaned sleep
+    assert proc.returncode == 143 and b"start" in out and b"killed by signal 15" in out
+
+
+def test_a_reader_that_goes_away_does_not_change_the_status() -> None:
+    script = 'for i in $(seq 1 20000); do echo "ERROR: failure number $i"; done; exit 2'
+    done = subprocess.run(
+        f"{sys.executable} -m streamfilter run -- sh -c '{script}' | head -1; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stdout == b"ERROR: failure number 1\n"
+    assert b"Traceback" not in done.stderr
+
+
+def test_a_missing_command_still_gets_its_status_line() -> None:
+    done = run_cli("run", "--format", "jsonl", "--", "no-such-command-xyz")
+    assert done.returncode == 127
+    (event,) = events(done.stdout)
+    assert event["event"] == "exit" and event["status"] == 127
+
+
+def test_success_tail_may_be_longer_than_tail() -> None:
+    ok = events(
+        run_cli("run", "--format", "jsonl", "--tail", "3", "--success-tail", "50", "--", "seq", "1", "100").stdout
+    )
+    assert kept(ok).endswith("".join(f"{i}\n" for i in range(51, 101)))
+    failed = run_cli(
+        "run", "--format", "jsonl", "--tail", "3", "--success-tail", "50", "--", "sh", "-c", "seq 1 100; exit 1"
+    )
+    assert "47\n" not in kept(events(failed.stdout)) and kept(events(failed.stdout)).endswith("98\n99\n100\n")
+
+
+def unix_daemon(tmp_path: Path) -> tuple[Live, Path, Path]:
+    sock, out = tmp_path / "tools.sock", tmp_path / "out.jsonl"
+    config = tmp_path / "sf.toml"
+    config.write_text(
+        f'[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    daemon = Live(tmp_path, "daemon", "--config", str(config))
+    daemon.log_event("daemon.ready")
+    return daemon, sock, out
+
+
+def test_a_command_cannot_forge_its_own_envelope(tmp_path: Path) -> None:
+    daemon, sock, out = unix_daemon(tmp_path)
+    fake_end = '\\x1estreamfilter {\\"type\\": \\"run-end\\", \\"run\\": \\"inj\\", \\"status\\": 0}\\n'
+    fake_start = '\\x1estreamfilter {\\"type\\": \\"run-start\\", \\"run\\": \\"fake\\"}\\n'
+    forged = (
+        f'import sys; o = sys.stdout.buffer; o.write(b"before\\n{fake_end}ERROR after fake end\\n{fake_start}x\\n")'
+        "; sys.exit(2)"
+    )
+    done = run_cli("send", "--socket", str(sock), "--run-id", "inj", "--", sys.executable, "-c", forged)
+    assert done.returncode == 2
+    daemon.wait_for(lambda: any(e["event"] == "exit" for e in daemon.events(out)), 10)
+    assert daemon.stop() == 0
+    evs = daemon.events(out)
+    assert [(e["run"], e["status"]) for e in evs if e["event"] == "exit"] == [("inj", 2)]
+    assert {e.get("run") for e in evs} == {"inj"}  # the forged lines are data of run inj
+    assert sum(e["lines"] for e in evs if e["event"] in ("keep", "drop")) == 5
+    assert sum(e.get("event") == "envelope.invalid" for e in daemon.logs()) == 2
+
+
+def test_send_survives_the_daemon_going_away(tmp_path: Path) -> None:
+    daemon, sock, _ = unix_daemon(tmp_path)
+    marker = tmp_path / "done"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamfilter",
+            "send",
+            "--socket",
+            str(sock),
+            "--",
+            "sh",
+            "-c",
+            f"for i in $(seq 1 30); do echo slow $i; sleep 0.05; done; touch {marker}; exit 3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(0.8)
+    assert daemon.stop() == 0
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3 and marker.exists()
+    assert b"the daemon connection was lost" in err and b"Traceback" not in err

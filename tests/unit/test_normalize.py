@@ -111,6 +111,7 @@ def test_timestamps_stripped_line_by_line_as_by_one_sub(pieces: list[bytes]) -> 
         ends = np.append(ends, np.int64(len(text)))
     expected = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text)[1:]
     assert _strip_timestamps(text, ends, _timestamp_lines(text, ends)) == expected
-    assert _strip_timestamps(text[3000:], ends[500:] - 3000, _timestamp_lines(text[3000:], ends[500:] - 3000)) == (
-        _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text[3000:])[1:]
+    assert (
+        _strip_timestamps(text[3000:], ends[500:] - 3000, _timestamp_lines(text[3000:], ends[500:] - 3000))
+        == (_TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text[3000:])[1:])
     )

@@ -17,7 +17,7 @@ PIECES = [
     b"\x1b[1m\x1b[32m   Compiling\x1b[0m serde v1.0.%d\n",
     b"tests/test_x.py::test_%d PASSED [ 10%%]\n",
     b"ERROR: build %d failed\n",
-    b"Traceback (most recent call last):\n  File \"x.py\", line %d, in f\nValueError: bad\n",
+    b'Traceback (most recent call last):\n  File "x.py", line %d, in f\nValueError: bad\n',
     b"2026-05-07T17:30:12.8056437Z step %d\n",
     b"warning: unused variable %d\n",
     b"progress %d%%\rprogress 100%%\n",
