@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import anyio
 from anyio.abc import Listener, SocketListener, SocketStream, TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectSendStream
 
 from ._logging import get_logger
 from .checkpoint import CheckpointStore
@@ -175,8 +176,8 @@ class _Running:
         self.scope.cancel()
 
 
-async def run_daemon(config: DaemonConfig) -> int:
-    """Run ``config`` until SIGTERM/SIGINT; return the exit status (0).
+async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> int:
+    """Run ``config`` until SIGTERM/SIGINT (or ``stop`` is set, for a daemon run in-process); return 0.
 
     Under systemd: ``READY=1`` once every source is open, ``STATUS=`` with the counts every
     ``STATUS_SECONDS``, ``WATCHDOG=1`` from the event loop, ``RELOADING=1``/``READY=1`` around a
@@ -190,8 +191,10 @@ async def run_daemon(config: DaemonConfig) -> int:
     notifier = Notifier()
     inherited = listen_fds()
     totals = Totals()
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+    send, signals = anyio.create_memory_object_stream[int](8)
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
         async with anyio.create_task_group() as tg:
+            tg.start_soon(_relay, received, send, stop)
             tg.start_soon(notifier.watchdog)
             running = _Running(config, totals, inherited)
             await tg.start(running.run)
@@ -224,6 +227,20 @@ async def run_daemon(config: DaemonConfig) -> int:
     log.info("daemon.stopped", totals=totals.describe())
     notifier.close()
     return 0
+
+
+async def _relay(received: AsyncIterator[int], send: MemoryObjectSendStream[int], stop: anyio.Event | None) -> None:
+    """Signals, and ``stop`` as a SIGTERM, into one stream of requests."""
+    async with anyio.create_task_group() as tg:
+        if stop is not None:
+
+            async def on_stop() -> None:
+                await stop.wait()
+                await send.send(signal.SIGTERM)
+
+            tg.start_soon(on_stop)
+        async for signum in received:
+            await send.send(signum)
 
 
 async def _report_status(notifier: Notifier, totals: Totals) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -131,7 +133,7 @@ def test_socket_activation_uses_the_inherited_socket_and_touches_no_path(tmp_pat
         f"exec {sys.executable} -m streamfilter daemon --config {config}"
     )
     err = open(tmp_path / "err.txt", "wb")
-    proc = __import__("subprocess").Popen(["bash", "-c", script], pass_fds=(fd,), stderr=err)
+    proc = subprocess.Popen(["bash", "-c", script], pass_fds=(fd,), stderr=err)
     try:
         deadline = time.monotonic() + 10
         while b"daemon.ready" not in (tmp_path / "err.txt").read_bytes() and time.monotonic() < deadline:
@@ -149,3 +151,24 @@ def test_socket_activation_uses_the_inherited_socket_and_touches_no_path(tmp_pat
         err.close()
     assert path.exists()  # the activated socket's path belongs to systemd: not unlinked
     assert not (tmp_path / "unused.sock").exists()
+
+
+def test_the_shipped_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed here")
+    root = Path(__file__).resolve().parents[2] / "systemd"
+    streamfilter = Path(sys.executable).parent / "streamfilter"
+    for name in ("streamfilter.service", "streamfilter.socket"):
+        text = (root / name).read_text().replace("/usr/local/bin/streamfilter", str(streamfilter))
+        (tmp_path / name).write_text(text)
+    done = subprocess.run(
+        [analyze, "verify", str(tmp_path / "streamfilter.socket"), str(tmp_path / "streamfilter.service")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and not done.stdout.strip() and not done.stderr.strip(), done.stdout + done.stderr
+    unit = (root / "streamfilter.service").read_text()
+    for setting in ("Type=notify", "NotifyAccess=main", "WatchdogSec=", "RestartPreventExitStatus=78", "ExecReload="):
+        assert setting in unit

@@ -1,0 +1,62 @@
+"""The daemon run in-process (``run_daemon`` under anyio), with a real file and a real socket."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from streamfilter.config import load_config
+from streamfilter.daemon import run_daemon
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_bytes().splitlines()] if path.exists() else []
+
+
+async def until(check: Any, seconds: float = 10.0) -> None:
+    with anyio.fail_after(seconds):
+        while not check():  # noqa: ASYNC110 - the daemon's output file is polled, as a reader would
+            await anyio.sleep(0.02)
+
+
+@pytest.mark.anyio
+async def test_in_process_file_and_socket_sources_until_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, sock, out = tmp_path / "build.log", tmp_path / "in.sock", tmp_path / "out.jsonl"
+    log.write_bytes(b"".join(b"INFO step %d\n" % i for i in range(100)))
+    config_path = tmp_path / "sf.toml"
+    config_path.write_text(
+        f'[defaults]\nquery = "failed"\nsinks = ["out"]\n'
+        f'[[source]]\nname = "build"\ntype = "file"\npath = "{log}"\nstart_at = "beginning"\ncheckpoint = false\n'
+        f'[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_daemon, load_config(config_path), stop)
+        await until(sock.exists)
+        with log.open("ab") as f:
+            f.write(b"ERROR: step 100 failed\n")
+        async with await anyio.connect_unix(sock) as client:
+            await client.send(b"tool says hello\nassert x == 1 failed")
+        await until(lambda: "step 100 failed" in json.dumps(events(out)))
+        await until(lambda: any(e["event"] == "end" and e["source"] == "tools#1" for e in events(out)))
+        stop.set()
+    evs = events(out)
+    build = [e for e in evs if e["source"] == "build" and e["event"] in ("keep", "drop")]
+    assert sum(e["lines"] for e in build) == 101 and build[0]["first_line"] == 1
+    tools = [e for e in evs if e["source"] == "tools#1"]
+    assert "".join(e.get("text", "") for e in tools).endswith("assert x == 1 failed")
+    assert any(e["event"] == "end" and e["source"] == "build" for e in evs)  # the stop flushed it
+    assert not sock.exists()
