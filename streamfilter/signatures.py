@@ -68,6 +68,8 @@ _EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|
 DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # Python / pytest
     _s("python-traceback", r"Traceback \(most recent call last\)"),
+    # faulthandler's dump after a crash: "Fatal Python error: ...", then each thread's frames
+    _s("python-fatal", r"(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\))"),
     _f("exception-line", "Error", "Exception", line=_EXCEPTION_LINE),
     _s("pytest-E", r"E   "),
     _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+", section=True),
@@ -112,9 +114,11 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)"),
     _f("linker-error", r"undefined reference to", r"ld returned \d+ exit status", r"collect2: error"),
     _s("caret-line", r"\^~*[ \t\r]*$"),
-    _f("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer"),
+    # a sanitizer report: its stacks are separated by blank lines and column-0 headings
+    _f("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer", section=True),
     # Ruby, PHP, PowerShell, Lua and other test runners and linters
     _s("rspec-failure", r"(?:Failure/Error:|rspec \./)"),
+    _s("lua-traceback", r"stack traceback:"),
     _s("failures-section", r"Failures:\r?$", section=True),
     _s("minitest-failure", r"(?:Failure|Error):\r?$"),
     _s("lint-offenses", r"Offenses:\r?$"),
@@ -149,7 +153,7 @@ TRIGGER_WORDS = (
     "error errors err errored fail fails failed failure failures failing fatal exception exceptions "
     "traceback panic panicked assert assertion asserts expected received undefined returned collect "
     "segmentation dumped such found timed timeout killed exit exited offenses warning warnings sanitizer "
-    "caused wrong make gmake ninja cmake go rspec denied abort aborted "
+    "caused wrong make gmake ninja cmake go rspec denied abort aborted recent "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
