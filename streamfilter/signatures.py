@@ -90,7 +90,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("npm-err", r"npm (?:ERR!|error)"),
     _s("jest-bullet", r"● "),
     _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
-    _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?:"),
+    _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?(?: to (?:be|equal|match)\w*)?:"),
     _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),
     _f("tsc-error", r"error TS\d+", line=r"\S+\(\d+,\d+\): error TS\d+"),
     # numbered failure lists: ExUnit "1) test ...", PHPUnit "1) Ns\\Class::method"
@@ -133,7 +133,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # shell, CI, generic
     _f(
         "exit-status",
-        r"exit(?:ed)? (?:with )?(?:code|status) [1-9]",
+        r"exit(?:ed)? (?:with )?(?:code|status):? [1-9]",
         r"exited with [1-9]",
         r"returned non-zero exit status",
     ),
