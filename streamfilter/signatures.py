@@ -400,7 +400,9 @@ class SignatureSet:
             return empty, empty
         lines = np.asarray(starts, dtype=np.int64)
         sig = np.asarray(ids, dtype=np.int64)
-        order = np.lexsort((sig, lines))
+        # per line, a --protect pattern's id first (its lines are exempt from the repeat gate),
+        # else the first built-in signature's
+        order = np.lexsort((np.where(sig >= self.builtin, sig - (1 << 40), sig), lines))
         lines, sig = lines[order], sig[order]
         first = np.ones(lines.shape[0], dtype=bool)
         first[1:] = lines[1:] != lines[:-1]
