@@ -46,8 +46,8 @@ READ_BYTES = 1 << 18  # per read: one feed of this many bytes is the longest the
 ACTIVE_POLL_SECONDS = 0.004  # stat interval while a file grew within the last second
 ACTIVE_SECONDS = 1.0
 TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in place
-WATCH_DEBOUNCE_MS = 50
-WATCH_STEP_MS = 20
+WATCH_DEBOUNCE_MS = 100
+WATCH_STEP_MS = 50
 FINISH_SECONDS = 10.0  # most time a stopping stream gets to write what it holds
 
 
