@@ -275,6 +275,8 @@ class StreamFilter:
         repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
         if hits.shape[0]:
             shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
+            # the trailing b"" is what splitting the hit lines' masked text on "\n" always gave
+            # (it ends with one); the gate has always counted it, so its state stays the same
             fresh = self._repeats.admit([*shapes, b""])[: hits.shape[0]]
             repeats[hits[~fresh]] = True
             hits, ids = hits[fresh], ids[fresh]

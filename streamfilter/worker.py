@@ -104,6 +104,7 @@ class _Ring:
         self.memory = mmap.mmap(-1, slots * slot_bytes)
         self.free = free  # slots the worker may write
         self.next_write = self.next_read = 0
+        self.parent = os.getpid()  # the filter's process (made before the fork)
 
     def put(self, conn: Connection, packed: _Packed | None) -> None:
         """Worker side: the next facts (None: no more), through a slot when they fit."""
@@ -111,7 +112,9 @@ class _Ring:
         if len(data) > self.slot_bytes:  # a block of long lines: through the pipe itself
             conn.send_bytes(b"P" + data)
             return
-        self.free.acquire()
+        while not self.free.acquire(timeout=1.0):
+            if os.getppid() != self.parent:  # the filter's process is gone (killed): so is the worker
+                raise BrokenPipeError
         at = self.next_write * self.slot_bytes
         self.memory[at : at + len(data)] = data
         conn.send_bytes(b"S%d %d" % (self.next_write, len(data)))
