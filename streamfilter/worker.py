@@ -3,7 +3,8 @@
 ``FactsWorker`` forks a process that reads the same file in the same chunks as the
 command line does, splits it into the same blocks, and computes each block's
 ``BlockFacts`` (``prepare.Preparer``: scoring text, tokens, layout, signatures),
-sending them over a pipe. Installed as ``StreamFilter.preparer``, it hands the
+handing them over pickled in slots of shared memory (the pipe carries only slot
+numbers). Installed as ``StreamFilter.preparer``, it hands the
 filter the facts of each block in order while the worker goes on with the next:
 the two processes share the work. A block whose facts do not match it (same first
 line, length, line count and Adler-32) is computed in the filter's own process,
@@ -41,7 +42,7 @@ _Packed = tuple[BlockFacts, int, npt.NDArray[np.int64], npt.NDArray[np.int64], i
 
 
 def worth_a_worker(path: str) -> bool:
-    """Whether ``path`` is a regular file large enough for a worker, with a CPU free for it.
+    """Whether ``path`` is a regular file large enough for a worker, with CPU to spare for it.
 
     A second process pays only when it gets most of a CPU: with the machine's load average
     (1 minute, this process counts about one) at or above its CPUs, other work holds the
@@ -64,17 +65,19 @@ def worth_a_worker(path: str) -> bool:
 
 
 def _pack(facts: BlockFacts, checksum: int) -> _Packed:
-    """Facts for the pipe: the term counts (mostly zeros) as their non-zero rows, per-line
-    integers as int32, and no ``LineLayout.first`` (only the signatures used it)."""
+    """Facts for the hand-over: the term counts (mostly zeros) as their non-zero rows, per-line
+    integers as int32 (when the block is under 2 GiB), and no ``LineLayout.first`` (only the
+    signatures used it)."""
     rows = np.flatnonzero(facts.tf.any(axis=1)).astype(np.int64)
     layout = facts.layout
+    small = np.int32 if facts.n_bytes < (1 << 31) else np.int64
     slim = replace(
         facts,
         tf=facts.tf[:0],
-        tokens=facts.tokens.astype(np.int32),
-        norm=replace(facts.norm, ends=facts.norm.ends.astype(np.int32)),
+        tokens=facts.tokens.astype(small),
+        norm=replace(facts.norm, ends=facts.norm.ends.astype(small)),
         layout=replace(
-            layout, indent=layout.indent.astype(np.int32), chars=layout.chars.astype(np.int32), first=layout.first[:0]
+            layout, indent=layout.indent.astype(small), chars=layout.chars.astype(small), first=layout.first[:0]
         ),
     )
     return slim, int(facts.tf.shape[0]), rows, facts.tf[rows], checksum
