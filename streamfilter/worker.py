@@ -60,7 +60,9 @@ def worth_a_worker(path: str) -> bool:
         return False
     if not (os.path.isfile(path) and info.st_size >= MIN_FILE_BYTES):
         return False
-    cpus = len(os.sched_getaffinity(0))
+    if not hasattr(os, "fork"):  # the worker is a forked process
+        return False
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return cpus > 1 and (setting == "1" or os.getloadavg()[0] < cpus)
 
 
