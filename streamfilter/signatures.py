@@ -13,9 +13,11 @@ for quickly), plus a few unanchored literals searched with ``bytes.find``.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +26,7 @@ from .errors import UsageError
 from .normalize import gather_lines
 from .tokens import KeySet, TokenTable, token_key
 
-__all__ = ("DEFAULT_SIGNATURES", "Signature", "SignatureSet")
+__all__ = ("DEFAULT_SIGNATURES", "Signature", "SignatureSet", "first_bytes", "required_literal")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +218,72 @@ def _skip_group(pattern: bytes, i: int) -> int:
     return i
 
 
+def first_bytes(pattern: bytes) -> frozenset[int] | None:
+    """The bytes a match of ``pattern`` can start with, or None when any could (or it is not known).
+
+    Read from ``re``'s own parse of the pattern: literals, classes of literals and ranges,
+    alternatives, groups and repeats (a repeat that may be empty lets the next item start
+    the match too). Anything else (categories such as ``\\S``, look-arounds, flags) gives None.
+    """
+    parser = importlib.import_module("re._parser")
+    try:
+        items = list(parser.parse(pattern))
+    except re.error:
+        return None
+    first, empty = _first_of(items)
+    return None if first is None or empty else frozenset(first)
+
+
+def _first_of(items: list[tuple[Any, Any]]) -> tuple[set[int] | None, bool]:
+    """First bytes of a sequence of parsed items, and whether it can match the empty string."""
+    constants = importlib.import_module("re._constants")
+    out: set[int] = set()
+    for op, arg in items:
+        first: set[int] | None
+        if op is constants.LITERAL:
+            first, empty = {arg}, False
+        elif op is constants.IN:
+            first, empty = _class_bytes(arg, constants), False
+        elif op is constants.BRANCH:
+            union: set[int] = set()
+            empty = False
+            for branch in arg[1]:
+                sub, sub_empty = _first_of(list(branch))
+                if sub is None:
+                    return None, False
+                union |= sub
+                empty = empty or sub_empty
+            first = union
+        elif op is constants.SUBPATTERN and not arg[1] and not arg[2]:  # a group without flags
+            first, empty = _first_of(list(arg[3]))
+        elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT, constants.POSSESSIVE_REPEAT):
+            first, empty = _first_of(list(arg[2]))
+            empty = empty or arg[0] == 0
+        elif op is constants.AT:  # an anchor takes no byte
+            first, empty = set(), True
+        else:
+            return None, False
+        if first is None:
+            return None, False
+        out |= first
+        if not empty:
+            return out, False
+    return out, True
+
+
+def _class_bytes(items: list[tuple[Any, Any]], constants: Any) -> set[int] | None:
+    """The bytes a parsed character class matches (literals and ranges only)."""
+    out: set[int] = set()
+    for op, arg in items:
+        if op is constants.LITERAL:
+            out.add(arg)
+        elif op is constants.RANGE:
+            out.update(range(arg[0], arg[1] + 1))
+        else:  # a negation or a category: not worth spelling out
+            return None
+    return out
+
+
 def required_literal(pattern: bytes) -> bytes:
     """The longest run of literal bytes that every match of ``pattern`` contains, or ``b""``.
 
@@ -326,8 +394,13 @@ class SignatureSet:
         self.section = np.asarray([s.section for s in sigs], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
-        # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n".
-        self._anchored = re.compile(b"\n[ \t]*(?:" + alternation + b")", re.MULTILINE)
+        # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead
+        # for the bytes the signatures can start with rejects most lines before the alternation
+        starts = [first_bytes(s.pattern) for _, s in anchored]
+        known = [b for b in starts if b is not None]
+        lead = sorted(set().union(*known))
+        ahead = b"(?=[%s])" % b"".join(b"\\x%02x" % c for c in lead) if known and len(known) == len(starts) else b""
+        self._anchored = re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE)
         # user patterns (ids from here on) have no trigger words: they see every line
         self.builtin = builtin = len(signatures)
         found: list[_Found] = [

@@ -3,7 +3,8 @@
 ``FactsWorker`` forks a process that reads the same file in the same chunks as the
 command line does, splits it into the same blocks, and computes each block's
 ``BlockFacts`` (``prepare.Preparer``: scoring text, tokens, layout, signatures),
-sending them over a pipe. Installed as ``StreamFilter.preparer``, it hands the
+handing them over pickled in slots of shared memory (the pipe carries only slot
+numbers). Installed as ``StreamFilter.preparer``, it hands the
 filter the facts of each block in order while the worker goes on with the next:
 the two processes share the work. A block whose facts do not match it (same first
 line, length, line count and Adler-32) is computed in the filter's own process,
@@ -12,11 +13,10 @@ and the worker is not asked again, so the output is always the same bytes.
 
 from __future__ import annotations
 
-import contextlib
+import mmap
 import os
-import queue
+import pickle
 import signal
-import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import replace
@@ -31,23 +31,25 @@ from .records import LineBlock
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
+    from multiprocessing.synchronize import Semaphore
 
 __all__ = ("FactsWorker", "worth_a_worker")
 
 MIN_FILE_BYTES = 4 << 20  # smaller files are done before a second process pays for itself
 AHEAD_BLOCKS = 4  # facts of at most this many blocks wait for the filter (about 1.2 MB each)
-_PIPE_BYTES = 1 << 20
 
 _Packed = tuple[BlockFacts, int, npt.NDArray[np.int64], npt.NDArray[np.int64], int]
 
 
 def worth_a_worker(path: str) -> bool:
-    """Whether ``path`` is a regular file large enough for a worker, with a CPU free for it.
+    """Whether ``path`` is a regular file large enough for a worker, with CPU to spare for it.
 
-    A second process pays only when it gets a CPU of its own: with the machine's load
-    average (1 minute) above its CPUs less one, the two would share a CPU and hand each
-    block over for nothing (measured: slower than one process). ``STREAMFILTER_WORKER=0``
-    in the environment turns the worker off, ``=1`` on whatever the load.
+    A second process pays only when it gets most of a CPU: with the machine's load average
+    (1 minute, this process counts about one) at or above its CPUs, other work holds the
+    rest and the worker takes CPU from it for little gain (measured on 2 CPUs with 2 busy
+    loops: 1.7-2.0 s either way for 20 MB; with 1: 1.2-1.4 s either way; idle: about twice
+    as fast). ``STREAMFILTER_WORKER=0`` in the environment turns the worker off, ``=1`` on
+    whatever the load.
     """
     setting = os.environ.get("STREAMFILTER_WORKER", "")
     if setting == "0":
@@ -58,22 +60,26 @@ def worth_a_worker(path: str) -> bool:
         return False
     if not (os.path.isfile(path) and info.st_size >= MIN_FILE_BYTES):
         return False
-    cpus = len(os.sched_getaffinity(0))
-    return cpus > 1 and (setting == "1" or os.getloadavg()[0] <= cpus - 1)
+    if not hasattr(os, "fork"):  # the worker is a forked process
+        return False
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cpus > 1 and (setting == "1" or os.getloadavg()[0] < cpus)
 
 
 def _pack(facts: BlockFacts, checksum: int) -> _Packed:
-    """Facts for the pipe: the term counts (mostly zeros) as their non-zero rows, per-line
-    integers as int32, and no ``LineLayout.first`` (only the signatures used it)."""
+    """Facts for the hand-over: the term counts (mostly zeros) as their non-zero rows, per-line
+    integers as int32 (when the block is under 2 GiB), and no ``LineLayout.first`` (only the
+    signatures used it)."""
     rows = np.flatnonzero(facts.tf.any(axis=1)).astype(np.int64)
     layout = facts.layout
+    small = np.int32 if facts.n_bytes < (1 << 31) else np.int64
     slim = replace(
         facts,
         tf=facts.tf[:0],
-        tokens=facts.tokens.astype(np.int32),
-        norm=replace(facts.norm, ends=facts.norm.ends.astype(np.int32)),
+        tokens=facts.tokens.astype(small),
+        norm=replace(facts.norm, ends=facts.norm.ends.astype(small)),
         layout=replace(
-            layout, indent=layout.indent.astype(np.int32), chars=layout.chars.astype(np.int32), first=layout.first[:0]
+            layout, indent=layout.indent.astype(small), chars=layout.chars.astype(small), first=layout.first[:0]
         ),
     )
     return slim, int(facts.tf.shape[0]), rows, facts.tf[rows], checksum
@@ -94,7 +100,48 @@ def _unpack(packed: _Packed) -> tuple[BlockFacts, int]:
     return facts, checksum
 
 
-def _serve(path: str, preparer: Callable[[LineBlock], BlockFacts], chunk_bytes: int, conn: Connection) -> None:
+class _Ring:
+    """Slots of shared memory (an anonymous mapping made before the fork) that carry the pickled
+    facts, so the pipe only carries slot numbers and never fills: the worker waits only when
+    every slot is taken, never for the filter's process to read (which needs its GIL)."""
+
+    def __init__(self, slots: int, slot_bytes: int, free: Semaphore) -> None:
+        self.slots, self.slot_bytes = slots, slot_bytes
+        self.memory = mmap.mmap(-1, slots * slot_bytes)
+        self.free = free  # slots the worker may write
+        self.next_write = self.next_read = 0
+        self.parent = os.getpid()  # the filter's process (made before the fork)
+
+    def put(self, conn: Connection, packed: _Packed | None) -> None:
+        """Worker side: the next facts (None: no more), through a slot when they fit."""
+        data = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(data) > self.slot_bytes:  # a block of long lines: through the pipe itself
+            conn.send_bytes(b"P" + data)
+            return
+        while not self.free.acquire(timeout=1.0):
+            if os.getppid() != self.parent:  # the filter's process is gone (killed): so is the worker
+                raise BrokenPipeError
+        at = self.next_write * self.slot_bytes
+        self.memory[at : at + len(data)] = data
+        conn.send_bytes(b"S%d %d" % (self.next_write, len(data)))
+        self.next_write = (self.next_write + 1) % self.slots
+
+    def get(self, conn: Connection) -> _Packed | None:
+        """Filter side: the next facts."""
+        message = conn.recv_bytes()
+        if message[:1] == b"P":
+            packed: _Packed | None = pickle.loads(message[1:])
+            return packed
+        slot, length = (int(x) for x in message[1:].split())
+        at = slot * self.slot_bytes
+        packed = pickle.loads(self.memory[at : at + length])
+        self.free.release()
+        return packed
+
+
+def _serve(
+    path: str, preparer: Callable[[LineBlock], BlockFacts], chunk_bytes: int, conn: Connection, ring: _Ring
+) -> None:
     """The worker: facts of every block of ``path`` in order, then None."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # the filter's process decides when to stop
@@ -104,11 +151,11 @@ def _serve(path: str, preparer: Callable[[LineBlock], BlockFacts], chunk_bytes: 
             while chunk := handle.read1(chunk_bytes):
                 block = splitter.feed(chunk)
                 if block is not None:
-                    conn.send(_pack(preparer(block), zlib.adler32(block.data)))
+                    ring.put(conn, _pack(preparer(block), zlib.adler32(block.data)))
         block = splitter.flush()
         if block is not None:
-            conn.send(_pack(preparer(block), zlib.adler32(block.data)))
-        conn.send(None)
+            ring.put(conn, _pack(preparer(block), zlib.adler32(block.data)))
+        ring.put(conn, None)
     except OSError:  # the filter went away (broken pipe) or the file could not be read
         pass
     finally:
@@ -129,39 +176,28 @@ class FactsWorker:
     """
 
     def __init__(self, path: str, preparer: Callable[[LineBlock], BlockFacts], chunk_bytes: int) -> None:
-        import fcntl
         import multiprocessing  # here, not at start-up: a run without a worker does not pay for it
 
         context = multiprocessing.get_context("fork")
         self._conn, child = context.Pipe(duplex=False)
-        with contextlib.suppress(OSError, AttributeError):  # a bigger pipe: fewer hand-offs per block (Linux)
-            fcntl.fcntl(child.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_BYTES)
-        self._process = context.Process(target=_serve, args=(path, preparer, chunk_bytes, child), daemon=True)
+        # the facts of a block take about 1.2 times its bytes
+        self._ring = _Ring(AHEAD_BLOCKS, chunk_bytes * 2, context.Semaphore(AHEAD_BLOCKS))
+        self._process = context.Process(
+            target=_serve, args=(path, preparer, chunk_bytes, child, self._ring), daemon=True
+        )
         self._process.start()
         child.close()
         self._local = preparer
         self._live = True
         self.taken = 0  # blocks whose facts came from the worker
-        # a thread takes the facts off the pipe as they come, so the worker never waits for the
-        # filter (nor the filter for a descheduled worker) while there is room ahead
-        self._ahead: queue.Queue[_Packed | None] = queue.Queue(maxsize=AHEAD_BLOCKS)
-        self._reader = threading.Thread(target=self._read, name="streamfilter-facts", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                packed: _Packed | None = self._conn.recv()
-            except (EOFError, OSError):
-                packed = None
-            self._ahead.put(packed)
-            if packed is None:
-                return
 
     def __call__(self, block: LineBlock) -> BlockFacts:
         """The facts of ``block``, the filter's next block: from the worker when they match."""
         if self._live:
-            packed = self._ahead.get()
+            try:
+                packed = self._ring.get(self._conn)
+            except (EOFError, OSError):
+                packed = None
             if packed is not None:
                 facts, checksum = _unpack(packed)
                 if facts.matches(block) and checksum == zlib.adler32(block.data):
@@ -176,8 +212,5 @@ class FactsWorker:
         if self._process.is_alive():
             self._process.kill()
         self._process.join()
-        while self._reader.is_alive():  # the pipe is closed at the other end: the reader ends
-            with contextlib.suppress(queue.Empty):
-                self._ahead.get_nowait()
-            self._reader.join(timeout=0.01)
         self._conn.close()
+        self._ring.memory.close()

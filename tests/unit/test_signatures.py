@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from streamfilter.segment import line_layout
-from streamfilter.signatures import DEFAULT_SIGNATURES, SignatureSet, required_literal
+from streamfilter.signatures import DEFAULT_SIGNATURES, SignatureSet, first_bytes, required_literal
 from streamfilter.tokens import token_table
 
 LINES = [
@@ -151,3 +151,28 @@ def test_a_protect_pattern_takes_a_line_a_built_in_also_matches() -> None:
     sigs = SignatureSet(extra=("^FATAL probe",))
     lines, ids = sigs.find(text, ends, token_table(text, ends), line_layout(text, ends).first)
     assert lines.tolist() == [1] and sigs.names[int(ids[0])] == "user1"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "first"),
+    [
+        (rb"Traceback", b"T"),
+        (rb"(?:FAILED|ERROR) \S+::", b"EF"),
+        (rb"=+ (?:FAILURES|ERRORS) =+", b"="),
+        (rb"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)", b"Cgmn"),
+        (rb"[a-c]x", b"abc"),
+        (rb"\S+::", None),  # a category: not spelt out
+        (rb"x*", None),  # may match nothing: any byte may follow
+        (rb"(?i:e)rror", None),  # flags inside
+    ],
+)
+def test_first_bytes_of_a_pattern(pattern: bytes, first: bytes | None) -> None:
+    assert first_bytes(pattern) == (None if first is None else frozenset(first))
+
+
+def test_every_anchored_line_starts_with_a_first_byte_of_its_signature() -> None:
+    for name, line in LINES:
+        sig = next(s for s in DEFAULT_SIGNATURES if s.name == name)
+        if not sig.find:
+            lead = line.lstrip(b" \t")[0]
+            assert lead in (first_bytes(sig.pattern) or {lead}), name
