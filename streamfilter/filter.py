@@ -203,7 +203,9 @@ class StreamFilter:
         # a query word with no letters or digits ("[-]", "=====") cannot be a BM25 term: such
         # words are matched literally and keep their lines, like --protect patterns
         symbols = tuple(re.escape(word) for word in cfg.query.split() if not any(ch.isalnum() for ch in word))
-        self._signatures = SignatureSet(extra=cfg.protect + symbols)
+        # --protect patterns take their lines from the built-ins (never repeat-capped); query
+        # symbols do not (a "=====" word must not take pytest's section header from its signature)
+        self._signatures = SignatureSet(extra=cfg.protect + symbols, first=len(cfg.protect))
         self._splitter = LineSplitter(start_line, start_byte)
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars, first_index=start_line - 1)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)

@@ -378,11 +378,19 @@ class SignatureSet:
     Stateful only in counting hits of signatures with ``max_hits`` (in stream
     order), so feed it one stream's blocks in order.
 
+    Args:
+        signatures: the built-in signatures (ids ``0 .. len-1``).
+        extra: user regexes, matched anywhere in a line (ids after the built-ins).
+        first: a line matching one of the first ``first`` extra patterns gets that
+            pattern's id even when a built-in signature matches it too.
+
     Raises:
         UsageError: a user pattern that is not a valid regular expression.
     """
 
-    def __init__(self, signatures: Sequence[Signature] = DEFAULT_SIGNATURES, extra: Iterable[str] = ()) -> None:
+    def __init__(
+        self, signatures: Sequence[Signature] = DEFAULT_SIGNATURES, extra: Iterable[str] = (), first: int = 0
+    ) -> None:
         sigs = list(signatures)
         for i, pattern in enumerate(extra):
             try:
@@ -391,6 +399,7 @@ class SignatureSet:
                 raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
             sigs.append(Signature(f"user{i + 1}", find=(pattern.encode("utf-8", "surrogateescape"),)))
         self.names: tuple[str, ...] = tuple(s.name for s in sigs)
+        self._first = first
         self.section = np.asarray([s.section for s in sigs], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
@@ -473,9 +482,10 @@ class SignatureSet:
             return empty, empty
         lines = np.asarray(starts, dtype=np.int64)
         sig = np.asarray(ids, dtype=np.int64)
-        # per line, a --protect pattern's id first (its lines are exempt from the repeat gate),
-        # else the first built-in signature's
-        order = np.lexsort((np.where(sig >= self.builtin, sig - (1 << 40), sig), lines))
+        # per line, the id of one of the first ``first`` extra patterns (--protect: its lines are
+        # exempt from the repeat gate) before any other; else the first signature's in order
+        preferred = (sig >= self.builtin) & (sig < self.builtin + self._first)
+        order = np.lexsort((np.where(preferred, sig - (1 << 40), sig), lines))
         lines, sig = lines[order], sig[order]
         first = np.ones(lines.shape[0], dtype=bool)
         first[1:] = lines[1:] != lines[:-1]

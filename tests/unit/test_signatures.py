@@ -148,7 +148,7 @@ def test_every_built_in_finder_needs_its_literal() -> None:
 def test_a_protect_pattern_takes_a_line_a_built_in_also_matches() -> None:
     text = b"INFO a\nFATAL probe 1\nINFO b\n"
     ends = np.cumsum([len(x) + 1 for x in text.split(b"\n")[:-1]], dtype=np.int64)
-    sigs = SignatureSet(extra=("^FATAL probe",))
+    sigs = SignatureSet(extra=("^FATAL probe",), first=1)
     lines, ids = sigs.find(text, ends, token_table(text, ends), line_layout(text, ends).first)
     assert lines.tolist() == [1] and sigs.names[int(ids[0])] == "user1"
 
