@@ -447,7 +447,8 @@ class SignatureSet:
 
         Returns:
             ``(lines, ids)``: 0-based line indexes (sorted, unique) and, for each,
-            the index in ``names`` of the first signature (in table order) that matched it.
+            the index in ``names`` of the signature that matched it: one of the first
+            ``first`` extra patterns if any did, else the first in table order.
         """
         lines, sig = self.find_all(text, ends, table, first)
         keep = self.limit(sig)
