@@ -15,16 +15,15 @@ writer stopped the last marker came: a lag that grows with time means the follow
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from latency import start_follower  # noqa: E402
 from throughput import ensure_log  # noqa: E402
 
 
@@ -33,21 +32,7 @@ def measure(mbps: float, seconds: float, source: bytes) -> tuple[float, float, f
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "growing.log"
         log.write_bytes(b"")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamfilter", "follow", str(log), "--protect", "^FATAL lag-probe "],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        assert proc.stdout is not None
-        arrived: dict[int, float] = {}
-
-        def read() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if line.startswith(b"FATAL lag-probe "):
-                    arrived[int(line.split()[2])] = time.monotonic()
-
-        threading.Thread(target=read, daemon=True).start()
+        proc, arrived = start_follower(log, b"FATAL lag-probe ", "--protect", "^FATAL lag-probe ")
         time.sleep(1.5)
         written: dict[int, float] = {}
         step = 0.1

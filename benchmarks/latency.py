@@ -31,6 +31,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def start_follower(log: Path, marker: bytes, *options: str) -> tuple[subprocess.Popen[bytes], dict[int, float]]:
+    """``streamfilter follow LOG OPTIONS`` started; a reader thread notes when each output line
+    ``MARKER<n> ...`` arrives: ``{n: time.monotonic()}``, filled as they come."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "follow", str(log), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    arrived: dict[int, float] = {}
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(marker):
+                arrived[int(line[len(marker) :].split()[0])] = time.monotonic()
+
+    threading.Thread(target=read, daemon=True).start()
+    return proc, arrived
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="how long the writer writes")
@@ -40,22 +60,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "app.log"
         log.write_bytes(b"")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamfilter", "follow", str(log), "-q", "tick", "--head", "1000000000"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        assert proc.stdout is not None
-        arrived: dict[int, float] = {}
-
-        def read() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if line.startswith(b"ERROR tick "):
-                    arrived[int(line.split()[2])] = time.monotonic()
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
+        proc, arrived = start_follower(log, b"ERROR tick ", "-q", "tick", "--head", "1000000000")
         time.sleep(1.5)  # start-up
         written: dict[int, float] = {}
         count = int(args.seconds * 1000 / args.interval_ms)
@@ -73,7 +78,6 @@ def main() -> int:
         idle = (cpu_seconds(proc.pid) - before) / args.idle_seconds
         proc.terminate()
         proc.wait(30)
-        reader.join(5)
     late = np.array([arrived[s] - written[s] for s in written if s in arrived]) * 1000
     missing = len(written) - late.shape[0]
     print(f"lines appended: {len(written)} (one every {args.interval_ms} ms), arrived: {late.shape[0]}")

@@ -24,10 +24,9 @@ from ._logging import configure_logging, get_logger, log_notices
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
-from .expand import Archive, Ref, expand, state_dir
+from .expand import Archive, Ref, archive_refs, expand, ref_of
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
-from .records import Run
 from .worker import FactsWorker, worth_a_worker
 
 if TYPE_CHECKING:
@@ -381,7 +380,7 @@ def _filter(args: argparse.Namespace) -> int:
         if len(paths) > 1 and args.format == "text":
             _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
         sf = StreamFilter(config, source=name)
-        refs = _Refs(name, log)
+        refs = _Refs(name)
         # a large regular file: a second process computes the stateless stages ahead
         worker = FactsWorker(name, sf.preparer, READ_BYTES) if name != "-" and worth_a_worker(name) else None
         try:
@@ -401,24 +400,13 @@ def _filter(args: argparse.Namespace) -> int:
 class _Refs:
     """Gives each DROP run of one input a ref: the file itself, or stdin's archive copy."""
 
-    def __init__(self, name: str, log: FilteringBoundLogger) -> None:
+    def __init__(self, name: str) -> None:
         self.archive: Archive | None = None
-        if name != "-":
-            self.source = str(Path(name).resolve())
-            return
-        try:
-            self.archive = Archive(state_dir())
-            self.source = self.archive.source
-        except OSError as exc:
-            log.warning("archive.unavailable", directory=str(state_dir()), error=exc.strerror or str(exc))
-            self.source = ""
-
-    def of(self, run: Run) -> str:
-        if run.decision != "drop" or not self.source:
-            return ""
-        if self.archive is not None and not self.archive.covers(run.end_byte):
-            return ""
-        return str(Ref(self.source, run.start_byte, run.end_byte, run.checksum))
+        if name == "-":
+            self.archive, self.of = archive_refs(name)
+        else:
+            path = str(Path(name).resolve())
+            self.of = lambda run: ref_of(path, run)
 
     def close(self) -> None:
         if self.archive is not None:

@@ -19,14 +19,16 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
+from ._logging import get_logger
 from .errors import StreamfilterError
+from .records import Run
 
-__all__ = ("ARCHIVE_BYTES", "Archive", "Ref", "RefError", "expand", "state_dir")
+__all__ = ("ARCHIVE_BYTES", "Archive", "Ref", "RefError", "archive_refs", "expand", "ref_of", "state_dir")
 
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
 _REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})")
@@ -127,6 +129,34 @@ class Archive:
                 break
             total -= old.stat().st_size
             old.unlink(missing_ok=True)
+
+
+def ref_of(source: str, run: Run, base: int = 0) -> str:
+    """The ref of a DROP run whose bytes are in ``source`` from stream offset ``base`` on, or ``""``.
+
+    ``""`` for a KEEP run, a run without a checksum, or one that starts before ``base``
+    (before the current file of a rotated stream).
+    """
+    if run.decision != "drop" or not run.checksum or run.start_byte < base:
+        return ""
+    return str(Ref(source, run.start_byte - base, run.end_byte - base, run.checksum))
+
+
+def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
+    """A new archive for a stream without a file of its own (stdin, a socket, a command), and
+    the ref maker that points into it; ``(None, no refs)`` with a logged warning if it cannot be made."""
+    try:
+        archive = Archive(state_dir())
+    except OSError as exc:
+        get_logger().warning(
+            "archive.unavailable", source=stream, directory=str(state_dir()), error=exc.strerror or str(exc)
+        )
+        return None, lambda run: ""
+
+    def ref(run: Run) -> str:
+        return ref_of(archive.source, run) if archive.covers(run.end_byte) else ""
+
+    return archive, ref
 
 
 def _path_of(ref: Ref, directory: Path) -> Path:

@@ -35,7 +35,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from ._logging import get_logger
 from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, fingerprint
 from .config import SourceConfig
-from .expand import Ref
+from .expand import ref_of
 from .live import LiveStream, Totals
 from .records import Run
 from .sinks import Sink
@@ -99,6 +99,7 @@ class FileFollower:
         self._active_until = 0.0
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
         self._missing_logged = False
+        self._saved: Checkpoint | None = None  # the last checkpoint written
 
     def hint(self) -> None:
         """Something changed in the path's directory: look now."""
@@ -197,9 +198,7 @@ class FileFollower:
 
     def _ref(self, run: Run) -> str:
         """Refs point into the current file (file offsets), checked by CRC-32 on expand."""
-        if run.decision != "drop" or run.start_byte < self._base or not run.checksum:
-            return ""
-        return str(Ref(self.path, run.start_byte - self._base, run.end_byte - self._base, run.checksum))
+        return ref_of(self.path, run, self._base)
 
     def _set_position(self, fd: int, offset: int) -> None:
         self._offset = offset
@@ -213,9 +212,6 @@ class FileFollower:
         """Read ``fd`` as it grows until the path names another file."""
         assert self.stream is not None
         while True:
-            change = self._generation_change(fd)
-            if change is not None:
-                await self._new_generation(fd, *change)
             if await self._read(fd):
                 continue
             moved = self._path_moved(fd)
@@ -227,20 +223,20 @@ class FileFollower:
             await self._wait()
 
     async def _read(self, fd: int) -> int:
-        """Read what the file has past the offset; return the byte count.
+        """Read what the file has past the offset; return the byte count (0: nothing new).
 
-        The bytes are checked after they are read (the file was not truncated or rewritten
-        meanwhile), so a rewrite racing the read never puts a fragment of new content into
-        the old generation.
+        The file is checked for truncation or a rewrite in place after the read, so a rewrite
+        racing the read never puts a fragment of new content into the old generation; a new
+        generation is started then and 1 returned (read again, from byte 0).
         """
         assert self.stream is not None
         data = os.pread(fd, READ_BYTES, self._offset)
-        if not data:
-            return 0
         change = self._generation_change(fd)
         if change is not None:
             await self._new_generation(fd, *change)
-            return 1  # read again, from byte 0
+            return 1
+        if not data:
+            return 0
         if self._offset < HEAD_BYTES:
             self._head += data[: HEAD_BYTES - self._offset]
         self._tail = (self._tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
@@ -313,7 +309,7 @@ class FileFollower:
         checkpoint = Checkpoint(
             self.path, info.st_dev, info.st_ino, len(head), fingerprint(head), offset, self.stream.emitted_line
         )
-        if checkpoint != getattr(self, "_saved", None):
+        if checkpoint != self._saved:
             try:
                 self.checkpoints.save(self.source.name, checkpoint)
                 self._saved = checkpoint

@@ -16,15 +16,15 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
-from ._logging import get_logger, log_notices
+from ._logging import log_notices
 from .config import SourceConfig, Timing
-from .expand import Archive, Ref, state_dir
+from .expand import Archive, archive_refs
 from .filter import FilterConfig, StreamFilter
 from .output import end_event, render
 from .records import Run
 from .sinks import Sink
 
-__all__ = ("ArchivedStream", "LiveStream", "Totals", "archive_refs", "archived_stream", "marker_event")
+__all__ = ("ArchivedStream", "LiveStream", "Totals", "archived_stream", "marker_event")
 
 RefMaker = Callable[[Run], str]
 
@@ -199,22 +199,6 @@ class LiveStream:
             now = (stats.lines, stats.kept_lines, stats.dropped_lines)
             self._totals.add(self._totals_key, *(a - b for a, b in zip(now, self._counted, strict=True)))
             self._counted = now
-
-
-def archive_refs(log_source: str) -> tuple[Archive | None, Callable[[Run], str]]:
-    """A stdin or socket stream's archive, and the ref maker that points into it."""
-    try:
-        archive = Archive(state_dir())
-    except OSError as exc:
-        get_logger().warning("archive.unavailable", source=log_source, error=exc.strerror or str(exc))
-        return None, lambda run: ""
-
-    def ref(run: Run) -> str:
-        if run.decision != "drop" or not archive.covers(run.end_byte):
-            return ""
-        return str(Ref(archive.source, run.start_byte, run.end_byte, run.checksum))
-
-    return archive, ref
 
 
 class ArchivedStream(LiveStream):

@@ -31,7 +31,7 @@ from anyio.abc import ByteReceiveStream, ByteStream, Process
 from .config import SinkConfig, SourceConfig, Timing
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of
 from .errors import StreamfilterError, UsageError
-from .expand import Ref
+from .expand import ref_of
 from .filter import FilterConfig
 from .live import LiveStream, archived_stream, marker_event
 from .records import Run
@@ -132,9 +132,7 @@ class Tee:
         self._file.flush()
 
     def ref(self, run: Run) -> str:
-        if run.decision != "drop" or not run.checksum:
-            return ""
-        return str(Ref(self.path, run.start_byte, run.end_byte, run.checksum))
+        return ref_of(self.path, run)
 
     def close(self) -> None:
         self._file.close()
