@@ -8,29 +8,30 @@ error (``daemon``, ``check-config``).
 from __future__ import annotations
 
 import argparse
-import io
+import contextlib
 import json
 import math
 import os
 import signal
 import stat
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, ClassVar, NoReturn
+from typing import BinaryIO, ClassVar, NoReturn
 
 from . import __version__
-from ._logging import configure_logging, get_logger, log_notices
+from ._logging import configure_logging, log_notices
+from .budget import BYTES_PER_TOKEN, UnitPool
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
 from .expand import Archive, Ref, archive_refs, expand, ref_of
 from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
+from .records import Run
 from .worker import FactsWorker, worth_a_worker
-
-if TYPE_CHECKING:
-    from structlog.typing import FilteringBoundLogger
 
 __all__ = ("main",)
 
@@ -124,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
         "--explain",
         action="store_true",
         help="with --format jsonl: add each window's BM25 score, the cut and the reason to its run",
+    )
+    f.add_argument(
+        "--budget-tokens",
+        type=_count(1),
+        metavar="N",
+        help=f"keep the text output within about N tokens (bytes/{BYTES_PER_TOKEN}): reads each input twice, "
+        "writes at the end",
     )
     w = sub.add_parser(
         "follow",
@@ -257,13 +265,14 @@ class _Signals:
         if self.waiting:
             raise _Stop
 
-    def read(self, handle: io.BufferedReader) -> bytes:
-        """The next chunk, or b"" once a stop signal came."""
+    def read(self, handle: BinaryIO, size: int) -> bytes:
+        """The next chunk of at most ``size`` bytes, or b"" once a stop signal came."""
         if self.received is not None:
             return b""
         self.waiting = True
         try:
-            return handle.read1(READ_BYTES)
+            chunk: bytes = handle.read1(size)  # type: ignore[attr-defined]  # what there is, up to size
+            return chunk
         except _Stop:
             return b""
         finally:
@@ -374,38 +383,67 @@ def _filter(args: argparse.Namespace) -> int:
     if sys.stdout is None:
         raise StreamfilterError("cannot write output: standard output is closed")
     out = sys.stdout.buffer
-    log = get_logger()
     signals = _Signals()
     for index, name in enumerate(paths):
         if len(paths) > 1 and args.format == "text":
             _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
-        sf = StreamFilter(config, source=name)
         refs = _Refs(name)
-        # a large regular file: a second process computes the stateless stages ahead
-        worker = FactsWorker(name, sf.preparer, READ_BYTES) if name != "-" and worth_a_worker(name) else None
-        try:
-            if worker is not None:
-                sf.preparer = worker
-            _filter_one(sf, name, args.format, out, log, refs, signals)
-            # also after a stop signal: what was read is decided and written, then the signal's status
-            _finish(sf, name, args.format, out, log, refs)
-        finally:
-            if worker is not None:
-                worker.close()
+        writer = _Writer(out, args.format, name, refs)
+        if args.budget_tokens is None:
+            sf = StreamFilter(config, source=name)
+            with _open(name) as handle:
+                _feed(sf, handle, writer, signals, copies=refs.copies)
+        else:
+            sf = _budgeted(config, name, args.budget_tokens, writer, refs, signals)
+        # also after a stop signal: what was read is decided and written, then the signal's status
+        refs.close()
+        writer(sf.flush())
+        writer.end(sf)
         if signals.received is not None:
             return _Signals.STATUS[signals.received]
     return 0
 
 
+def _budgeted(
+    config: FilterConfig, name: str, tokens: int, writer: _Writer, refs: _Refs, signals: _Signals
+) -> StreamFilter:
+    """Filter one input within a token budget, all but the flush: a first pass collects the
+    units the filter keeps (``budget.UnitPool``), a second pass over the same bytes (a spool
+    file for stdin) keeps the chosen ones. Returns the second pass's filter."""
+    # a summary line: its text, "; ref ", the ref (source, two offsets, a CRC) and a newline
+    drop_bytes = config.summary_chars + len("; ref ") + len(refs.source) + 2 * 12 + 10
+    pool = UnitPool(tokens * BYTES_PER_TOKEN, drop_bytes)
+    with contextlib.ExitStack() as stack:
+        spool = stack.enter_context(tempfile.TemporaryFile()) if name == "-" else None  # deleted when closed
+        first = StreamFilter(replace(config, explain=True), source=name)
+        with _open(name) as handle:
+            read = _feed(first, handle, pool.add, signals, copies=(*refs.copies, *([spool.write] if spool else [])))
+        pool.add(first.flush())
+        second = StreamFilter(config, source=name, selection=pool.select())
+        again = spool if spool is not None else stack.enter_context(open(name, "rb"))
+        again.seek(0)
+        # the same bytes: a file that grew since the first pass is read as far as it read
+        _feed(second, again, writer, None, limit=read)
+    return second
+
+
 class _Refs:
-    """Gives each DROP run of one input a ref: the file itself, or stdin's archive copy."""
+    """Gives each DROP run of one input a ref: the file itself, or stdin's archive copy.
+
+    Attributes:
+        source: what the refs name (the file's absolute path, or the archive's name).
+        copies: where each chunk read must also go (the archive, for stdin).
+    """
 
     def __init__(self, name: str) -> None:
         self.archive: Archive | None = None
+        self.copies: tuple[Callable[[bytes], object], ...] = ()
         if name == "-":
             self.archive, self.of = archive_refs(name)
+            self.source = self.archive.source if self.archive is not None else ""
+            self.copies = (self.archive.write,) if self.archive is not None else ()
         else:
-            path = str(Path(name).resolve())
+            self.source = path = str(Path(name).resolve())
             self.of = lambda run: ref_of(path, run)
 
     def close(self) -> None:
@@ -413,36 +451,73 @@ class _Refs:
             self.archive.close()
 
 
-def _filter_one(
-    sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger, refs: _Refs, signals: _Signals
-) -> None:
-    """Feed one input through ``sf``, writing runs as they are decided."""
-    handle: io.BufferedReader = sys.stdin.buffer if name == "-" else open(name, "rb")  # type: ignore[assignment]
+@contextlib.contextmanager
+def _open(name: str) -> Iterator[BinaryIO]:
+    """The input named ``name``: a file, or stdin for ``-`` (left open after)."""
+    if name == "-":
+        yield sys.stdin.buffer
+        return
+    with open(name, "rb") as handle:
+        yield handle
+
+
+class _Writer:
+    """Writes runs of one input to ``out`` in format ``fmt``, each DROP run with its ref."""
+
+    def __init__(self, out: BinaryIO, fmt: str, name: str, refs: _Refs) -> None:
+        self.out, self.fmt, self.name, self.refs = out, fmt, name, refs
+        self.live = False  # flush after each batch (the input is a pipe or terminal)
+
+    def __call__(self, runs: list[Run]) -> None:
+        for run in runs:
+            _write(self.out, render(run, self.fmt, self.name, self.refs.of(run)))
+        if self.live and runs:
+            _flush(self.out)
+
+    def end(self, sf: StreamFilter) -> None:
+        """Write the end of the input: notices to the log, the JSONL end event; flush."""
+        log_notices(sf.notices, self.name)
+        if self.fmt == "jsonl":
+            _write(self.out, end_event(sf.stats, self.name))
+        _flush(self.out)
+
+
+def _feed(
+    sf: StreamFilter,
+    handle: BinaryIO,
+    emit: Callable[[list[Run]], None],
+    signals: _Signals | None,
+    copies: Sequence[Callable[[bytes], object]] = (),
+    limit: int = -1,
+) -> int:
+    """Feed ``handle`` through ``sf``, giving runs to ``emit`` as they are decided and each chunk
+    to ``copies`` (an archive, a spool); return the bytes read.
+
+    ``signals``: stop reading when a stop signal comes. ``limit``: most bytes to read (-1: all).
+    """
+    name = sf.source
+    # a large regular file: a second process computes the stateless stages ahead
+    worker = FactsWorker(name, sf.preparer, READ_BYTES) if name != "-" and worth_a_worker(name) else None
+    if worker is not None:
+        sf.preparer = worker
+    if isinstance(emit, _Writer):  # a pipe or terminal is written through as it comes; a file at the end
+        emit.live = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+    read = 0
     try:
-        # a pipe or terminal is written through as it comes; a regular file at the end
-        live = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
-        while chunk := signals.read(handle):
-            if refs.archive is not None:
-                refs.archive.write(chunk)
-            runs = sf.feed(chunk)
-            for run in runs:
-                _write(out, render(run, fmt, name, refs.of(run)))
+        while limit < 0 or read < limit:
+            size = READ_BYTES if limit < 0 else min(READ_BYTES, limit - read)
+            chunk = signals.read(handle, size) if signals is not None else handle.read(size)
+            if not chunk:
+                break
+            read += len(chunk)
+            for copy in copies:
+                copy(chunk)
+            emit(sf.feed(chunk))
             log_notices(sf.notices, name)
-            if live and runs:
-                _flush(out)
     finally:
-        if handle is not sys.stdin.buffer:
-            handle.close()
-
-
-def _finish(sf: StreamFilter, name: str, fmt: str, out: BinaryIO, log: FilteringBoundLogger, refs: _Refs) -> None:
-    refs.close()
-    for run in sf.flush():
-        _write(out, render(run, fmt, name, refs.of(run)))
-    log_notices(sf.notices, name)
-    if fmt == "jsonl":
-        _write(out, end_event(sf.stats, name))
-    _flush(out)
+        if worker is not None:
+            worker.close()
+    return read
 
 
 def _write(out: BinaryIO, data: bytes) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from .budget import Selection
 from .decide import CutTracker, RepeatGate, protected_ranges
 from .lines import LineSplitter
 from .prepare import BlockFacts, Preparer
@@ -149,6 +150,7 @@ class _WindowFacts:
     window_keep: npt.NDArray[np.bool_]
     head: int  # pending lines below this are head lines
     tail: int  # pending lines from this on are tail lines
+    natural: npt.NDArray[np.bool_] | None  # with a selection: each pending line's own decision
 
 
 @dataclass(slots=True)
@@ -187,16 +189,26 @@ class StreamFilter:
         start_line: 1-based number of the first line fed (a stream resumed from a
             checkpoint; the head rule applies only to a stream's true first lines).
         start_byte: stream offset of the first byte fed.
+        selection: the lines to keep, chosen by a token budget over a first pass
+            (``budget.UnitPool.select``); every other line is dropped. Windows, scores and
+            traces are as without it; a window kept on its own but not chosen is traced
+            with the reason ``budget``.
 
     Raises:
         UsageError: a ``protect`` pattern that is not a valid regex.
     """
 
     def __init__(
-        self, config: FilterConfig | None = None, source: str = "-", start_line: int = 1, start_byte: int = 0
+        self,
+        config: FilterConfig | None = None,
+        source: str = "-",
+        start_line: int = 1,
+        start_byte: int = 0,
+        selection: Selection | None = None,
     ) -> None:
         self.config = cfg = config or FilterConfig()
         self.source = source
+        self._selection = selection
         self.query = Query.parse(cfg.query)
         self.stats = FilterStats()
         self.notices: list[Notice] = []
@@ -542,8 +554,11 @@ class StreamFilter:
         weak = (lengths > cfg.max_line_bytes) | ((p.frames[:n] > REDRAW_FRAMES) & ~p.term[:n])
         if weak.any():
             keep &= ~weak | p.hit[:n]
+        natural = None
+        if self._selection is not None:
+            natural, keep = keep, self._selection.mask(p.base + 1, n)
         if cfg.explain:
-            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail)
+            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, natural)
         self._build_runs(keep, runs)
         self._last_keep = bool(keep[-1])
         if settle and not hold:
@@ -589,6 +604,8 @@ class StreamFilter:
                 else:
                     first = max(int(lines[0]), a)
                     reason = "head" if first < why.head else "tail" if first >= why.tail else "context"
+            elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
+                reason = "budget"  # kept on its own, not chosen within the token budget
             elif prot >= 0 or why.window_keep[rel - why.w_lo]:
                 reason = "weak-line"  # an over-long or redrawn line in a kept window
             else:

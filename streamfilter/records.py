@@ -56,9 +56,10 @@ class WindowTrace:
             and a score at or above the cut), ``head``, ``tail``, ``context`` (lines
             kept around a protected line) or ``short-gap`` (a DROP run too short
             to summarize); for DROP: ``below-cut`` (a query term, score below the
-            cut), ``no-term``, or ``weak-line`` (an over-long or carriage-return
+            cut), ``no-term``, ``weak-line`` (an over-long or carriage-return
             redrawn line in a kept window: such lines are kept only when protected
-            themselves).
+            themselves), or ``budget`` (kept on its own, but not chosen within
+            ``--budget-tokens``).
     """
 
     first_line: int

@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("DropSummary", "mask_shapes")
+__all__ = ("DropSummary", "line_shapes", "mask_shapes")
 
 _MARK = 0x01  # one masked span, shown as "<*>"
 _DELIM = np.zeros(256, dtype=bool)
@@ -115,7 +115,7 @@ def _count_warn(text: bytes) -> int:
     return int(np.count_nonzero(found))
 
 
-def _shapes(text: bytes) -> list[bytes]:
+def line_shapes(text: bytes) -> list[bytes]:
     """The shape of each line of ``text`` (a last line may lack its ``\\n``; an empty one has none).
 
     A shape shows at most ``_MAX_SHAPE_CHARS``, so only the first ``_SHAPE_SOURCE_BYTES``
@@ -196,7 +196,7 @@ class DropSummary:
         self.progress_lines += int(redraws.shape[0])
         self.frames += int(redraws.sum())
         self.warning_lines += _count_warn(text)
-        shapes = _shapes(text)
+        shapes = line_shapes(text)
         if len(self._shapes) + len(shapes) <= _MAX_SHAPES:  # room for every line's shape, new or not
             self._shapes.update(shapes)
             return

@@ -164,6 +164,46 @@ def test_explain_with_text_format_is_a_usage_error() -> None:
     assert proc.returncode == 2 and proc.stdout == b"" and b"--explain needs --format jsonl" in proc.stderr
 
 
+@pytest.mark.parametrize("tokens", [150, 400, 1000])
+def test_budget_keeps_the_text_output_within_the_estimate_and_accounts_for_every_line(tokens: int) -> None:
+    log = need(CORPUS / "cidiff__assertj_1944.log")
+    text = run_cli("filter", "--budget-tokens", str(tokens), str(log))
+    assert text.returncode == 0, text.stderr
+    assert len(text.stdout) <= 3 * tokens  # the estimate: bytes / 3
+    jsonl = run_cli("filter", "--format", "jsonl", "--budget-tokens", str(tokens), str(log))
+    kept, _ = check_accounting(log.read_bytes(), jsonl.stdout)
+    alone, _ = check_accounting(log.read_bytes(), run_cli("filter", "--format", "jsonl", str(log)).stdout)
+    assert kept and len(kept) < len(alone)
+    # the kept lines are the filter's own, but for a short gap kept between two of them
+    assert all(n - 1 in kept and n + 1 in kept for n in kept - alone)
+
+
+def test_budget_on_stdin_gives_the_file_s_runs_and_explains_what_it_left_out() -> None:
+    data = EXAMPLE.read_bytes()
+    args = ("filter", "--format", "jsonl", "--explain", "--budget-tokens", "400")
+    by_file = [json.loads(x) for x in run_cli(*args, str(EXAMPLE)).stdout.splitlines()]
+    proc = run_cli(*args, stdin=data)
+    assert proc.returncode == 0, proc.stderr
+    by_stdin = [json.loads(x) for x in proc.stdout.splitlines()]
+    strip = ("source", "ref")
+    assert [{k: v for k, v in e.items() if k not in strip} for e in by_stdin] == [
+        {k: v for k, v in e.items() if k not in strip} for e in by_file
+    ]
+    reasons = {w["reason"] for e in by_stdin if e["event"] == "drop" for w in e["windows"]}
+    assert "budget" in reasons
+    kept = b"".join(e["text"].encode() for e in by_stdin if e["event"] == "keep")
+    assert b"E       ValueError: invalid literal for int() with base 10: ' lots'" in kept  # the first failure
+    # a summary's ref reads the dropped bytes back from stdin's archive
+    ref = next(e["ref"] for e in by_stdin if e["event"] == "drop")
+    back = run_cli("expand", ref)
+    assert back.returncode == 0 and back.stdout and back.stdout in data
+
+
+def test_budget_of_zero_tokens_is_a_usage_error() -> None:
+    proc = run_cli("filter", "--budget-tokens", "0", str(EXAMPLE))
+    assert proc.returncode == 2 and proc.stdout == b"" and b"below the minimum" in proc.stderr
+
+
 def _start(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "streamfilter", *args],

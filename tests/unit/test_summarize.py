@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfilter.normalize import normalize_block
-from streamfilter.summarize import _SHAPE_SOURCE_BYTES, DropSummary, _mask, _shapes, mask_shapes
+from streamfilter.summarize import _SHAPE_SOURCE_BYTES, DropSummary, _mask, line_shapes, mask_shapes
 
 SHAPES = [
     (b"   Compiling serde v1.0.130 (/home/ci/.cargo/registry/src/serde)", b" Compiling serde v<*> (<*>)"),
@@ -118,4 +118,4 @@ def test_shapes_of_long_lines_equal_masking_the_cut_lines(pieces: list[bytes]) -
     if lines and lines[-1] == b"":
         lines.pop()
     cut = b"\n".join(line[:_SHAPE_SOURCE_BYTES] for line in lines)
-    assert _shapes(text) == _mask(cut).split(b"\n")[: len(lines)]
+    assert line_shapes(text) == _mask(cut).split(b"\n")[: len(lines)]

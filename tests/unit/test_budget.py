@@ -1,0 +1,136 @@
+"""The token budget: units from pass 1, MMR choice, pass 2 with the selection."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamfilter.budget import PROTECTED, Selection, UnitPool
+from streamfilter.filter import FilterConfig, StreamFilter
+from streamfilter.records import Run
+from tests.property.test_filter_properties import CONFIGS, input_lines, streams
+
+# a summary line is at most summary_chars characters of at most 4 bytes each, plus its newline
+DROP_BYTES = 4 * FilterConfig().summary_chars + 1
+
+
+def feed(sf: StreamFilter, data: bytes, cuts: tuple[int, ...] | list[int]) -> list[Run]:
+    runs: list[Run] = []
+    prev = 0
+    for cut in sorted({c % (len(data) + 1) for c in cuts}):
+        runs += sf.feed(data[prev:cut])
+        prev = cut
+    return runs + sf.feed(data[prev:]) + sf.flush()
+
+
+def budgeted(data: bytes, config: FilterConfig, budget: int, cuts: tuple[int, ...] = ()) -> tuple[list[Run], list[Run]]:
+    """Both passes, as the CLI runs them; returns (pass 1 runs, pass 2 runs)."""
+    pool = UnitPool(budget, DROP_BYTES)
+    first = feed(StreamFilter(replace(config, explain=True)), data, cuts)
+    pool.add(first)
+    return first, feed(StreamFilter(config, selection=pool.select()), data, cuts)
+
+
+def kept_lines(runs: list[Run]) -> set[int]:
+    return {line for r in runs if r.decision == "keep" for line in range(r.first_line, r.last_line + 1)}
+
+
+def text_bytes(runs: list[Run]) -> int:
+    return sum(len(r.data) if r.decision == "keep" else len(r.summary.encode()) + 1 for r in runs)
+
+
+def test_selection_mask_marks_exactly_the_chosen_lines() -> None:
+    sel = Selection(np.asarray([3, 10], dtype=np.int64), np.asarray([5, 10], dtype=np.int64))
+    assert np.flatnonzero(sel.mask(1, 12)).tolist() == [2, 3, 4, 9]
+    assert sel.mask(6, 4).tolist() == [False] * 4
+    assert Selection(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).mask(1, 3).tolist() == [False] * 3
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    streams,
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=8),
+    st.sampled_from(range(len(CONFIGS))),
+    st.integers(min_value=1, max_value=4000),
+)
+def test_budgeted_runs_tile_the_input_fit_the_budget_and_keep_only_what_pass_one_kept(
+    data: bytes, cuts: list[int], which: int, budget: int
+) -> None:
+    first, runs = budgeted(data, CONFIGS[which], budget, tuple(cuts))
+    line, byte = 1, 0
+    for run in runs:
+        assert (run.first_line, run.start_byte) == (line, byte)
+        line, byte = run.last_line + 1, run.end_byte
+        if run.decision == "keep":
+            assert run.data == data[run.start_byte : run.end_byte]
+    assert (line - 1, byte) == (input_lines(data), len(data))
+    # a run of one short dropped line between two kept ones is kept (cheaper than its summary)
+    assert text_bytes(runs) <= max(budget, DROP_BYTES) or not kept_lines(runs)
+    short_gaps = kept_lines(runs) - kept_lines(first)
+    assert all(line - 1 in kept_lines(runs) and line + 1 in kept_lines(runs) for line in short_gaps)
+    # the same bytes chunked otherwise give the same runs
+    assert budgeted(data, CONFIGS[which], budget)[1] == runs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, st.sampled_from(range(len(CONFIGS))))
+def test_a_budget_the_output_fits_in_changes_nothing(data: bytes, which: int) -> None:
+    config = CONFIGS[which]
+    alone = feed(StreamFilter(config), data, [])
+    _, runs = budgeted(data, config, 100 * DROP_BYTES + len(data))
+    assert runs == alone
+
+
+def failure(name: str, frames: int = 3) -> bytes:
+    body = b"".join(f'  File "/src/{name}.py", line {i}, in step{i}\n'.encode() for i in range(frames))
+    return b"Traceback (most recent call last):\n" + body + f"{name}Error: {name} went wrong\n\n".encode()
+
+
+def noise(n: int, start: int = 0) -> bytes:
+    lines = (f"INFO processed batch {i} of items in {i % 7}.{i % 10}s\n" for i in range(start, start + n))
+    return "".join(lines).encode()
+
+
+def test_a_tight_budget_keeps_the_first_failure_and_a_different_one_before_repeats() -> None:
+    data = (
+        noise(200)
+        + failure("Disk")
+        + noise(50, 200)
+        + b"".join(failure("Disk") + noise(20, 300 + 20 * i) for i in range(4))
+        + failure("Network")
+        + noise(200, 500)
+    )
+    config = FilterConfig(tail_lines=3, head_lines=0)
+    first, runs = budgeted(data, config, 2600)
+    assert len(kept_lines(first)) > len(kept_lines(runs))  # the budget was tight
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert kept.count(b"DiskError") == 1 and b"NetworkError: Network went wrong" in kept
+    first_disk = data[: data.index(b"DiskError")].count(b"\n") + 1
+    assert first_disk in kept_lines(runs)  # the first of the repeated failures, not a later one
+    assert text_bytes(runs) <= 2600
+
+
+def test_units_cover_every_kept_line_once_and_protected_units_hold_the_traceback() -> None:
+    data = noise(100) + failure("Disk", frames=6) + noise(100, 100)
+    pool = UnitPool(10_000, DROP_BYTES)
+    runs = feed(StreamFilter(FilterConfig(explain=True)), data, [])
+    pool.add(runs)
+    covered = [line for u in pool.units for line in range(u.first_line, u.last_line + 1)]
+    assert sorted(covered) == sorted(kept_lines(runs)) and len(covered) == len(set(covered))
+    assert sum(u.n_bytes for u in pool.units) == sum(r.n_bytes for r in runs if r.decision == "keep")
+    (unit,) = [u for u in pool.units if u.kind == PROTECTED]
+    start = data[: data.index(b"Traceback")].count(b"\n") + 1
+    # the whole traceback (header, 6 frames, the error line) with the rest of its window before it
+    assert unit.first_line <= start and unit.last_line == start + 7
+
+
+def test_the_pool_forgets_the_least_likely_units_when_full() -> None:
+    data = b"".join(noise(30, 40 * i) + failure(f"Kind{i}") for i in range(60)) + noise(30, 9000)
+    pool = UnitPool(400, DROP_BYTES, max_bytes=4000)
+    pool.add(feed(StreamFilter(FilterConfig(explain=True)), data, []))
+    assert sum(u.n_bytes for u in pool.units) <= 4000
+    assert [u.first_line for u in pool.units] == sorted(u.first_line for u in pool.units)
+    assert any(u.kind == PROTECTED for u in pool.units)
