@@ -11,7 +11,8 @@ Rules, in order of strength:
 * A line indented deeper than its record's first line continues it (stack
   frames, ``  File ...``, ``\\tat ...``, `` --> ``, ``= note:``), and so does a
   column-0 line of a trace (``ValueError: ...``, ``Caused by: ...``, ``... 12
-  more``) right after such lines. Right-aligned status lines (cargo's
+  more``, Ruby's ``app/x.rb:12:in `f'`` frames and ``Did you mean?``) right after
+  such lines or after another trace line. Right-aligned status lines (cargo's
   ``   Compiling x``: a capitalised word ending at column 12) count as column 0.
   A line indented less than the record's first line starts a new record.
 * Windows pack a record's lines greedily: at most ``window_lines`` lines and
@@ -44,9 +45,14 @@ _NOT_CONT_BYTE[0x80:0xC0] = False
 _EXC_LINE = re.compile(
     rb"\n(?:(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Throwable)\b"
     rb"|\.\.\. \d+ (?:more|common frames omitted)"
-    rb"|Suppressed: |goroutine \d+ \[|but was:|but was <)",  # JUnit's "expected:<x> but was:<y>" wraps
+    rb"|Suppressed: |goroutine \d+ \[|but was:|but was <"  # JUnit's "expected:<x> but was:<y>" wraps
+    rb"|Did you mean\?)",  # Ruby's suggestion after a NameError
     re.MULTILINE,
 )
+# Ruby's backtrace frames (``app/models/x.rb:12:in `save'``, ``bin/rails:4:in '<main>'``) start
+# at column 0; looked for only in blocks that hold ``:in `` followed by a quote
+_RUBY_FRAME = re.compile(rb"\n\S+:\d+:in [`']")
+_RUBY_MARKS = (b":in `", b":in '")
 # lines that continue a trace even after a blank line
 _CHAIN_LINE = re.compile(
     rb"\n(?:Caused by:|During handling of the above exception|The above exception was the direct cause"
@@ -58,7 +64,8 @@ JOIN_NONE, JOIN_TRACE, JOIN_CHAIN = 0, 1, 2
 # every line _EXC_LINE matches holds one of these as a token (the exception-name suffixes start a
 # token: a case change, a digit or a separator comes before them) or starts with "..."
 _TRACE_WORDS = KeySet.of(
-    token_key(w) for w in b"error exception exit interrupt warning failure throwable suppressed goroutine but".split()
+    token_key(w)
+    for w in b"error exception exit interrupt warning failure throwable suppressed goroutine but rb mean".split()
 )
 # every line _CHAIN_LINE matches starts with one of these
 _CHAIN_PREFIXES = (b"Caus", b"Duri", b"The ", b"Trac")
@@ -165,6 +172,8 @@ def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable |
     """``LineLayout.join`` of each line; with the block's ``TokenTable``, the regexes see candidate lines only."""
     n_lines = int(ends.shape[0])
     join = np.zeros(n_lines, dtype=np.int8)
+    if any(mark in text for mark in _RUBY_MARKS):
+        join[_line_starts_at(b"\n" + text, _RUBY_FRAME, ends)] = JOIN_TRACE
     if table is None or n_lines == 0 or not text:
         padded = b"\n" + text
         join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE

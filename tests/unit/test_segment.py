@@ -91,6 +91,21 @@ def test_junit_assertion_message_and_its_frames_stay_with_the_exception() -> Non
     assert windows(text, n=3) == [[1, 2, 3, 4, 5, 6]]
 
 
+def test_ruby_backtrace_frames_at_column_0_stay_with_the_error() -> None:
+    text = (
+        b"Running migrations\n"
+        b"rails aborted!\n"
+        b"NameError: undefined local variable or method `type_metadata'\n"
+        b"Did you mean?  @type_metadata\n"
+        b"/app/lib/active_record/type_metadata.rb:22:in `deduplicated'\n"
+        b"/app/lib/active_record/railties/databases.rake:83:in `block (3 levels) in <top (required)>'\n"
+        b"/app/bin/rails:4:in '<main>'\n"
+        b"Tasks: TOP => db:migrate\n"
+    )
+    # the suggestion and the frames continue the NameError's window past the 3-line cap; the next line does not
+    assert windows(text, n=3) == [[1, 2, 3, 4, 5, 6, 7], [8]]
+
+
 TRACE_PIECES = [
     b"Traceback (most recent call last):\n",
     b'  File "x.py", line 3, in f\n',
@@ -109,6 +124,8 @@ TRACE_PIECES = [
     b"KeyboardInterrupt\n",
     b"SystemExit: 2\n",
     b"plain text error here\n",
+    b"/app/models/user.rb:12:in `save'\n",
+    b"Did you mean?  @name\n",
     b"\n",
     b"    indented\n",
 ]
