@@ -95,6 +95,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?(?: to (?:be|equal|match)\w*)?:"),
     _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),
     _f("tsc-error", r"error TS\d+", line=r"\S+\(\d+,\d+\): error TS\d+"),
+    # ts-node's diagnostics: "TSError: ⨯ Unable to compile TypeScript", then "src/a.ts (5,1): message (2304)"
+    _f("ts-node-error", r"TSError: ", r"\.tsx? \(", line=r"(?:.{0,300}\bTSError: |\S+\.tsx? \(\d+,\d+\): )"),
     # numbered failure lists: ExUnit "1) test ...", PHPUnit "1) Ns\\Class::method"
     _f("numbered-failure", r"\) test ", r"::", line=r"\d+\) (?:test |[\w\\]+::\w)"),
     # Rust
@@ -155,7 +157,7 @@ TRIGGER_WORDS = (
     "error errors err errored fail fails failed failure failures failing fatal exception exceptions "
     "traceback panic panicked assert assertion asserts expected received undefined returned collect "
     "segmentation dumped such found timed timeout killed exit exited offenses warning warnings sanitizer "
-    "caused wrong make gmake ninja cmake go rspec denied abort aborted recent "
+    "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

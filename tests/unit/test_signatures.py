@@ -35,6 +35,8 @@ LINES = [
     ("jest-expected", b"    Expected value to equal:"),
     ("mocha-failing", b"  2 failing"),
     ("tsc-error", b"src/a.ts(3,5): error TS2322: Type 'string' is not assignable"),
+    ("ts-node-error", b"[16:40:38] E/launcher - Error: TSError: \xe2\xa8\xaf Unable to compile TypeScript"),
+    ("ts-node-error", b"e2e/app.e2e-spec.ts (5,1): Cannot find name 'describe'. (2304)"),
     ("numbered-failure", b"  1) test adds numbers (MathTest)"),
     ("rust-error", b"error[E0308]: mismatched types"),
     ("rust-panic", b"thread 'main' panicked at 'boom', src/main.rs:2:5"),
