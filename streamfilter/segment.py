@@ -11,8 +11,9 @@ Rules, in order of strength:
 * A line indented deeper than its record's first line continues it (stack
   frames, ``  File ...``, ``\\tat ...``, `` --> ``, ``= note:``), and so does a
   column-0 line of a trace (``ValueError: ...``, ``Caused by: ...``, ``... 12
-  more``, Ruby's ``app/x.rb:12:in `f'`` frames and ``Did you mean?``) right after
-  such lines or after another trace line. Right-aligned status lines (cargo's
+  more``, Ruby's ``app/x.rb:12:in `f'`` frames and ``Did you mean?``, Pester's
+  ``Expected:``, ``Actual  :`` and ``at f, a.ps1:16``) right after such lines or
+  after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines (cargo's
   ``   Compiling x``: a capitalised word ending at column 12) count as column 0.
   A line indented less than the record's first line starts a new record.
 * Windows pack a record's lines greedily: at most ``window_lines`` lines and
@@ -49,10 +50,17 @@ _EXC_LINE = re.compile(
     rb"|Did you mean\?)",  # Ruby's suggestion after a NameError
     re.MULTILINE,
 )
-# Ruby's backtrace frames (``app/models/x.rb:12:in `save'``, ``bin/rails:4:in '<main>'``) start
-# at column 0; looked for only in blocks that hold ``:in `` followed by a quote
-_RUBY_FRAME = re.compile(rb"\n\S+:\d+:in [`']")
-_RUBY_MARKS = (b":in `", b":in '")
+# more column-0 trace lines, each looked for only in blocks that hold one of its marks:
+# Ruby's backtrace frames (``app/models/x.rb:12:in `save'``, ``bin/rails:4:in '<main>'``);
+# Pester's failed test (``[-] adds numbers 10ms``), its ``Expected: ...`` and ``Actual  : ...``
+# lines and its frames (``at <ScriptBlock>, /src/a.Tests.ps1:16``)
+_COLUMN0_TRACES = (
+    ((b":in `", b":in '"), re.compile(rb"\n\S+:\d+:in [`']")),
+    (
+        (b"[-] ", b"\nat "),
+        re.compile(rb"\n(?:\[-\] |(?:Expected|Actual) *: |at [^,\n]{1,200}, [^\n]*:\d+\r*$)", re.MULTILINE),
+    ),
+)
 # lines that continue a trace even after a blank line
 _CHAIN_LINE = re.compile(
     rb"\n(?:Caused by:|During handling of the above exception|The above exception was the direct cause"
@@ -172,8 +180,9 @@ def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable |
     """``LineLayout.join`` of each line; with the block's ``TokenTable``, the regexes see candidate lines only."""
     n_lines = int(ends.shape[0])
     join = np.zeros(n_lines, dtype=np.int8)
-    if any(mark in text for mark in _RUBY_MARKS):
-        join[_line_starts_at(b"\n" + text, _RUBY_FRAME, ends)] = JOIN_TRACE
+    for marks, regex in _COLUMN0_TRACES:
+        if any(mark in text for mark in marks):
+            join[_line_starts_at(b"\n" + text, regex, ends)] = JOIN_TRACE
     if table is None or n_lines == 0 or not text:
         padded = b"\n" + text
         join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE

@@ -106,6 +106,19 @@ def test_ruby_backtrace_frames_at_column_0_stay_with_the_error() -> None:
     assert windows(text, n=3) == [[1, 2, 3, 4, 5, 6, 7], [8]]
 
 
+def test_a_pester_failure_keeps_its_expected_actual_and_frames() -> None:
+    text = (
+        b"    [+] adds 6ms (1ms|5ms)\n"
+        b"[-] runs all files -> Expected and actual values differ!\n"
+        b"Expected: '/tmp/dir/file1.Tests.ps1'\n"
+        b"Actual  : 'file1.Tests.ps1'\n"
+        b"at Verify-Equal, /src/Verify-Equal.ps1:16\n"
+        b"at <ScriptBlock>, <No file>:1\n"
+        b"Starting test discovery in 2 files.\n"
+    )
+    assert windows(text, n=2) == [[1], [2, 3, 4, 5, 6], [7]]
+
+
 TRACE_PIECES = [
     b"Traceback (most recent call last):\n",
     b'  File "x.py", line 3, in f\n',
@@ -126,6 +139,10 @@ TRACE_PIECES = [
     b"plain text error here\n",
     b"/app/models/user.rb:12:in `save'\n",
     b"Did you mean?  @name\n",
+    b"[-] adds numbers 10ms\n",
+    b"Expected: 3\n",
+    b"Actual  : 4\n",
+    b"at <ScriptBlock>, /src/a.Tests.ps1:16\n",
     b"\n",
     b"    indented\n",
 ]
