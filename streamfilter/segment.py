@@ -15,6 +15,8 @@ Rules, in order of strength:
   ``Expected:``, ``Actual  :`` and ``at f, a.ps1:16``) right after such lines or
   after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines (cargo's
   ``   Compiling x``: a capitalised word ending at column 12) count as column 0.
+  Indentation after a level tag (sbt's ``[info] ``, Maven's ``[ERROR] ``) is counted
+  from the tag's end.
   A line indented less than the record's first line starts a new record.
 * Windows pack a record's lines greedily: at most ``window_lines`` lines and
   ``window_chars`` characters, except that a continuation line stays with the
@@ -158,6 +160,32 @@ def _first_non_blank(arr: npt.NDArray[np.uint8], starts: Int64Array, line_ends: 
     return np.minimum(first, line_ends)
 
 
+# sbt and Maven put a level tag before each message ("[info]   at x.Foo(Foo.scala:9)"): such a
+# line's indentation is counted after its tag
+_LEVEL_TAGS = tuple(
+    np.frombuffer(tag, dtype=np.uint8)
+    for tag in (b"[info] ", b"[warn] ", b"[error] ", b"[debug] ", b"[INFO] ", b"[WARN] ", b"[WARNING] ", b"[ERROR] ")
+)
+_TAG_COLUMNS = np.arange(max(t.shape[0] for t in _LEVEL_TAGS))
+
+
+def _level_tags(arr: npt.NDArray[np.uint8], starts: Int64Array, line_ends: Int64Array) -> Int64Array:
+    """Shape ``(n_lines,)``: the length of each line's level tag (``_LEVEL_TAGS``), 0 if it has none."""
+    tags = np.zeros(starts.shape[0], dtype=np.int64)
+    n = arr.shape[0]
+    if n == 0:
+        return tags
+    lines = np.flatnonzero((starts < line_ends) & (arr[np.minimum(starts, n - 1)] == 0x5B))  # "["
+    if not lines.shape[0]:
+        return tags
+    grid = arr[np.minimum(starts[lines, None] + _TAG_COLUMNS, n - 1)]
+    for tag in _LEVEL_TAGS:
+        k = tag.shape[0]
+        hit = (grid[:, :k] == tag).all(axis=1) & (starts[lines] + k <= line_ends[lines])
+        tags[lines[hit]] = k
+    return tags
+
+
 def _lines_matching(text: bytes, ends: Int64Array, lines: Int64Array, regex: re.Pattern[bytes]) -> Int64Array:
     """Which of ``lines`` (sorted indexes) ``regex`` finds a match in, scanning only those lines."""
     if lines.shape[0] == 0:
@@ -227,6 +255,12 @@ def line_layout(text: bytes, ends: Int64Array, table: TokenTable | None = None) 
         cont = np.flatnonzero(~_NOT_CONT_BYTE[arr])
         chars -= np.bincount(np.searchsorted(ends, cont, side="right"), minlength=n_lines)[:n_lines]
     indent[_status_lines(arr, starts, first, indent)] = 0
+    tags = _level_tags(arr, starts, newline_free_end)
+    tagged = np.flatnonzero(tags)
+    if tagged.shape[0]:
+        after = starts[tagged] + tags[tagged]
+        solid = _first_non_blank(arr, after, newline_free_end[tagged])
+        indent[tagged] = np.where(solid < newline_free_end[tagged], solid - after, 0)
     join = _join(text, ends, starts, table)
     return LineLayout(blank=blank, indent=indent, chars=chars, join=join, first=first.astype(np.int64))
 

@@ -119,6 +119,19 @@ def test_a_pester_failure_keeps_its_expected_actual_and_frames() -> None:
     assert windows(text, n=2) == [[1], [2, 3, 4, 5, 6], [7]]
 
 
+def test_indentation_is_counted_after_a_level_tag() -> None:
+    text = (
+        b"[info] - should resolve *** FAILED ***\n"
+        b"[info]   java.lang.Exception: boom\n"
+        b"[info]   at com.twitter.Scheduler.blocking(Scheduler.scala:189)\n"
+        b"[info]   at com.twitter.Await.result(Awaitable.scala:152)\n"
+        b"[info] Test run finished\n"
+        b"[ERROR] Failures:\n"
+        b"[ERROR]   FooTest.bar:12 expected:<1> but was:<2>\n"
+    )
+    assert windows(text, n=2) == [[1, 2, 3, 4], [5, 6, 7]]
+
+
 TRACE_PIECES = [
     b"Traceback (most recent call last):\n",
     b'  File "x.py", line 3, in f\n',
