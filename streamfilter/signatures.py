@@ -146,7 +146,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("killed", r"Killed[ \t\r]*$"),
     _s("ci-error", r"(?:##\[error\]|::error)"),
     _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|Error|Fatal)\b[:!\s]"),
-    _f("test-failed", r"FAILED[ \t\r]*$", r"FAILURE[ \t\r]*$", r"ERROR[ \t\r]*$"),
+    # a test's verdict at the end of its line, and tasty's "  tables:   FAIL (0.06s)"
+    _f("test-failed", r"FAILED[ \t\r]*$", r"FAILURE[ \t\r]*$", r"ERROR[ \t\r]*$", r"\bFAIL \(\d[\d.]*m?s\)"),
     _f("failed-colon", r"[Ff]ailed: "),
     _f("assertion", r"AssertionError", r"Assertion failed", r"assert failed", r"assertion failed"),
 )

@@ -72,6 +72,7 @@ LINES = [
     ("ci-error", b"##[error]Process completed with exit code 1."),
     ("generic-error", b"FATAL: could not open the database"),
     ("test-failed", b"test_upload ... FAILED"),
+    ("test-failed", b"      tables:                                          FAIL (0.06s)"),
     ("assertion", b"Assertion failed: (x > 0), function main"),
     ("failed-colon", b"  testValidation, Asynchronous wait failed: Exceeded timeout of 5 seconds"),
 ]
