@@ -125,7 +125,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("lua-traceback", r"stack traceback:"),
     _s("failures-section", r"Failures:\r?$", section=True),
     _s("minitest-failure", r"(?:Failure|Error):\r?$"),
-    _s("lint-offenses", r"Offenses:\r?$"),
+    _s("lint-offenses", r"Offenses:\r?$", section=True),  # RuboCop: a blank line, then the offenses
     _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
     _f("found-errors", r"Found errors", r"Found \d+ errors?\b"),
     _s("phpunit-failure", r"FAILURES!"),

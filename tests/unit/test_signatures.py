@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from streamfilter.filter import FilterConfig, StreamFilter
 from streamfilter.segment import line_layout
 from streamfilter.signatures import DEFAULT_SIGNATURES, SignatureSet, first_bytes, required_literal
 from streamfilter.tokens import token_table
@@ -179,3 +180,25 @@ def test_every_anchored_line_starts_with_a_first_byte_of_its_signature() -> None
         if not sig.find:
             lead = line.lstrip(b" \t")[0]
             assert lead in (first_bytes(sig.pattern) or {lead}), name
+
+
+def test_rubocop_offenses_after_a_blank_line_are_kept_as_a_section() -> None:
+    offenses = b"".join(
+        b"lib/app/file%d.rb:%d:17: C: Performance/RegexpMatch: Use match? instead of =~.\n"
+        b"        next if head =~ pattern\n"
+        b"                ^^^^^^^^^^^^^^^\n" % (i, i)
+        for i in range(5)
+    )
+    text = (
+        b"Inspecting 129 files\n"
+        + b"." * 80
+        + b"\n" * 40
+        + b"Offenses:\n\n"
+        + offenses
+        + b"\n129 files inspected, 5 offenses detected\n"
+        + b"".join(b"INFO cleanup step %d\n" % i for i in range(200))
+    )
+    sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0))
+    runs = sf.feed(text) + sf.flush()
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert offenses in kept and b"INFO cleanup step 199" not in kept
