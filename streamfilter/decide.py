@@ -136,6 +136,7 @@ def protected_ranges(
     section: npt.NDArray[np.bool_] | None = None,
     section_lines: int = 0,
     records: Int64Array | None = None,
+    whole_record: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[Int64Array, Int64Array]:
     """Line ranges kept around protected hits.
 
@@ -152,8 +153,10 @@ def protected_ranges(
         section: shape ``(h,)``: hits that head a section; those keep the
             ``section_lines`` lines after them whatever their indentation.
         section_lines: see ``section``.
-        records: shape ``(n,)``: record id of each line; when given, the lines
-            before a hit are only taken from its own record.
+        records: shape ``(n,)``: record id of each line (non-decreasing); when given,
+            the lines before a hit are only taken from its own record.
+        whole_record: shape ``(h,)``: hits (with ``records``) that keep the rest of
+            their record, at most ``section_lines`` lines after them.
 
     Returns:
         ``(first, last)``: shape ``(h,)`` each, inclusive indexes into ``cont``.
@@ -171,6 +174,9 @@ def protected_ranges(
     last = np.minimum(next_break - 1, hits + extend)
     if section is not None:
         last = np.where(section, hits + section_lines, last)
+    if whole_record is not None and records is not None and whole_record.any():
+        record_end = np.searchsorted(records, records[hits], side="right") - 1
+        last = np.where(whole_record, np.minimum(record_end, hits + section_lines), last)
     last = np.minimum(last, n - 1)
     first = np.maximum(hits - before, 0)
     if records is not None:

@@ -509,6 +509,7 @@ class StreamFilter:
             self._signatures.section[ids],
             cfg.section_lines,
             p.record[:assigned],
+            self._signatures.record[ids],
         )
         marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
         np.add.at(marks, first, 1)

@@ -47,6 +47,9 @@ class Signature:
         section: the line heads a section of failure reports (pytest's
             ``=== FAILURES ===``, cargo's ``failures:``): the lines after it are
             kept whatever their indentation, up to the filter's ``section_lines``.
+        record: the line heads a report that ends with its record (at a blank line):
+            the rest of the record is kept whatever its indentation, up to the
+            filter's ``section_lines``.
     """
 
     name: str
@@ -54,10 +57,11 @@ class Signature:
     find: tuple[bytes, ...] = ()
     max_hits: int | None = None
     section: bool = False
+    record: bool = False
 
 
-def _s(name: str, pattern: str, *, section: bool = False) -> Signature:
-    return Signature(name, pattern.encode(), section=section)
+def _s(name: str, pattern: str, *, section: bool = False, record: bool = False) -> Signature:
+    return Signature(name, pattern.encode(), section=section, record=record)
 
 
 def _f(name: str, *find: str, line: str = "", max_hits: int | None = None, section: bool = False) -> Signature:
@@ -126,6 +130,10 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("failures-section", r"Failures:\r?$", section=True),
     _s("minitest-failure", r"(?:Failure|Error):\r?$"),
     _s("lint-offenses", r"Offenses:\r?$", section=True),  # RuboCop: a blank line, then the offenses
+    # Perl::Critic: "Use x instead of y at line 69, column 28.  See page 218 of PBP.  (Severity: 5)"
+    _f("perlcritic", r"\(Severity: \d\)", line=r".{0,400}\bat line \d+, column \d+\."),
+    # awesome_bot's link report: "Issues :-(", then "> Links" and the failing links
+    _s("link-check-issues", r"Issues :-\(", record=True),
     _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
     _f("found-errors", r"Found errors", r"Found \d+ errors?\b"),
     _s("phpunit-failure", r"FAILURES!"),
@@ -158,7 +166,7 @@ TRIGGER_WORDS = (
     "error errors err errored fail fails failed failure failures failing fatal exception exceptions "
     "traceback panic panicked assert assertion asserts expected received undefined returned collect "
     "segmentation dumped such found timed timeout killed exit exited offenses warning warnings sanitizer "
-    "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx "
+    "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
@@ -404,6 +412,7 @@ class SignatureSet:
         self.names: tuple[str, ...] = tuple(s.name for s in sigs)
         self._first = first
         self.section = np.asarray([s.section for s in sigs], dtype=bool)
+        self.record = np.asarray([s.record for s in sigs], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead

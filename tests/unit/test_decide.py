@@ -74,6 +74,17 @@ def test_context_before_a_hit_stays_in_its_record() -> None:
     assert first.tolist() == [2, 5]
 
 
+def test_a_whole_record_hit_keeps_the_rest_of_its_record_up_to_the_section_cap() -> None:
+    records = np.array([0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 3, 3, 3])
+    flat = np.zeros(13, dtype=bool)  # no continuation lines: column-0 reports
+    first, last = protected_ranges(
+        np.array([1, 7]), flat, 0, 60, records=records, whole_record=np.array([True, True]), section_lines=3
+    )
+    assert (first.tolist(), last.tolist()) == ([1, 7], [4, 10])
+    _, last = protected_ranges(np.array([1]), flat, 0, 60, records=records, whole_record=np.array([False]))
+    assert last.tolist() == [1]
+
+
 def test_repeat_gate_admits_the_first_repeats_of_each_shape_only() -> None:
     gate = RepeatGate(max_repeats=2, max_shapes=3)
     assert gate.admit([b"a", b"b", b"a", b"a"]).tolist() == [True, True, True, False]

@@ -73,6 +73,12 @@ LINES = [
     ("ci-error", b"##[error]Process completed with exit code 1."),
     ("generic-error", b"FATAL: could not open the database"),
     ("test-failed", b"test_upload ... FAILED"),
+    (
+        "perlcritic",
+        b"Use IO::Interactive::is_interactive() instead of -t at line 69, column 28."
+        b"  See page 218 of PBP.  (Severity: 5)",
+    ),
+    ("link-check-issues", b"Issues :-("),
     ("test-failed", b"      tables:                                          FAIL (0.06s)"),
     ("assertion", b"Assertion failed: (x > 0), function main"),
     ("failed-colon", b"  testValidation, Asynchronous wait failed: Exceeded timeout of 5 seconds"),
@@ -202,3 +208,18 @@ def test_rubocop_offenses_after_a_blank_line_are_kept_as_a_section() -> None:
     runs = sf.feed(text) + sf.flush()
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert offenses in kept and b"INFO cleanup step 199" not in kept
+
+
+def test_a_link_checker_report_is_kept_to_the_end_of_its_record_only() -> None:
+    report = (
+        b"Issues :-(\n> Links \n"
+        b"  1. [L296] 301 https://github.com/a/helm-dash  \xe2\x86\x92 https://github.com/b/helm-dash \n"
+        b"  2. [L687] 404 https://github.com/c/blog-admin \n"
+        b"> Dupes \n  None \xe2\x9c\x93\n"
+    )
+    text = b"".join(b"  %d. [L%d] 200 https://x.org/%d  \n" % (i, i, i) for i in range(300)) + b"\n"
+    text += report + b"\n" + b"".join(b"Wrote results to file%d.json\n" % i for i in range(100))
+    sf = StreamFilter(FilterConfig(query="error failed", tail_lines=0, head_lines=0))
+    runs = sf.feed(text) + sf.flush()
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert kept.lstrip(b"\n") == report  # with the blank line that starts its window
