@@ -5,9 +5,9 @@ Rules, in order of strength:
 * A record is a run of lines that belong together. A blank line ends it, unless
   the next non-blank line is indented deeper than the record's first line or
   continues an exception chain (``Caused by:``, ``During handling of the above
-  exception``); such blank lines stay inside the record. Blank lines that end a
-  record are held and start the next window, so they never ride along with a
-  kept record.
+  exception``, nose's ``>> end captured stdout <<``); such blank lines stay
+  inside the record. Blank lines that end a record are held and start the next
+  window, so they never ride along with a kept record.
 * A line indented deeper than its record's first line continues it (stack
   frames, ``  File ...``, ``\\tat ...``, `` --> ``, ``= note:``), and so does a
   column-0 line of a trace (``ValueError: ...``, ``Caused by: ...``, ``... 12
@@ -66,7 +66,8 @@ _COLUMN0_TRACES = (
 # lines that continue a trace even after a blank line
 _CHAIN_LINE = re.compile(
     rb"\n(?:Caused by:|During handling of the above exception|The above exception was the direct cause"
-    rb"|Traceback \(most recent call last\))"
+    rb"|Traceback \(most recent call last\)"
+    rb"|-+ >> (?:begin|end) captured \w+ << -+)"  # nose's captured output after a failure
 )
 
 JOIN_NONE, JOIN_TRACE, JOIN_CHAIN = 0, 1, 2
@@ -78,7 +79,7 @@ _TRACE_WORDS = KeySet.of(
     for w in b"error exception exit interrupt warning failure throwable suppressed goroutine but rb mean".split()
 )
 # every line _CHAIN_LINE matches starts with one of these
-_CHAIN_PREFIXES = (b"Caus", b"Duri", b"The ", b"Trac")
+_CHAIN_PREFIXES = (b"Caus", b"Duri", b"The ", b"Trac", b"----")
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,23 @@ def test_indentation_is_counted_after_a_level_tag() -> None:
     assert windows(text, n=2) == [[1, 2, 3, 4], [5, 6, 7]]
 
 
+def test_nose_captured_output_stays_with_its_failure_across_blank_lines() -> None:
+    text = (
+        b"AssertionError: \n"
+        b"-------------------- >> begin captured stdout << ---------------------\n"
+        b"\n"
+        b"Traceback (most recent call last):\n"
+        b'  File "align.py", line 18, in <module>\n'
+        b"ImportError: No module named 'cv2'\n"
+        b"\n"
+        b"\n"
+        b"--------------------- >> end captured stdout << ----------------------\n"
+        b"\n"
+        b"======================================================================\n"
+    )
+    assert windows(text, n=3) == [[1, 2, 3, 4, 5, 6, 7, 8, 9], [10, 11]]
+
+
 TRACE_PIECES = [
     b"Traceback (most recent call last):\n",
     b'  File "x.py", line 3, in f\n',
@@ -152,6 +169,8 @@ TRACE_PIECES = [
     b"plain text error here\n",
     b"/app/models/user.rb:12:in `save'\n",
     b"Did you mean?  @name\n",
+    b"-------------------- >> end captured logging << ---------------------\n",
+    b"----------------------------------------------------------------------\n",
     b"[-] adds numbers 10ms\n",
     b"Expected: 3\n",
     b"Actual  : 4\n",
