@@ -20,8 +20,11 @@ that proportion: 0.692 against 0.636 with 1 for all), redundancy the largest Jac
 similarity between its set of line
 shapes (``summarize.line_shapes``) and a chosen unit's; ties go to the earlier unit
 (the first failure is usually the one that matters). At most ``MAX_PER_SHAPE``
-units whose first line has the same shape are chosen. A unit that does not fit
-whole gives the lines that fit: its first lines, or for the tail its last ones.
+units whose first line has the same shape are chosen; of such units the first gets
+the best relevance among them. A protected unit starts at its failure line (the
+window's lines before it go with the unit before). A protected unit that does not
+fit whole gives its first lines that fit, the tail its last ones; other units are
+taken whole or not at all, and a part of blank lines only is never taken.
 
 Cost of a choice: its bytes, plus ``drop_bytes`` (a summary line) for each DROP run
 it adds between chosen units. The estimate of tokens is ``bytes / BYTES_PER_TOKEN``
@@ -60,6 +63,8 @@ _MAX_SHAPES_PER_UNIT = 64  # line shapes compared per unit (its first lines)
 
 # kinds of unit
 PROTECTED, TAIL, SCORED, HEAD = 0, 1, 2, 3
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[0x20, 0x09, 0x0D, 0x0A]] = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,7 @@ class Unit:
         score: BM25 score of its best window (0 for a unit with no scored window).
         shapes: hashes of the masked shapes of its first ``_MAX_SHAPES_PER_UNIT`` lines.
         key: hash of its first line's shape (the ``MAX_PER_SHAPE`` cap).
+        solid: shape ``(lines,)``, bool: the line holds more than spaces, tabs and line ends.
     """
 
     first_line: int
@@ -82,6 +88,7 @@ class Unit:
     score: float
     shapes: frozenset[int]
     key: int
+    solid: npt.NDArray[np.bool_]
 
     @property
     def last_line(self) -> int:
@@ -153,12 +160,17 @@ class UnitPool:
         ends = np.flatnonzero(data == 0x0A).astype(np.int64) + 1
         if not ends.shape[0] or ends[-1] != data.shape[0]:
             ends = np.append(ends, np.int64(data.shape[0]))
+        # bytes other than spaces, tabs, CR and LF before each offset: a line of none is blank
+        solid_before = np.concatenate(([0], np.cumsum(~_SPACE[data], dtype=np.int64)))
         starts: list[tuple[int, int, float]] = []  # (first line, kind, score) of each unit
         for trace in run.traces:
             kind = _kind(trace.reason)
             first = max(trace.first_line, run.first_line)
             if first > run.last_line:  # a window of the next piece of a KEEP run split at its cap
                 break
+            if kind == PROTECTED and trace.hit_line:
+                # the unit starts at the failure line: lines before it in its window go with the unit before
+                first = max(first, min(trace.hit_line, run.last_line))
             if kind is None and starts:
                 if trace.score > starts[-1][2]:
                     starts[-1] = (starts[-1][0], starts[-1][1], trace.score)
@@ -176,7 +188,8 @@ class UnitPool:
             text = strip_ansi(run.data[lo : int(ends[min(b, a + _MAX_SHAPES_PER_UNIT) - 1])])
             shapes = [hash(shape) for shape in line_shapes(text)]
             unit_ends = ends[a:b] - lo
-            self.units.append(Unit(first, unit_ends, kind, score, frozenset(shapes), shapes[0] if shapes else 0))
+            solid = np.diff(solid_before[np.concatenate(([lo], ends[a:b]))]) > 0
+            self.units.append(Unit(first, unit_ends, kind, score, frozenset(shapes), shapes[0] if shapes else 0, solid))
             self._held += int(unit_ends[-1])
 
     def _order(self) -> list[int]:
@@ -210,14 +223,23 @@ class UnitPool:
         for kind in (PROTECTED, SCORED, TAIL, HEAD):
             # the likeliest few: a budget holds few units, and each step compares with all left
             units = [self.units[i] for i in order if self.units[i].kind == kind][:MAX_CANDIDATES]
-            self._choose(chosen, units, kind == PROTECTED, kind == TAIL)
+            self._choose(chosen, units, kind)
         return chosen.selection()
 
-    def _choose(self, chosen: _Chosen, units: list[Unit], protected: bool, from_end: bool) -> None:
+    def _choose(self, chosen: _Chosen, units: list[Unit], kind: int) -> None:
         """Add units of one kind to ``chosen`` in MMR order while the budget has room."""
         best = max((u.score for u in units), default=0.0)
-        floor = PROTECTED_FLOOR if protected else 0.0
+        floor = PROTECTED_FLOOR if kind == PROTECTED else 0.0
         relevance = [floor + (1 - floor) * (u.score / best if best > 0 else 0.0) for u in units]
+        # units whose first lines share a shape: the first of them gets the best relevance of all
+        # (later copies score a little higher as the stream's statistics grow)
+        best_of: dict[int, float] = {}
+        first_of: dict[int, int] = {}
+        for j in sorted(range(len(units)), key=lambda j: units[j].first_line):
+            best_of[units[j].key] = max(best_of.get(units[j].key, 0.0), relevance[j])
+            first_of.setdefault(units[j].key, j)
+        for key, j in first_of.items():
+            relevance[j] = best_of[key]
         redundancy = [chosen.redundancy(u) for u in units]
 
         def mmr(j: int) -> tuple[float, int]:
@@ -230,7 +252,7 @@ class UnitPool:
             unit = units[i]
             if chosen.per_key.get(unit.key, 0) >= MAX_PER_SHAPE:
                 continue
-            part = chosen.fit(unit, self.budget_bytes, from_end)
+            part = chosen.fit(unit, self.budget_bytes, kind)
             if part is None:
                 continue
             chosen.add(unit, *part)
@@ -291,22 +313,25 @@ class _Chosen:
                 out.append((a, b))
         return out
 
-    def fit(self, unit: Unit, budget: int, from_end: bool) -> tuple[int, int] | None:
-        """The unit's lines (0-based first, end) that fit in ``budget``: all, a prefix (a suffix if
-        ``from_end``), or None if not even one line fits."""
+    def fit(self, unit: Unit, budget: int, kind: int) -> tuple[int, int] | None:
+        """The unit's lines (0-based first, end) that fit in ``budget``: all of them; else, for a
+        protected unit its first lines (from its failure line), for the tail its last ones; None if
+        no part fits or the part is only blank lines."""
         n = int(unit.ends.shape[0])
         if self.cost(unit.first_line, unit.last_line, unit.n_bytes) <= budget:
-            return 0, n
-        if from_end:
+            return (0, n) if unit.solid.any() else None
+        if kind == TAIL:
             # most lines k of the end whose bytes fit (a suffix's bytes shrink as k falls)
             for k in range(n - 1, 0, -1):
                 start = int(unit.ends[n - k - 1])
                 if self.cost(unit.first_line + n - k, unit.last_line, unit.n_bytes - start) <= budget:
-                    return n - k, n
+                    return (n - k, n) if unit.solid[n - k :].any() else None
+            return None
+        if kind != PROTECTED:
             return None
         room = budget - self.cost(unit.first_line, unit.first_line, 0)
         k = int(np.searchsorted(unit.ends, room, side="right"))
-        return (0, k) if k > 0 else None
+        return (0, k) if k > 0 and unit.solid[:k].any() else None
 
     def add(self, unit: Unit, a: int, b: int) -> None:
         """Choose lines ``a..b-1`` (0-based in ``unit``)."""

@@ -16,10 +16,11 @@ import signal
 import stat
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO, ClassVar, NoReturn
+from typing import IO, BinaryIO, ClassVar, NoReturn
 
 from . import __version__
 from ._logging import configure_logging, log_notices
@@ -388,47 +389,115 @@ def _filter(args: argparse.Namespace) -> int:
         if len(paths) > 1 and args.format == "text":
             _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
         refs = _Refs(name)
-        writer = _Writer(out, args.format, name, refs)
         if args.budget_tokens is None:
+            writer = _Writer(out, args.format, name, refs)
             sf = StreamFilter(config, source=name)
             with _open(name) as handle:
                 _feed(sf, handle, writer, signals, copies=refs.copies)
+            # also after a stop signal: what was read is decided and written, then the signal's status
+            refs.close()
+            writer(sf.flush())
+            writer.end(sf)
         else:
-            sf = _budgeted(config, name, args.budget_tokens, writer, refs, signals)
-        # also after a stop signal: what was read is decided and written, then the signal's status
-        refs.close()
-        writer(sf.flush())
-        writer.end(sf)
+            _budgeted(config, name, args.format, args.budget_tokens, out, refs, signals)
         if signals.received is not None:
             return _Signals.STATUS[signals.received]
     return 0
 
 
+BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this
+
+
 def _budgeted(
-    config: FilterConfig, name: str, tokens: int, writer: _Writer, refs: _Refs, signals: _Signals
-) -> StreamFilter:
-    """Filter one input within a token budget, all but the flush: a first pass collects the
-    units the filter keeps (``budget.UnitPool``), a second pass over the same bytes (a spool
-    file for stdin) keeps the chosen ones. Returns the second pass's filter."""
+    config: FilterConfig, name: str, fmt: str, tokens: int, out: BinaryIO, refs: _Refs, signals: _Signals
+) -> None:
+    """Filter one input within a token budget.
+
+    A first pass runs the filter as usual, collecting the units it keeps
+    (``budget.UnitPool``) and its own output while that stays within the budget (or
+    within one summary line, which no budget can beat). If it did, that output is
+    written: the budget changes nothing. Else a second pass over the same bytes keeps
+    the chosen units: from the same open file (a file renamed or replaced meanwhile is
+    still the one read), or from a spool of what the first pass read (stdin, a pipe, a
+    FIFO). Its output is held until the bytes are known to be the same (CRC-32).
+
+    Raises:
+        StreamfilterError: the file changed under the first pass (truncated or
+            rewritten): nothing is written for it.
+    """
     # a summary line: its text, "; ref ", the ref (source, two offsets, a CRC) and a newline
     drop_bytes = config.summary_chars + len("; ref ") + len(refs.source) + 2 * 12 + 10
-    pool = UnitPool(tokens * BYTES_PER_TOKEN, drop_bytes)
+    budget = tokens * BYTES_PER_TOKEN
+    pool = UnitPool(budget, drop_bytes)
     with contextlib.ExitStack() as stack:
-        spool = stack.enter_context(tempfile.TemporaryFile()) if name == "-" else None  # deleted when closed
+        held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
+        own = _Writer(held, fmt, name, refs, limit=max(budget, drop_bytes))
         first = StreamFilter(replace(config, explain=True), source=name)
-        with _open(name) as handle:
-            read = _feed(first, handle, pool.add, signals, copies=(*refs.copies, *([spool.write] if spool else [])))
-        pool.add(first.flush())
+        handle = stack.enter_context(_open(name))
+        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+        start = handle.tell() if regular else 0  # stdin redirected from a file may not start at 0
+        spool = None if regular else stack.enter_context(tempfile.TemporaryFile())  # deleted when closed
+        checksum = _Checksum()
+        copies: list[Callable[[bytes], object]] = [*refs.copies, checksum]
+        if spool is not None:
+            copies.append(spool.write)
+
+        def take(runs: list[Run]) -> None:
+            pool.add(runs)
+            own(runs)
+
+        read = _feed(first, handle, take, signals, copies=copies)
+        refs.close()
+        runs = first.flush()
+        pool.add(runs)
+        own(runs)
+        if own.within_limit():
+            own.end(first)
+            _copy(held, out)
+            return
         second = StreamFilter(config, source=name, selection=pool.select())
-        again = spool if spool is not None else stack.enter_context(open(name, "rb"))
-        again.seek(0)
+        again = spool if spool is not None else handle
+        again.seek(start if spool is None else 0)
+        held.seek(0)
+        held.truncate()
+        chosen = _Writer(held, fmt, name, refs)
+        check = _Checksum()
         # the same bytes: a file that grew since the first pass is read as far as it read
-        _feed(second, again, writer, None, limit=read)
-    return second
+        _feed(second, again, chosen, None, copies=(check,), limit=read, notify=False)
+        if check.total != checksum.total or check.crc != checksum.crc:
+            raise StreamfilterError(
+                f"{name} changed while --budget-tokens read it a second time (truncated or rewritten); "
+                "nothing written for it"
+            )
+        chosen(second.flush())
+        second.notices.clear()  # the first pass logged them
+        chosen.end(second)
+        _copy(held, out)
+
+
+class _Checksum:
+    """CRC-32 and length of the chunks it is called with."""
+
+    def __init__(self) -> None:
+        self.crc = 0
+        self.total = 0
+
+    def __call__(self, chunk: bytes) -> None:
+        self.crc = zlib.crc32(chunk, self.crc)
+        self.total += len(chunk)
+
+
+def _copy(held: IO[bytes], out: BinaryIO) -> None:
+    """Write everything in ``held`` to ``out``."""
+    held.seek(0)
+    while chunk := held.read(READ_BYTES):
+        _write(out, chunk)
+    _flush(out)
 
 
 class _Refs:
-    """Gives each DROP run of one input a ref: the file itself, or stdin's archive copy.
+    """Gives each DROP run of one input a ref: the file itself, or the archive's copy of stdin
+    (or of a FIFO, a device: what cannot be read again).
 
     Attributes:
         source: what the refs name (the file's absolute path, or the archive's name).
@@ -438,7 +507,7 @@ class _Refs:
     def __init__(self, name: str) -> None:
         self.archive: Archive | None = None
         self.copies: tuple[Callable[[bytes], object], ...] = ()
-        if name == "-":
+        if name == "-" or not os.path.isfile(name):  # a FIFO or a device cannot be read again
             self.archive, self.of = archive_refs(name)
             self.source = self.archive.source if self.archive is not None else ""
             self.copies = (self.archive.write,) if self.archive is not None else ()
@@ -462,17 +531,34 @@ def _open(name: str) -> Iterator[BinaryIO]:
 
 
 class _Writer:
-    """Writes runs of one input to ``out`` in format ``fmt``, each DROP run with its ref."""
+    """Writes runs of one input to ``out`` in format ``fmt``, each DROP run with its ref.
 
-    def __init__(self, out: BinaryIO, fmt: str, name: str, refs: _Refs) -> None:
+    ``limit``: once the runs given would take more than this many bytes in the ``text`` format
+    (what a budget counts, whatever ``fmt``), nothing more is written (``within_limit`` then says so).
+    """
+
+    def __init__(self, out: IO[bytes], fmt: str, name: str, refs: _Refs, limit: int | None = None) -> None:
         self.out, self.fmt, self.name, self.refs = out, fmt, name, refs
         self.live = False  # flush after each batch (the input is a pipe or terminal)
+        self.limit = limit
+        self.written = 0
 
     def __call__(self, runs: list[Run]) -> None:
         for run in runs:
-            _write(self.out, render(run, self.fmt, self.name, self.refs.of(run)))
+            if not self.within_limit():
+                return
+            data = render(run, self.fmt, self.name, self.refs.of(run))
+            if self.limit is not None:
+                self.written += len(data) if self.fmt == "text" else len(render(run, "text", "", self.refs.of(run)))
+                if not self.within_limit():
+                    return
+            _write(self.out, data)
         if self.live and runs:
             _flush(self.out)
+
+    def within_limit(self) -> bool:
+        """Whether everything given so far was written."""
+        return self.limit is None or self.written <= self.limit
 
     def end(self, sf: StreamFilter) -> None:
         """Write the end of the input: notices to the log, the JSONL end event; flush."""
@@ -489,11 +575,13 @@ def _feed(
     signals: _Signals | None,
     copies: Sequence[Callable[[bytes], object]] = (),
     limit: int = -1,
+    notify: bool = True,
 ) -> int:
     """Feed ``handle`` through ``sf``, giving runs to ``emit`` as they are decided and each chunk
     to ``copies`` (an archive, a spool); return the bytes read.
 
     ``signals``: stop reading when a stop signal comes. ``limit``: most bytes to read (-1: all).
+    ``notify``: log the filter's input warnings (a second pass over the same bytes does not).
     """
     name = sf.source
     # a large regular file: a second process computes the stateless stages ahead
@@ -513,14 +601,17 @@ def _feed(
             for copy in copies:
                 copy(chunk)
             emit(sf.feed(chunk))
-            log_notices(sf.notices, name)
+            if notify:
+                log_notices(sf.notices, name)
+            else:
+                sf.notices.clear()
     finally:
         if worker is not None:
             worker.close()
     return read
 
 
-def _write(out: BinaryIO, data: bytes) -> None:
+def _write(out: IO[bytes], data: bytes) -> None:
     """Write all of ``data``. A stop signal that interrupts a blocking write to a pipe makes
     ``BufferedWriter.write`` return early with a short count (the rest is not buffered):
     the rest is written again, so no line of output is cut."""
@@ -535,7 +626,7 @@ def _write(out: BinaryIO, data: bytes) -> None:
         raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
 
 
-def _flush(out: BinaryIO) -> None:
+def _flush(out: IO[bytes]) -> None:
     try:
         out.flush()
     except BrokenPipeError:

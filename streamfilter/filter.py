@@ -611,12 +611,14 @@ class StreamFilter:
                 reason = "weak-line"  # an over-long or redrawn line in a kept window
             else:
                 reason = "below-cut" if self._w_term[rel] else "no-term"
+            hits = lines[p.hit[lines]] if prot >= 0 else lines[:0]
             trace = WindowTrace(
                 p.base + int(lines[0]) + 1,
                 p.base + int(lines[-1]) + 1,
                 round(float(self._w_score[rel]), 6),
                 round(float(why.cut[rel - why.w_lo]), 6),
                 reason,
+                p.base + int(hits[0]) + 1 if hits.shape[0] else 0,
             )
             traces.append((w, trace))
 

@@ -60,6 +60,7 @@ class WindowTrace:
             redrawn line in a kept window: such lines are kept only when protected
             themselves), or ``budget`` (kept on its own, but not chosen within
             ``--budget-tokens``).
+        hit_line: for a protected window, 1-based number of its first protected line; else 0.
     """
 
     first_line: int
@@ -67,6 +68,7 @@ class WindowTrace:
     score: float
     cut: float
     reason: str
+    hit_line: int = 0
 
 
 @dataclass(frozen=True, slots=True)

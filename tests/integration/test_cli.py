@@ -199,6 +199,41 @@ def test_budget_on_stdin_gives_the_file_s_runs_and_explains_what_it_left_out() -
     assert back.returncode == 0 and back.stdout and back.stdout in data
 
 
+def test_budget_the_output_fits_in_changes_nothing_and_a_tight_one_keeps_the_failure_line() -> None:
+    alone = run_cli("filter", str(EXAMPLE)).stdout
+    tokens = -(-len(alone) // 3)  # just enough
+    assert run_cli("filter", "--budget-tokens", str(tokens), str(EXAMPLE)).stdout == alone
+    tight = run_cli("filter", "--budget-tokens", "300", str(EXAMPLE))
+    assert tight.returncode == 0 and len(tight.stdout) <= 900
+    # the failure line itself, not the lines its window holds before it
+    assert b"E       ValueError: invalid literal for int() with base 10: ' lots'\n" in tight.stdout
+    # a one-line input smaller than any summary stays as it is
+    tiny = run_cli("filter", "--budget-tokens", "5", "-", stdin=b"ERROR: something failed")
+    assert tiny.stdout == b"ERROR: something failed"
+
+
+def test_budget_reads_a_fifo_once_like_stdin_and_warns_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "build.fifo"
+    os.mkfifo(fifo)
+    data = EXAMPLE.read_bytes().replace(b"widget, lots", b"widget, \xff lots")
+    args = ("filter", "--format", "jsonl", "--budget-tokens", "300")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", *args, str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    with fifo.open("wb") as writer:  # opened after the filter: it waits for this writer once
+        writer.write(data)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert [json.loads(x)["event"] for x in err.splitlines()] == ["input.invalid_utf8"]
+    by_stdin = run_cli(*args, stdin=data).stdout
+    strip = ("source", "ref")
+    events = [{k: v for k, v in json.loads(x).items() if k not in strip} for x in out.splitlines()]
+    assert events == [{k: v for k, v in json.loads(x).items() if k not in strip} for x in by_stdin.splitlines()]
+    ref = next(json.loads(x)["ref"] for x in out.splitlines() if json.loads(x)["event"] == "drop")
+    assert "fifo" not in ref  # the FIFO cannot be read again: refs point into the archive
+    assert run_cli("expand", ref).stdout in data
+
+
 def test_budget_of_zero_tokens_is_a_usage_error() -> None:
     proc = run_cli("filter", "--budget-tokens", "0", str(EXAMPLE))
     assert proc.returncode == 2 and proc.stdout == b"" and b"below the minimum" in proc.stderr
