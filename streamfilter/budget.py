@@ -34,6 +34,7 @@ on the ``text`` format.
 from __future__ import annotations
 
 import bisect
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,8 +78,8 @@ class Unit:
             unit's start (so the unit is ``ends[-1]`` bytes long).
         kind: ``PROTECTED``, ``TAIL``, ``SCORED`` or ``HEAD``.
         score: BM25 score of its best window (0 for a unit with no scored window).
-        shapes: hashes of the masked shapes of its first ``_MAX_SHAPES_PER_UNIT`` lines.
-        key: hash of its first line's shape (the ``MAX_PER_SHAPE`` cap).
+        shapes: CRC-32s of the masked shapes of its first ``_MAX_SHAPES_PER_UNIT`` lines.
+        key: CRC-32 of its first line's shape (the ``MAX_PER_SHAPE`` cap).
         solid: shape ``(lines,)``, bool: the line holds more than spaces, tabs and line ends.
     """
 
@@ -186,7 +187,7 @@ class UnitPool:
                 continue
             lo = int(ends[a - 1]) if a else 0
             text = strip_ansi(run.data[lo : int(ends[min(b, a + _MAX_SHAPES_PER_UNIT) - 1])])
-            shapes = [hash(shape) for shape in line_shapes(text)]
+            shapes = [zlib.crc32(shape) for shape in line_shapes(text)]  # the same in every process
             unit_ends = ends[a:b] - lo
             solid = np.diff(solid_before[np.concatenate(([lo], ends[a:b]))]) > 0
             self.units.append(Unit(first, unit_ends, kind, score, frozenset(shapes), shapes[0] if shapes else 0, solid))
