@@ -122,3 +122,18 @@ def test_timestamps_stripped_line_by_line_as_by_one_sub(pieces: list[bytes]) -> 
         stripped, stripped_ends = _strip_timestamps(part, part_ends, _timestamp_lines(part, part_ends))
         assert stripped == expected
         assert stripped_ends.tolist() == _line_ends(expected, part_ends.shape[0]).tolist()
+
+
+MIXED_PIECES = [p for p in ESCAPE_PIECES + STAMP_PIECES if b"\r" not in p]
+
+
+@given(st.lists(st.sampled_from(MIXED_PIECES), max_size=60))
+@settings(max_examples=2000, deadline=None)
+def test_escapes_and_timestamps_removed_as_by_the_two_regexes(pieces: list[bytes]) -> None:
+    # colored timestamps (an escape before or inside one) and timestamps after escapes, in one block
+    data = b"".join(pieces)
+    n_lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+    expected = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + strip_ansi_reference(data))[1:]
+    norm = normalize_block(data, n_lines, 1 << 20)
+    assert norm.text == expected
+    assert norm.ends.tolist() == _line_ends(expected, n_lines).tolist()
