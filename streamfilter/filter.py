@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from ._heap import keep_block_buffers
 from .decide import CutTracker, RepeatGate, protected_ranges
 from .lines import LineSplitter
 from .prepare import BlockFacts, Preparer
@@ -196,6 +197,7 @@ class StreamFilter:
         self, config: FilterConfig | None = None, source: str = "-", start_line: int = 1, start_byte: int = 0
     ) -> None:
         self.config = cfg = config or FilterConfig()
+        keep_block_buffers()  # the stages' block-sized buffers reuse heap pages (see _heap)
         self.source = source
         self.query = Query.parse(cfg.query)
         self.stats = FilterStats()
