@@ -9,8 +9,6 @@ window, so it depends only on window order, never on chunking.
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import numpy.typing as npt
 
@@ -70,7 +68,11 @@ class CutTracker:
         self.min_score = min_score
         self.group = group_windows
         self.min_samples = min_samples
-        self._recent: deque[float] = deque(maxlen=history)
+        # the recent term-bearing scores, in no order (Otsu's threshold does not depend on it): a
+        # ring of floats overwritten oldest first, so no Python float is made per window
+        self._ring = np.zeros(history, dtype=np.float64)
+        self._filled = 0  # scores in the ring
+        self._oldest = 0  # where the next score goes once the ring is full
         self._pending = 0  # scored windows of the open group
         self._changed = False  # history changed since the last cut was computed
         self._last_cut: float | None = None
@@ -82,14 +84,32 @@ class CutTracker:
         i, n = 0, int(scores.shape[0])
         while i < n:
             take = min(self.group - self._pending, n - i)
-            added = scores[i : i + take][has_term[i : i + take]].tolist()
-            if added:  # the history changed: the next cut is computed again
-                self._recent.extend(added)
+            added = scores[i : i + take][has_term[i : i + take]]
+            if added.shape[0]:  # the history changed: the next cut is computed again
+                self._remember(added)
                 self._changed = True
             self._pending += take
             i += take
             if self._pending == self.group:
                 self._close_group()
+
+    def _remember(self, scores: FloatArray) -> None:
+        """Put ``scores`` in the ring, each over the oldest once it is full."""
+        size = self._ring.shape[0]
+        scores = scores[-size:]
+        if self._filled < size:
+            room = min(size - self._filled, scores.shape[0])
+            self._ring[self._filled : self._filled + room] = scores[:room]
+            self._filled += room
+            scores = scores[room:]
+        for part in (scores[: size - self._oldest], scores[size - self._oldest :]):  # up to the end, then from 0
+            self._ring[self._oldest : self._oldest + part.shape[0]] = part
+            self._oldest = (self._oldest + part.shape[0]) % size
+
+    def _otsu_now(self) -> float:
+        """The cut of the history as it is now."""
+        recent = self._ring[: self._filled]
+        return max(self.min_score, otsu_threshold(recent)) if self._filled >= self.min_samples else self.min_score
 
     def flush(self) -> None:
         """End of input: the open group gets its cut from what was seen."""
@@ -98,11 +118,7 @@ class CutTracker:
 
     def _close_group(self) -> None:
         if self._changed or self._last_cut is None:
-            recent = np.fromiter(self._recent, dtype=np.float64)
-            cut = self.min_score
-            if recent.shape[0] >= self.min_samples:
-                cut = max(cut, otsu_threshold(recent))
-            self._last_cut, self._changed = cut, False
+            self._last_cut, self._changed = self._otsu_now(), False
         cut = self._last_cut
         self._cuts[self.known_groups] = cut
         self.known_groups += 1
@@ -111,15 +127,19 @@ class CutTracker:
     def cuts(self, windows: Int64Array) -> FloatArray:
         """The cut in force for each window id (all must be in known groups)."""
         groups = windows // self.group
-        return np.asarray([self._cuts[g] for g in groups.tolist()], dtype=np.float64)
+        if groups.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+        low = int(groups.min())  # the windows' groups are few and consecutive: one float per group
+        per_group = np.asarray([self._cuts[g] for g in range(low, int(groups.max()) + 1)], dtype=np.float64)
+        cut: FloatArray = per_group[groups - low]
+        return cut
 
     def cuts_now(self, windows: Int64Array) -> FloatArray:
         """Like ``cuts``, but a window of the open group gets the cut that group would get now."""
         groups = (windows // self.group).tolist()
         if all(g in self._cuts for g in groups):
             return self.cuts(windows)
-        recent = np.fromiter(self._recent, dtype=np.float64)
-        now = max(self.min_score, otsu_threshold(recent)) if recent.shape[0] >= self.min_samples else self.min_score
+        now = self._otsu_now()
         return np.asarray([self._cuts.get(g, now) for g in groups], dtype=np.float64)
 
     def forget_before(self, window: int) -> None:

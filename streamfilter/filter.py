@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from ._heap import keep_block_buffers
 from .budget import Selection
 from .decide import CutTracker, RepeatGate, protected_ranges
 from .lines import LineSplitter
@@ -207,6 +208,7 @@ class StreamFilter:
         selection: Selection | None = None,
     ) -> None:
         self.config = cfg = config or FilterConfig()
+        keep_block_buffers()  # the stages' block-sized buffers reuse heap pages (see _heap)
         self.source = source
         self._selection = selection
         self.query = Query.parse(cfg.query)

@@ -336,6 +336,109 @@ class Segmenter:
 
     def feed(self, layout: LineLayout) -> WindowAssignment:
         """Segment the next block's lines; return the windows of every line settled so far."""
+        assignment = self._feed_arrays(layout)
+        return assignment if assignment is not None else self._feed_lines(layout)
+
+    def _feed_arrays(self, layout: LineLayout) -> WindowAssignment | None:
+        """``feed`` with numpy, or None where it does not apply (then ``_feed_lines`` does it).
+
+        It applies once the stream has a window, when no line of the block is indented less
+        than the record's first line (so no line changes the record's indent, ``base``) and no
+        run of blank lines reaches ``hard_cap``. Then a line's continuation and record start
+        depend only on itself, the blank lines before it and the line before those, and only
+        the packing is sequential: from each line a window could start at, the line the next
+        one would start at is found for all lines at once (prefix sums and searches), and the
+        windows are read off by following those links, one step per window.
+        """
+        blank = layout.blank
+        solid = np.flatnonzero(~blank)
+        base = self._base
+        if self._window < 0 or solid.shape[0] == 0:
+            return None
+        indent, join = layout.indent[solid], layout.join[solid]
+        held = np.diff(solid, prepend=-1) - 1  # blank lines held before each non-blank line
+        held[0] += self._blanks
+        trailing = int(blank.shape[0]) - 1 - int(solid[-1])
+        if int(indent.min()) < base or max(int(held.max()), trailing) >= self.hard_cap:
+            return None
+        n_cap, m_cap, hard = self.window_lines, self.window_chars, self.hard_cap
+        deeper = indent > base
+        traced = deeper | (join != JOIN_NONE)  # in_trace after each line
+        after_trace = np.empty_like(traced)
+        after_trace[0] = self._in_trace
+        after_trace[1:] = traced[:-1]
+        cont = np.where(held > 0, deeper | (join == JOIN_CHAIN), deeper | ((join != JOIN_NONE) & after_trace))
+        record = (held > 0) & ~cont  # (indent == base here)
+        k = int(solid.shape[0])
+        # lines (with their held blanks) and characters before each non-blank line, within the block
+        lines_before = np.zeros(k + 1, dtype=np.int64)
+        np.cumsum(held + 1, out=lines_before[1:])
+        chars_before = np.zeros(k + 1, dtype=np.int64)
+        np.cumsum(layout.chars[solid], out=chars_before[1:])
+        # the first line at or after each index that is a record start / continuation / plain line
+        index = np.arange(k + 1, dtype=np.int64)
+        next_record, next_cont, next_plain = (
+            np.minimum.accumulate(np.where(np.append(kind, True), index, k)[::-1])[::-1]
+            for kind in (record, cont, ~cont & ~record)
+        )
+
+        def next_start(after: Int64Array, lines0: Int64Array, chars0: Int64Array) -> Int64Array:
+            """The first line from ``after`` on that opens a new window, for a window whose lines
+            and characters before it are counted from ``lines0`` and ``chars0``."""
+            over_hard = np.searchsorted(lines_before[1:], lines0 + hard, side="right")  # a continuation there
+            over_lines = np.searchsorted(lines_before[:k], lines0 + n_cap, side="left")  # a plain line there
+            over_chars = np.searchsorted(chars_before[1:], chars0 + m_cap, side="right")
+            found: Int64Array = np.minimum(
+                next_record[np.minimum(after, k)],
+                np.minimum(
+                    next_cont[np.maximum(over_hard, after)],
+                    next_plain[np.maximum(np.minimum(over_lines, over_chars), after)],
+                ),
+            )
+            return found
+
+        # the open window goes on until its first break (the close() of a live stream breaks at once)
+        open_lines = np.asarray([-self._wlines], dtype=np.int64)
+        open_chars = np.asarray([-self._wchars], dtype=np.int64)
+        first_break = int(next_start(np.zeros(1, dtype=np.int64), open_lines, open_chars)[0])
+        links = next_start(index[1:], lines_before[:k], chars_before[:k]).tolist()
+        starts: list[int] = []
+        at = first_break
+        while at < k:  # one step per window
+            starts.append(at)
+            at = links[at]
+        opened = np.asarray(starts, dtype=np.int64)
+        # stream indexes: a line starts (its window, record, continuation) with the blank lines before it
+        stream_first = self._next_line + solid - held
+        first = self._assigned
+        assigned = self._next_line + int(solid[-1]) + 1
+        n = assigned - first
+        window_marks = np.zeros(n, dtype=np.int64)
+        window_marks[stream_first[opened] - first] = 1
+        record_marks = np.zeros(n, dtype=np.int64)
+        record_marks[stream_first[record] - first] = 1
+        cont_marks = np.zeros(n + 1, dtype=np.int64)
+        cont_marks[stream_first[cont] - first] += 1  # the spans are disjoint: each index once per side
+        cont_marks[self._next_line + solid[cont] + 1 - first] -= 1
+        last = opened[-1] if starts else 0
+        self._wlines = int(lines_before[k] - lines_before[last]) + (0 if starts else self._wlines)
+        self._wchars = int(chars_before[k] - chars_before[last]) + (0 if starts else self._wchars)
+        self._in_trace = bool(traced[-1])
+        self._blanks = trailing
+        self._next_line += int(blank.shape[0])
+        self._assigned = assigned
+        first_window, self._window = self._window, self._window + len(starts)
+        first_record, self._record = self._record, self._record + int(np.count_nonzero(record))
+        return WindowAssignment(
+            first_line=first,
+            windows=first_window + np.cumsum(window_marks),
+            records=first_record + np.cumsum(record_marks),
+            cont=np.cumsum(cont_marks[:n]) > 0,
+            closed=self._window,
+        )
+
+    def _feed_lines(self, layout: LineLayout) -> WindowAssignment:
+        """``feed``, one line at a time (any state, any block)."""
         first = self._assigned
         at = self._next_line  # stream index of layout's line 0
         blank = layout.blank.tolist()

@@ -37,6 +37,25 @@ def _in_ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64], n: int)
 
 
 _DELIM_TABLE = _DELIM.astype(np.uint8).tobytes()  # bytes.translate table: 1 for a delimiter
+# byte values that may stand for "delete this byte" when the text lacks them (never _MARK); scoring
+# text never holds ESC (normalize removes every one), so the first is nearly always free
+_SENTINELS = bytes([0x1B, 0x00, *range(0x02, 0x09), 0x0B, 0x0C, *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
+
+
+def _delete(out: npt.NDArray[np.uint8], drop: npt.NDArray[np.bool_], text: bytes) -> bytes:
+    """``out``'s bytes without those where ``drop``; ``out`` holds only bytes of ``text`` and ``_MARK``.
+
+    The dropped bytes are overwritten with a value ``text`` lacks and deleted by
+    ``bytes.translate``: about 1.4 ms per MB, where ``np.compress`` on scattered
+    deletions takes about 2. A text holding every such value takes ``np.compress``.
+    """
+    for value in _SENTINELS:
+        if value not in text:
+            ones = np.uint8(0) - drop.view(np.uint8)  # 0xFF where dropped (elementwise, no scatter)
+            out &= ~ones
+            out |= ones & np.uint8(value)
+            return out.tobytes().translate(None, bytes((value,)))
+    return np.compress(~drop, out).tobytes()
 
 
 def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None) -> bytes:
@@ -54,7 +73,7 @@ def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None) -> bytes:
         return text
     digit = (arr - np.uint8(48)) < 10
     masked = digit.copy()
-    sep = (arr == 0x2E) | (arr == 0x3A) | (arr == 0x2C) | (arr == 0x5F) | (arr == 0x2D)  # . : , _ -
+    sep = ((arr - np.uint8(0x2C)) < 3) | (arr == 0x3A) | (arr == 0x5F)  # , - . (0x2C-0x2E) : _
     masked[1:-1] |= sep[1:-1] & digit[:-2] & digit[2:]  # between two digits
     if b"/" in text:
         # the chunk around each slash: from after the delimiter before it to the one after it
@@ -65,16 +84,16 @@ def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None) -> bytes:
         new[1:] = first[1:] != first[:-1]  # slashes are in order, so one chunk's repeats are adjacent
         masked |= _in_ranges(first[new], end[new], n)
     space = (arr == 0x20) | (arr == 0x09)
-    keep = np.empty(n, dtype=bool)
-    keep[0] = True
+    gone = np.empty(n, dtype=bool)
+    gone[0] = False
     # one mark per masked span, one space per run of spaces and tabs, no carriage return
-    np.logical_not((masked[1:] & masked[:-1]) | (space[1:] & space[:-1]), out=keep[1:])
-    keep &= arr != 0x0D
+    np.logical_or(masked[1:] & masked[:-1], space[1:] & space[:-1], out=gone[1:])
+    gone |= arr == 0x0D
     if drop is not None:
-        keep &= ~drop
+        gone |= drop
     flag = masked.view(np.uint8)
     out = (arr & (flag - np.uint8(1))) | flag  # _MARK (1) where masked, elementwise (no scatter)
-    return np.compress(keep, out).tobytes()
+    return _delete(out, gone, text)
 
 
 def mask_shapes(text: bytes) -> bytes:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+from collections import deque
+
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamfilter.decide import CutTracker, RepeatGate, otsu_threshold, protected_ranges
 
@@ -48,6 +53,34 @@ def test_cut_per_group_uses_the_floor_until_enough_samples() -> None:
     tracker.add(np.asarray([1.0, 1.1, 9.0, 9.5]), np.asarray([True, True, True, True]))
     assert tracker.known_groups == 2
     assert 1.1 < tracker.cuts(np.asarray([4]))[0] <= 9.0
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 20), st.booleans()), max_size=200),
+    st.lists(st.integers(1, 40), min_size=1, max_size=20),
+)
+@settings(max_examples=300, deadline=None)
+def test_cut_sees_the_latest_history_scores_whatever_the_batches(
+    windows: list[tuple[float, bool]], batches: list[int]
+) -> None:
+    tracker = CutTracker(min_score=0.25, group_windows=3, history=7, min_samples=2)
+    recent: deque[float] = deque(maxlen=7)  # the history, kept in order
+    expected: list[float] = []
+    i = 0
+    for size in itertools.cycle(batches):
+        if i >= len(windows):
+            break
+        part = windows[i : i + size]
+        tracker.add(np.asarray([s for s, _ in part], dtype=np.float64), np.asarray([t for _, t in part], dtype=bool))
+        for j, (score, term) in enumerate(part, i):
+            if term:
+                recent.append(score)
+            if j % 3 == 2:  # a group closes with its last window
+                values = np.asarray(recent, dtype=np.float64)
+                expected.append(max(0.25, otsu_threshold(values)) if len(recent) >= 2 else 0.25)
+        i += size
+    closed = np.arange(len(expected) * 3, dtype=np.int64)
+    assert tracker.cuts(closed).tolist() == np.repeat(expected, 3).tolist()
 
 
 def test_hits_extend_through_continuation_lines_only() -> None:

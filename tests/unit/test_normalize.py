@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from streamfilter.normalize import (
     _TIMESTAMP_PREFIX,
+    _line_ends,
     _strip_timestamps,
     _timestamp_lines,
     normalize_block,
@@ -100,18 +101,39 @@ def test_numpy_strip_equals_the_regex(pieces: list[bytes]) -> None:
 
 STAMP_PIECES = [b"2026-05-07T17:30:12.8056437Z ", b"[2026-05-07 17:30:12] ", b"2026-05-07T17:30:12+02:00 "]
 STAMP_PIECES += [b"2026-", b"[20", b"run 1\n", b"\n", b"x" * 30 + b"\n", b"12345-67\n"]
+STAMP_PIECES += [b"2026-05-07 17:30:12", b".", b",", b"1234567890", b"Z", b"+", b"-", b"0", b":", b"]", b" ", b"["]
 
 
-@given(st.lists(st.sampled_from(STAMP_PIECES), max_size=60))
-@settings(max_examples=500, deadline=None)
-def test_timestamps_stripped_line_by_line_as_by_one_sub(pieces: list[bytes]) -> None:
-    text = b"plain\n" * 500 + b"".join(pieces)  # few candidate lines: matched line by line
+def _line_ends_of(text: bytes) -> np.ndarray:
     ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10).astype(np.int64) + 1
     if not text.endswith(b"\n") and text:
         ends = np.append(ends, np.int64(len(text)))
-    expected = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text)[1:]
-    assert _strip_timestamps(text, ends, _timestamp_lines(text, ends)) == expected
-    assert (
-        _strip_timestamps(text[3000:], ends[500:] - 3000, _timestamp_lines(text[3000:], ends[500:] - 3000))
-        == (_TIMESTAMP_PREFIX.sub(b"\n", b"\n" + text[3000:])[1:])
-    )
+    return ends
+
+
+@given(st.lists(st.sampled_from(STAMP_PIECES), max_size=60))
+@settings(max_examples=1000, deadline=None)
+def test_timestamps_stripped_line_by_line_as_by_one_sub(pieces: list[bytes]) -> None:
+    text = b"plain\n" * 500 + b"".join(pieces)
+    ends = _line_ends_of(text)
+    for at, first in ((0, 0), (3000, 500)):
+        part, part_ends = text[at:], ends[first:] - at
+        expected = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + part)[1:]
+        stripped, stripped_ends = _strip_timestamps(part, part_ends, _timestamp_lines(part, part_ends))
+        assert stripped == expected
+        assert stripped_ends.tolist() == _line_ends(expected, part_ends.shape[0]).tolist()
+
+
+MIXED_PIECES = [p for p in ESCAPE_PIECES + STAMP_PIECES if b"\r" not in p]
+
+
+@given(st.lists(st.sampled_from(MIXED_PIECES), max_size=60))
+@settings(max_examples=2000, deadline=None)
+def test_escapes_and_timestamps_removed_as_by_the_two_regexes(pieces: list[bytes]) -> None:
+    # colored timestamps (an escape before or inside one) and timestamps after escapes, in one block
+    data = b"".join(pieces)
+    n_lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+    expected = _TIMESTAMP_PREFIX.sub(b"\n", b"\n" + strip_ansi_reference(data))[1:]
+    norm = normalize_block(data, n_lines, 1 << 20)
+    assert norm.text == expected
+    assert norm.ends.tolist() == _line_ends(expected, n_lines).tolist()

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.segment import Segmenter, line_layout
+from streamfilter.segment import LineLayout, Segmenter, WindowAssignment, line_layout
 from streamfilter.tokens import token_table
 
 
@@ -189,3 +191,52 @@ def test_layout_with_token_table_equals_the_full_scan(pieces: list[bytes]) -> No
     quick = line_layout(text, ends, token_table(text, ends))
     assert full.join.tolist() == quick.join.tolist()
     assert full.first.tolist() == quick.first.tolist()
+
+
+def _layout(rows: list[tuple[int, int, int]]) -> LineLayout:
+    """A layout from (indent, chars, join) rows; indent -1 is a blank line."""
+    indent = np.asarray([max(r[0], 0) for r in rows], dtype=np.int64)
+    return LineLayout(
+        blank=np.asarray([r[0] < 0 for r in rows], dtype=bool),
+        indent=indent,
+        chars=np.asarray([r[1] for r in rows], dtype=np.int64),
+        join=np.asarray([r[2] for r in rows], dtype=np.int8),
+        first=indent,
+    )
+
+
+ROWS = st.tuples(st.sampled_from([-1, -1, 0, 0, 0, 1, 2, 4]), st.integers(1, 9), st.sampled_from([0, 0, 0, 1, 2]))
+
+
+@given(
+    st.lists(ROWS, max_size=120),
+    st.lists(st.integers(0, 120), max_size=12),
+    st.sampled_from([(3, 10, 5), (8, 1200, 32), (2, 4, 2), (4, 20, 12)]),
+    st.lists(st.integers(0, 120), max_size=2),
+    st.booleans(),
+)
+@settings(max_examples=1500, deadline=None)
+def test_numpy_segmentation_equals_the_line_loop(
+    rows: list[tuple[int, int, int]], cuts: list[int], caps: tuple[int, int, int], pauses: list[int], column0: bool
+) -> None:
+    # the numpy path takes over once a window is open and no line is indented less than its record
+    rows = [(0, 3, 0), *rows] if column0 else rows
+    n, m, hard = caps
+    fast, loop = Segmenter(n, m, hard), Segmenter(n, m, hard)
+    bounds = sorted({0, int(column0), len(rows), *(c for c in cuts if c <= len(rows))})
+    got: list[WindowAssignment] = []
+    want: list[WindowAssignment] = []
+    for a, b in itertools.pairwise(bounds):
+        layout = _layout(rows[a:b])
+        got.append(fast.feed(layout))
+        want.append(loop._feed_lines(layout))
+        if a in pauses:  # a live stream went quiet here
+            got.append(fast.close())
+            want.append(loop.close())
+    got.append(fast.flush())
+    want.append(loop.flush())
+    for g, w in zip(got, want, strict=True):
+        assert (g.first_line, g.closed) == (w.first_line, w.closed)
+        assert g.windows.tolist() == w.windows.tolist()
+        assert g.records.tolist() == w.records.tolist()
+        assert g.cont.tolist() == w.cont.tolist()

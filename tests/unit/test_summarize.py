@@ -119,3 +119,37 @@ def test_shapes_of_long_lines_equal_masking_the_cut_lines(pieces: list[bytes]) -
         lines.pop()
     cut = b"\n".join(line[:_SHAPE_SOURCE_BYTES] for line in lines)
     assert line_shapes(text) == _mask(cut).split(b"\n")[: len(lines)]
+
+
+_REFERENCE_DELIMS = b" \t\r\n\"'()[]{}<>,;=|:"
+
+
+def _mask_reference(text: bytes) -> bytes:
+    """``_mask`` spelled out byte by byte, from its docstring."""
+    digit = [48 <= c <= 57 for c in text]
+    masked = digit[:]
+    for i in range(1, len(text) - 1):
+        masked[i] |= text[i] in b".:,_-" and digit[i - 1] and digit[i + 1]
+    start = 0
+    for i in range(len(text) + 1):
+        if i == len(text) or text[i] in _REFERENCE_DELIMS:
+            if b"/" in text[start:i]:
+                masked[start:i] = [True] * (i - start)
+            start = i + 1
+    out = bytearray()
+    for i, c in enumerate(text):
+        pair = i > 0 and ((masked[i] and masked[i - 1]) or (c in b" \t" and text[i - 1] in b" \t"))
+        if c != 0x0D and not pair:
+            out.append(1 if masked[i] else c)
+    return bytes(out)
+
+
+MASK_PIECES = [b"a", b"1", b"2", b".", b"-", b"/", b" ", b"\t", b"\r", b":", b"(", b"\n", b"\x1b", b"\x00", b"\x01"]
+
+
+@given(st.lists(st.sampled_from(MASK_PIECES), max_size=60), st.booleans())
+@settings(max_examples=500, deadline=None)
+def test_mask_equals_its_reference_whatever_bytes_the_text_holds(pieces: list[bytes], every_byte: bool) -> None:
+    # with every byte value present, no value is free to mark deletions: the other path is taken
+    text = b"".join(pieces) + (bytes(range(256)) if every_byte else b"")
+    assert _mask(text) == _mask_reference(text)
