@@ -251,7 +251,8 @@ def test_send_survives_the_daemon_going_away(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    time.sleep(0.8)
+    # stop once the run is flowing (a fixed pause lost the race on a loaded machine)
+    daemon.wait_for(lambda: any(e.get("event") == "connection.opened" for e in daemon.logs()), 20)
     assert daemon.stop() == 0
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 3 and marker.exists()
