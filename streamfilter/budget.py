@@ -20,7 +20,8 @@ that proportion: 0.692 against 0.636 with 1 for all), redundancy the largest Jac
 similarity between its set of line
 shapes (``summarize.line_shapes``) and a chosen unit's; ties go to the earlier unit
 (the first failure is usually the one that matters). At most ``MAX_PER_SHAPE``
-units whose first line has the same shape are chosen; of such units the first gets
+units whose first line has the same shape are chosen (more only once every other unit
+had its turn and the budget still has room); of such units the first gets
 the best relevance among them. A protected unit starts at its failure line (the
 window's lines before it go with the unit before). A protected unit that does not
 fit whole gives its first lines that fit, the tail its last ones; other units are
@@ -169,9 +170,11 @@ class UnitPool:
             first = max(trace.first_line, run.first_line)
             if first > run.last_line:  # a window of the next piece of a KEEP run split at its cap
                 break
-            if kind == PROTECTED and trace.hit_line:
+            if kind == PROTECTED and trace.hit_line > run.last_line:
+                kind = None  # the window's failure line is in the next run: these lines lead up to it
+            elif kind == PROTECTED and trace.hit_line:
                 # the unit starts at the failure line: lines before it in its window go with the unit before
-                first = max(first, min(trace.hit_line, run.last_line))
+                first = max(first, trace.hit_line)
             if kind is None and starts:
                 if trace.score > starts[-1][2]:
                     starts[-1] = (starts[-1][0], starts[-1][1], trace.score)
@@ -223,12 +226,18 @@ class UnitPool:
         order = self._order()
         for kind in (PROTECTED, SCORED, TAIL, HEAD):
             # the likeliest few: a budget holds few units, and each step compares with all left
-            units = [self.units[i] for i in order if self.units[i].kind == kind][:MAX_CANDIDATES]
-            self._choose(chosen, units, kind)
+            # lines kept only as the lead-in or context of others (a scored unit with no score) come
+            # in the second round
+            units = [u for u in (self.units[i] for i in order) if u.kind == kind and (kind != SCORED or u.score > 0)]
+            self._choose(chosen, units[:MAX_CANDIDATES], kind)
+        for kind in (PROTECTED, SCORED):  # room left: repeats of a shape beyond the cap, lead-ins
+            units = [u for u in (self.units[i] for i in order) if u.kind == kind and u.first_line not in chosen.taken]
+            self._choose(chosen, units[:MAX_CANDIDATES], kind, capped=False)
         return chosen.selection()
 
-    def _choose(self, chosen: _Chosen, units: list[Unit], kind: int) -> None:
-        """Add units of one kind to ``chosen`` in MMR order while the budget has room."""
+    def _choose(self, chosen: _Chosen, units: list[Unit], kind: int, capped: bool = True) -> None:
+        """Add units of one kind to ``chosen`` in MMR order while the budget has room (with
+        ``capped``, at most ``MAX_PER_SHAPE`` units of one first-line shape)."""
         best = max((u.score for u in units), default=0.0)
         floor = PROTECTED_FLOOR if kind == PROTECTED else 0.0
         relevance = [floor + (1 - floor) * (u.score / best if best > 0 else 0.0) for u in units]
@@ -251,7 +260,7 @@ class UnitPool:
             i = max(left, key=mmr)
             left.discard(i)
             unit = units[i]
-            if chosen.per_key.get(unit.key, 0) >= MAX_PER_SHAPE:
+            if capped and chosen.per_key.get(unit.key, 0) >= MAX_PER_SHAPE:
                 continue
             part = chosen.fit(unit, self.budget_bytes, kind)
             if part is None:
@@ -277,6 +286,7 @@ class _Chosen:
         self.kept = 0
         self.per_key: dict[int, int] = {}
         self.units: list[Unit] = []
+        self.taken: set[int] = set()  # first lines of the units chosen (units never share lines)
 
     @classmethod
     def whole(cls, n_lines: int, drop_bytes: int, units: list[Unit]) -> _Chosen:
@@ -341,10 +351,11 @@ class _Chosen:
         self.ranges = self._merged(unit.first_line + a, unit.first_line + b - 1)
         self.per_key[unit.key] = self.per_key.get(unit.key, 0) + 1
         self.units.append(unit)
+        self.taken.add(unit.first_line)
 
     def room(self, budget: int) -> bool:
-        """Whether one more line could still fit (a summary line's worth of bytes is left)."""
-        return budget - self.kept - self.drop_bytes * self.gaps(self.ranges) > self.drop_bytes
+        """Whether any bytes of the budget are left (a unit next to a chosen one adds no summary)."""
+        return budget - self.kept - self.drop_bytes * self.gaps(self.ranges) > 0
 
     def redundancy(self, unit: Unit) -> float:
         """Largest Jaccard similarity of ``unit``'s shapes to a chosen unit's."""

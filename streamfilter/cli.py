@@ -385,11 +385,14 @@ def _filter(args: argparse.Namespace) -> int:
         raise StreamfilterError("cannot write output: standard output is closed")
     out = sys.stdout.buffer
     signals = _Signals()
+    status = 0
     for index, name in enumerate(paths):
+        header = b""
         if len(paths) > 1 and args.format == "text":
-            _write(out, f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode())
+            header = f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode()
         refs = _Refs(name)
         if args.budget_tokens is None:
+            _write(out, header)
             writer = _Writer(out, args.format, name, refs)
             sf = StreamFilter(config, source=name)
             with _open(name) as handle:
@@ -399,17 +402,32 @@ def _filter(args: argparse.Namespace) -> int:
             writer(sf.flush())
             writer.end(sf)
         else:
-            _budgeted(config, name, args.format, args.budget_tokens, out, refs, signals)
+            try:
+                _budgeted(config, name, args.format, args.budget_tokens, out, refs, signals, header)
+            except _Changed as exc:  # that file only: the others are still filtered
+                sys.stderr.write(f"streamfilter: error: {exc}\n")
+                status = exc.exit_code
         if signals.received is not None:
             return _Signals.STATUS[signals.received]
-    return 0
+    return status
+
+
+class _Changed(StreamfilterError):
+    """A file changed between the two passes of a budget (exit 1)."""
 
 
 BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this
 
 
 def _budgeted(
-    config: FilterConfig, name: str, fmt: str, tokens: int, out: BinaryIO, refs: _Refs, signals: _Signals
+    config: FilterConfig,
+    name: str,
+    fmt: str,
+    tokens: int,
+    out: BinaryIO,
+    refs: _Refs,
+    signals: _Signals,
+    header: bytes = b"",
 ) -> None:
     """Filter one input within a token budget.
 
@@ -419,11 +437,12 @@ def _budgeted(
     written: the budget changes nothing. Else a second pass over the same bytes keeps
     the chosen units: from the same open file (a file renamed or replaced meanwhile is
     still the one read), or from a spool of what the first pass read (stdin, a pipe, a
-    FIFO). Its output is held until the bytes are known to be the same (CRC-32).
+    FIFO). Its output is held until the bytes are known to be the same (CRC-32), then
+    written after ``header``.
 
     Raises:
-        StreamfilterError: the file changed under the first pass (truncated or
-            rewritten): nothing is written for it.
+        _Changed: the file changed under the first pass (truncated or rewritten):
+            nothing is written for it, not even ``header``.
     """
     # a summary line: its text, "; ref ", the ref (source, two offsets, a CRC) and a newline
     drop_bytes = config.summary_chars + len("; ref ") + len(refs.source) + 2 * 12 + 10
@@ -444,16 +463,15 @@ def _budgeted(
 
         def take(runs: list[Run]) -> None:
             pool.add(runs)
-            own(runs)
+            # the traces are for the pool; the output has them only with --explain
+            own(runs if config.explain else [replace(r, traces=(), traces_omitted=0) for r in runs])
 
         read = _feed(first, handle, take, signals, copies=copies)
         refs.close()
-        runs = first.flush()
-        pool.add(runs)
-        own(runs)
+        take(first.flush())
         if own.within_limit():
             own.end(first)
-            _copy(held, out)
+            _copy(held, out, header)
             return
         second = StreamFilter(config, source=name, selection=pool.select())
         again = spool if spool is not None else handle
@@ -465,14 +483,14 @@ def _budgeted(
         # the same bytes: a file that grew since the first pass is read as far as it read
         _feed(second, again, chosen, None, copies=(check,), limit=read, notify=False)
         if check.total != checksum.total or check.crc != checksum.crc:
-            raise StreamfilterError(
+            raise _Changed(
                 f"{name} changed while --budget-tokens read it a second time (truncated or rewritten); "
                 "nothing written for it"
             )
         chosen(second.flush())
         second.notices.clear()  # the first pass logged them
         chosen.end(second)
-        _copy(held, out)
+        _copy(held, out, header)
 
 
 class _Checksum:
@@ -487,8 +505,9 @@ class _Checksum:
         self.total += len(chunk)
 
 
-def _copy(held: IO[bytes], out: BinaryIO) -> None:
-    """Write everything in ``held`` to ``out``."""
+def _copy(held: IO[bytes], out: BinaryIO, header: bytes) -> None:
+    """Write ``header``, then everything in ``held``, to ``out``."""
+    _write(out, header)
     held.seek(0)
     while chunk := held.read(READ_BYTES):
         _write(out, chunk)

@@ -203,6 +203,8 @@ def test_budget_the_output_fits_in_changes_nothing_and_a_tight_one_keeps_the_fai
     alone = run_cli("filter", str(EXAMPLE)).stdout
     tokens = -(-len(alone) // 3)  # just enough
     assert run_cli("filter", "--budget-tokens", str(tokens), str(EXAMPLE)).stdout == alone
+    jsonl = run_cli("filter", "--format", "jsonl", str(EXAMPLE)).stdout  # no traces without --explain
+    assert run_cli("filter", "--format", "jsonl", "--budget-tokens", str(tokens), str(EXAMPLE)).stdout == jsonl
     tight = run_cli("filter", "--budget-tokens", "300", str(EXAMPLE))
     assert tight.returncode == 0 and len(tight.stdout) <= 900
     # the failure line itself, not the lines its window holds before it

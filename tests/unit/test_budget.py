@@ -134,3 +134,14 @@ def test_the_pool_forgets_the_least_likely_units_when_full() -> None:
     assert sum(u.n_bytes for u in pool.units) <= 4000
     assert [u.first_line for u in pool.units] == sorted(u.first_line for u in pool.units)
     assert any(u.kind == PROTECTED for u in pool.units)
+
+
+def test_room_left_after_every_kind_goes_to_repeats_beyond_the_shape_cap() -> None:
+    block = failure("Disk", frames=12)
+    data = b"".join(noise(40, 100 * i) + block for i in range(10)) + noise(40, 5000)
+    config = FilterConfig(tail_lines=0, head_lines=0)
+    budget = 5 * (len(block) + DROP_BYTES) + DROP_BYTES  # room for about 5 of the 10
+    assert text_bytes(feed(StreamFilter(config), data, [])) > budget
+    _, runs = budgeted(data, config, budget)
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert 3 < kept.count(b"DiskError") < 10 and text_bytes(runs) <= budget
