@@ -463,8 +463,9 @@ def _budgeted(
 
         def take(runs: list[Run]) -> None:
             pool.add(runs)
-            # the traces are for the pool; the output has them only with --explain
-            own(runs if config.explain else [replace(r, traces=(), traces_omitted=0) for r in runs])
+            if own.within_limit():  # past it, the filter's own output is not wanted
+                # the traces are for the pool; the output has them only with --explain
+                own(runs if config.explain else [replace(r, traces=(), traces_omitted=0) for r in runs])
 
         read = _feed(first, handle, take, signals, copies=copies)
         refs.close()
