@@ -209,11 +209,13 @@ def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable |
     """``LineLayout.join`` of each line; with the block's ``TokenTable``, the regexes see candidate lines only."""
     n_lines = int(ends.shape[0])
     join = np.zeros(n_lines, dtype=np.int8)
+    padded = b""  # the block after a "\n", made once if a regex needs it
     for marks, regex in _COLUMN0_TRACES:
         if any(mark in text for mark in marks):
-            join[_line_starts_at(b"\n" + text, regex, ends)] = JOIN_TRACE
+            padded = padded or b"\n" + text
+            join[_line_starts_at(padded, regex, ends)] = JOIN_TRACE
     if table is None or n_lines == 0 or not text:
-        padded = b"\n" + text
+        padded = padded or b"\n" + text
         join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE
         join[_line_starts_at(padded, _CHAIN_LINE, ends)] = JOIN_CHAIN
         return join

@@ -27,15 +27,20 @@ def kept_lines(events: list[dict[str, Any]]) -> list[str]:
     return "".join(e["text"] for e in events if e["event"] == "keep").splitlines()
 
 
-def test_B04_truncation_by_redirect_between_appends_paced(tmp_path: Path) -> None:
+def follow_B04(tmp_path: Path, sleep_s: str) -> tuple[Live, list[str]]:
+    """Follow an empty test.log while B04's steps append and truncate it; the kept lines once it stopped."""
     log = tmp_path / "test.log"
     log.write_bytes(b"")
     live = Live(tmp_path, "follow", str(log), "-q", "Append Overwrite", "--format", "jsonl", "--head", "100000")
     live.log_event("daemon.ready")
-    steps("B04", tmp_path, SLEEP_S="0.1")
+    steps("B04", tmp_path, SLEEP_S=sleep_s)
     live.wait_for(lambda: "Overwrite: 50" in kept_lines(live.events()), 10)
     assert live.stop() == 0
-    lines = kept_lines(live.events())
+    return live, kept_lines(live.events())
+
+
+def test_B04_truncation_by_redirect_between_appends_paced(tmp_path: Path) -> None:
+    live, lines = follow_B04(tmp_path, "0.1")
     numbers = sorted(int(line.split(": ")[1]) for line in lines)
     assert numbers == list(range(1, 51))  # every number once
     assert all(re.fullmatch(r"(Append|Overwrite): \d+", line) for line in lines)
@@ -45,14 +50,7 @@ def test_B04_truncation_by_redirect_between_appends_paced(tmp_path: Path) -> Non
 
 
 def test_B04_tight_truncations_never_duplicate_or_fragment_a_line(tmp_path: Path) -> None:
-    log = tmp_path / "test.log"
-    log.write_bytes(b"")
-    live = Live(tmp_path, "follow", str(log), "-q", "Append Overwrite", "--format", "jsonl", "--head", "100000")
-    live.log_event("daemon.ready")
-    steps("B04", tmp_path, SLEEP_S="0")
-    live.wait_for(lambda: "Overwrite: 50" in kept_lines(live.events()), 10)
-    assert live.stop() == 0
-    lines = kept_lines(live.events())
+    live, lines = follow_B04(tmp_path, "0")
     assert all(re.fullmatch(r"(Append|Overwrite): \d+", line) for line in lines), lines
     numbers = [int(line.split(": ")[1]) for line in lines]
     assert len(numbers) == len(set(numbers))
