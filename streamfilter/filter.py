@@ -160,7 +160,8 @@ class _Pending:
 
     base: int = 0
     ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    norm_ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    shape_ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    warnings: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     term: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     repeat: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
@@ -231,8 +232,8 @@ class StreamFilter:
         self._p = _Pending(base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
         self._buf = bytearray()  # raw bytes of pending lines
         self._buf_start = start_byte  # stream offset of _buf[0]
-        self._norm = bytearray()  # scoring text of pending lines (for DROP summaries)
-        self._norm_start = 0  # offset of _norm[0] in the stream's scoring text
+        self._shapes = bytearray()  # line shapes of pending lines (for DROP summaries)
+        self._shapes_start = 0  # offset of _shapes[0] in the stream's line shapes
         self._assigned = start_line - 1  # lines with a window
         self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
         self._hit_ids = np.zeros(0, dtype=np.int64)
@@ -415,8 +416,9 @@ class StreamFilter:
             hits, ids = hits[fresh], ids[fresh]
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
-        p.norm_ends = np.concatenate((p.norm_ends, norm.ends + (self._norm_start + len(self._norm))))
-        self._norm += norm.text
+        p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (self._shapes_start + len(self._shapes))))
+        self._shapes += facts.shapes
+        p.warnings = np.concatenate((p.warnings, facts.warnings))
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.repeat = np.concatenate((p.repeat, repeats))
         p.frames = np.concatenate((p.frames, norm.frames))
@@ -660,9 +662,17 @@ class StreamFilter:
             self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
             if self._keep is not None:
                 self._gap = bytearray()
-        norm_start = int(p.norm_ends[a - 1]) if a > 0 else self._norm_start
-        text = bytes(self._norm[norm_start - self._norm_start : int(p.norm_ends[b - 1]) - self._norm_start])
-        self._open.add(end - start, text, b - a, int(p.term[a:b].sum()), p.frames[a:b], int(p.repeat[a:b].sum()))
+        first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
+        shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
+        self._open.add(
+            end - start,
+            shapes,
+            b - a,
+            int(p.term[a:b].sum()),
+            int(p.warnings[a:b].sum()),
+            p.frames[a:b],
+            int(p.repeat[a:b].sum()),
+        )
         with memoryview(self._buf) as view:
             self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)
         if self._gap is not None:
@@ -733,14 +743,15 @@ class StreamFilter:
         end = int(p.ends[n - 1])
         del self._buf[: end - self._buf_start]
         self._buf_start = end
-        norm_end = int(p.norm_ends[n - 1])
-        del self._norm[: norm_end - self._norm_start]
-        self._norm_start = norm_end
+        shapes_end = int(p.shape_ends[n - 1])
+        del self._shapes[: shapes_end - self._shapes_start]
+        self._shapes_start = shapes_end
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
         if n == p.window.shape[0] and self._scored > int(p.window[n - 1]):
             first_window = self._scored  # all settled: no window of these lines is needed again
         p.base += n
-        p.ends, p.norm_ends, p.term, p.frames = p.ends[n:], p.norm_ends[n:], p.term[n:], p.frames[n:]
+        p.ends, p.shape_ends, p.term, p.frames = p.ends[n:], p.shape_ends[n:], p.term[n:], p.frames[n:]
+        p.warnings = p.warnings[n:]
         p.repeat = p.repeat[n:]
         p.window, p.cont, p.record, p.forced = p.window[n:], p.cont[n:], p.record[n:], p.forced[n:]
         p.hit = p.hit[n:]

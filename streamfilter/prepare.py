@@ -19,7 +19,7 @@ from .normalize import NormalizedBlock, normalize_block
 from .records import LineBlock
 from .segment import LineLayout, line_layout
 from .signatures import SignatureSet
-from .summarize import mask_shapes
+from .summarize import mask_shapes, shape_text, warn_counts
 from .tokens import Query, count_terms, token_table
 
 __all__ = ("BlockFacts", "Preparer")
@@ -42,6 +42,9 @@ class BlockFacts:
             signature's ``max_hits`` limit.
         hit_ids: int64, the first signature each of ``hits`` matched.
         hit_shapes: the masked shape of each of ``hits`` (``summarize.mask_shapes``).
+        shapes: ``summarize.shape_text`` of the scoring text (for DROP summaries).
+        shape_ends: int64, end offset of each line in ``shapes``.
+        warnings: int64, ``summarize.warn_counts`` per line.
     """
 
     first_line: int
@@ -53,6 +56,9 @@ class BlockFacts:
     hits: Int64Array
     hit_ids: Int64Array
     hit_shapes: tuple[bytes, ...]
+    shapes: bytes
+    shape_ends: Int64Array
+    warnings: Int64Array
 
     def matches(self, block: LineBlock) -> bool:
         """Whether these are the facts of ``block`` (same first line, line count and length)."""
@@ -92,4 +98,21 @@ class Preparer:
             spans = zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)
             lines = b"".join(norm.text[a:b].rstrip(b"\n") + b"\n" for a, b in spans)
             shapes = tuple(mask_shapes(lines).split(b"\n")[: hits.shape[0]])  # masking is line by line
-        return BlockFacts(block.first_line, len(block.data), norm, tokens, tf, layout, hits, ids, shapes)
+        masked = shape_text(norm.text)
+        shape_ends = np.flatnonzero(np.frombuffer(masked, dtype=np.uint8) == 0x0A) + 1
+        if shape_ends.shape[0] < block.n_lines:  # the last line has no line end
+            shape_ends = np.append(shape_ends, len(masked))
+        return BlockFacts(
+            block.first_line,
+            len(block.data),
+            norm,
+            tokens,
+            tf,
+            layout,
+            hits,
+            ids,
+            shapes,
+            masked,
+            shape_ends.astype(np.int64),
+            warn_counts(norm.text, norm.ends),
+        )

@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("DropSummary", "line_shapes", "mask_shapes")
+__all__ = ("DropSummary", "line_shapes", "mask_shapes", "shape_text", "warn_counts")
 
 _MARK = 0x01  # one masked span, shown as "<*>"
 _DELIM = np.zeros(256, dtype=bool)
@@ -124,31 +124,41 @@ def _kib(n: int) -> str:
     return f"{n / 1024 / 1024:.1f} MiB"
 
 
-def _count_warn(text: bytes) -> int:
-    """``text.lower().count(b"warn")``, with elementwise comparisons (``b | 0x20`` folds only
-    ``W A R N`` onto ``w a r n``; the word cannot overlap itself)."""
+def warn_counts(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Shape ``(n_lines,)``: ``line.lower().count(b"warn")`` of each line of ``text``.
+
+    Args:
+        text: whole lines (scoring text).
+        ends: shape ``(n_lines,)``: end offset of each line in ``text``.
+
+    Elementwise comparisons over the text (``b | 0x20`` folds only ``W A R N`` onto
+    ``w a r n``; the word cannot overlap itself, nor span a line end).
+    """
+    n_lines = int(ends.shape[0])
     folded = np.frombuffer(text, dtype=np.uint8) | np.uint8(0x20)
     if folded.shape[0] < 4:
-        return 0
+        return np.zeros(n_lines, dtype=np.int64)
     found = (folded[:-3] == 0x77) & (folded[1:-2] == 0x61) & (folded[2:-1] == 0x72) & (folded[3:] == 0x6E)
-    return int(np.count_nonzero(found))
+    at = np.searchsorted(ends, np.flatnonzero(found), side="right")
+    return np.bincount(at, minlength=n_lines)[:n_lines].astype(np.int64)
 
 
-def line_shapes(text: bytes) -> list[bytes]:
-    """The shape of each line of ``text`` (a last line may lack its ``\\n``; an empty one has none).
+def shape_text(text: bytes) -> bytes:
+    """The shapes of the lines of ``text``, each followed by its line's ``\n`` (a last line
+    may lack one): ``b"\n".join(line_shapes(text))`` (plus the last ``\n``), one pass.
 
     A shape shows at most ``_MAX_SHAPE_CHARS``, so only the first ``_SHAPE_SOURCE_BYTES``
     of a line are masked: longer lines are cut first (with numpy, then masked as one text).
     """
     arr = np.frombuffer(text, dtype=np.uint8)
-    newlines = np.flatnonzero(arr == 0x0A)
-    n_lines = newlines.shape[0] + (0 if text.endswith(b"\n") or not text else 1)
-    ends = newlines if n_lines == newlines.shape[0] else np.append(newlines, arr.shape[0])
-    starts = np.zeros(n_lines, dtype=np.int64)
+    ends = np.flatnonzero(arr == 0x0A)
+    if not (text.endswith(b"\n") or not text):
+        ends = np.append(ends, arr.shape[0])
+    starts = np.zeros(ends.shape[0], dtype=np.int64)
     starts[1:] = ends[:-1] + 1
     long = np.flatnonzero(ends - starts > _SHAPE_SOURCE_BYTES)
     if not long.shape[0]:
-        return _mask(text).split(b"\n")[:n_lines]  # masking keeps every line end
+        return _mask(text)  # masking keeps every line end
     # the bytes past a long line's head are left out by the masking itself; a line end put
     # where each head ends makes the masking see what it sees in the cut line (masking is local:
     # a byte's neighbours and its chunk between delimiters, and "\n" is a delimiter)
@@ -156,7 +166,13 @@ def line_shapes(text: bytes) -> list[bytes]:
     marked = arr.copy()
     marked[cut] = 0x0A
     drop = _in_ranges(cut, ends[long], arr.shape[0])
-    return _mask(marked.tobytes(), drop).split(b"\n")[:n_lines]
+    return _mask(marked.tobytes(), drop)
+
+
+def line_shapes(text: bytes) -> list[bytes]:
+    """The shape of each line of ``text`` (a last line may lack its ``\n``; an empty one has none)."""
+    n_lines = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
+    return shape_text(text).split(b"\n")[:n_lines]
 
 
 class DropSummary:
@@ -189,9 +205,10 @@ class DropSummary:
     def add(
         self,
         n_bytes: int,
-        text: bytes,
+        shapes: bytes,
         n_lines: int,
         term_lines: int,
+        warnings: int,
         frames: npt.NDArray[np.int32],
         repeated_failures: int = 0,
     ) -> None:
@@ -199,10 +216,11 @@ class DropSummary:
 
         Args:
             n_bytes: their length in the input, in bytes.
-            text: their scoring text (``normalize.scoring_text`` of their bytes, or the
-                filter's ``NormalizedBlock`` text for them).
+            shapes: ``shape_text`` of their scoring text (``normalize.scoring_text`` of
+                their bytes, or the filter's ``NormalizedBlock`` text for them).
             n_lines: how many lines they are.
             term_lines: how many of them contain a query term.
+            warnings: ``warn_counts`` of their scoring text, summed.
             frames: shape ``(n_lines,)``: CR frames per line (0 = no redraw).
             repeated_failures: how many of them carry a failure signature but were
                 not protected, their shape having been kept ``max_repeats`` times.
@@ -214,12 +232,12 @@ class DropSummary:
         redraws = frames[frames > 0]
         self.progress_lines += int(redraws.shape[0])
         self.frames += int(redraws.sum())
-        self.warning_lines += _count_warn(text)
-        shapes = line_shapes(text)
-        if len(self._shapes) + len(shapes) <= _MAX_SHAPES:  # room for every line's shape, new or not
-            self._shapes.update(shapes)
+        self.warning_lines += warnings
+        lines = shapes.split(b"\n")[:n_lines]
+        if len(self._shapes) + len(lines) <= _MAX_SHAPES:  # room for every line's shape, new or not
+            self._shapes.update(lines)
             return
-        counts = Counter(shapes)
+        counts = Counter(lines)
         for shape, count in counts.items():
             if shape in self._shapes or len(self._shapes) < _MAX_SHAPES:
                 self._shapes[shape] += count

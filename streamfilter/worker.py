@@ -6,7 +6,10 @@ command line does, splits it into the same blocks, and computes each block's
 handing them over pickled in slots of shared memory (the pipe carries only slot
 numbers). Installed as ``StreamFilter.preparer``, it hands the
 filter the facts of each block in order while the worker goes on with the next:
-the two processes share the work. A block whose facts do not match it (same first
+the two processes share the work. When the filter already wants the block before
+the one the worker is about to start (it would soon wait), the worker leaves that
+block to the filter and starts the next one, so neither process idles while the
+other has work (the share each takes follows their speeds on this input). A block whose facts do not match it (same first
 line, length, line count and Adler-32) is computed in the filter's own process,
 and the worker is not asked again, so the output is always the same bytes.
 """
@@ -20,7 +23,7 @@ import signal
 import zlib
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ("FactsWorker", "worth_a_worker")
 
 MIN_FILE_BYTES = 4 << 20  # smaller files are done before a second process pays for itself
-AHEAD_BLOCKS = 4  # facts of at most this many blocks wait for the filter (about 1.2 MB each)
+AHEAD_BLOCKS = 4  # facts of at most this many blocks wait for the filter (about 2 MB each)
 
 _Packed = tuple[BlockFacts, int, npt.NDArray[np.int64], npt.NDArray[np.int64], int]
 
@@ -78,6 +81,8 @@ def _pack(facts: BlockFacts, checksum: int) -> _Packed:
         tf=facts.tf[:0],
         tokens=facts.tokens.astype(small),
         norm=replace(facts.norm, ends=facts.norm.ends.astype(small)),
+        shape_ends=facts.shape_ends.astype(small),
+        warnings=facts.warnings.astype(np.int32),
         layout=replace(
             layout, indent=layout.indent.astype(small), chars=layout.chars.astype(small), first=layout.first[:0]
         ),
@@ -95,6 +100,8 @@ def _unpack(packed: _Packed) -> tuple[BlockFacts, int]:
         tf=tf,
         tokens=slim.tokens.astype(np.int64),
         norm=replace(slim.norm, ends=slim.norm.ends.astype(np.int64)),
+        shape_ends=slim.shape_ends.astype(np.int64),
+        warnings=slim.warnings.astype(np.int64),
         layout=replace(layout, indent=layout.indent.astype(np.int64), chars=layout.chars.astype(np.int64)),
     )
     return facts, checksum
@@ -110,6 +117,8 @@ class _Ring:
         self.memory = mmap.mmap(-1, slots * slot_bytes)
         self.free = free  # slots the worker may write
         self.next_write = self.next_read = 0
+        # the index of the block the filter wants next (written by the filter, read by the worker)
+        self.wanted = mmap.mmap(-1, 8)
         self.parent = os.getpid()  # the filter's process (made before the fork)
 
     def put(self, conn: Connection, packed: _Packed | None) -> None:
@@ -126,9 +135,23 @@ class _Ring:
         conn.send_bytes(b"S%d %d" % (self.next_write, len(data)))
         self.next_write = (self.next_write + 1) % self.slots
 
-    def get(self, conn: Connection) -> _Packed | None:
-        """Filter side: the next facts."""
+    def leave(self, conn: Connection) -> None:
+        """Worker side: the next block is left to the filter."""
+        conn.send_bytes(b"L")
+
+    def want(self, index: int) -> None:
+        """Filter side: block ``index`` (0-based) is the next one the filter needs."""
+        self.wanted[:8] = index.to_bytes(8, "little")
+
+    def waiting_for(self, index: int) -> bool:
+        """Worker side: whether the filter already wants block ``index`` (or a later one)."""
+        return int.from_bytes(self.wanted[:8], "little") >= index
+
+    def get(self, conn: Connection) -> _Packed | Literal[False] | None:
+        """Filter side: the next facts (False: the block is left to the filter)."""
         message = conn.recv_bytes()
+        if message[:1] == b"L":
+            return False
         if message[:1] == b"P":
             packed: _Packed | None = pickle.loads(message[1:])
             return packed
@@ -146,15 +169,23 @@ def _serve(
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # the filter's process decides when to stop
     splitter = LineSplitter()
+    index = 0
+
+    def serve(block: LineBlock | None) -> None:
+        nonlocal index
+        if block is None:
+            return
+        if ring.waiting_for(index - 1):  # the filter is close behind: it does this block, we the next
+            ring.leave(conn)
+        else:
+            ring.put(conn, _pack(preparer(block), zlib.adler32(block.data)))
+        index += 1
+
     try:
         with open(path, "rb") as handle:
             while chunk := handle.read1(chunk_bytes):
-                block = splitter.feed(chunk)
-                if block is not None:
-                    ring.put(conn, _pack(preparer(block), zlib.adler32(block.data)))
-        block = splitter.flush()
-        if block is not None:
-            ring.put(conn, _pack(preparer(block), zlib.adler32(block.data)))
+                serve(splitter.feed(chunk))
+        serve(splitter.flush())
         ring.put(conn, None)
     except OSError:  # the filter went away (broken pipe) or the file could not be read
         pass
@@ -180,8 +211,8 @@ class FactsWorker:
 
         context = multiprocessing.get_context("fork")
         self._conn, child = context.Pipe(duplex=False)
-        # the facts of a block take about 1.2 times its bytes
-        self._ring = _Ring(AHEAD_BLOCKS, chunk_bytes * 2, context.Semaphore(AHEAD_BLOCKS))
+        # the facts of a block take about twice its bytes
+        self._ring = _Ring(AHEAD_BLOCKS, chunk_bytes * 3, context.Semaphore(AHEAD_BLOCKS))
         self._process = context.Process(
             target=_serve, args=(path, preparer, chunk_bytes, child, self._ring), daemon=True
         )
@@ -189,15 +220,22 @@ class FactsWorker:
         child.close()
         self._local = preparer
         self._live = True
+        self._index = 0  # of the filter's next block
         self.taken = 0  # blocks whose facts came from the worker
+        self.left = 0  # blocks the worker left to the filter
 
     def __call__(self, block: LineBlock) -> BlockFacts:
         """The facts of ``block``, the filter's next block: from the worker when they match."""
         if self._live:
+            self._ring.want(self._index)
+            self._index += 1
             try:
                 packed = self._ring.get(self._conn)
             except (EOFError, OSError):
                 packed = None
+            if packed is False:
+                self.left += 1
+                return self._local(block)
             if packed is not None:
                 facts, checksum = _unpack(packed)
                 if facts.matches(block) and checksum == zlib.adler32(block.data):
@@ -214,3 +252,4 @@ class FactsWorker:
         self._process.join()
         self._conn.close()
         self._ring.memory.close()
+        self._ring.wanted.close()

@@ -8,7 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfilter.normalize import normalize_block
-from streamfilter.summarize import _SHAPE_SOURCE_BYTES, DropSummary, _mask, line_shapes, mask_shapes
+from streamfilter.summarize import (
+    _SHAPE_SOURCE_BYTES,
+    DropSummary,
+    _mask,
+    line_shapes,
+    mask_shapes,
+    shape_text,
+    warn_counts,
+)
 
 SHAPES = [
     (b"   Compiling serde v1.0.130 (/home/ci/.cargo/registry/src/serde)", b" Compiling serde v<*> (<*>)"),
@@ -56,7 +64,8 @@ def summary_of(data: bytes, pieces: int = 1, **kwargs: int) -> str:
     for i in range(0, len(lines), step):
         part = b"".join(x + b"\n" for x in lines[i : i + step])
         norm = normalize_block(part, part.count(b"\n"), 1 << 20)
-        s.add(len(part), norm.text, part.count(b"\n"), 0, norm.frames)
+        warnings = int(warn_counts(norm.text, norm.ends).sum())
+        s.add(len(part), shape_text(norm.text), part.count(b"\n"), 0, warnings, norm.frames)
     return s.render()
 
 
@@ -102,7 +111,7 @@ def test_shape_table_is_bounded_and_overflow_is_counted() -> None:
     s = DropSummary(1, 0)
     words = [bytes([97 + a, 97 + b, 97 + c]) for a in range(26) for b in range(26) for c in range(8)]  # 5408 shapes
     data = b"".join(b"event " + w + b"\n" for w in words)
-    s.add(len(data), data, len(words), 0, np.zeros(len(words), dtype=np.int32))
+    s.add(len(data), shape_text(data), len(words), 0, 0, np.zeros(len(words), dtype=np.int32))
     assert len(s._shapes) == 4096
     assert "other shapes" in s.render()
 
