@@ -139,6 +139,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("phpunit-failure", r"FAILURES!"),
     _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),
+    _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point
     _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]"),
     # link checkers: an HTTP error status beside a URL
     _f("http-error-status", r" [45]\d\d https?://"),
@@ -148,9 +149,11 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r"exit(?:ed)? (?:with )?(?:code|status):? [1-9]",
         r"exited with [1-9]",
         r"returned non-zero exit status",
+        r'" failed\.',  # Travis: 'The command "make test" failed. Retrying, 2 of 3.'
     ),
     _f("command-failed", r"command not found", r"Segmentation fault", r"core dumped", r"No such file or directory"),
     _f("timed-out", r"imed out", r"TIMED OUT", r"imeout exceeded"),
+    _f("limit-exceeded", r"limit exceeded", r"limit has exceeded"),  # size-limit, memory and time limits
     _s("killed", r"Killed[ \t\r]*$"),
     _s("ci-error", r"(?:##\[error\]|::error)"),
     _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|Error|Fatal)\b[:!\s]"),
@@ -165,8 +168,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
 TRIGGER_WORDS = (
     "error errors err errored fail fails failed failure failures failing fatal exception exceptions "
     "traceback panic panicked assert assertion asserts expected received undefined returned collect "
-    "segmentation dumped such found timed timeout killed exit exited offenses warning warnings sanitizer "
-    "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues "
+    "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
+    "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
