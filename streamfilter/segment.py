@@ -63,6 +63,8 @@ _COLUMN0_TRACES = (
         re.compile(rb"\n(?:\[-\] |(?:Expected|Actual) *: |at [^,\n]{1,200}, [^\n]*:\d+\r*$)", re.MULTILINE),
     ),
 )
+# rustc's (and clang's) source excerpt: a line number at column 0, then the gutter ("70 |     code")
+_GUTTER_LINE = re.compile(rb"\n\d{1,7} +\| ")
 # lines that continue a trace even after a blank line
 _CHAIN_LINE = re.compile(
     rb"\n(?:Caused by:|During handling of the above exception|The above exception was the direct cause"
@@ -217,6 +219,7 @@ def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable |
     if table is None or n_lines == 0 or not text:
         padded = padded or b"\n" + text
         join[_line_starts_at(padded, _EXC_LINE, ends)] = JOIN_TRACE
+        join[_line_starts_at(padded, _GUTTER_LINE, ends)] = JOIN_TRACE
         join[_line_starts_at(padded, _CHAIN_LINE, ends)] = JOIN_CHAIN
         return join
     arr = np.frombuffer(text, dtype=np.uint8)
@@ -229,6 +232,8 @@ def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable |
     if high.shape[0]:
         maybe[np.searchsorted(ends, high, side="right")] = True
     join[_lines_matching(text, ends, np.flatnonzero(maybe).astype(np.int64), _EXC_LINE)] = JOIN_TRACE
+    digit_first = np.flatnonzero(((arr[np.minimum(starts, arr.shape[0] - 1)] - np.uint8(48)) < 10) & (starts < ends))
+    join[_lines_matching(text, ends, digit_first.astype(np.int64), _GUTTER_LINE)] = JOIN_TRACE
     chain = _starting_with(arr, starts, _CHAIN_PREFIXES)
     join[_lines_matching(text, ends, chain, _CHAIN_LINE)] = JOIN_CHAIN
     return join

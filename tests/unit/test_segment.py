@@ -108,6 +108,19 @@ def test_ruby_backtrace_frames_at_column_0_stay_with_the_error() -> None:
     assert windows(text, n=3) == [[1, 2, 3, 4, 5, 6, 7], [8]]
 
 
+def test_a_source_excerpt_with_its_line_number_at_column_0_stays_with_the_error() -> None:
+    text = (
+        b"error[E0425]: cannot find value `CURSOR` in this scope\n"
+        b"  --> src/cursor.rs:70:26\n"
+        b"   |\n"
+        b"70 |     RasterizedGlyph { c: CURSOR, top: line_width }\n"
+        b"   |                         ^^^^^^ did you mean `CUSOR`?\n"
+        b"2059 |no gutter space, a table row\n"
+    )
+    # rustc's gutter: "70 |" is at column 0 only because the line number fills the margin
+    assert windows(text, n=2) == [[1, 2, 3, 4, 5], [6]]
+
+
 def test_a_pester_failure_keeps_its_expected_actual_and_frames() -> None:
     text = (
         b"    [+] adds 6ms (1ms|5ms)\n"
@@ -174,6 +187,9 @@ TRACE_PIECES = [
     b"-------------------- >> end captured logging << ---------------------\n",
     b"----------------------------------------------------------------------\n",
     b"[-] adds numbers 10ms\n",
+    b"70 |     let x = CURSOR;\n",
+    b"7 | no\n",
+    b"12|no gutter space\n",
     b"Expected: 3\n",
     b"Actual  : 4\n",
     b"at <ScriptBlock>, /src/a.Tests.ps1:16\n",
