@@ -86,7 +86,7 @@ class FilterConfig:
     max_line_bytes: int = 1 << 20
     head_lines: int = 3
     tail_lines: int = 25
-    context_lines: int = 0
+    context_lines: int = 1
     extend_lines: int = 150
     section_lines: int = 150
     min_score: float = 0.0
@@ -100,7 +100,7 @@ class FilterConfig:
     max_keep_event_bytes: int = 1 << 20
     min_drop_lines: int = 2
     explain: bool = False
-    max_repeats: int = 30
+    max_repeats: int = 50
 
     @property
     def lookahead_lines(self) -> int:

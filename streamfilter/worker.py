@@ -2,16 +2,17 @@
 
 ``FactsWorker`` forks a process that reads the same file in the same chunks as the
 command line does, splits it into the same blocks, and computes each block's
-``BlockFacts`` (``prepare.Preparer``: scoring text, tokens, layout, signatures),
-handing them over pickled in slots of shared memory (the pipe carries only slot
-numbers). Installed as ``StreamFilter.preparer``, it hands the
+``BlockFacts`` (``prepare.Preparer``: scoring text, tokens, layout, signatures,
+line shapes), handing them over pickled in slots of shared memory (the pipe
+carries only slot numbers). Installed as ``StreamFilter.preparer``, it hands the
 filter the facts of each block in order while the worker goes on with the next:
 the two processes share the work. When the filter already wants the block before
 the one the worker is about to start (it would soon wait), the worker leaves that
 block to the filter and starts the next one, so neither process idles while the
-other has work (the share each takes follows their speeds on this input). A block whose facts do not match it (same first
-line, length, line count and Adler-32) is computed in the filter's own process,
-and the worker is not asked again, so the output is always the same bytes.
+other has work (the share each takes follows their speeds on this input). A block
+whose facts do not match it (same first line, length, line count and Adler-32) is
+computed in the filter's own process, and the worker is not asked again, so the
+output is always the same bytes.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import IO
 
 import pytest
 
+from streamfilter.filter import FilterConfig
 from tests.conftest import CORPUS, ROOT, need, run_cli
 
 EXAMPLE = ROOT / "examples" / "pytest-failure.log"
@@ -409,13 +410,13 @@ def test_failure_lines_past_the_repeat_cap_are_named_in_the_summary() -> None:
     proc = run_cli("filter", "--head", "0", "--tail", "0", stdin=data)
     assert proc.returncode == 0
     out = proc.stdout
-    assert out.count(b"FAILED tests/t.py::test_total[") >= 30
+    assert out.count(b"FAILED tests/t.py::test_total[") >= FilterConfig().max_repeats
     counted = [int(m) for m in re.findall(rb"(\d+) more failure lines like ones kept", out)]
     assert sum(counted) + out.count(b"FAILED tests/t.py::test_total[") == 200
 
 
 def test_protect_keeps_every_line_it_matches_past_the_repeat_cap() -> None:
-    # the lines also match a built-in signature (FATAL), whose repeats past 30 are not protected
+    # the lines also match a built-in signature (FATAL), whose repeats past max_repeats are not protected
     data = b"".join(b"noise %d\n" % i * 20 + b"FATAL probe %d\n" % i for i in range(200))
     done = run_cli("filter", "--protect", "^FATAL probe", "--format", "jsonl", stdin=data)
     kept = "".join(e.get("text", "") for e in map(json.loads, done.stdout.splitlines()) if e["event"] == "keep")

@@ -168,7 +168,7 @@ def test_settling_loses_nothing_and_keeps_the_error(steps: list[tuple[str, bytes
 
 
 def test_settle_lets_a_quiet_error_out_and_its_record_goes_on() -> None:
-    sf = StreamFilter(FilterConfig(query="capture declined", head_lines=0, tail_lines=0))
+    sf = StreamFilter(FilterConfig(query="capture declined", head_lines=0, tail_lines=0, context_lines=0))
     noise = b"".join(b"INFO order %d ok\n" % i for i in range(40))
     assert sf.feed(noise + b"ERROR order 7 failed\n  at step one\n    at step two: capture declined") == []
     runs = sf.settle(partial=True)
