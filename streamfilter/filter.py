@@ -84,7 +84,7 @@ class FilterConfig:
     window_lines: int = 8
     window_chars: int = 1200
     max_line_bytes: int = 1 << 20
-    head_lines: int = 3
+    head_lines: int = 0
     tail_lines: int = 25
     context_lines: int = 1
     extend_lines: int = 150
