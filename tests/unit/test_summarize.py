@@ -130,6 +130,19 @@ def test_shapes_of_long_lines_equal_masking_the_cut_lines(pieces: list[bytes]) -
     assert line_shapes(text) == _mask(cut).split(b"\n")[: len(lines)]
 
 
+@given(st.lists(st.sampled_from([*SHAPE_PIECES, b"warn", b"WaRning", b"wa"]), max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_a_block_s_shapes_and_warnings_are_those_of_its_lines(pieces: list[bytes]) -> None:
+    # the filter masks a whole block once and slices it per DROP run: masking must be line-local
+    text = b"".join(pieces)
+    lines = [line + b"\n" for line in text.split(b"\n")]
+    lines[-1] = lines[-1][:-1]
+    lines = [line for line in lines if line]
+    ends = np.cumsum([len(line) for line in lines], dtype=np.int64)
+    assert shape_text(text) == b"".join(shape_text(line) for line in lines)
+    assert warn_counts(text, ends).tolist() == [line.lower().count(b"warn") for line in lines]
+
+
 _REFERENCE_DELIMS = b" \t\r\n\"'()[]{}<>,;=|:"
 
 
