@@ -65,7 +65,7 @@ class BlockFacts:
         return (
             self.first_line == block.first_line
             and self.n_bytes == len(block.data)
-            and int(self.norm.ends.shape[0]) == block.n_lines
+            and int(self.tokens.shape[0]) == block.n_lines
         )
 
 

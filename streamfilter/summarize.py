@@ -144,8 +144,8 @@ def warn_counts(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int6
 
 
 def shape_text(text: bytes) -> bytes:
-    """The shapes of the lines of ``text``, each followed by its line's ``\n`` (a last line
-    may lack one): ``b"\n".join(line_shapes(text))`` (plus the last ``\n``), one pass.
+    """The shapes of the lines of ``text``, each followed by its line's ``\\n`` (a last line
+    may lack one): ``b"\\n".join(line_shapes(text))`` (plus the last ``\\n``), one pass.
 
     A shape shows at most ``_MAX_SHAPE_CHARS``, so only the first ``_SHAPE_SOURCE_BYTES``
     of a line are masked: longer lines are cut first (with numpy, then masked as one text).
@@ -170,7 +170,7 @@ def shape_text(text: bytes) -> bytes:
 
 
 def line_shapes(text: bytes) -> list[bytes]:
-    """The shape of each line of ``text`` (a last line may lack its ``\n``; an empty one has none)."""
+    """The shape of each line of ``text`` (a last line may lack its ``\\n``; an empty one has none)."""
     n_lines = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
     return shape_text(text).split(b"\n")[:n_lines]
 

@@ -72,8 +72,9 @@ def worth_a_worker(path: str) -> bool:
 
 def _pack(facts: BlockFacts, checksum: int) -> _Packed:
     """Facts for the hand-over: the term counts (mostly zeros) as their non-zero rows, per-line
-    integers as int32 (when the block is under 2 GiB), and no ``LineLayout.first`` (only the
-    signatures used it)."""
+    integers as int32 (when the block is under 2 GiB), and neither ``LineLayout.first`` (only the
+    signatures used it) nor the scoring text and its line ends (only the stages before used them;
+    the filter keeps the line shapes)."""
     rows = np.flatnonzero(facts.tf.any(axis=1)).astype(np.int64)
     layout = facts.layout
     small = np.int32 if facts.n_bytes < (1 << 31) else np.int64
@@ -81,7 +82,7 @@ def _pack(facts: BlockFacts, checksum: int) -> _Packed:
         facts,
         tf=facts.tf[:0],
         tokens=facts.tokens.astype(small),
-        norm=replace(facts.norm, ends=facts.norm.ends.astype(small)),
+        norm=replace(facts.norm, text=b"", ends=facts.norm.ends[:0]),
         shape_ends=facts.shape_ends.astype(small),
         warnings=facts.warnings.astype(np.int32),
         layout=replace(
@@ -100,7 +101,6 @@ def _unpack(packed: _Packed) -> tuple[BlockFacts, int]:
         slim,
         tf=tf,
         tokens=slim.tokens.astype(np.int64),
-        norm=replace(slim.norm, ends=slim.norm.ends.astype(np.int64)),
         shape_ends=slim.shape_ends.astype(np.int64),
         warnings=slim.warnings.astype(np.int64),
         layout=replace(layout, indent=layout.indent.astype(np.int64), chars=layout.chars.astype(np.int64)),
