@@ -537,6 +537,13 @@ class StreamFilter:
             assigned = self._assigned - p.base
             by_cut = p.base + int(np.searchsorted(p.window[:assigned], decided))
             limit = min(self._assigned - cfg.lookahead_lines, by_cut)
+            if self._hits.shape[0]:
+                # a hit not yet applied protects its whole window and the context before it:
+                # lines it may protect wait for it, however the input was chunked
+                rel = int(self._hits[0]) - p.base
+                open_from = self._segmenter_closed if rel >= assigned else int(p.window[rel])
+                start = int(np.searchsorted(p.window[:assigned], open_from))
+                limit = min(limit, p.base + min(start, rel - cfg.context_lines))
         n = limit - p.base
         runs: list[Run] = []
         if n <= 0:

@@ -105,6 +105,21 @@ def test_byte_at_a_time_equals_whole() -> None:
     assert run_filter(data, list(range(len(data))), config) == run_filter(data, [], config)
 
 
+def test_a_hit_at_the_end_of_a_long_window_protects_all_of_it_however_chunked() -> None:
+    # the window's first lines are a full look-ahead away from the end of the input before the
+    # hit's own reach is: fed line by line, they must still wait for the hit
+    noise = b"".join(b"INFO step %d ok\n" % i for i in range(200))
+    job = b"Running job 7\n" + b"".join(b"  stage %d done\n" % i for i in range(15)) + b"  ERROR: job 7 failed\n"
+    data = noise + job + noise
+    lines = [len(line) + 1 for line in data.split(b"\n")[:-1]]
+    by_line = list(itertools.accumulate(lines))
+    config = FilterConfig(query="zzzz", head_lines=0, tail_lines=0)  # kept by its signature alone
+    whole = run_filter(data, [], config)
+    assert run_filter(data, by_line, config) == whole
+    kept = b"".join(r.data for r in whole if r.decision == "keep")
+    assert job in kept
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams, st.lists(st.integers(min_value=0, max_value=10_000), max_size=8))
 def test_explaining_changes_no_decision(data: bytes, cuts: list[int]) -> None:
