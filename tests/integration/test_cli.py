@@ -143,7 +143,7 @@ def test_invalid_utf8_warns_once_on_stderr_and_keeps_bytes() -> None:
 
 
 def test_explain_gives_every_window_a_score_cut_and_reason() -> None:
-    proc = run_cli("filter", "--format", "jsonl", "--explain", str(EXAMPLE))
+    proc = run_cli("filter", "--format", "jsonl", "--explain", "--head", "3", str(EXAMPLE))
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(x) for x in proc.stdout.splitlines()]
     runs = [e for e in events if e["event"] in ("keep", "drop")]

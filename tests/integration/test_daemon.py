@@ -145,7 +145,9 @@ def test_B03_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) 
     """B03: the file was replaced while the daemon was down; its checkpoint no longer fits."""
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
     body = (
-        f'[defaults]\nquery = "NEW"\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nstart_at = "beginning"\n'
+        # the first lines are kept (head), so the new file's first line shows it was read from its start
+        f'[defaults]\nquery = "NEW"\nhead_lines = 3\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\n'
+        f'start_at = "beginning"\n'
         f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
     )
     log.write_bytes(b"".join(b"OLD-%02d padding padding padding padding padding\n" % i for i in range(1, 41)))
