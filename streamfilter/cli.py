@@ -395,12 +395,19 @@ def _filter(args: argparse.Namespace) -> int:
             _write(out, header)
             writer = _Writer(out, args.format, name, refs)
             sf = StreamFilter(config, source=name)
+            changed = None
             with _open(name) as handle:
-                _feed(sf, handle, writer, signals, copies=refs.copies)
-            # also after a stop signal: what was read is decided and written, then the signal's status
+                try:
+                    _feed(sf, handle, writer, signals, copies=refs.copies)
+                except _Changed as exc:
+                    changed = exc
+            # also after a stop signal or a change: what was read is decided and written
             refs.close()
             writer(sf.flush())
             writer.end(sf)
+            if changed is not None:
+                sys.stderr.write(f"streamfilter: error: {changed}\n")
+                status = changed.exit_code
         else:
             try:
                 _budgeted(config, name, args.format, args.budget_tokens, out, refs, signals, header)
@@ -413,7 +420,7 @@ def _filter(args: argparse.Namespace) -> int:
 
 
 class _Changed(StreamfilterError):
-    """A file changed between the two passes of a budget (exit 1)."""
+    """A file was truncated or rewritten while it was read, or between the two passes of a budget (exit 1)."""
 
 
 BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this
@@ -611,10 +618,14 @@ def _feed(
     if isinstance(emit, _Writer):  # a pipe or terminal is written through as it comes; a file at the end
         emit.live = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
     read = 0
+    watch = _Generation(handle)
     try:
         while limit < 0 or read < limit:
             size = READ_BYTES if limit < 0 else min(READ_BYTES, limit - read)
             chunk = signals.read(handle, size) if signals is not None else handle.read(size)
+            change = watch.change(chunk)  # checked after the read (and at the end): a new file's bytes are not fed
+            if change is not None:
+                raise _Changed(f"{name} {change} while it was read: stopped there (the lines before were filtered)")
             if not chunk:
                 break
             read += len(chunk)
@@ -629,6 +640,38 @@ def _feed(
         if worker is not None:
             worker.close()
     return read
+
+
+class _Generation:
+    """Notices a regular file truncated or rewritten in place while it is read, as ``follow`` does:
+    shorter than what was read, or its first bytes no longer those read (looked at again only when
+    its size or modification time changed). Other inputs are never flagged."""
+
+    HEAD_BYTES = 4096
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.fd = handle.fileno()
+        self.regular = stat.S_ISREG(os.fstat(self.fd).st_mode)
+        self.start = handle.tell() if self.regular else 0  # stdin redirected from a file may not start at 0
+        self.offset = self.start
+        self.head = b""
+        self.seen = (-1, -1)
+
+    def change(self, chunk: bytes) -> str | None:
+        """After ``chunk`` was read: what happened to the file (``"was truncated at ..."``), or None."""
+        if not self.regular:
+            return None
+        if len(self.head) < self.HEAD_BYTES:
+            self.head += chunk[: self.HEAD_BYTES - len(self.head)]
+        self.offset += len(chunk)
+        info = os.fstat(self.fd)
+        if info.st_size < self.offset:
+            return f"was truncated at offset {self.offset} (now {info.st_size} bytes)"
+        if (info.st_size, info.st_mtime_ns) != self.seen:
+            self.seen = (info.st_size, info.st_mtime_ns)
+            if os.pread(self.fd, len(self.head), self.start) != self.head:
+                return f"was rewritten in place (read to offset {self.offset})"
+        return None
 
 
 def _write(out: IO[bytes], data: bytes) -> None:

@@ -15,6 +15,7 @@ from typing import IO
 
 import pytest
 
+from streamfilter.cli import _Generation
 from streamfilter.filter import FilterConfig
 from tests.conftest import CORPUS, ROOT, need, run_cli
 
@@ -424,3 +425,29 @@ def test_protect_keeps_every_line_it_matches_past_the_repeat_cap() -> None:
     plain = run_cli("filter", "--format", "jsonl", stdin=data)
     kept = "".join(e.get("text", "") for e in map(json.loads, plain.stdout.splitlines()) if e["event"] == "keep")
     assert kept.count("FATAL probe") < 200
+
+
+def test_a_file_truncated_or_rewritten_while_read_is_noticed(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    log.write_bytes(b"old line\n" * 1000)
+    with open(log, "rb") as handle:
+        watch = _Generation(handle)
+        assert watch.change(handle.read(4000)) is None
+        log.write_bytes(b"new\n" * 10)  # truncated and rewritten (">"), shorter than what was read
+        more = handle.read(4000)  # (the rest of the reader's buffer: old bytes)
+        assert watch.change(more) == f"was truncated at offset {4000 + len(more)} (now 40 bytes)"
+    log.write_bytes(b"old line\n" * 1000)
+    with open(log, "rb") as handle:
+        watch = _Generation(handle)
+        assert watch.change(handle.read(4000)) is None
+        log.write_bytes(b"NEW LINE\n" * 1000)  # the same size, other bytes
+        os.utime(log, ns=(0, 10**9))  # a modification time of its own, however coarse the clock
+        more = handle.read(4000)
+        assert watch.change(more) == f"was rewritten in place (read to offset {4000 + len(more)})"
+    with open(log, "rb") as handle:  # growing is not a change
+        watch = _Generation(handle)
+        assert watch.change(handle.read(4000)) is None
+        with open(log, "ab") as appender:
+            appender.write(b"NEW LINE\n" * 10)
+        os.utime(log, ns=(0, 2 * 10**9))
+        assert watch.change(handle.read(4000)) is None
