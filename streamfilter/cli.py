@@ -386,10 +386,13 @@ def _filter(args: argparse.Namespace) -> int:
     out = sys.stdout.buffer
     signals = _Signals()
     status = 0
-    for index, name in enumerate(paths):
+    last = b""  # the last byte written so far
+    for name in paths:
         header = b""
         if len(paths) > 1 and args.format == "text":
-            header = f"{'' if index == 0 else chr(10)}==> {name} <==\n".encode()
+            # a blank line between files, as head and tail print them (after an unended last line too)
+            gap = {b"": b"", b"\n": b"\n"}.get(last, b"\n\n")
+            header = gap + f"==> {name} <==\n".encode()
         refs = _Refs(name)
         if args.budget_tokens is None:
             _write(out, header)
@@ -405,12 +408,13 @@ def _filter(args: argparse.Namespace) -> int:
             refs.close()
             writer(sf.flush())
             writer.end(sf)
+            last = writer.last or header[-1:] or last
             if changed is not None:
                 sys.stderr.write(f"streamfilter: error: {changed}\n")
                 status = changed.exit_code
         else:
             try:
-                _budgeted(config, name, args.format, args.budget_tokens, out, refs, signals, header)
+                last = _budgeted(config, name, args.format, args.budget_tokens, out, refs, signals, header) or last
             except _Changed as exc:  # that file only: the others are still filtered
                 sys.stderr.write(f"streamfilter: error: {exc}\n")
                 status = exc.exit_code
@@ -435,8 +439,8 @@ def _budgeted(
     refs: _Refs,
     signals: _Signals,
     header: bytes = b"",
-) -> None:
-    """Filter one input within a token budget.
+) -> bytes:
+    """Filter one input within a token budget; return the last byte written.
 
     A first pass runs the filter as usual, collecting the units it keeps
     (``budget.UnitPool``) and its own output while that stays within the budget (or
@@ -477,10 +481,10 @@ def _budgeted(
         read = _feed(first, handle, take, signals, copies=copies)
         refs.close()
         take(first.flush())
+        log_notices(first.notices, name)  # the flush's own (the count of long lines past the first)
         if own.within_limit():
             own.end(first)
-            _copy(held, out, header)
-            return
+            return _copy(held, out, header)
         second = StreamFilter(config, source=name, selection=pool.select())
         again = spool if spool is not None else handle
         again.seek(start if spool is None else 0)
@@ -498,7 +502,7 @@ def _budgeted(
         chosen(second.flush())
         second.notices.clear()  # the first pass logged them
         chosen.end(second)
-        _copy(held, out, header)
+        return _copy(held, out, header)
 
 
 class _Checksum:
@@ -513,13 +517,16 @@ class _Checksum:
         self.total += len(chunk)
 
 
-def _copy(held: IO[bytes], out: BinaryIO, header: bytes) -> None:
-    """Write ``header``, then everything in ``held``, to ``out``."""
+def _copy(held: IO[bytes], out: BinaryIO, header: bytes) -> bytes:
+    """Write ``header``, then everything in ``held``, to ``out``; return the last byte written."""
     _write(out, header)
+    last = header[-1:]
     held.seek(0)
     while chunk := held.read(READ_BYTES):
         _write(out, chunk)
+        last = chunk[-1:]
     _flush(out)
+    return last
 
 
 class _Refs:
@@ -569,6 +576,7 @@ class _Writer:
         self.live = False  # flush after each batch (the input is a pipe or terminal)
         self.limit = limit
         self.written = 0
+        self.last = b""  # the last byte written
 
     def __call__(self, runs: list[Run]) -> None:
         for run in runs:
@@ -580,6 +588,7 @@ class _Writer:
                 if not self.within_limit():
                     return
             _write(self.out, data)
+            self.last = data[-1:] or self.last
         if self.live and runs:
             _flush(self.out)
 
