@@ -294,8 +294,8 @@ class DropSummary:
             parts.append(piece)
             budget -= len(piece) + 2
         others = len(self._shapes) - len(parts) + (1 if self._other else 0)
-        if others > 0 and parts:
-            parts.append(f"+{others} other shape{'s' * (others != 1)}")
+        if others > 0:  # with no room to name one, the count of shapes is still given
+            parts.append(f"{'+' * bool(parts)}{others} {'other ' * bool(parts)}shape{'s' * (others != 1)}")
         body = "; ".join(p for p in (facts_text, *parts) if p)
         text = f"{head}: {body}]" if body else f"{head}]"
         if len(text) > self.max_chars:  # only with a tiny max_chars

@@ -107,6 +107,16 @@ def test_summary_states_no_verdict_of_its_own(verdict: bytes) -> None:
     assert verdict.decode() not in text.lower()
 
 
+def test_shapes_are_counted_when_no_shape_fits() -> None:
+    s = DropSummary(1049, 0, max_chars=140)
+    lines = [b"INFO processing item %d ok" % i for i in range(2002)] + [b"FAILED t.py::test_x - boom"] * 100
+    data = b"".join(line + b"\n" for line in lines)
+    s.add(len(data), shape_text(data), len(lines), 0, 0, np.zeros(len(lines), dtype=np.int32), 100)
+    text = s.render()
+    assert "100 more failure lines like ones kept" in text and "; 2 shapes]" in text, text
+    assert len(text) <= 140
+
+
 def test_shape_table_is_bounded_and_overflow_is_counted() -> None:
     s = DropSummary(1, 0)
     words = [bytes([97 + a, 97 + b, 97 + c]) for a in range(26) for b in range(26) for c in range(8)]  # 5408 shapes
