@@ -288,7 +288,10 @@ def _collapse_redraws(text: bytes, n_lines: int, frames: npt.NDArray[np.int32]) 
     # the last lone CR of each affected line: where the next position is on another line
     last = np.ones(pos.shape[0], dtype=bool)
     last[:-1] = line_of[1:] != line_of[:-1]
-    counts = np.bincount(line_of, minlength=n_lines)
+    # frames: the text before the first lone CR and after each; a CR that starts its line
+    # (after a line end) only clears a blank screen line, so it starts no frame of its own
+    starts = np.where(line_of > 0, ends[np.maximum(line_of - 1, 0)], 0)
+    counts = np.bincount(line_of[pos > starts], minlength=n_lines)[:n_lines]
     frames += (counts + (counts > 0)).astype(np.int32)
     pieces: list[bytes] = []
     prev = 0

@@ -46,6 +46,13 @@ def test_cr_redraw_keeps_last_frame_and_counts_frames() -> None:
     assert list(norm.frames) == [3, 0]
 
 
+def test_a_cr_that_starts_its_line_starts_no_frame() -> None:
+    raw = b"\rA 10%\rA 50%\rA 100%\n\rjust one\nA 1%\rA 2%\n"
+    norm = normalize_block(raw, 3, 1 << 20)
+    assert norm.text == b"A 100%\njust one\nA 2%\n"
+    assert list(norm.frames) == [3, 0, 2]
+
+
 def test_crlf_is_not_a_redraw() -> None:
     raw = b"one\r\ntwo\r\n"
     norm = normalize_block(raw, 2, 1 << 20)
