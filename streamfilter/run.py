@@ -49,8 +49,9 @@ GRACE_SECONDS = 0.5  # after a stop signal and CMD's exit, how long its pipes ar
 class CommandError(StreamfilterError):
     """CMD could not be started: not found (exit 127) or not executable (exit 126)."""
 
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
+    def __init__(self, program: str, reason: str, exit_code: int) -> None:
+        super().__init__(f"{program}: {reason}")
+        self.reason = reason  # without the program's name (a status line names the whole command)
         self.exit_code = exit_code
 
 
@@ -60,9 +61,9 @@ async def _start(argv: Sequence[str], separate: bool) -> Process:
             list(argv), stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE if separate else subprocess.STDOUT
         )
     except FileNotFoundError:
-        raise CommandError(f"{argv[0]}: command not found", 127) from None
+        raise CommandError(argv[0], "command not found", 127) from None
     except PermissionError:
-        raise CommandError(f"{argv[0]}: permission denied", 126) from None
+        raise CommandError(argv[0], "permission denied", 126) from None
 
 
 def _terminal_sent_it() -> bool:
@@ -169,7 +170,7 @@ async def run_command(
         process = await _start(argv, separate)
     except CommandError as exc:
         await sink.send(
-            marker_event(fmt, name, f"{command}: {exc} (status {exc.exit_code})", "exit", status=exc.exit_code)
+            marker_event(fmt, name, f"{command}: {exc.reason} (status {exc.exit_code})", "exit", status=exc.exit_code)
         )
         raise
     tee = Tee(tee_path) if tee_path else None
