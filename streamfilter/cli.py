@@ -478,7 +478,10 @@ def _budgeted(
                 # the traces are for the pool; the output has them only with --explain
                 own(runs if config.explain else [replace(r, traces=(), traces_omitted=0) for r in runs])
 
-        read = _feed(first, handle, take, signals, copies=copies)
+        try:
+            read = _feed(first, handle, take, signals, copies=copies)
+        except _Changed as exc:
+            raise _Changed(f"{exc}; nothing written for it") from None
         refs.close()
         take(first.flush())
         log_notices(first.notices, name)  # the flush's own (the count of long lines past the first)
@@ -493,7 +496,8 @@ def _budgeted(
         chosen = _Writer(held, fmt, name, refs)
         check = _Checksum()
         # the same bytes: a file that grew since the first pass is read as far as it read
-        _feed(second, again, chosen, None, copies=(check,), limit=read, notify=False)
+        with contextlib.suppress(_Changed):  # a truncation: the checksums below differ, and say so
+            _feed(second, again, chosen, None, copies=(check,), limit=read, notify=False)
         if check.total != checksum.total or check.crc != checksum.crc:
             raise _Changed(
                 f"{name} changed while --budget-tokens read it a second time (truncated or rewritten); "
@@ -634,7 +638,7 @@ def _feed(
             chunk = signals.read(handle, size) if signals is not None else handle.read(size)
             change = watch.change(chunk)  # checked after the read (and at the end): a new file's bytes are not fed
             if change is not None:
-                raise _Changed(f"{name} {change} while it was read: stopped there (the lines before were filtered)")
+                raise _Changed(f"{name} {change} while it was read: stopped reading it there")
             if not chunk:
                 break
             read += len(chunk)
