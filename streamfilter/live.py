@@ -176,6 +176,11 @@ class LiveStream:
 
     async def _write(self, runs: list[Run]) -> None:
         log_notices(self.filter.notices, self.source)
+        if self._totals is not None:  # lines in count as they come, also while a DROP run stays open
+            stats = self.filter.stats
+            now = (stats.lines, stats.kept_lines, stats.dropped_lines)
+            self._totals.add(self._totals_key, *(a - b for a, b in zip(now, self._counted, strict=True)))
+            self._counted = now
         if not runs:
             return
         rendered: dict[str, bytes] = {}
@@ -194,11 +199,6 @@ class LiveStream:
         self._open_line = last.decision == "keep" and not last.data.endswith(b"\n")
         if self.on_written is not None:
             self.on_written()
-        if self._totals is not None:
-            stats = self.filter.stats
-            now = (stats.lines, stats.kept_lines, stats.dropped_lines)
-            self._totals.add(self._totals_key, *(a - b for a, b in zip(now, self._counted, strict=True)))
-            self._counted = now
 
 
 class ArchivedStream(LiveStream):
