@@ -251,6 +251,7 @@ class StreamFilter:
         # explain: traces of the open KEEP and DROP runs, and how many were left out
         self._traces: dict[str, list[tuple[int, WindowTrace]]] = {"keep": [], "drop": []}
         self._omitted = {"keep": 0, "drop": 0}
+        self._traced = {"keep": -1, "drop": -1}  # the window last traced for each open run
         self._why: _WindowFacts | None = None
         self._seen_invalid_utf8 = False
         self._long_lines = 0
@@ -522,9 +523,11 @@ class StreamFilter:
         around[hits] = True
         p.forced |= around
         p.hit[hits] = True
-        wrel = p.window[hits] - self._w_base
+        # a window is explained by its first hit (hits are in order, and an earlier one is never
+        # applied after a later one), however the hits were batched
+        wrel, first_hit = np.unique(p.window[hits] - self._w_base, return_index=True)
         unset = self._w_prot[wrel] < 0
-        self._w_prot[wrel[unset]] = ids[unset]
+        self._w_prot[wrel[unset]] = ids[first_hit[unset]]
 
     def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
         cfg, p = self.config, self._p
@@ -600,13 +603,15 @@ class StreamFilter:
         assigned = self._assigned - p.base
         traces, names = self._traces[decision], self._signatures.names
         for w in np.unique(p.window[a:b]).tolist():
-            if traces and traces[-1][0] == w:
+            if self._traced[decision] == w:
                 continue  # the same window, continued from the previous batch
+            self._traced[decision] = w
             if len(traces) >= MAX_TRACES:
                 self._omitted[decision] += 1
                 continue
             rel = w - self._w_base
             lines = np.flatnonzero(p.window[:assigned] == w)
+            lines = lines[lines >= a]  # its lines in this run (earlier ones may be gone already)
             prot = int(self._w_prot[rel])
             if decision == "keep":
                 if prot >= 0:
@@ -645,7 +650,7 @@ class StreamFilter:
                 self._open = None
                 self._drop_crc = 0
                 self._traces["keep"] += [(w, replace(t, reason="short-gap")) for w, t in self._traces["drop"]]
-                self._traces["drop"], self._omitted["drop"] = [], 0
+                self._traces["drop"], self._omitted["drop"], self._traced["drop"] = [], 0, -1
             else:
                 runs.append(self._close_drop())
             self._gap = None
@@ -735,6 +740,7 @@ class StreamFilter:
     def _take_traces(self, decision: str) -> tuple[WindowTrace, ...]:
         traces = tuple(sorted((t for _, t in self._traces[decision]), key=lambda t: t.first_line))
         self._traces[decision] = []
+        self._traced[decision] = -1
         return traces
 
     def _close_runs(self, runs: list[Run], close_drop: bool = True) -> None:

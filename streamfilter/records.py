@@ -48,7 +48,7 @@ class WindowTrace:
     """Why one window was kept or dropped (``--explain``).
 
     Attributes:
-        first_line: 1-based first line of the window.
+        first_line: 1-based first line of the window in the run (a window two runs share is in both).
         last_line: 1-based last line of the window (inclusive).
         score: BM25 score of the window against the query.
         cut: the score threshold in force for the window.
@@ -60,7 +60,7 @@ class WindowTrace:
             redrawn line in a kept window: such lines are kept only when protected
             themselves), or ``budget`` (kept on its own, but not chosen within
             ``--budget-tokens``).
-        hit_line: for a protected window, 1-based number of its first protected line; else 0.
+        hit_line: for a protected window, 1-based number of its first protected line in the run; else 0.
     """
 
     first_line: int

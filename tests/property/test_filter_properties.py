@@ -120,6 +120,16 @@ def test_a_hit_at_the_end_of_a_long_window_protects_all_of_it_however_chunked() 
     assert job in kept
 
 
+def test_explanations_do_not_depend_on_chunking_either() -> None:
+    # two hits in one window (applied together, or one feed apart) and windows cut by runs
+    noise = b"".join(b"INFO step %d ok\n" % i for i in range(200))
+    trace = b"Traceback (most recent call last):\n" + b'  File "x.py", line 3, in f\n    g()\n' * 6
+    data = noise + trace + b"ValueError: boom\n" + noise + b"ERROR: late\n" + noise
+    lines = [len(line) + 1 for line in data.split(b"\n")[:-1]]
+    config = FilterConfig(query="step ok", head_lines=0, tail_lines=0, explain=True)
+    assert run_filter(data, list(itertools.accumulate(lines)), config) == run_filter(data, [], config)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams, st.lists(st.integers(min_value=0, max_value=10_000), max_size=8))
 def test_explaining_changes_no_decision(data: bytes, cuts: list[int]) -> None:
