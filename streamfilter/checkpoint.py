@@ -16,9 +16,10 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "fingerprint")
+__all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "ReadPosition", "fingerprint")
 
 HEAD_BYTES = 1024
+TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in place
 
 
 def fingerprint(head: bytes) -> str:
@@ -95,3 +96,53 @@ class CheckpointStore:
         tmp = target.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(asdict(checkpoint)))
         os.replace(tmp, target)
+
+
+class ReadPosition:
+    """How far one open file was read, and what tells a new generation of it (truncated, or
+    rewritten in place) from more of the same: its first bytes (up to ``HEAD_BYTES``), the
+    ``TAIL_BYTES`` before the offset, and its size and modification time when last looked at.
+
+    ``ReadPosition()`` is nothing read yet; ``ReadPosition.at(fd, offset)`` takes what the
+    file holds before ``offset`` as read.
+    """
+
+    def __init__(self) -> None:
+        self.offset = 0  # bytes of the file read
+        self.head = b""
+        self.tail = b""
+        self.seen: tuple[int, int] = (-1, -1)  # (size, mtime_ns) at the last rewrite check
+
+    @classmethod
+    def at(cls, fd: int, offset: int) -> ReadPosition:
+        """The position ``offset`` in the open file ``fd``."""
+        pos = cls()
+        pos.offset = offset
+        pos.head = os.pread(fd, min(offset, HEAD_BYTES), 0)
+        pos.tail = os.pread(fd, min(offset, TAIL_BYTES), offset - min(offset, TAIL_BYTES))
+        info = os.fstat(fd)
+        pos.seen = (info.st_size, info.st_mtime_ns)
+        return pos
+
+    def advance(self, data: bytes) -> None:
+        """``data``, the next bytes of the file, were read."""
+        if self.offset < HEAD_BYTES:
+            self.head += data[: HEAD_BYTES - self.offset]
+        self.tail = (self.tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
+        self.offset += len(data)
+
+    def change(self, fd: int) -> tuple[str, str] | None:
+        """``(event, what)`` if the open file ``fd`` was truncated or rewritten in place, else None.
+
+        The bytes are read again only when the size or modification time changed.
+        """
+        info = os.fstat(fd)
+        if info.st_size < self.offset:
+            return "file.truncated", f"truncated at offset {self.offset} (now {info.st_size} bytes)"
+        if (info.st_size, info.st_mtime_ns) == self.seen:
+            return None
+        self.seen = (info.st_size, info.st_mtime_ns)
+        tail_at = self.offset - len(self.tail)
+        if os.pread(fd, len(self.head), 0) != self.head or os.pread(fd, len(self.tail), tail_at) != self.tail:
+            return "file.rewritten", f"rewritten in place (read to offset {self.offset})"
+        return None

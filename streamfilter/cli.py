@@ -25,6 +25,7 @@ from typing import IO, BinaryIO, ClassVar, NoReturn
 from . import __version__
 from ._logging import configure_logging, log_notices
 from .budget import BYTES_PER_TOKEN, UnitPool
+from .checkpoint import ReadPosition
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
@@ -628,17 +629,22 @@ def _feed(
     worker = FactsWorker(name, sf.preparer, READ_BYTES) if name != "-" and worth_a_worker(name) else None
     if worker is not None:
         sf.preparer = worker
-    if isinstance(emit, _Writer):  # a pipe or terminal is written through as it comes; a file at the end
-        emit.live = not stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+    fd = handle.fileno()
+    # a regular file is watched for truncation or a rewrite in place, as follow does; a pipe or
+    # terminal is written through as it comes, a file at the end
+    pos = ReadPosition.at(fd, handle.tell()) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    if isinstance(emit, _Writer):
+        emit.live = pos is None
     read = 0
-    watch = _Generation(handle)
     try:
         while limit < 0 or read < limit:
             size = READ_BYTES if limit < 0 else min(READ_BYTES, limit - read)
             chunk = signals.read(handle, size) if signals is not None else handle.read(size)
-            change = watch.change(chunk)  # checked after the read (and at the end): a new file's bytes are not fed
-            if change is not None:
-                raise _Changed(f"{name} {change} while it was read: stopped reading it there")
+            if pos is not None:  # checked after the read (and at the end): a new file's bytes are not fed
+                pos.advance(chunk)
+                change = pos.change(fd)
+                if change is not None:
+                    raise _Changed(f"{name} was {change[1]} while it was read: stopped reading it there")
             if not chunk:
                 break
             read += len(chunk)
@@ -653,38 +659,6 @@ def _feed(
         if worker is not None:
             worker.close()
     return read
-
-
-class _Generation:
-    """Notices a regular file truncated or rewritten in place while it is read, as ``follow`` does:
-    shorter than what was read, or its first bytes no longer those read (looked at again only when
-    its size or modification time changed). Other inputs are never flagged."""
-
-    HEAD_BYTES = 4096
-
-    def __init__(self, handle: BinaryIO) -> None:
-        self.fd = handle.fileno()
-        self.regular = stat.S_ISREG(os.fstat(self.fd).st_mode)
-        self.start = handle.tell() if self.regular else 0  # stdin redirected from a file may not start at 0
-        self.offset = self.start
-        self.head = b""
-        self.seen = (-1, -1)
-
-    def change(self, chunk: bytes) -> str | None:
-        """After ``chunk`` was read: what happened to the file (``"was truncated at ..."``), or None."""
-        if not self.regular:
-            return None
-        if len(self.head) < self.HEAD_BYTES:
-            self.head += chunk[: self.HEAD_BYTES - len(self.head)]
-        self.offset += len(chunk)
-        info = os.fstat(self.fd)
-        if info.st_size < self.offset:
-            return f"was truncated at offset {self.offset} (now {info.st_size} bytes)"
-        if (info.st_size, info.st_mtime_ns) != self.seen:
-            self.seen = (info.st_size, info.st_mtime_ns)
-            if os.pread(self.fd, len(self.head), self.start) != self.head:
-                return f"was rewritten in place (read to offset {self.offset})"
-        return None
 
 
 def _write(out: IO[bytes], data: bytes) -> None:

@@ -33,7 +33,7 @@ import watchfiles
 from anyio.abc import TaskGroup, TaskStatus
 
 from ._logging import get_logger
-from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, fingerprint
+from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, ReadPosition, fingerprint
 from .config import SourceConfig
 from .expand import ref_of
 from .live import LiveStream, Totals
@@ -45,7 +45,6 @@ __all__ = ("FileFollower", "FileSource")
 READ_BYTES = 1 << 18  # per read: one feed of this many bytes is the longest the event loop is held
 ACTIVE_POLL_SECONDS = 0.004  # stat interval while a file grew within the last second
 ACTIVE_SECONDS = 1.0
-TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in place
 WATCH_DEBOUNCE_MS = 100
 WATCH_STEP_MS = 50
 FINISH_SECONDS = 10.0  # most time a stopping stream gets to write what it holds
@@ -91,11 +90,8 @@ class FileFollower:
         self.opened = anyio.Event()  # set once the first open was tried
         self._log = get_logger().bind(source=source.name, path=path)
         self._wake = anyio.Event()
-        self._offset = 0  # bytes of the current file read
+        self._pos = ReadPosition()  # how far the current file was read
         self._base = 0  # stream offset of the current file's byte 0
-        self._head = b""  # the current file's first bytes as read (fingerprint)
-        self._tail = b""  # the bytes just before _offset as read
-        self._seen: tuple[int, int] = (-1, -1)  # (size, mtime_ns) at the last rewrite check
         self._active_until = 0.0
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
         self._missing_logged = False
@@ -201,11 +197,7 @@ class FileFollower:
         return ref_of(self.path, run, self._base)
 
     def _set_position(self, fd: int, offset: int) -> None:
-        self._offset = offset
-        self._head = os.pread(fd, min(offset, HEAD_BYTES), 0)
-        self._tail = os.pread(fd, min(offset, TAIL_BYTES), offset - min(offset, TAIL_BYTES))
-        info = os.fstat(fd)
-        self._seen = (info.st_size, info.st_mtime_ns)
+        self._pos = ReadPosition.at(fd, offset)
 
     # -- following -----------------------------------------------------------------------
     async def _follow(self, fd: int) -> None:
@@ -230,41 +222,25 @@ class FileFollower:
         generation is started then and 1 returned (read again, from byte 0).
         """
         assert self.stream is not None
-        data = os.pread(fd, READ_BYTES, self._offset)
-        change = self._generation_change(fd)
+        data = os.pread(fd, READ_BYTES, self._pos.offset)
+        change = self._pos.change(fd)
         if change is not None:
             await self._new_generation(fd, *change)
             return 1
         if not data:
             return 0
-        if self._offset < HEAD_BYTES:
-            self._head += data[: HEAD_BYTES - self._offset]
-        self._tail = (self._tail + data[-TAIL_BYTES:])[-TAIL_BYTES:]
-        self._offset += len(data)
+        self._pos.advance(data)
         self._active_until = time.monotonic() + ACTIVE_SECONDS
         await self.stream.feed(data)
         self._save()
         await anyio.lowlevel.checkpoint()  # a file that is all there must not starve the other tasks
         return len(data)
 
-    def _generation_change(self, fd: int) -> tuple[str, str] | None:
-        """``(event, what)`` if the open file was truncated or rewritten in place, else None."""
-        info = os.fstat(fd)
-        if info.st_size < self._offset:
-            return "file.truncated", f"truncated at offset {self._offset} (now {info.st_size} bytes)"
-        if (info.st_size, info.st_mtime_ns) == self._seen:
-            return None
-        self._seen = (info.st_size, info.st_mtime_ns)
-        tail_at = self._offset - len(self._tail)
-        if os.pread(fd, len(self._head), 0) != self._head or os.pread(fd, len(self._tail), tail_at) != self._tail:
-            return "file.rewritten", f"rewritten in place (was read to offset {self._offset})"
-        return None
-
     async def _new_generation(self, fd: int, event: str, what: str) -> None:
         assert self.stream is not None
-        self._log.warning(event, offset=self._offset, size=os.fstat(fd).st_size)
+        self._log.warning(event, offset=self._pos.offset, size=os.fstat(fd).st_size)
         await self.stream.end()
-        await self.stream.marker(f"{self.path} {what}; reading it again from byte 0", offset=self._offset)
+        await self.stream.marker(f"{self.path} {what}; reading it again from byte 0", offset=self._pos.offset)
         self._set_position(fd, 0)
         self._base = 0
         self.stream = self._new_stream(1, 0)
@@ -299,13 +275,13 @@ class FileFollower:
         if self.checkpoints is None or self.stream is None:
             return
         offset = self.stream.emitted_byte - self._base
-        if offset < 0 or offset > self._offset:
+        if offset < 0 or offset > self._pos.offset:
             return
         try:
             info = os.stat(self.path)
         except OSError:
             return
-        head = self._head[: min(offset, HEAD_BYTES)]
+        head = self._pos.head[: min(offset, HEAD_BYTES)]
         checkpoint = Checkpoint(
             self.path, info.st_dev, info.st_ino, len(head), fingerprint(head), offset, self.stream.emitted_line
         )

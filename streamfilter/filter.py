@@ -533,20 +533,20 @@ class StreamFilter:
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
         self._apply_hits(final or (settle and not hold), upto=total - hold if settle else -1)
+        assigned = self._assigned - p.base
         if final or settle:
             limit = total - hold
         else:
             decided = self._cuts.known_groups * cfg.group_windows
-            assigned = self._assigned - p.base
             by_cut = p.base + int(np.searchsorted(p.window[:assigned], decided))
             limit = min(self._assigned - cfg.lookahead_lines, by_cut)
-            if self._hits.shape[0]:
-                # a hit not yet applied protects its whole window and the context before it:
-                # lines it may protect wait for it, however the input was chunked
-                rel = int(self._hits[0]) - p.base
-                open_from = self._segmenter_closed if rel >= assigned else int(p.window[rel])
-                start = int(np.searchsorted(p.window[:assigned], open_from))
-                limit = min(limit, p.base + min(start, rel - cfg.context_lines))
+        if self._hits.shape[0]:
+            # a hit not yet applied (its reach is still to come, or held back by a settle) protects
+            # its whole window and the context before it: lines it may protect wait for it
+            rel = int(self._hits[0]) - p.base
+            open_from = self._segmenter_closed if rel >= assigned else int(p.window[rel])
+            start = int(np.searchsorted(p.window[:assigned], open_from))
+            limit = min(limit, p.base + min(start, rel - cfg.context_lines))
         n = limit - p.base
         runs: list[Run] = []
         if n <= 0:
@@ -619,7 +619,7 @@ class StreamFilter:
                 elif why.window_keep[rel - why.w_lo]:
                     reason = "score"
                 else:
-                    first = max(int(lines[0]), a)
+                    first = int(lines[0])  # in this run
                     reason = "head" if first < why.head else "tail" if first >= why.tail else "context"
             elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
                 reason = "budget"  # kept on its own, not chosen within the token budget

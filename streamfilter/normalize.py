@@ -295,8 +295,7 @@ def _collapse_redraws(text: bytes, n_lines: int, frames: npt.NDArray[np.int32]) 
     frames += (counts + (counts > 0)).astype(np.int32)
     pieces: list[bytes] = []
     prev = 0
-    for line, cr in zip(line_of[last].tolist(), pos[last].tolist(), strict=True):
-        line_start = int(ends[line - 1]) if line else 0
+    for line_start, cr in zip(starts[last].tolist(), pos[last].tolist(), strict=True):
         pieces.append(text[prev:line_start])
         prev = cr + 1
     pieces.append(text[prev:])

@@ -11,11 +11,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 import pytest
 
-from streamfilter.cli import _Generation
+from streamfilter.checkpoint import ReadPosition
 from streamfilter.filter import FilterConfig
 from tests.conftest import CORPUS, ROOT, need, run_cli
 
@@ -427,27 +427,35 @@ def test_protect_keeps_every_line_it_matches_past_the_repeat_cap() -> None:
     assert kept.count("FATAL probe") < 200
 
 
+def _after_read(pos: ReadPosition, handle: BinaryIO, size: int) -> tuple[tuple[str, str] | None, int]:
+    """Read ``size`` bytes as ``filter`` does, then look for a change: (the change, bytes read)."""
+    chunk = handle.read(size)
+    pos.advance(chunk)
+    return pos.change(handle.fileno()), len(chunk)
+
+
 def test_a_file_truncated_or_rewritten_while_read_is_noticed(tmp_path: Path) -> None:
+    # the read position filter and follow share (checkpoint.ReadPosition)
     log = tmp_path / "app.log"
     log.write_bytes(b"old line\n" * 1000)
     with open(log, "rb") as handle:
-        watch = _Generation(handle)
-        assert watch.change(handle.read(4000)) is None
+        pos = ReadPosition.at(handle.fileno(), 0)
+        assert _after_read(pos, handle, 4000)[0] is None
         log.write_bytes(b"new\n" * 10)  # truncated and rewritten (">"), shorter than what was read
-        more = handle.read(4000)  # (the rest of the reader's buffer: old bytes)
-        assert watch.change(more) == f"was truncated at offset {4000 + len(more)} (now 40 bytes)"
+        change, more = _after_read(pos, handle, 4000)  # (the rest of the reader's buffer: old bytes)
+        assert change == ("file.truncated", f"truncated at offset {4000 + more} (now 40 bytes)")
     log.write_bytes(b"old line\n" * 1000)
     with open(log, "rb") as handle:
-        watch = _Generation(handle)
-        assert watch.change(handle.read(4000)) is None
+        pos = ReadPosition.at(handle.fileno(), 0)
+        assert _after_read(pos, handle, 4000)[0] is None
         log.write_bytes(b"NEW LINE\n" * 1000)  # the same size, other bytes
         os.utime(log, ns=(0, 10**9))  # a modification time of its own, however coarse the clock
-        more = handle.read(4000)
-        assert watch.change(more) == f"was rewritten in place (read to offset {4000 + len(more)})"
+        change, more = _after_read(pos, handle, 4000)
+        assert change == ("file.rewritten", f"rewritten in place (read to offset {4000 + more})")
     with open(log, "rb") as handle:  # growing is not a change
-        watch = _Generation(handle)
-        assert watch.change(handle.read(4000)) is None
+        pos = ReadPosition.at(handle.fileno(), 0)
+        assert _after_read(pos, handle, 4000)[0] is None
         with open(log, "ab") as appender:
             appender.write(b"NEW LINE\n" * 10)
         os.utime(log, ns=(0, 2 * 10**9))
-        assert watch.change(handle.read(4000)) is None
+        assert _after_read(pos, handle, 4000)[0] is None
