@@ -27,9 +27,8 @@ window's lines before it go with the unit before). A protected unit that does no
 fit whole gives its first lines that fit, the tail its last ones; other units are
 taken whole or not at all, and a part of blank lines only is never taken.
 
-Cost of a choice: its bytes, plus ``drop_bytes`` (a summary line) for each DROP run
-it adds between chosen units. The estimate of tokens is ``bytes / BYTES_PER_TOKEN``
-on the ``text`` format.
+Cost of a choice: its estimated tokens (``estimate_tokens``), plus ``drop_tokens`` (a
+summary line) for each DROP run it adds between chosen units, on the ``text`` format.
 """
 
 from __future__ import annotations
@@ -46,20 +45,24 @@ from .records import Run
 from .summarize import line_shapes
 
 __all__ = (
-    "BYTES_PER_TOKEN",
     "LAMBDA",
     "MAX_CANDIDATES",
     "MAX_PER_SHAPE",
     "PROTECTED_FLOOR",
+    "REF_BYTES_PER_TOKEN",
+    "SUMMARY_CHARS_PER_TOKEN",
     "Selection",
     "Unit",
     "UnitPool",
+    "estimate_tokens",
+    "token_prefix",
 )
 
-BYTES_PER_TOKEN = 3  # the estimate of tokens in the output: its bytes over this (logs: about 3 in o200k and cl100k)
 LAMBDA = 0.7  # MMR's weight of relevance against redundancy (0.5: 0.688, 0.9: 0.657 in the test above)
 PROTECTED_FLOOR = 0.5  # relevance of a protected unit with no query term (0.3 and 0.7 measured the same)
 MAX_PER_SHAPE = 3  # units chosen whose first lines share a shape
+REF_BYTES_PER_TOKEN = 3  # bytes of a DROP summary's ref per token (corpus paths with offsets and CRC: about 3.4)
+SUMMARY_CHARS_PER_TOKEN = 2.5  # a DROP summary's text, per estimated token (2.8-3.0 on corpus outputs: room to spare)
 MAX_CANDIDATES = 512  # units of one kind weighed by MMR (the likeliest, by kind, repeats, score, line)
 _MAX_SHAPES_PER_UNIT = 64  # line shapes compared per unit (its first lines)
 
@@ -67,6 +70,44 @@ _MAX_SHAPES_PER_UNIT = 64  # line shapes compared per unit (its first lines)
 PROTECTED, TAIL, SCORED, HEAD = 0, 1, 2, 3
 _SPACE = np.zeros(256, dtype=bool)
 _SPACE[[0x20, 0x09, 0x0D, 0x0A]] = True
+
+# The token estimate: o200k tokens (GPT-4o's encoding) per run of letters, of digits and of
+# spaces or tabs, and per digit, ASCII punctuation, non-ASCII and ESC byte. Weights fitted by
+# least squares on the relative error against o200k counts of the text outputs of 300 corpus
+# cases at --budget-tokens 1000 (on those, bytes/3 erred -27%..+16% from the 10th to the 90th
+# percentile; this, -8%..+6%); ``benchmarks/budget.py --tokenizer`` measures it again.
+_CLASS = np.zeros(256, dtype=np.uint8)  # 0: other, 1: letter, 2: digit, 3: space or tab
+_CLASS[np.r_[0x41:0x5B, 0x61:0x7B]] = 1
+_CLASS[0x30:0x3A] = 2
+_CLASS[[0x20, 0x09]] = 3
+_RUN_TOKENS = np.array([0.0, 1.35, 1.46, 0.21])  # a run of each class starts
+_BYTE_TOKENS = np.zeros(256, dtype=np.float64)
+_BYTE_TOKENS[0x30:0x3A] = 0.30
+_BYTE_TOKENS[[b for b in range(0x21, 0x7F) if _CLASS[b] == 0]] = 0.29
+_BYTE_TOKENS[0x80:] = 0.21
+_BYTE_TOKENS[0x1B] = 0.92
+
+
+def token_prefix(data: bytes) -> npt.NDArray[np.float64]:
+    """Shape ``(len(data) + 1,)``: the estimated tokens of ``data[:i]`` for each ``i`` (see ``estimate_tokens``)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    cls = _CLASS[arr]
+    starts = np.ones(arr.shape[0], dtype=bool)
+    starts[1:] = cls[1:] != cls[:-1]
+    prefix = np.zeros(arr.shape[0] + 1, dtype=np.float64)
+    np.cumsum(_BYTE_TOKENS[arr] + starts * _RUN_TOKENS[cls], out=prefix[1:])
+    return prefix
+
+
+def estimate_tokens(data: bytes) -> float:
+    """Estimated o200k tokens of ``data`` (bytes of the ``text`` output), from its byte classes.
+
+    A linear model (weights above): about 1.35 tokens per run of letters, 1.46 per run
+    of digits plus 0.3 per digit, 0.29 per punctuation byte, 0.21 per run of blanks and
+    per non-ASCII byte, 0.92 per ESC. A run never crosses a line end, so the estimate of
+    a text is the sum of its lines'. Never raises.
+    """
+    return float(token_prefix(data)[-1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +118,8 @@ class Unit:
         first_line: 1-based first line.
         ends: shape ``(lines,)``, int64: the end of each of its lines, in bytes from the
             unit's start (so the unit is ``ends[-1]`` bytes long).
+        costs: shape ``(lines,)``, float64: the estimated tokens (``estimate_tokens``) of
+            its lines up to the end of each.
         kind: ``PROTECTED``, ``TAIL``, ``SCORED`` or ``HEAD``.
         score: BM25 score of its best window (0 for a unit with no scored window).
         shapes: CRC-32s of the masked shapes of its first ``_MAX_SHAPES_PER_UNIT`` lines.
@@ -86,6 +129,7 @@ class Unit:
 
     first_line: int
     ends: npt.NDArray[np.int64]
+    costs: npt.NDArray[np.float64]
     kind: int
     score: float
     shapes: frozenset[int]
@@ -135,15 +179,15 @@ class UnitPool:
     shape, then lower score, then later line; the kinds ranked protected, tail, scored, head).
 
     Args:
-        budget_bytes: the output budget, in bytes (tokens times ``BYTES_PER_TOKEN``).
-        drop_bytes: the expected size of one DROP run's summary line, in bytes.
-        max_bytes: most bytes of units held (default: 16 budgets, at least 4 MiB).
+        budget: the output budget, in estimated tokens (``estimate_tokens``).
+        drop_tokens: the estimated tokens of one DROP run's summary line.
+        max_bytes: most bytes of units held (default: 48 bytes per token of budget, at least 4 MiB).
     """
 
-    def __init__(self, budget_bytes: int, drop_bytes: int, max_bytes: int | None = None) -> None:
-        self.budget_bytes = budget_bytes
-        self.drop_bytes = drop_bytes
-        self.max_bytes = max_bytes if max_bytes is not None else max(16 * budget_bytes, 4 << 20)
+    def __init__(self, budget: float, drop_tokens: float, max_bytes: int | None = None) -> None:
+        self.budget = budget
+        self.drop_tokens = drop_tokens
+        self.max_bytes = max_bytes if max_bytes is not None else max(int(48 * budget), 4 << 20)
         self.units: list[Unit] = []
         self._held = 0
         self.lines = 0  # lines of the stream seen
@@ -164,6 +208,7 @@ class UnitPool:
             ends = np.append(ends, np.int64(data.shape[0]))
         # bytes other than spaces, tabs, CR and LF before each offset: a line of none is blank
         solid_before = np.concatenate(([0], np.cumsum(~_SPACE[data], dtype=np.int64)))
+        tokens_before = token_prefix(run.data)
         starts: list[tuple[int, int, float]] = []  # (first line, kind, score) of each unit
         for trace in run.traces:
             kind = _kind(trace.reason)
@@ -193,7 +238,9 @@ class UnitPool:
             shapes = [zlib.crc32(shape) for shape in line_shapes(text)]  # the same in every process
             unit_ends = ends[a:b] - lo
             solid = np.diff(solid_before[np.concatenate(([lo], ends[a:b]))]) > 0
-            self.units.append(Unit(first, unit_ends, kind, score, frozenset(shapes), shapes[0] if shapes else 0, solid))
+            costs = tokens_before[ends[a:b]] - tokens_before[lo]
+            key = shapes[0] if shapes else 0
+            self.units.append(Unit(first, unit_ends, costs, kind, score, frozenset(shapes), key, solid))
             self._held += int(unit_ends[-1])
 
     def _order(self) -> list[int]:
@@ -219,9 +266,9 @@ class UnitPool:
 
     def select(self) -> Selection:
         """Choose units until the budget is spent (see the module docstring); all of them if they fit."""
-        chosen = _Chosen(self.lines, self.drop_bytes)
-        everything = _Chosen.whole(self.lines, self.drop_bytes, self.units)
-        if everything.kept + self.drop_bytes * everything.gaps(everything.ranges) <= self.budget_bytes:
+        chosen = _Chosen(self.lines, self.drop_tokens)
+        everything = _Chosen.whole(self.lines, self.drop_tokens, self.units)
+        if everything.kept + self.drop_tokens * everything.gaps(everything.ranges) <= self.budget:
             return everything.selection()  # no pressure: the filter's own output fits
         order = self._order()
         for kind in (PROTECTED, SCORED, TAIL, HEAD):
@@ -256,13 +303,13 @@ class UnitPool:
             return LAMBDA * relevance[j] - (1 - LAMBDA) * redundancy[j], -units[j].first_line
 
         left = set(range(len(units)))
-        while left and chosen.room(self.budget_bytes):
+        while left and chosen.room(self.budget):
             i = max(left, key=mmr)
             left.discard(i)
             unit = units[i]
             if capped and chosen.per_key.get(unit.key, 0) >= MAX_PER_SHAPE:
                 continue
-            part = chosen.fit(unit, self.budget_bytes, kind)
+            part = chosen.fit(unit, self.budget, kind)
             if part is None:
                 continue
             chosen.add(unit, *part)
@@ -277,27 +324,27 @@ def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
 
 
 class _Chosen:
-    """The line ranges chosen so far and what they cost: their bytes plus a summary per gap."""
+    """The line ranges chosen so far and what they cost: their estimated tokens plus a summary per gap."""
 
-    def __init__(self, n_lines: int, drop_bytes: int) -> None:
+    def __init__(self, n_lines: int, drop_tokens: float) -> None:
         self.n_lines = n_lines
-        self.drop_bytes = drop_bytes
+        self.drop_tokens = drop_tokens
         self.ranges: list[tuple[int, int]] = []  # sorted, disjoint, 1-based inclusive
-        self.kept = 0
+        self.kept = 0.0
         self.per_key: dict[int, int] = {}
         self.units: list[Unit] = []
         self.taken: set[int] = set()  # first lines of the units chosen (units never share lines)
 
     @classmethod
-    def whole(cls, n_lines: int, drop_bytes: int, units: list[Unit]) -> _Chosen:
+    def whole(cls, n_lines: int, drop_tokens: float, units: list[Unit]) -> _Chosen:
         """All of ``units`` (in line order) chosen."""
-        chosen = cls(n_lines, drop_bytes)
+        chosen = cls(n_lines, drop_tokens)
         for unit in units:
             if chosen.ranges and unit.first_line <= chosen.ranges[-1][1] + 1:
                 chosen.ranges[-1] = (chosen.ranges[-1][0], unit.last_line)
             else:
                 chosen.ranges.append((unit.first_line, unit.last_line))
-            chosen.kept += unit.n_bytes
+            chosen.kept += float(unit.costs[-1])
         return chosen
 
     def gaps(self, ranges: list[tuple[int, int]]) -> int:
@@ -308,10 +355,10 @@ class _Chosen:
             line = b + 1
         return count + (line <= self.n_lines)
 
-    def cost(self, first: int, last: int, n_bytes: int) -> int:
-        """The output's size if lines ``first..last`` (``n_bytes`` bytes of them new) were added."""
+    def cost(self, first: int, last: int, tokens: float) -> float:
+        """The output's estimated tokens if lines ``first..last`` (``tokens`` of them new) were added."""
         merged = self._merged(first, last)
-        return self.kept + n_bytes + self.drop_bytes * self.gaps(merged)
+        return self.kept + tokens + self.drop_tokens * self.gaps(merged)
 
     def _merged(self, first: int, last: int) -> list[tuple[int, int]]:
         ranges = list(self.ranges)
@@ -324,38 +371,39 @@ class _Chosen:
                 out.append((a, b))
         return out
 
-    def fit(self, unit: Unit, budget: int, kind: int) -> tuple[int, int] | None:
+    def fit(self, unit: Unit, budget: float, kind: int) -> tuple[int, int] | None:
         """The unit's lines (0-based first, end) that fit in ``budget``: all of them; else, for a
         protected unit its first lines (from its failure line), for the tail its last ones; None if
         no part fits or the part is only blank lines."""
         n = int(unit.ends.shape[0])
-        if self.cost(unit.first_line, unit.last_line, unit.n_bytes) <= budget:
+        total = float(unit.costs[-1])
+        if self.cost(unit.first_line, unit.last_line, total) <= budget:
             return (0, n) if unit.solid.any() else None
         if kind == TAIL:
-            # most lines k of the end whose bytes fit (a suffix's bytes shrink as k falls)
+            # most lines k of the end that fit (a suffix's tokens shrink as k falls)
             for k in range(n - 1, 0, -1):
-                start = int(unit.ends[n - k - 1])
-                if self.cost(unit.first_line + n - k, unit.last_line, unit.n_bytes - start) <= budget:
+                start = float(unit.costs[n - k - 1])
+                if self.cost(unit.first_line + n - k, unit.last_line, total - start) <= budget:
                     return (n - k, n) if unit.solid[n - k :].any() else None
             return None
         if kind != PROTECTED:
             return None
         room = budget - self.cost(unit.first_line, unit.first_line, 0)
-        k = int(np.searchsorted(unit.ends, room, side="right"))
+        k = int(np.searchsorted(unit.costs, room, side="right"))
         return (0, k) if k > 0 and unit.solid[:k].any() else None
 
     def add(self, unit: Unit, a: int, b: int) -> None:
         """Choose lines ``a..b-1`` (0-based in ``unit``)."""
-        start = int(unit.ends[a - 1]) if a else 0
-        self.kept += int(unit.ends[b - 1]) - start
+        start = float(unit.costs[a - 1]) if a else 0.0
+        self.kept += float(unit.costs[b - 1]) - start
         self.ranges = self._merged(unit.first_line + a, unit.first_line + b - 1)
         self.per_key[unit.key] = self.per_key.get(unit.key, 0) + 1
         self.units.append(unit)
         self.taken.add(unit.first_line)
 
-    def room(self, budget: int) -> bool:
-        """Whether any bytes of the budget are left (a unit next to a chosen one adds no summary)."""
-        return budget - self.kept - self.drop_bytes * self.gaps(self.ranges) > 0
+    def room(self, budget: float) -> bool:
+        """Whether any of the budget is left (a unit next to a chosen one adds no summary)."""
+        return budget - self.kept - self.drop_tokens * self.gaps(self.ranges) > 0
 
     def redundancy(self, unit: Unit) -> float:
         """Largest Jaccard similarity of ``unit``'s shapes to a chosen unit's."""

@@ -24,7 +24,7 @@ from typing import IO, BinaryIO, ClassVar, NoReturn
 
 from . import __version__
 from ._logging import configure_logging, log_notices
-from .budget import BYTES_PER_TOKEN, UnitPool
+from .budget import REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
 from .checkpoint import ReadPosition
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
 from .envelope import SUCCESS_TAIL_LINES
@@ -132,8 +132,8 @@ def _parser() -> argparse.ArgumentParser:
         "--budget-tokens",
         type=_count(1),
         metavar="N",
-        help=f"keep the text output within about N tokens (bytes/{BYTES_PER_TOKEN}): reads each input twice, "
-        "writes at the end",
+        help="keep the text output within about N tokens (o200k, estimated from its characters): reads each "
+        "input twice, writes at the end",
     )
     w = sub.add_parser(
         "follow",
@@ -456,13 +456,14 @@ def _budgeted(
         _Changed: the file changed under the first pass (truncated or rewritten):
             nothing is written for it, not even ``header``.
     """
-    # a summary line: its text, "; ref ", the ref (source, two offsets, a CRC) and a newline
-    drop_bytes = config.summary_chars + len("; ref ") + len(refs.source) + 2 * 12 + 10
-    budget = tokens * BYTES_PER_TOKEN
-    pool = UnitPool(budget, drop_bytes)
+    # a summary line: its text, then "; ref ", the ref (source, two offsets, a CRC) and a newline; the
+    # ref by its length (an archive's name is random hex: its estimate would vary from run to run)
+    ref = f"; ref {refs.source}:{10**9}-{10**9}:{0xFFFFFFFF:08x}]\n"
+    drop_tokens = config.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
+    pool = UnitPool(tokens, drop_tokens)
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
-        own = _Writer(held, fmt, name, refs, limit=max(budget, drop_bytes))
+        own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens))
         first = StreamFilter(replace(config, explain=True), source=name)
         handle = stack.enter_context(_open(name))
         regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
@@ -572,15 +573,16 @@ def _open(name: str) -> Iterator[BinaryIO]:
 class _Writer:
     """Writes runs of one input to ``out`` in format ``fmt``, each DROP run with its ref.
 
-    ``limit``: once the runs given would take more than this many bytes in the ``text`` format
-    (what a budget counts, whatever ``fmt``), nothing more is written (``within_limit`` then says so).
+    ``limit``: once the runs given would take more than this many estimated tokens
+    (``budget.estimate_tokens``) in the ``text`` format (what a budget counts, whatever ``fmt``),
+    nothing more is written (``within_limit`` then says so).
     """
 
-    def __init__(self, out: IO[bytes], fmt: str, name: str, refs: _Refs, limit: int | None = None) -> None:
+    def __init__(self, out: IO[bytes], fmt: str, name: str, refs: _Refs, limit: float | None = None) -> None:
         self.out, self.fmt, self.name, self.refs = out, fmt, name, refs
         self.live = False  # flush after each batch (the input is a pipe or terminal)
         self.limit = limit
-        self.written = 0
+        self.written = 0.0
         self.last = b""  # the last byte written
 
     def __call__(self, runs: list[Run]) -> None:
@@ -589,7 +591,8 @@ class _Writer:
                 return
             data = render(run, self.fmt, self.name, self.refs.of(run))
             if self.limit is not None:
-                self.written += len(data) if self.fmt == "text" else len(render(run, "text", "", self.refs.of(run)))
+                text = data if self.fmt == "text" else render(run, "text", "", self.refs.of(run))
+                self.written += estimate_tokens(text)
                 if not self.within_limit():
                     return
             _write(self.out, data)

@@ -5,16 +5,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamfilter.budget import PROTECTED, Selection, UnitPool
+from streamfilter.budget import PROTECTED, Selection, UnitPool, estimate_tokens, token_prefix
 from streamfilter.filter import FilterConfig, StreamFilter
 from streamfilter.records import Run
 from tests.property.test_filter_properties import CONFIGS, input_lines, streams
 
-# a summary line is at most summary_chars characters of at most 4 bytes each, plus its newline
-DROP_BYTES = 4 * FilterConfig().summary_chars + 1
+# the estimated tokens of a summary line: at most summary_chars characters of at most 4 bytes
+# (non-ASCII) each, and its newline
+DROP_TOKENS = estimate_tokens(b"\xe2\x80\xa6" * FilterConfig().summary_chars + b"\n")
 
 
 def feed(sf: StreamFilter, data: bytes, cuts: tuple[int, ...] | list[int]) -> list[Run]:
@@ -26,9 +28,11 @@ def feed(sf: StreamFilter, data: bytes, cuts: tuple[int, ...] | list[int]) -> li
     return runs + sf.feed(data[prev:]) + sf.flush()
 
 
-def budgeted(data: bytes, config: FilterConfig, budget: int, cuts: tuple[int, ...] = ()) -> tuple[list[Run], list[Run]]:
+def budgeted(
+    data: bytes, config: FilterConfig, budget: float, cuts: tuple[int, ...] = ()
+) -> tuple[list[Run], list[Run]]:
     """Both passes, as the CLI runs them; returns (pass 1 runs, pass 2 runs)."""
-    pool = UnitPool(budget, DROP_BYTES)
+    pool = UnitPool(budget, DROP_TOKENS)
     first = feed(StreamFilter(replace(config, explain=True)), data, cuts)
     pool.add(first)
     return first, feed(StreamFilter(config, selection=pool.select()), data, cuts)
@@ -38,8 +42,9 @@ def kept_lines(runs: list[Run]) -> set[int]:
     return {line for r in runs if r.decision == "keep" for line in range(r.first_line, r.last_line + 1)}
 
 
-def text_bytes(runs: list[Run]) -> int:
-    return sum(len(r.data) if r.decision == "keep" else len(r.summary.encode()) + 1 for r in runs)
+def text_tokens(runs: list[Run]) -> float:
+    """Estimated tokens of the text output (summaries without refs: the tests' DROP_TOKENS has room for one)."""
+    return sum(estimate_tokens(r.data if r.decision == "keep" else r.summary.encode() + b"\n") for r in runs)
 
 
 def test_selection_mask_marks_exactly_the_chosen_lines() -> None:
@@ -68,7 +73,7 @@ def test_budgeted_runs_tile_the_input_fit_the_budget_and_keep_only_what_pass_one
             assert run.data == data[run.start_byte : run.end_byte]
     assert (line - 1, byte) == (input_lines(data), len(data))
     # a run of one short dropped line between two kept ones is kept (cheaper than its summary)
-    assert text_bytes(runs) <= max(budget, DROP_BYTES) or not kept_lines(runs)
+    assert text_tokens(runs) <= max(budget, DROP_TOKENS) or not kept_lines(runs)
     short_gaps = kept_lines(runs) - kept_lines(first)
     assert all(line - 1 in kept_lines(runs) and line + 1 in kept_lines(runs) for line in short_gaps)
     # the same bytes chunked otherwise give the same runs
@@ -80,7 +85,7 @@ def test_budgeted_runs_tile_the_input_fit_the_budget_and_keep_only_what_pass_one
 def test_a_budget_the_output_fits_in_changes_nothing(data: bytes, which: int) -> None:
     config = CONFIGS[which]
     alone = feed(StreamFilter(config), data, [])
-    _, runs = budgeted(data, config, 100 * DROP_BYTES + len(data))
+    _, runs = budgeted(data, config, 100 * DROP_TOKENS + estimate_tokens(data))
     assert runs == alone
 
 
@@ -104,18 +109,18 @@ def test_a_tight_budget_keeps_the_first_failure_and_a_different_one_before_repea
         + noise(200, 500)
     )
     config = FilterConfig(tail_lines=3, head_lines=0)
-    first, runs = budgeted(data, config, 2600)
+    first, runs = budgeted(data, config, 500)
     assert len(kept_lines(first)) > len(kept_lines(runs))  # the budget was tight
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert kept.count(b"DiskError") == 1 and b"NetworkError: Network went wrong" in kept
     first_disk = data[: data.index(b"DiskError")].count(b"\n") + 1
     assert first_disk in kept_lines(runs)  # the first of the repeated failures, not a later one
-    assert text_bytes(runs) <= 2600
+    assert text_tokens(runs) <= 500
 
 
 def test_units_cover_every_kept_line_once_and_protected_units_hold_the_traceback() -> None:
     data = noise(100) + failure("Disk", frames=6) + noise(100, 100)
-    pool = UnitPool(10_000, DROP_BYTES)
+    pool = UnitPool(10_000, DROP_TOKENS)
     runs = feed(StreamFilter(FilterConfig(explain=True)), data, [])
     pool.add(runs)
     covered = [line for u in pool.units for line in range(u.first_line, u.last_line + 1)]
@@ -129,7 +134,7 @@ def test_units_cover_every_kept_line_once_and_protected_units_hold_the_traceback
 
 def test_the_pool_forgets_the_least_likely_units_when_full() -> None:
     data = b"".join(noise(30, 40 * i) + failure(f"Kind{i}") for i in range(60)) + noise(30, 9000)
-    pool = UnitPool(400, DROP_BYTES, max_bytes=4000)
+    pool = UnitPool(150, DROP_TOKENS, max_bytes=4000)
     pool.add(feed(StreamFilter(FilterConfig(explain=True)), data, []))
     assert sum(u.n_bytes for u in pool.units) <= 4000
     assert [u.first_line for u in pool.units] == sorted(u.first_line for u in pool.units)
@@ -140,8 +145,28 @@ def test_room_left_after_every_kind_goes_to_repeats_beyond_the_shape_cap() -> No
     block = failure("Disk", frames=12)
     data = b"".join(noise(40, 100 * i) + block for i in range(10)) + noise(40, 5000)
     config = FilterConfig(tail_lines=0, head_lines=0)
-    budget = 5 * (len(block) + DROP_BYTES) + DROP_BYTES  # room for about 5 of the 10
-    assert text_bytes(feed(StreamFilter(config), data, [])) > budget
+    budget = 5 * (estimate_tokens(block) + DROP_TOKENS) + DROP_TOKENS  # room for about 5 of the 10
+    assert text_tokens(feed(StreamFilter(config), data, [])) > budget
     _, runs = budgeted(data, config, budget)
     kept = b"".join(r.data for r in runs if r.decision == "keep")
-    assert 3 < kept.count(b"DiskError") < 10 and text_bytes(runs) <= budget
+    assert 3 < kept.count(b"DiskError") < 10 and text_tokens(runs) <= budget
+
+
+@given(
+    st.lists(st.binary(max_size=80).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=12), st.binary(max_size=80)
+)
+def test_the_token_estimate_of_a_text_is_the_sum_of_its_lines_and_grows_with_it(
+    lines: list[bytes], last: bytes
+) -> None:
+    text = b"".join(lines) + last
+    prefix = token_prefix(text)
+    assert prefix.shape == (len(text) + 1,) and prefix[0] == 0 and bool(np.all(np.diff(prefix) >= 0))
+    assert estimate_tokens(text) == pytest.approx(sum(estimate_tokens(line) for line in [*lines, last]))
+
+
+def test_the_token_estimate_counts_runs_of_letters_and_digits_and_weighs_punctuation() -> None:
+    assert estimate_tokens(b"") == 0
+    assert estimate_tokens(b"error") == estimate_tokens(b"e") > 0  # one run of letters
+    assert estimate_tokens(b"error error") > 2 * estimate_tokens(b"error")  # two runs and a blank
+    assert estimate_tokens(b"12345") > estimate_tokens(b"1")  # digits count one by one too
+    assert estimate_tokens(b"\x1b[31m") > estimate_tokens(b"[31m")  # an escape is not free
