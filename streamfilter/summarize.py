@@ -116,6 +116,11 @@ def _show(shape: bytes) -> str:
     return text.rstrip("\ufffd")
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (``1 progress line``, ``3 progress lines``)."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def _kib(n: int) -> str:
     if n < 1024:
         return f"{n} B"
@@ -263,14 +268,14 @@ class DropSummary:
         )
         facts = []
         if self.repeated_failures:
-            facts.append(f"{self.repeated_failures} more failure lines like ones kept")
+            facts.append(f"{_count(self.repeated_failures, 'more failure line')} like ones kept")
         if self.term_lines:
-            facts.append(f"{self.term_lines} line{'s' * (self.term_lines != 1)} with query terms")
+            facts.append(f"{_count(self.term_lines, 'line')} with query terms")
         if self.warning_lines:
-            facts.append(f"{self.warning_lines} warning mentions")
+            facts.append(_count(self.warning_lines, "warning mention"))
         if self.progress_lines:
             facts.append(
-                f"{self.progress_lines} progress lines: {self.frames} frames, "
+                f"{_count(self.progress_lines, 'progress line')}: {self.frames} frames, "
                 f"{self.frames - self.progress_lines} collapsed"
             )
         # facts first: a long shape list never pushes them out of the line
