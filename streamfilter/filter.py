@@ -247,6 +247,7 @@ class StreamFilter:
         self._open: DropSummary | None = None
         self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
         self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
+        self._gap_ends: list[int] = []  # the end of each of its lines in _gap
         self._drop_crc = 0  # CRC-32 of the open DROP run's bytes
         # explain: traces of the open KEEP and DROP runs, and how many were left out
         self._traces: dict[str, list[tuple[int, WindowTrace]]] = {"keep": [], "drop": []}
@@ -603,15 +604,18 @@ class StreamFilter:
         assigned = self._assigned - p.base
         traces, names = self._traces[decision], self._signatures.names
         for w in np.unique(p.window[a:b]).tolist():
-            if self._traced[decision] == w:
-                continue  # the same window, continued from the previous batch
+            later = np.flatnonzero(p.window[:assigned] == w)
+            later = later[later >= a]  # its lines from this piece of the run on (earlier ones may be gone)
+            lines = later[later < b]  # its lines in this piece
+            if self._traced[decision] == w:  # the same window, continued (a later batch, past a short gap)
+                if traces and traces[-1][0] == w:
+                    traces[-1] = (w, self._extended(traces[-1][1], int(lines[-1]), later))
+                continue
             self._traced[decision] = w
             if len(traces) >= MAX_TRACES:
                 self._omitted[decision] += 1
                 continue
             rel = w - self._w_base
-            lines = np.flatnonzero(p.window[:assigned] == w)
-            lines = lines[lines >= a]  # its lines in this run (earlier ones may be gone already)
             prot = int(self._w_prot[rel])
             if decision == "keep":
                 if prot >= 0:
@@ -627,7 +631,8 @@ class StreamFilter:
                 reason = "weak-line"  # an over-long or redrawn line in a kept window
             else:
                 reason = "below-cut" if self._w_term[rel] else "no-term"
-            hits = lines[p.hit[lines]] if prot >= 0 else lines[:0]
+            # its first failure line, also when it is past this run (a lead-up to it)
+            hits = later[p.hit[later]] if prot >= 0 else later[:0]
             trace = WindowTrace(
                 p.base + int(lines[0]) + 1,
                 p.base + int(lines[-1]) + 1,
@@ -638,6 +643,15 @@ class StreamFilter:
             )
             traces.append((w, trace))
 
+    def _extended(self, trace: WindowTrace, last: int, later: npt.NDArray[np.int64]) -> WindowTrace:
+        """``trace`` reaching to pending line ``last``, and naming its first failure line if it had none."""
+        p = self._p
+        hit_line = trace.hit_line
+        if not hit_line and trace.reason.startswith("protected:"):
+            hits = later[p.hit[later]]
+            hit_line = p.base + int(hits[0]) + 1 if hits.shape[0] else 0
+        return replace(trace, last_line=p.base + last + 1, hit_line=hit_line)
+
     def _line_start(self, rel: int) -> int:
         return int(self._p.ends[rel - 1]) if rel > 0 else self._buf_start
 
@@ -646,11 +660,19 @@ class StreamFilter:
         if self._open is not None:
             if self._gap is not None and self._keep is not None:
                 # a short DROP run between two KEEP runs: kept, its summary would save nothing
-                self._keep[2].extend(self._gap)
                 self._open = None
                 self._drop_crc = 0
-                self._traces["keep"] += [(w, replace(t, reason="short-gap")) for w, t in self._traces["drop"]]
+                # the gap's windows; one the KEEP run lists already reaches over the gap instead
+                keep = self._traces["keep"]
+                listed = {w: i for i, (w, _) in enumerate(keep)}
+                for w, t in self._traces["drop"]:
+                    if w in listed:
+                        i = listed[w]
+                        keep[i] = (w, replace(keep[i][1], last_line=max(keep[i][1].last_line, t.last_line)))
+                    else:
+                        keep.append((w, replace(t, reason="short-gap")))
                 self._traces["drop"], self._omitted["drop"], self._traced["drop"] = [], 0, -1
+                self._keep_gap(runs)
             else:
                 runs.append(self._close_drop())
             self._gap = None
@@ -673,7 +695,7 @@ class StreamFilter:
         if self._open is None:
             self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
             if self._keep is not None:
-                self._gap = bytearray()
+                self._gap, self._gap_ends = bytearray(), []
         first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
         shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
         self._open.add(
@@ -688,11 +710,27 @@ class StreamFilter:
         with memoryview(self._buf) as view:
             self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)
         if self._gap is not None:
-            self._gap += self._buf[start - self._buf_start : end - self._buf_start]
-            if self._open.lines >= cfg.min_drop_lines or len(self._gap) > cfg.summary_chars:
+            if self._open.lines >= cfg.min_drop_lines or len(self._gap) + end - start > cfg.summary_chars:
                 self._gap = None
+            else:
+                self._gap_ends += (p.ends[a:b] - start + len(self._gap)).tolist()
+                self._gap += self._buf[start - self._buf_start : end - self._buf_start]
         if self._gap is None and self._keep is not None:
             runs.append(self._close_keep())
+
+    def _keep_gap(self, runs: list[Run]) -> None:
+        """The short gap's lines join the open KEEP run as kept lines do: the line that brings it
+        to ``max_keep_event_bytes`` closes it (where a budget that keeps them would close it)."""
+        assert self._gap is not None and self._keep is not None
+        prev = 0
+        for end in self._gap_ends:
+            if self._keep is None:  # closed at the cap: the next line starts the next piece
+                last = runs[-1]
+                self._keep = (last.last_line + 1, last.end_byte, bytearray())
+            self._keep[2].extend(self._gap[prev:end])
+            prev = end
+            if len(self._keep[2]) >= self.config.max_keep_event_bytes:
+                runs.append(self._close_keep())
 
     def _close_keep(self) -> Run:
         assert self._keep is not None

@@ -138,9 +138,14 @@ def test_explaining_changes_no_decision(data: bytes, cuts: list[int]) -> None:
     plain = run_filter(data, cuts, CONFIGS[0])
     explained = run_filter(data, cuts, replace(CONFIGS[0], explain=True))
     assert [replace(r, traces=(), traces_omitted=0) for r in explained] == plain
-    # every run lists its windows, except the later pieces of a KEEP run split at the size cap
-    for prev, run in zip([None, *explained], explained, strict=False):
+    # every run lists its windows, except the later pieces of a KEEP run split at the size cap (the
+    # first piece lists them); a window's lines are those in its run, and chunking changes no trace
+    for prev, run, after in zip([None, *explained], explained, [*explained[1:], None], strict=False):
         assert run.traces or (prev is not None and prev.decision == run.decision == "keep")
+        split = after is not None and after.decision == run.decision == "keep"
+        for t in run.traces:
+            assert run.first_line <= t.first_line <= t.last_line and (t.last_line <= run.last_line or split)
+    assert run_filter(data, [], replace(CONFIGS[0], explain=True)) == explained
 
 
 # a live stream: chunks with pauses between them; settle() decides at each pause
