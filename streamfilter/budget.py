@@ -72,20 +72,24 @@ _SPACE = np.zeros(256, dtype=bool)
 _SPACE[[0x20, 0x09, 0x0D, 0x0A]] = True
 
 # The token estimate: o200k tokens (GPT-4o's encoding) per run of letters, of digits and of
-# spaces or tabs, and per digit, ASCII punctuation, non-ASCII and ESC byte. Weights fitted by
-# least squares on the relative error against o200k counts of the text outputs of 300 corpus
-# cases at --budget-tokens 1000 (on those, bytes/3 erred -27%..+16% from the 10th to the 90th
-# percentile; this, -8%..+6%); ``benchmarks/budget.py --tokenizer`` measures it again.
+# spaces or tabs, and per letter, digit, ASCII punctuation and ESC byte, fitted by least squares
+# on the relative error against o200k counts of the text outputs of 300 corpus cases at
+# --budget-tokens 1000; a character of 3 or 4 UTF-8 bytes (CJK, symbols) is taken as one token
+# and one of 2 bytes as half, as the corpus holds too few to fit them. On 146 other cases at
+# --budget-tokens 2000 the estimate / count - 1 ran from -5% to +8% (10th to 90th percentile),
+# bytes/3 from -19% to +27%; ``benchmarks/budget.py --tokenizer`` measures it on the corpus.
 _CLASS = np.zeros(256, dtype=np.uint8)  # 0: other, 1: letter, 2: digit, 3: space or tab
 _CLASS[np.r_[0x41:0x5B, 0x61:0x7B]] = 1
 _CLASS[0x30:0x3A] = 2
 _CLASS[[0x20, 0x09]] = 3
-_RUN_TOKENS = np.array([0.0, 1.35, 1.46, 0.21])  # a run of each class starts
+_RUN_TOKENS = np.array([0.0, 0.63, 1.37, 0.225])  # a run of each class starts
 _BYTE_TOKENS = np.zeros(256, dtype=np.float64)
-_BYTE_TOKENS[0x30:0x3A] = 0.30
-_BYTE_TOKENS[[b for b in range(0x21, 0x7F) if _CLASS[b] == 0]] = 0.29
-_BYTE_TOKENS[0x80:] = 0.21
-_BYTE_TOKENS[0x1B] = 0.92
+_BYTE_TOKENS[_CLASS == 1] = 0.134
+_BYTE_TOKENS[0x30:0x3A] = 0.335
+_BYTE_TOKENS[[b for b in range(0x21, 0x7F) if _CLASS[b] == 0]] = 0.288
+_BYTE_TOKENS[0xC0:0xE0] = 0.5  # the first byte of a 2-byte character
+_BYTE_TOKENS[0xE0:] = 1.0  # the first byte of a 3- or 4-byte character
+_BYTE_TOKENS[0x1B] = 1.43
 
 
 def token_prefix(data: bytes) -> npt.NDArray[np.float64]:
@@ -102,10 +106,10 @@ def token_prefix(data: bytes) -> npt.NDArray[np.float64]:
 def estimate_tokens(data: bytes) -> float:
     """Estimated o200k tokens of ``data`` (bytes of the ``text`` output), from its byte classes.
 
-    A linear model (weights above): about 1.35 tokens per run of letters, 1.46 per run
-    of digits plus 0.3 per digit, 0.29 per punctuation byte, 0.21 per run of blanks and
-    per non-ASCII byte, 0.92 per ESC. A run never crosses a line end, so the estimate of
-    a text is the sum of its lines'. Never raises.
+    A linear model (weights above): 0.63 tokens per run of letters plus 0.134 per letter,
+    1.37 per run of digits plus 0.335 per digit, 0.288 per punctuation byte, 0.225 per run
+    of blanks, 1.43 per ESC, 1 per character of 3 or 4 UTF-8 bytes, 0.5 per one of 2. A run
+    never crosses a line end, so the estimate of a text is the sum of its lines'. Never raises.
     """
     return float(token_prefix(data)[-1])
 
@@ -226,10 +230,18 @@ class UnitPool:
                 continue
             if starts and starts[-1][0] == first:  # a window that begins in the unit before
                 continue
+            if kind == TAIL and starts and starts[-1][1] == TAIL:  # the last lines are one unit
+                continue
             starts.append((first, SCORED if kind is None else kind, trace.score))
         if not starts or starts[0][0] != run.first_line:
             starts.insert(0, (run.first_line, SCORED, 0.0))
         bounds = [first - run.first_line for first, _, _ in starts] + [run.lines]
+        # blank lines alone (a stream's last line, say) join the unit before: alone they would be
+        # left out, and cost a summary line where keeping them costs next to nothing
+        solid_at = solid_before[np.concatenate(([0], ends))]  # before each line
+        own = [i == 0 or solid_at[bounds[i + 1]] > solid_at[bounds[i]] for i in range(len(starts))]
+        starts = [start for start, keep in zip(starts, own, strict=True) if keep]
+        bounds = [bound for bound, keep in zip(bounds, [*own, True], strict=True) if keep]
         for (first, kind, score), a, b in zip(starts, bounds, bounds[1:], strict=False):
             if b <= a:
                 continue

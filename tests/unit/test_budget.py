@@ -6,17 +6,23 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from streamfilter.budget import PROTECTED, Selection, UnitPool, estimate_tokens, token_prefix
+from streamfilter.budget import (
+    PROTECTED,
+    SUMMARY_CHARS_PER_TOKEN,
+    Selection,
+    UnitPool,
+    estimate_tokens,
+    token_prefix,
+)
 from streamfilter.filter import FilterConfig, StreamFilter
 from streamfilter.records import Run
 from tests.property.test_filter_properties import CONFIGS, input_lines, streams
 
-# the estimated tokens of a summary line: at most summary_chars characters of at most 4 bytes
-# (non-ASCII) each, and its newline
-DROP_TOKENS = estimate_tokens(b"\xe2\x80\xa6" * FilterConfig().summary_chars + b"\n")
+# what the choice counts for a summary line (the CLI adds its ref's length / REF_BYTES_PER_TOKEN)
+DROP_TOKENS = FilterConfig().summary_chars / SUMMARY_CHARS_PER_TOKEN
 
 
 def feed(sf: StreamFilter, data: bytes, cuts: tuple[int, ...] | list[int]) -> list[Run]:
@@ -43,8 +49,8 @@ def kept_lines(runs: list[Run]) -> set[int]:
 
 
 def text_tokens(runs: list[Run]) -> float:
-    """Estimated tokens of the text output (summaries without refs: the tests' DROP_TOKENS has room for one)."""
-    return sum(estimate_tokens(r.data if r.decision == "keep" else r.summary.encode() + b"\n") for r in runs)
+    """The output's cost as the choice counts it: the kept lines' estimated tokens, DROP_TOKENS a summary."""
+    return sum(estimate_tokens(r.data) if r.decision == "keep" else DROP_TOKENS for r in runs)
 
 
 def test_selection_mask_marks_exactly_the_chosen_lines() -> None:
@@ -82,6 +88,16 @@ def test_budgeted_runs_tile_the_input_fit_the_budget_and_keep_only_what_pass_one
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams, st.sampled_from(range(len(CONFIGS))))
+# a one-line gap kept inside a KEEP run that reaches its size cap: the run splits where it would if kept
+@example(
+    b"INFO starting job 42\n" * 3
+    + b"Traceback (most recent call last):\n"
+    + b"INFO starting job 42\n" * 2
+    + b"tests/test_x.py::test_a PASSED [ 10%]\nprogress 1%\rprogress 50%\rprogress 100%\nnpm ERR! code 1\n"
+    + b"   Compiling serde v1.0.1\n"
+    + b"INFO starting job 42\n" * 2,
+    0,
+)
 def test_a_budget_the_output_fits_in_changes_nothing(data: bytes, which: int) -> None:
     config = CONFIGS[which]
     alone = feed(StreamFilter(config), data, [])
@@ -109,13 +125,13 @@ def test_a_tight_budget_keeps_the_first_failure_and_a_different_one_before_repea
         + noise(200, 500)
     )
     config = FilterConfig(tail_lines=3, head_lines=0)
-    first, runs = budgeted(data, config, 500)
+    first, runs = budgeted(data, config, 300)
     assert len(kept_lines(first)) > len(kept_lines(runs))  # the budget was tight
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert kept.count(b"DiskError") == 1 and b"NetworkError: Network went wrong" in kept
     first_disk = data[: data.index(b"DiskError")].count(b"\n") + 1
     assert first_disk in kept_lines(runs)  # the first of the repeated failures, not a later one
-    assert text_tokens(runs) <= 500
+    assert text_tokens(runs) <= 300
 
 
 def test_units_cover_every_kept_line_once_and_protected_units_hold_the_traceback() -> None:
@@ -164,9 +180,21 @@ def test_the_token_estimate_of_a_text_is_the_sum_of_its_lines_and_grows_with_it(
     assert estimate_tokens(text) == pytest.approx(sum(estimate_tokens(line) for line in [*lines, last]))
 
 
-def test_the_token_estimate_counts_runs_of_letters_and_digits_and_weighs_punctuation() -> None:
+def test_the_token_estimate_weighs_runs_more_than_their_length_and_escapes_and_wide_characters_too() -> None:
     assert estimate_tokens(b"") == 0
-    assert estimate_tokens(b"error") == estimate_tokens(b"e") > 0  # one run of letters
-    assert estimate_tokens(b"error error") > 2 * estimate_tokens(b"error")  # two runs and a blank
-    assert estimate_tokens(b"12345") > estimate_tokens(b"1")  # digits count one by one too
+    assert estimate_tokens(b"e") < estimate_tokens(b"error") < estimate_tokens(b"e r r o r")  # runs cost most
+    assert estimate_tokens(b"1") < estimate_tokens(b"12345") < estimate_tokens(b"1 2 3 4 5")
     assert estimate_tokens(b"\x1b[31m") > estimate_tokens(b"[31m")  # an escape is not free
+    # a character of 3 UTF-8 bytes is about a token, whatever its bytes
+    assert estimate_tokens("错误".encode()) == pytest.approx(2) == estimate_tokens("✓✗".encode())
+
+
+@pytest.mark.parametrize("budget", [130, 300])
+def test_the_last_lines_are_one_unit_kept_from_their_end_with_a_trailing_blank_line(budget: int) -> None:
+    verdict = b"Done. Your build exited with 1.\n"
+    data = noise(500) + b"nl\n" * 3 + verdict + b"\n"
+    _, runs = budgeted(data, FilterConfig(), budget)
+    n = input_lines(data)
+    # one summary, for the lines before what is kept: the blank last line costs none of its own
+    assert [r.decision for r in runs] == ["drop", "keep"] and runs[-1].last_line == n
+    assert runs[-1].data.endswith(verdict + b"\n") and text_tokens(runs) <= budget
