@@ -551,6 +551,8 @@ class StreamFilter:
         n = limit - p.base
         runs: list[Run] = []
         if n <= 0:
+            if final:  # everything was decided before (a settle that left a DROP run open)
+                self._close_runs(runs)
             return runs
         wrel = p.window[:n] - self._w_base
         w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1

@@ -152,7 +152,7 @@ def test_explaining_changes_no_decision(data: bytes, cuts: list[int]) -> None:
 ops = st.lists(
     st.one_of(
         st.tuples(st.just("feed"), st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6).map(b"".join)),
-        st.tuples(st.sampled_from(["settle", "settle-partial"]), st.just(b"")),
+        st.tuples(st.sampled_from(["settle", "settle-partial", "settle-open", "settle-hold"]), st.just(b"")),
         st.tuples(st.just("split"), st.sampled_from(FRAGMENTS)),
     ),
     max_size=40,
@@ -168,6 +168,10 @@ def run_live(steps: list[tuple[str, bytes]], config: FilterConfig) -> tuple[byte
         elif op == "split":  # a line written in two parts with a pause between them
             half = len(chunk) // 2
             runs += sf.feed(chunk[:half]) + sf.settle(partial=True) + sf.feed(chunk[half:])
+        elif op == "settle-open":  # as follow does while the stream flows: a DROP run stays open
+            runs += sf.settle(close_drop=False)
+        elif op == "settle-hold":  # as run does: the last lines wait for the exit status
+            runs += sf.settle(hold_lines=3, close_drop=False)
         else:
             runs += sf.settle(partial=op == "settle-partial")
         data += chunk
@@ -195,6 +199,16 @@ def test_settling_loses_nothing_and_keeps_the_error(steps: list[tuple[str, bytes
     first_error = (b"\n" + data).find(b"\nERROR: build failed")
     if first_error >= 0:
         assert any(r.decision == "keep" and r.start_byte <= first_error < r.end_byte for r in runs)
+
+
+def test_a_drop_run_a_settle_left_open_is_closed_at_the_end() -> None:
+    # follow settles with close_drop=False while the stream flows; a stop right after must not lose it
+    data = b"".join(b"INFO step %d ok\n" % i for i in range(40))
+    sf = StreamFilter(FilterConfig(tail_lines=0))
+    runs = sf.feed(data) + sf.settle(close_drop=False)
+    runs += sf.flush()
+    assert [(r.decision, r.first_line, r.last_line) for r in runs] == [("drop", 1, 40)]
+    assert sf.stats.dropped_lines == 40
 
 
 def test_settle_lets_a_quiet_error_out_and_its_record_goes_on() -> None:
