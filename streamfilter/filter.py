@@ -266,6 +266,11 @@ class StreamFilter:
         self._done = False
 
     @property
+    def drop_open(self) -> bool:
+        """Whether a DROP run is open (``settle(close_drop=False)`` left it so, or it waits for more lines)."""
+        return self._open is not None
+
+    @property
     def held_bytes(self) -> int:
         """Bytes of an unterminated last line held back (``settle(partial=True)`` lets them out)."""
         return self._splitter.pending_bytes
@@ -301,7 +306,8 @@ class StreamFilter:
         With ``hold_lines``, the last that many lines stay undecided (and ``partial`` is
         ignored): a stream whose end applies the tail rule (a command's run) keeps them
         for it. Without ``close_drop``, an open DROP run stays open (a stream that keeps
-        flowing gets one summary per stretch of dropped lines, not one per settle).
+        flowing gets one summary per stretch of dropped lines, not one per settle), unless
+        ``partial`` lets a line out.
 
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
@@ -317,7 +323,8 @@ class StreamFilter:
         self._assign(self._segmenter.close())
         self._score_windows(self._segmenter_closed)
         runs = self._emit(final=False, settle=True, hold=hold_lines)
-        self._close_runs(runs, close_drop)
+        # a line let out unterminated: its run closes, its rest comes after it
+        self._close_runs(runs, close_drop or forced is not None)
         if forced is not None:
             self._rest = (forced.first_line, self._last_keep)
         return runs

@@ -28,6 +28,10 @@ __all__ = ("ArchivedStream", "LiveStream", "Totals", "archived_stream", "marker_
 
 RefMaker = Callable[[Run], str]
 
+# an open DROP run is summarized at a pause once it is this old: a stream that trickles (a line
+# every 70 ms, each after a pause) gets about a summary a second, not one per line
+DROP_SUMMARY_SECONDS = 1.0
+
 
 class Totals:
     """Lines in, kept and dropped per source, over all its streams (for ``STATUS=`` and logs)."""
@@ -113,6 +117,7 @@ class LiveStream:
         self._hold = config.tail_lines if hold_tail else 0
         self.on_written: Callable[[], None] | None = None
         self._open_line = False  # the last KEEP bytes written lack a newline
+        self._drop_since: float | None = None  # when the open DROP run was first seen open
 
     async def feed(self, chunk: bytes) -> None:
         """The next bytes; writes the runs they decide (waits while a sink is full)."""
@@ -130,18 +135,26 @@ class LiveStream:
 
     def due(self) -> float | None:
         """``time.monotonic()`` at which ``tick`` has work to do, or None while nothing waits."""
-        if self._ended or not (self._unsettled or (self.filter.held_bytes and not self._partial_out)):
+        if self._ended:
             return None
-        return self._last + self.timing.idle_seconds
+        quiet = self._last + self.timing.idle_seconds
+        if self._unsettled or (self.filter.held_bytes and not self._partial_out):
+            return quiet
+        if self._drop_since is not None:  # only an open DROP run waits: for its age
+            return max(quiet, self._drop_since + DROP_SUMMARY_SECONDS)
+        return None
 
     async def tick(self) -> None:
-        """Settle the stream if it has been quiet for ``idle_seconds`` (see the module docstring)."""
+        """Settle the stream if it has been quiet for ``idle_seconds``, closing an open DROP run
+        only once it is ``DROP_SUMMARY_SECONDS`` old (see the module docstring)."""
         due = self.due()
-        if due is None or time.monotonic() < due:
+        now = time.monotonic()
+        if due is None or now < due:
             return
         self._unsettled = False
         self._partial_out = self.filter.held_bytes > 0
-        await self._write(self.filter.settle(partial=True, hold_lines=self._hold))
+        old = self._drop_since is not None and now >= self._drop_since + DROP_SUMMARY_SECONDS
+        await self._write(self.filter.settle(partial=True, hold_lines=self._hold, close_drop=old))
 
     async def end_line(self) -> None:
         """End an unterminated last line here; the stream goes on (``StreamFilter.end_line``)."""
@@ -176,6 +189,10 @@ class LiveStream:
 
     async def _write(self, runs: list[Run]) -> None:
         log_notices(self.filter.notices, self.source)
+        if not self.filter.drop_open:
+            self._drop_since = None
+        elif self._drop_since is None:
+            self._drop_since = time.monotonic()
         if self._totals is not None:  # lines in count as they come, also while a DROP run stays open
             stats = self.filter.stats
             now = (stats.lines, stats.kept_lines, stats.dropped_lines)

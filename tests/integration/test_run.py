@@ -61,6 +61,17 @@ def test_a_failing_command_keeps_its_failure_and_its_last_lines() -> None:
     assert "ERROR: test_parse failed" in kept(ok)  # a failure signature is kept either way
 
 
+def test_a_command_that_trickles_gets_a_summary_a_second_not_one_a_line() -> None:
+    # a line every 70 ms: each comes after a pause, and each pause settles the stream
+    script = "import time\nfor i in range(40):\n    print('compiling module', i, flush=True)\n    time.sleep(0.07)"
+    start = time.monotonic()
+    evs = events(run_cli("run", "--format", "jsonl", "--", sys.executable, "-c", script).stdout)
+    seconds = time.monotonic() - start
+    drops = [e for e in evs if e["event"] == "drop"]
+    assert sum(e["lines"] for e in evs if e["event"] in ("keep", "drop")) == 40
+    assert 1 <= len(drops) <= seconds + 1 and len(drops) < 20  # DROP_SUMMARY_SECONDS: 1
+
+
 def test_stdout_and_stderr_interleave_or_stay_apart() -> None:
     script = "for i in 1 2 3; do echo out $i; echo err $i >&2; done; exit 1"
     merged = events(run_cli("run", "--format", "jsonl", "--head", "100", "--", "sh", "-c", script).stdout)
