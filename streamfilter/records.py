@@ -60,7 +60,8 @@ class WindowTrace:
             redrawn line in a kept window: such lines are kept only when protected
             themselves), or ``budget`` (kept on its own, but not chosen within
             ``--budget-tokens``).
-        hit_line: for a protected window, 1-based number of its first protected line in the run; else 0.
+        hit_line: for a protected window, 1-based number of its first protected line (after the
+            run's last line when the run holds only lines leading up to it); else 0.
     """
 
     first_line: int
