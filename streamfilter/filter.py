@@ -675,9 +675,11 @@ class StreamFilter:
                 keep = self._traces["keep"]
                 listed = {w: i for i, (w, _) in enumerate(keep)}
                 for w, t in self._traces["drop"]:
-                    if w in listed:
+                    if w in listed:  # before or after the gap: the trace spans both
                         i = listed[w]
-                        keep[i] = (w, replace(keep[i][1], last_line=max(keep[i][1].last_line, t.last_line)))
+                        span = keep[i][1]
+                        first, last = min(span.first_line, t.first_line), max(span.last_line, t.last_line)
+                        keep[i] = (w, replace(span, first_line=first, last_line=last))
                     else:
                         keep.append((w, replace(t, reason="short-gap")))
                 self._traces["drop"], self._omitted["drop"], self._traced["drop"] = [], 0, -1

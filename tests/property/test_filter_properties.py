@@ -145,6 +145,9 @@ def test_explaining_changes_no_decision(data: bytes, cuts: list[int]) -> None:
         split = after is not None and after.decision == run.decision == "keep"
         for t in run.traces:
             assert run.first_line <= t.first_line <= t.last_line and (t.last_line <= run.last_line or split)
+        if run.traces and not run.traces_omitted and not run.rest:  # and every line is in one of them
+            covered = {n for t in run.traces for n in range(t.first_line, t.last_line + 1)}
+            assert covered >= set(range(run.first_line, run.last_line + 1))
     assert run_filter(data, [], replace(CONFIGS[0], explain=True)) == explained
 
 
