@@ -74,8 +74,9 @@ _SPACE[[0x20, 0x09, 0x0D, 0x0A]] = True
 # The token estimate: o200k tokens (GPT-4o's encoding) per run of letters, of digits and of
 # spaces or tabs, and per letter, digit, ASCII punctuation and ESC byte, fitted by least squares
 # on the relative error against o200k counts of the text outputs of 300 corpus cases at
-# --budget-tokens 1000; a character of 3 or 4 UTF-8 bytes (CJK, symbols) is taken as one token
-# and one of 2 bytes as half, as the corpus holds too few to fit them. On 146 other cases at
+# --budget-tokens 1000; a control byte (a spinner's backspaces) and a character of 3 or 4 UTF-8
+# bytes (CJK, symbols) are taken as one token and one of 2 bytes as half (as o200k counts them:
+# the corpus holds too few to fit them). On 146 other cases at
 # --budget-tokens 2000 the estimate / count - 1 ran from -5% to +8% (10th to 90th percentile),
 # bytes/3 from -19% to +27%; ``benchmarks/budget.py --tokenizer`` measures it on the corpus.
 _CLASS = np.zeros(256, dtype=np.uint8)  # 0: other, 1: letter, 2: digit, 3: space or tab
@@ -89,6 +90,7 @@ _BYTE_TOKENS[0x30:0x3A] = 0.335
 _BYTE_TOKENS[[b for b in range(0x21, 0x7F) if _CLASS[b] == 0]] = 0.288
 _BYTE_TOKENS[0xC0:0xE0] = 0.5  # the first byte of a 2-byte character
 _BYTE_TOKENS[0xE0:] = 1.0  # the first byte of a 3- or 4-byte character
+_BYTE_TOKENS[[b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D)] + [0x7F]] = 1.0  # a control byte
 _BYTE_TOKENS[0x1B] = 1.43
 
 
@@ -108,7 +110,8 @@ def estimate_tokens(data: bytes) -> float:
 
     A linear model (weights above): 0.63 tokens per run of letters plus 0.134 per letter,
     1.37 per run of digits plus 0.335 per digit, 0.288 per punctuation byte, 0.225 per run
-    of blanks, 1.43 per ESC, 1 per character of 3 or 4 UTF-8 bytes, 0.5 per one of 2. A run
+    of blanks, 1.43 per ESC, 1 per other control byte and per character of 3 or 4 UTF-8
+    bytes, 0.5 per one of 2. A run
     never crosses a line end, so the estimate of a text is the sum of its lines'. Never raises.
     """
     return float(token_prefix(data)[-1])

@@ -198,3 +198,8 @@ def test_the_last_lines_are_one_unit_kept_from_their_end_with_a_trailing_blank_l
     # one summary, for the lines before what is kept: the blank last line costs none of its own
     assert [r.decision for r in runs] == ["drop", "keep"] and runs[-1].last_line == n
     assert runs[-1].data.endswith(verdict + b"\n") and text_tokens(runs) <= budget
+
+
+def test_a_control_byte_is_about_a_token_as_a_spinner_s_backspaces_are() -> None:
+    spinner = b"|\x08/\x08-\x08\\\x08" * 10
+    assert estimate_tokens(spinner) >= 40  # 40 backspaces at least; o200k: 80 tokens
