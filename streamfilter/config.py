@@ -52,7 +52,7 @@ class Timing:
 
     Attributes:
         idle_seconds: quiet time after which pending lines are decided, an unterminated
-            last line included (``StreamFilter.settle``).
+            last line with a signature or a query term included (``StreamFilter.settle``).
         max_delay_seconds: longest a line waits for its decision while the stream keeps
             flowing (no quiet moment comes): the stream is settled then anyway.
         poll_seconds: the stat check of a followed file while it is quiet (a backstop to

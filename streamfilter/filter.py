@@ -298,10 +298,11 @@ class StreamFilter:
         kept, continuation lines that arrive later are kept too (up to
         ``extend_lines``): the kept record goes on, it is not re-scored as a new one.
 
-        With ``partial``, an unterminated last line is decided too, as a line of its
-        own; bytes that arrive later up to its ``\\n`` are the rest of that line, a run
-        of their own with ``Run.rest`` set (same line number, next bytes): KEEP if the
-        line was kept or the rest has a signature or a query term, else DROP.
+        With ``partial``, an unterminated last line that has a signature or a query term
+        is decided too, as a line of its own (another waits for its end); bytes that
+        arrive later up to its ``\\n`` are the rest of that line, a run of their own with
+        ``Run.rest`` set (same line number, next bytes): KEEP if the line was kept or the
+        rest has a signature or a query term, else DROP.
 
         With ``hold_lines``, the last that many lines stay undecided (and ``partial`` is
         ignored): a stream whose end applies the tail rule (a command's run) keeps them
@@ -315,9 +316,17 @@ class StreamFilter:
         Returns:
             The runs decided, open runs closed.
         """
+        # an unterminated line is let out only if it matters: one that does not waits for its end,
+        # where it is judged whole (a failure written in two parts keeps its start, and a line
+        # written piece by piece gets one summary, not one per piece)
+        lets_out = partial and not hold_lines and self._splitter.pending_bytes > 0
+        return self._settle(lets_out and self._matters(self._splitter.pending), hold_lines, close_drop)
+
+    def _settle(self, force: bool, hold_lines: int = 0, close_drop: bool = True) -> list[Run]:
+        """``settle``, letting an unterminated last line out if ``force``."""
         if self._done:
             return []
-        forced = self._splitter.force() if partial and not hold_lines else None
+        forced = self._splitter.force() if force else None
         if forced is not None:
             self._ingest(forced)
         self._assign(self._segmenter.close())
@@ -335,7 +344,7 @@ class StreamFilter:
         The last line does not run into the next file's first, and no run spans the boundary
         (each DROP run lies in one file, so its ref can point into it). Records go on.
         """
-        runs = self.settle(partial=True)
+        runs = self._settle(force=True)
         self._rest = None
         return runs
 

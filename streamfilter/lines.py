@@ -37,6 +37,11 @@ class LineSplitter:
         """Bytes of the partial line held back, waiting for its ``\\n``."""
         return len(self._partial)
 
+    @property
+    def pending(self) -> bytes:
+        """The partial line held back (a copy)."""
+        return bytes(self._partial)
+
     def feed(self, chunk: bytes) -> LineBlock | None:
         """Add ``chunk``; return the lines it completes, or None if it completes none."""
         last_nl = chunk.rfind(b"\n")

@@ -2,10 +2,11 @@
 
 The source calls ``feed`` with bytes as they arrive, ``tick`` when its wait for more times out
 at ``due()``, and ``end`` at the end of the stream. A stream quiet for ``idle_seconds`` is
-settled: its pending lines are decided and written, an unterminated last line too (bytes that
-complete it later are written as its rest), so a final error is shown without waiting for a
-successor that may never come. A stream that never pauses is settled (complete lines only) once
-its oldest undecided bytes have waited ``max_delay_seconds``, so output keeps pace with input.
+settled: its pending lines are decided and written, an unterminated last line too if it holds a
+signature or a query term (bytes that complete it later are written as its rest), so a final error
+is shown without waiting for a successor that may never come. A stream that never pauses is
+settled (complete lines only) once its oldest undecided bytes have waited ``max_delay_seconds``,
+so output keeps pace with input.
 """
 
 from __future__ import annotations

@@ -214,6 +214,17 @@ def test_a_drop_run_a_settle_left_open_is_closed_at_the_end() -> None:
     assert sf.stats.dropped_lines == 40
 
 
+def test_an_unterminated_line_that_does_not_matter_waits_for_its_end_and_is_judged_whole() -> None:
+    sf = StreamFilter(FilterConfig(tail_lines=0))
+    runs = sf.feed(b"INFO step ok\n" * 5 + b"ERRO") + sf.settle(partial=True)
+    assert runs[-1].last_line == 5 and not any(r.rest for r in runs)  # "ERRO" says nothing yet: held
+    for piece in (b"R: build", b" fail"):  # written piece by piece, a pause after each
+        runs += sf.feed(piece) + sf.settle(partial=True)
+    runs += sf.feed(b"ed\n") + sf.flush()
+    assert b"ERROR: build failed\n" in b"".join(r.data for r in runs if r.decision == "keep")
+    assert all(r.decision == "keep" for r in runs if r.last_line == 6)  # no piece of it summarized
+
+
 def test_settle_lets_a_quiet_error_out_and_its_record_goes_on() -> None:
     sf = StreamFilter(FilterConfig(query="capture declined", head_lines=0, tail_lines=0, context_lines=0))
     noise = b"".join(b"INFO order %d ok\n" % i for i in range(40))
