@@ -153,7 +153,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     ),
     _f("command-failed", r"command not found", r"Segmentation fault", r"core dumped", r"No such file or directory"),
     _f("timed-out", r"imed out", r"TIMED OUT", r"imeout exceeded"),
-    _f("limit-exceeded", r"limit exceeded", r"limit has exceeded"),  # size-limit, memory and time limits
+    # size-limit, memory and time limits; not a compiler's note ("size limit exceeded ..., retrying without")
+    _f("limit-exceeded", r"limit exceeded", r"limit has exceeded", line=r"(?!.*\bnote: )"),
     _s("killed", r"Killed[ \t\r]*$"),
     _s("ci-error", r"(?:##\[error\]|::error)"),
     _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|Error|Fatal)\b[:!\s]"),

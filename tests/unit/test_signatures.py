@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -115,6 +116,7 @@ def test_noise_is_not_protected() -> None:
         b"Tests run: 12, Failures: 0, Errors: 0, Skipped: 0",
         b"added 120 packages in 3s",
         b"org.example.error.Handler registered",
+        b"x.c:1195:1: note: variable tracking size limit exceeded with -fvar-tracking-assignments, retrying without",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
     assert lines == [], names
@@ -226,3 +228,10 @@ def test_a_link_checker_report_is_kept_to_the_end_of_its_record_only() -> None:
     runs = sf.feed(text) + sf.flush()
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert kept.lstrip(b"\n") == report  # with the blank line that starts its window
+
+
+def test_the_readme_lists_every_built_in_signature_by_name() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    listed = readme.split("The built-in failure signatures", 1)[1].split("(`streamfilter/signatures.py`)", 1)[0]
+    names = re.findall(r"[a-z][a-z0-9E]*(?:-[a-zA-Z0-9]+)+|[a-z]+(?=,|\n| \()", listed.split(":", 1)[1])
+    assert sorted(names) == sorted(s.name for s in DEFAULT_SIGNATURES)
