@@ -247,7 +247,6 @@ class StreamFilter:
         self._open: DropSummary | None = None
         self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
         self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
-        self._gap_ends: list[int] = []  # the end of each of its lines in _gap
         self._drop_crc = 0  # CRC-32 of the open DROP run's bytes
         # explain: traces of the open KEEP and DROP runs, and how many were left out
         self._traces: dict[str, list[tuple[int, WindowTrace]]] = {"keep": [], "drop": []}
@@ -715,7 +714,7 @@ class StreamFilter:
         if self._open is None:
             self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
             if self._keep is not None:
-                self._gap, self._gap_ends = bytearray(), []
+                self._gap = bytearray()
         first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
         shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
         self._open.add(
@@ -730,11 +729,9 @@ class StreamFilter:
         with memoryview(self._buf) as view:
             self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)
         if self._gap is not None:
-            if self._open.lines >= cfg.min_drop_lines or len(self._gap) + end - start > cfg.summary_chars:
+            self._gap += self._buf[start - self._buf_start : end - self._buf_start]
+            if self._open.lines >= cfg.min_drop_lines or len(self._gap) > cfg.summary_chars:
                 self._gap = None
-            else:
-                self._gap_ends += (p.ends[a:b] - start + len(self._gap)).tolist()
-                self._gap += self._buf[start - self._buf_start : end - self._buf_start]
         if self._gap is None and self._keep is not None:
             runs.append(self._close_keep())
 
@@ -742,13 +739,14 @@ class StreamFilter:
         """The short gap's lines join the open KEEP run as kept lines do: the line that brings it
         to ``max_keep_event_bytes`` closes it (where a budget that keeps them would close it)."""
         assert self._gap is not None and self._keep is not None
-        prev = 0
-        for end in self._gap_ends:
+        gap, start = self._gap, 0
+        while start < len(gap):  # its whole lines, one by one
+            end = gap.find(b"\n", start) + 1 or len(gap)
             if self._keep is None:  # closed at the cap: the next line starts the next piece
                 last = runs[-1]
                 self._keep = (last.last_line + 1, last.end_byte, bytearray())
-            self._keep[2].extend(self._gap[prev:end])
-            prev = end
+            self._keep[2].extend(gap[start:end])
+            start = end
             if len(self._keep[2]) >= self.config.max_keep_event_bytes:
                 runs.append(self._close_keep())
 
