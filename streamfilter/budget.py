@@ -76,9 +76,9 @@ _SPACE[[0x20, 0x09, 0x0D, 0x0A]] = True
 # on the relative error against o200k counts of the text outputs of 300 corpus cases at
 # --budget-tokens 1000; a control byte (a spinner's backspaces) and a character of 3 or 4 UTF-8
 # bytes (CJK, symbols) are taken as one token and one of 2 bytes as half (as o200k counts them:
-# the corpus holds too few to fit them). On 146 other cases at
-# --budget-tokens 2000 the estimate / count - 1 ran from -5% to +8% (10th to 90th percentile),
-# bytes/3 from -19% to +27%; ``benchmarks/budget.py --tokenizer`` measures it on the corpus.
+# the corpus holds too few to fit them). On 146 other cases at --budget-tokens 2000 the
+# estimate / count - 1 ran from -5% to +8% (10th to 90th percentile), bytes/3 from -19% to +27%;
+# ``benchmarks/budget.py --tokenizer`` measures it on the corpus.
 _CLASS = np.zeros(256, dtype=np.uint8)  # 0: other, 1: letter, 2: digit, 3: space or tab
 _CLASS[np.r_[0x41:0x5B, 0x61:0x7B]] = 1
 _CLASS[0x30:0x3A] = 2
@@ -111,8 +111,8 @@ def estimate_tokens(data: bytes) -> float:
     A linear model (weights above): 0.63 tokens per run of letters plus 0.134 per letter,
     1.37 per run of digits plus 0.335 per digit, 0.288 per punctuation byte, 0.225 per run
     of blanks, 1.43 per ESC, 1 per other control byte and per character of 3 or 4 UTF-8
-    bytes, 0.5 per one of 2. A run
-    never crosses a line end, so the estimate of a text is the sum of its lines'. Never raises.
+    bytes, 0.5 per one of 2. A run never crosses a line end, so the estimate of a text is
+    the sum of its lines'. Never raises.
     """
     return float(token_prefix(data)[-1])
 
@@ -123,8 +123,7 @@ class Unit:
 
     Attributes:
         first_line: 1-based first line.
-        ends: shape ``(lines,)``, int64: the end of each of its lines, in bytes from the
-            unit's start (so the unit is ``ends[-1]`` bytes long).
+        n_bytes: its length in bytes (what the pool holds in memory).
         costs: shape ``(lines,)``, float64: the estimated tokens (``estimate_tokens``) of
             its lines up to the end of each.
         kind: ``PROTECTED``, ``TAIL``, ``SCORED`` or ``HEAD``.
@@ -135,7 +134,7 @@ class Unit:
     """
 
     first_line: int
-    ends: npt.NDArray[np.int64]
+    n_bytes: int
     costs: npt.NDArray[np.float64]
     kind: int
     score: float
@@ -146,12 +145,7 @@ class Unit:
     @property
     def last_line(self) -> int:
         """1-based last line (inclusive)."""
-        return self.first_line + int(self.ends.shape[0]) - 1
-
-    @property
-    def n_bytes(self) -> int:
-        """Its length in bytes."""
-        return int(self.ends[-1])
+        return self.first_line + int(self.costs.shape[0]) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,12 +245,12 @@ class UnitPool:
             lo = int(ends[a - 1]) if a else 0
             text = strip_ansi(run.data[lo : int(ends[min(b, a + _MAX_SHAPES_PER_UNIT) - 1])])
             shapes = [zlib.crc32(shape) for shape in line_shapes(text)]  # the same in every process
-            unit_ends = ends[a:b] - lo
             solid = np.diff(solid_before[np.concatenate(([lo], ends[a:b]))]) > 0
             costs = tokens_before[ends[a:b]] - tokens_before[lo]
             key = shapes[0] if shapes else 0
-            self.units.append(Unit(first, unit_ends, costs, kind, score, frozenset(shapes), key, solid))
-            self._held += int(unit_ends[-1])
+            n_bytes = int(ends[b - 1]) - lo
+            self.units.append(Unit(first, n_bytes, costs, kind, score, frozenset(shapes), key, solid))
+            self._held += n_bytes
 
     def _order(self) -> list[int]:
         """Indexes of the units, most likely to be chosen first."""
@@ -390,7 +384,7 @@ class _Chosen:
         """The unit's lines (0-based first, end) that fit in ``budget``: all of them; else, for a
         protected unit its first lines (from its failure line), for the tail its last ones; None if
         no part fits or the part is only blank lines."""
-        n = int(unit.ends.shape[0])
+        n = int(unit.costs.shape[0])
         total = float(unit.costs[-1])
         if self.cost(unit.first_line, unit.last_line, total) <= budget:
             return (0, n) if unit.solid.any() else None

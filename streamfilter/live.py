@@ -109,7 +109,7 @@ class LiveStream:
         self._last = time.monotonic()
         self._unsettled = False  # bytes fed since the last settle
         self._since = self._last  # when the first of them came
-        self._partial_out = False  # the held partial line was let out already
+        self._partial_out = False  # the held partial line was settled already (let out, or kept waiting)
         self._ended = False
         self._totals = totals
         self._totals_key = totals_key or source

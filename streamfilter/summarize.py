@@ -261,9 +261,8 @@ class DropSummary:
 
     def render(self) -> str:
         """The summary line (no newline); byte-identical for the same input lines."""
-        n = self.lines
         head = (
-            f"[streamfilter: dropped {self._range()} ({n} line{'s' * (n != 1)}, "
+            f"[streamfilter: dropped {self._range()} ({_count(self.lines, 'line')}, "
             f"{_kib(self.end_byte - self.start_byte)})"
         )
         facts = []
