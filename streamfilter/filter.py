@@ -646,6 +646,8 @@ class StreamFilter:
                 reason = "budget"  # kept on its own, not chosen within the token budget
             elif prot >= 0 or why.window_keep[rel - why.w_lo]:
                 reason = "weak-line"  # an over-long or redrawn line in a kept window
+            elif p.repeat[lines].any():
+                reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
             else:
                 reason = "below-cut" if self._w_term[rel] else "no-term"
             # its first failure line, also when it is past this run (a lead-up to it)

@@ -58,8 +58,9 @@ class WindowTrace:
             to summarize); for DROP: ``below-cut`` (a query term, score below the
             cut), ``no-term``, ``weak-line`` (an over-long or carriage-return
             redrawn line in a kept window: such lines are kept only when protected
-            themselves), or ``budget`` (kept on its own, but not chosen within
-            ``--budget-tokens``).
+            themselves), ``duplicate`` (a failure line in it was not protected: its
+            shape had been kept ``max_repeats`` times), or ``budget`` (kept on its own,
+            but not chosen within ``--budget-tokens``).
         hit_line: for a protected window, 1-based number of its first protected line (after the
             run's last line when the run holds only lines leading up to it); else 0.
     """

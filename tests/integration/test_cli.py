@@ -415,6 +415,20 @@ def test_failure_lines_past_the_repeat_cap_are_named_in_the_summary() -> None:
     assert out.count(b"FAILED tests/t.py::test_total[") >= FilterConfig().max_repeats
     counted = [int(m) for m in re.findall(rb"(\d+) more failure lines like ones kept", out)]
     assert sum(counted) + out.count(b"FAILED tests/t.py::test_total[") == 200
+    # --explain says why those failure lines were dropped
+    explained = run_cli("filter", "--head", "0", "--tail", "0", "--format", "jsonl", "--explain", stdin=data)
+    events = [json.loads(x) for x in explained.stdout.splitlines()]
+    failures = range(101, 301)  # the FAILED lines' numbers
+    kept = {n for e in events if e["event"] == "keep" for n in range(e["first_line"], e["last_line"] + 1)}
+    duplicate = {
+        n
+        for e in events
+        if e["event"] == "drop"
+        for w in e["windows"]
+        if w["reason"] == "duplicate"
+        for n in range(w["first_line"], w["last_line"] + 1)
+    }
+    assert set(failures) <= kept | duplicate and len(set(failures) & duplicate) == sum(counted)
 
 
 def test_protect_keeps_every_line_it_matches_past_the_repeat_cap() -> None:
