@@ -136,6 +136,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("link-check-issues", r"Issues :-\(", record=True),
     _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
     _f("found-errors", r"Found errors", r"Found \d+ errors?\b"),
+    _f("errors-generated", r" error generated\.", r" errors generated\."),  # clang's count after its diagnostics
     _s("phpunit-failure", r"FAILURES!"),
     _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),
@@ -160,6 +161,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|Error|Fatal)\b[:!\s]"),
     # a test's verdict at the end of its line, and tasty's "  tables:   FAIL (0.06s)"
     _f("test-failed", r"FAILED[ \t\r]*$", r"FAILURE[ \t\r]*$", r"ERROR[ \t\r]*$", r"\bFAIL \(\d[\d.]*m?s\)"),
+    # a verdict column at the end of a line ("selections-trim      FAIL", "Test suite test-pandoc: FAIL")
+    _f("verdict-fail", r"FAIL[ \t\r]*$", line=r".*(?<![A-Za-z])FAIL[ \t\r]*$"),
     _f("failed-colon", r"[Ff]ailed: "),
     _f("assertion", r"AssertionError", r"Assertion failed", r"assert failed", r"assertion failed"),
 )

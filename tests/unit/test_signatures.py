@@ -84,6 +84,9 @@ LINES = [
     ),
     ("link-check-issues", b"Issues :-("),
     ("test-failed", b"      tables:                                          FAIL (0.06s)"),
+    ("verdict-fail", b"multiple-cursors/selections-trim                  FAIL"),
+    ("verdict-fail", b"Test suite test-pandoc: FAIL\r"),
+    ("errors-generated", b"2 errors generated."),
     ("assertion", b"Assertion failed: (x > 0), function main"),
     ("failed-colon", b"  testValidation, Asynchronous wait failed: Exceeded timeout of 5 seconds"),
 ]
@@ -116,6 +119,8 @@ def test_noise_is_not_protected() -> None:
         b"Tests run: 12, Failures: 0, Errors: 0, Skipped: 0",
         b"added 120 packages in 3s",
         b"org.example.error.Handler registered",
+        b"test_retry XFAIL",
+        b"Code generated.",
         b"x.c:1195:1: note: variable tracking size limit exceeded with -fvar-tracking-assignments, retrying without",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
