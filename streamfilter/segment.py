@@ -59,7 +59,7 @@ _EXC_LINE = re.compile(
 _COLUMN0_TRACES = (
     ((b":in `", b":in '"), re.compile(rb"\n\S+:\d+:in [`']")),
     (
-        (b"[-] ", b"\nat "),
+        (b"[-] ", b"\nExpected", b"\nActual", b"\nat "),  # every line the regex takes holds one
         re.compile(rb"\n(?:\[-\] |(?:Expected|Actual) *: |at [^,\n]{1,200}, [^\n]*:\d+\r*$)", re.MULTILINE),
     ),
 )
@@ -213,7 +213,9 @@ def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable |
     join = np.zeros(n_lines, dtype=np.int8)
     padded = b""  # the block after a "\n", made once if a regex needs it
     for marks, regex in _COLUMN0_TRACES:
-        if any(mark in text for mark in marks):
+        # a mark that starts with a line end is also at the block's start (so a trace line that
+        # opens a block is found as it is in the middle of one)
+        if any(mark in text or (mark[:1] == b"\n" and text.startswith(mark[1:])) for mark in marks):
             padded = padded or b"\n" + text
             join[_line_starts_at(padded, regex, ends)] = JOIN_TRACE
     if table is None or n_lines == 0 or not text:

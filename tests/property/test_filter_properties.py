@@ -33,6 +33,12 @@ FRAGMENTS = [
     b"warning: unused variable\n",
     b"no newline at all",
     b"\x1b[0m",  # a line that is only an escape sequence (empty once normalized), maybe the last
+    # column-0 trace lines (Pester, Ruby, rustc's gutter), which continue a trace across a chunk boundary
+    b"[-] adds numbers 10ms\n",
+    b"Expected: 'a'\n",
+    b"at <ScriptBlock>, <No file>:1\n",
+    b"app/models/x.rb:12:in `save'\n",
+    b"70 |     let x = 1;\n",
 ]
 
 CONFIGS = [
