@@ -625,8 +625,11 @@ class StreamFilter:
             later = later[later >= a]  # its lines from this piece of the run on (earlier ones may be gone)
             lines = later[later < b]  # its lines in this piece
             if self._traced[decision] == w:  # the same window, continued (a later batch, past a short gap)
-                if traces and traces[-1][0] == w:
-                    traces[-1] = (w, self._extended(traces[-1][1], int(lines[-1]), later))
+                # its trace is the last one, or one before the windows of a short gap merged after it
+                for i in range(len(traces) - 1, -1, -1):
+                    if traces[i][0] == w:
+                        traces[i] = (w, self._extended(traces[i][1], int(lines[-1]), later))
+                        break
                 continue
             self._traced[decision] = w
             if len(traces) >= MAX_TRACES:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import json
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from streamfilter.filter import FilterConfig, StreamFilter
 from streamfilter.records import Run
+from tests.conftest import CORPUS, need
 
 FRAGMENTS = [
     b"INFO starting job 42\n",
@@ -134,6 +137,21 @@ def test_explanations_do_not_depend_on_chunking_either() -> None:
     lines = [len(line) + 1 for line in data.split(b"\n")[:-1]]
     config = FilterConfig(query="step ok", head_lines=0, tail_lines=0, explain=True)
     assert run_filter(data, list(itertools.accumulate(lines)), config) == run_filter(data, [], config)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "logchunks__powershell__pester__Pester__562258202",  # a Pester frame opening a block was not a frame
+        "logchunks__rust__jwilm__alacritty__566679217",  # a window's trace continued past a short gap
+    ],
+)
+def test_corpus_logs_give_the_same_runs_and_traces_in_small_chunks(case: str) -> None:
+    log = need(CORPUS / f"{case}.log")
+    data = log.read_bytes()
+    config = FilterConfig(query=json.loads(log.with_suffix(".json").read_text())["query"], explain=True)
+    cuts = list(range(997, len(data), 997))
+    assert run_filter(data, cuts, config) == run_filter(data, [], config)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
