@@ -2,9 +2,11 @@
 
 The cut is Otsu's threshold (Otsu 1979, "A threshold selection method from
 gray-level histograms") over the scores of recent windows that contain a query
-term, floored by a configured minimum. It is recomputed once per group of
-``group_windows`` windows, from a bounded history ending at that group's last
-window, so it depends only on window order, never on chunking.
+term, floored by a configured minimum. It is computed once per group of
+``group_windows`` windows, when the next group is complete, from a bounded
+history ending at that next group's last window (so a group's cut sees the windows
+after it as well as those before, and the first group is not judged on its own few
+windows), so it depends only on window order, never on chunking.
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ class CutTracker:
 
     Args:
         min_score: floor of the cut.
-        group_windows: windows per group; a group's cut is known once its last
-            window is scored (this is the decision's look-ahead, in windows).
+        group_windows: windows per group; a group's cut is known once the last
+            window of the next group is scored, or at ``flush`` (this is the
+            decision's look-ahead, in windows).
         history: how many recent term-bearing window scores Otsu sees.
         min_samples: below this many term-bearing windows in the history, the
             cut is the floor (every window with a query term is kept).
@@ -77,6 +80,7 @@ class CutTracker:
         self._changed = False  # history changed since the last cut was computed
         self._last_cut: float | None = None
         self._cuts: dict[int, float] = {}
+        self._closed = 0  # groups 0.._closed-1 are complete
         self.known_groups = 0  # groups 0..known_groups-1 have a cut
 
     def add(self, scores: FloatArray, has_term: npt.NDArray[np.bool_]) -> None:
@@ -112,25 +116,43 @@ class CutTracker:
         return max(self.min_score, otsu_threshold(recent)) if self._filled >= self.min_samples else self.min_score
 
     def flush(self) -> None:
-        """End of input: the open group gets its cut from what was seen."""
+        """End of input: the groups without a cut, the open one too, get it from what was seen."""
         if self._pending:
-            self._close_group()
+            self._closed += 1
+            self._pending = 0
+        self._set_cuts(self._closed)
 
     def _close_group(self) -> None:
+        self._closed += 1
+        self._pending = 0
+        self._set_cuts(self._closed - 1)  # the group before this one now has the windows after it
+
+    def _set_cuts(self, upto: int) -> None:
+        """Groups ``known_groups..upto-1`` get the cut of the history as it is now."""
+        if self.known_groups >= upto:
+            return
         if self._changed or self._last_cut is None:
             self._last_cut, self._changed = self._otsu_now(), False
-        cut = self._last_cut
-        self._cuts[self.known_groups] = cut
-        self.known_groups += 1
-        self._pending = 0
+        for group in range(self.known_groups, upto):
+            self._cuts[group] = self._last_cut
+        self.known_groups = upto
 
-    def cuts(self, windows: Int64Array) -> FloatArray:
-        """The cut in force for each window id (all must be in known groups)."""
+    def cuts(self, windows: Int64Array, pending: float | None = None) -> FloatArray:
+        """The cut in force for each window id.
+
+        Args:
+            windows: shape ``(w,)`` window ids, of groups not yet forgotten.
+            pending: the cut given to a window of a group with no cut yet; with None,
+                every window must be in a known group (else ``KeyError``).
+        """
         groups = windows // self.group
         if groups.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
         low = int(groups.min())  # the windows' groups are few and consecutive: one float per group
-        per_group = np.asarray([self._cuts[g] for g in range(low, int(groups.max()) + 1)], dtype=np.float64)
+        span = range(low, int(groups.max()) + 1)
+        per_group = np.asarray(
+            [self._cuts[g] if pending is None else self._cuts.get(g, pending) for g in span], dtype=np.float64
+        )
         cut: FloatArray = per_group[groups - low]
         return cut
 

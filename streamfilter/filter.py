@@ -553,8 +553,7 @@ class StreamFilter:
         if final or settle:
             limit = total - hold
         else:
-            decided = self._cuts.known_groups * cfg.group_windows
-            by_cut = p.base + int(np.searchsorted(p.window[:assigned], decided))
+            by_cut = p.base + int(np.searchsorted(p.window[:assigned], self._cut_waits()))
             limit = min(self._assigned - cfg.lookahead_lines, by_cut)
         if self._hits.shape[0]:
             # a hit not yet applied (its reach is still to come, or held back by a settle) protects
@@ -572,7 +571,7 @@ class StreamFilter:
         wrel = p.window[:n] - self._w_base
         w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1
         window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._w_base
-        cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids)
+        cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids, pending=np.inf)
         w_keep = (self._w_prot[w_lo:w_hi] >= 0) | (self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut))
         keep = w_keep[wrel - w_lo] | p.forced[:n]
         head = cfg.head_lines - p.base
@@ -600,6 +599,17 @@ class StreamFilter:
             self._close_runs(runs)
         self._trim(n)
         return runs
+
+    def _cut_waits(self) -> int:
+        """The first window whose decision waits for a cut not known yet: one with a query term
+        and no signature (another is decided without a cut), or, explaining, any (its trace gives
+        the cut); ``_scored`` when none of the scored windows waits."""
+        first = self._cuts.known_groups * self.config.group_windows
+        if self.config.explain:
+            return first
+        lo, hi = max(0, first - self._w_base), self._scored - self._w_base
+        waits = np.flatnonzero(self._w_term[lo:hi] & (self._w_prot[lo:hi] < 0))
+        return self._w_base + (lo + int(waits[0]) if waits.shape[0] else max(lo, hi))
 
     # -- runs ----------------------------------------------------------------------------
     def _build_runs(self, keep: npt.NDArray[np.bool_], runs: list[Run]) -> None:

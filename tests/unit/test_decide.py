@@ -45,14 +45,27 @@ def test_otsu_matches_a_brute_force_search() -> None:
 
 def test_cut_per_group_uses_the_floor_until_enough_samples() -> None:
     tracker = CutTracker(min_score=0.5, group_windows=4, history=16, min_samples=4)
-    tracker.add(np.asarray([1.0, 2.0, 0.0]), np.asarray([True, False, False]))
+    tracker.add(np.asarray([1.0, 2.0, 0.0, 1.0]), np.asarray([True, False, False, False]))
+    assert tracker.known_groups == 0  # a group's cut waits for the next group
+    tracker.add(np.asarray([1.0, 1.0]), np.asarray([False, False]))
     assert tracker.known_groups == 0
-    tracker.add(np.asarray([1.0]), np.asarray([False]))
+    tracker.add(np.asarray([1.0, 1.0]), np.asarray([False, False]))
     assert tracker.known_groups == 1
     assert tracker.cuts(np.asarray([0, 3])).tolist() == [0.5, 0.5]  # one term window: floor only
     tracker.add(np.asarray([1.0, 1.1, 9.0, 9.5]), np.asarray([True, True, True, True]))
     assert tracker.known_groups == 2
-    assert 1.1 < tracker.cuts(np.asarray([4]))[0] <= 9.0
+    assert 1.1 < tracker.cuts(np.asarray([4]))[0] <= 9.0  # group 1 with group 2's windows: 5 samples
+    tracker.flush()
+    assert tracker.known_groups == 3 and 1.1 < tracker.cuts(np.asarray([11]))[0] <= 9.0
+
+
+def test_a_sparse_first_group_is_cut_with_the_windows_after_it() -> None:
+    # the first group alone has too few term windows for a cut; with the next group it has one
+    tracker = CutTracker(min_score=0.0, group_windows=4, history=64, min_samples=4)
+    tracker.add(np.asarray([3.0, 0.0, 0.0, 0.0]), np.asarray([True, False, False, False]))
+    tracker.add(np.asarray([9.0, 8.5, 9.5, 2.5]), np.asarray([True, True, True, True]))
+    assert tracker.known_groups == 1
+    assert 3.0 < tracker.cuts(np.asarray([0]))[0] <= 8.5  # the lone 3.0 is not kept by default
 
 
 @given(
@@ -75,11 +88,12 @@ def test_cut_sees_the_latest_history_scores_whatever_the_batches(
         for j, (score, term) in enumerate(part, i):
             if term:
                 recent.append(score)
-            if j % 3 == 2:  # a group closes with its last window
+            if j % 3 == 2 and j >= 5:  # a group's cut comes with the last window of the next one
                 values = np.asarray(recent, dtype=np.float64)
                 expected.append(max(0.25, otsu_threshold(values)) if len(recent) >= 2 else 0.25)
         i += size
     closed = np.arange(len(expected) * 3, dtype=np.int64)
+    assert tracker.known_groups == len(expected)
     assert tracker.cuts(closed).tolist() == np.repeat(expected, 3).tolist()
 
 
