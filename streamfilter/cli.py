@@ -30,7 +30,7 @@ from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config,
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
 from .expand import Archive, Ref, archive_refs, expand, ref_of
-from .filter import DEFAULT_QUERY, FilterConfig, StreamFilter
+from .filter import DEFAULT_QUERY, MAX_COUNT, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
 from .records import Run
 from .worker import FactsWorker, worth_a_worker
@@ -54,6 +54,8 @@ def _count(minimum: int) -> type[int]:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{value} is below the minimum {minimum}")
+        if value > MAX_COUNT:
+            raise argparse.ArgumentTypeError(f"{value} is above the maximum {MAX_COUNT}")
         return value
 
     parse.__name__ = "number"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import StreamfilterError
-from .filter import FilterConfig
+from .filter import MAX_COUNT, FilterConfig
 from .output import FORMATS
 
 __all__ = ("ConfigError", "DaemonConfig", "SinkConfig", "SourceConfig", "load_config", "resolved")
@@ -218,8 +218,8 @@ def _settings(
             else:
                 count = check.typed(value, int, where)
                 low = 1 if name in _POSITIVE else 0
-                if count < low:
-                    raise check.fail(where, f"must be at least {low}, not {count}")
+                if not low <= count <= MAX_COUNT:
+                    raise check.fail(where, f"must be {low} to {MAX_COUNT}, not {count}")
                 changes[name] = count
     return replace(base, **changes), replace(timing, **times)
 
@@ -298,8 +298,8 @@ def _sink(check: _Checker, table: Mapping[str, Any], i: int) -> SinkConfig:
         values["format"] = check.choice(table["format"], FORMATS, f"{key}.format")
     if "queue_events" in table:
         count = check.typed(table["queue_events"], int, f"{key}.queue_events")
-        if count < 1:
-            raise check.fail(f"{key}.queue_events", f"must be at least 1, not {count}")
+        if not 1 <= count <= MAX_COUNT:
+            raise check.fail(f"{key}.queue_events", f"must be 1 to {MAX_COUNT}, not {count}")
         values["queue_events"] = count
     if "mode" in table:
         values["mode"] = _mode(check, table["mode"], f"{key}.mode")

@@ -123,6 +123,9 @@ def test_stdin_and_dash_read_standard_input() -> None:
         (("filter", "--protect", "(unclosed", "-"), b"not a valid regular expression"),
         (("filter", "--window-lines", "zero", "-"), b"'zero' is not a whole number"),
         (("filter", "--window-lines", "0", "-"), b"below the minimum"),
+        # a count that would overflow the stages' int64 sums (it crashed the filter with a traceback)
+        (("filter", "--context", "9223372036854775808", "-"), b"above the maximum 1099511627776"),
+        (("run", "--context", "99999999999999999999", "--", "true"), b"above the maximum"),
         (("filter", "--format", "xml", "-"), b"invalid choice"),
         (("filter", "--no-such-option", "-"), b"unrecognized arguments"),
     ],

@@ -62,7 +62,8 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
     cases = {
         file + 'quer = "error"\n': "source[0].quer: unknown key (did you mean 'query'?)",
         file + 'window_lines = "8"\n': "source[0].window_lines: must be a whole number",
-        file + "window_lines = 0\n": "source[0].window_lines: must be at least 1",
+        file + "window_lines = 0\n": "source[0].window_lines: must be 1 to 1099511627776, not 0",
+        file + "context_lines = 99999999999999999999\n": "source[0].context_lines: must be 0 to 1099511627776",
         '[[source]]\ntype = "tcp"\naddress = "localhost"\n': "source[0].address: must be HOST:PORT",
         '[[source]]\ntype = "file"\npath = "/x.log"\nsinks = ["nope"]\n': "source[0].sinks[0]: no sink named 'nope'",
         '[[source]]\ntype = "socket"\n': "source[0].type: must be one of file, unix, tcp, stdin",
