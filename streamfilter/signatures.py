@@ -120,7 +120,16 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     ),
     _f("compiler-warning", r": warning\b", r": Warning\b", line=r"\S+:\d+:(?:\d+:)? [Ww]arning\b", max_hits=10),
     _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)"),
-    _f("linker-error", r"undefined reference to", r"ld returned \d+ exit status", r"collect2: error"),
+    _f(
+        "linker-error",
+        r"undefined reference to",
+        r"ld returned \d+ exit status",
+        r"collect2: error",
+        r"library not found for",  # Apple's ld
+        r"cannot find -l",  # GNU ld: "ld: cannot find -lssl"
+    ),
+    # the C++ runtime's last words before abort(), then its indented "  what():  std::bad_alloc"
+    _f("cpp-terminate", r"terminate called after throwing", r"terminate called without an active exception"),
     _s("caret-line", r"\^~*[ \t\r]*$"),
     # a sanitizer report: its stacks are separated by blank lines and column-0 headings
     _f("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer", section=True),
@@ -153,7 +162,21 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r'" failed\.',  # Travis: 'The command "make test" failed. Retrying, 2 of 3.'
     ),
     _f("command-failed", r"command not found", r"Segmentation fault", r"core dumped", r"No such file or directory"),
-    _f("timed-out", r"imed out", r"TIMED OUT", r"imeout exceeded"),
+    # dash and other POSIX shells: "/bin/sh: 1: jq: not found"
+    _f("sh-not-found", r": not found", line=r"(?:\S*/)?(?:a|b|da|k|z)?sh: (?:line )?\d+: .{0,300}: not found"),
+    # apt-get's errors: "E: Unable to locate package x", "E: Sub-process /usr/bin/dpkg returned an error code (1)"
+    _s("apt-error", r"E: (?:Unable to |Failed to |Sub-process |Could not )"),
+    _s("rake-aborted", r"rake aborted!"),
+    # git and tools like it: "fatal: not a git repository (or any of the parent directories): .git"
+    _s("fatal-line", r"fatal: "),
+    _f(
+        "timed-out",
+        r"imed out",
+        r"TIMED OUT",
+        r"imeout exceeded",
+        r"exceeded the maximum time limit",  # a CI runner's job limit
+        r"No output has been received in the last",  # a CI runner's stall guard
+    ),
     # size-limit, memory and time limits; not a compiler's note ("size limit exceeded ..., retrying without")
     _f("limit-exceeded", r"limit exceeded", r"limit has exceeded", line=r"(?!.*\bnote: )"),
     _s("killed", r"Killed[ \t\r]*$"),
@@ -174,6 +197,7 @@ TRIGGER_WORDS = (
     "traceback panic panicked assert assertion asserts expected received undefined returned collect "
     "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
+    "cannot unable terminate "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
