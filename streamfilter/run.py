@@ -196,6 +196,9 @@ async def run_command(
             pumps.start_soon(_stop_reading_after_a_stop, process, received, pumps.cancel_scope)
         returncode = await process.wait()
         tg.cancel_scope.cancel()
+    # our ends of its pipes, closed while the event loop runs (a child CMD left behind may still
+    # hold the other ends; left to the garbage collector, asyncio's transport complains at exit)
+    await process.aclose()
     tail = failure_tail if returncode != 0 else success_tail
     for live in streams:
         await live.end(tail)
@@ -244,6 +247,7 @@ async def send_command(
                 ended_with_newline = data.endswith(b"\n")
             returncode = await process.wait()
             tg.cancel_scope.cancel()
+        await process.aclose()  # as in run_command
         # the control line must start a line of its own
         tail = b"" if ended_with_newline else b"\n"
         await link.send(tail + control_line("run-end", run=run, nonce=nonce, status=status_of(returncode)))

@@ -26,6 +26,22 @@ def kept(evs: list[dict[str, Any]], source: str | None = None) -> str:
     return "".join(e["text"] for e in evs if e["event"] == "keep" and (source is None or e["source"] == source))
 
 
+def started(script: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    """``run -- sh -c SCRIPT``, once SCRIPT has begun (so run's signal handlers are in place: a
+    fixed sleep raced with a slow start on a loaded machine, and run holds its output back)."""
+    marker = tmp_path / "began"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "run", "--", "sh", "-c", f"touch {marker}; {script}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)  # the signal receiver starts right after the command
+    return proc
+
+
 @pytest.mark.parametrize("code", [0, 1, 2])
 def test_exit_status_is_the_commands_and_is_printed_last(code: int) -> None:
     done = run_cli("run", "--", sys.executable, "-c", f"print('hello'); raise SystemExit({code})")
@@ -82,16 +98,12 @@ def test_stdout_and_stderr_interleave_or_stay_apart() -> None:
 
 def test_sigterm_is_forwarded_to_the_command(tmp_path: Path) -> None:
     script = "trap 'echo ERROR got TERM; exit 143' TERM; echo started; while :; do sleep 0.05; done"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamfilter", "run", "--", "sh", "-c", script],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    time.sleep(1.5)
+    proc = started(script, tmp_path)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=20)
+    out, err = proc.communicate(timeout=20)
     assert proc.returncode == 143
     assert b"ERROR got TERM" in out and b"exited with status 143" in out
+    assert err == b""
 
 
 def test_tee_keeps_the_raw_output_and_refs_point_into_it(tmp_path: Path) -> None:
@@ -167,18 +179,15 @@ def test_send_runs_are_kept_apart_with_their_own_queries_and_statuses(tmp_path: 
     assert "B all good" in b_kept and "B noise 190\n" not in b_kept  # success: a short tail
 
 
-def test_after_sigterm_run_exits_although_a_grandchild_holds_the_pipe() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamfilter", "run", "--", "sh", "-c", "echo start; sleep 30; echo after"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    time.sleep(1.5)
+def test_after_sigterm_run_exits_although_a_grandchild_holds_the_pipe(tmp_path: Path) -> None:
+    proc = started("echo start; sleep 30; echo after", tmp_path)
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=20)
+    out, err = proc.communicate(timeout=20)
     assert time.monotonic() - sent < 5  # not the 30 s of the orphaned sleep
     assert proc.returncode == 143 and b"start" in out and b"killed by signal 15" in out
+    # no complaint from the pipes' transport at exit (it printed a RuntimeError traceback)
+    assert b"Traceback" not in err and b"Exception ignored" not in err, err
 
 
 def test_a_reader_that_goes_away_does_not_change_the_status() -> None:
