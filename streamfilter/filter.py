@@ -621,63 +621,80 @@ class StreamFilter:
         cuts = np.flatnonzero(keep[1:] != keep[:-1]) + 1
         bounds = [0, *cuts.tolist(), n]
         for a, b in itertools.pairwise(bounds):
-            if self._why is not None:  # first: adding lines may close the run
-                self._trace(a, b, "keep" if keep[a] else "drop")
             if keep[a]:
-                self._add_keep(a, b, runs)
+                self._add_keep(a, b, runs)  # traces each piece of the run (it may split at the cap)
             else:
+                if self._why is not None:
+                    self._trace(a, b, "drop")
                 self._add_drop(a, b, runs)
 
     def _trace(self, a: int, b: int, decision: str) -> None:
         """Record the windows of lines ``a..b-1`` (pending indexes) for the open run."""
-        why, p = self._why, self._p
-        assert why is not None
+        p = self._p
+        assert self._why is not None
         assigned = self._assigned - p.base
-        traces, names = self._traces[decision], self._signatures.names
+        traces = self._traces[decision]
         for w in np.unique(p.window[a:b]).tolist():
             later = np.flatnonzero(p.window[:assigned] == w)
             later = later[later >= a]  # its lines from this piece of the run on (earlier ones may be gone)
             lines = later[later < b]  # its lines in this piece
-            if self._traced[decision] == w:  # the same window, continued (a later batch, past a short gap)
-                # its trace is the last one, or one before the windows of a short gap merged after it
-                for i in range(len(traces) - 1, -1, -1):
-                    if traces[i][0] == w:
-                        traces[i] = (w, self._extended(traces[i][1], int(lines[-1]), later))
-                        break
+            if self._traced[decision] == w:  # the same window, continued (a later batch, or past a short gap)
+                # traces are added in line order, so a listed one is the last (an omitted one stays counted)
+                if traces and traces[-1][0] == w:
+                    last = traces[-1][1]
+                    if last.reason == "short-gap":  # the gap's window goes on here: it has this window's reason
+                        fresh = self._new_trace(w, a, b, lines, later, decision)
+                        traces[-1] = (w, replace(fresh, first_line=last.first_line))
+                    else:
+                        traces[-1] = (w, self._extended(last, int(lines[-1]), later))
                 continue
             self._traced[decision] = w
             if len(traces) >= MAX_TRACES:
                 self._omitted[decision] += 1
                 continue
-            rel = w - self._w_base
-            prot = int(self._w_prot[rel])
-            if decision == "keep":
-                if prot >= 0:
-                    reason = f"protected:{names[prot]}"
-                elif why.window_keep[rel - why.w_lo]:
-                    reason = "score"
-                else:
-                    first = int(lines[0])  # in this run
-                    reason = "head" if first < why.head else "tail" if first >= why.tail else "context"
-            elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
-                reason = "budget"  # kept on its own, not chosen within the token budget
-            elif prot >= 0 or why.window_keep[rel - why.w_lo]:
-                reason = "weak-line"  # an over-long or redrawn line in a kept window
-            elif p.repeat[lines].any():
-                reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
+            traces.append((w, self._new_trace(w, a, b, lines, later, decision)))
+
+    def _new_trace(
+        self,
+        w: int,
+        a: int,
+        b: int,
+        lines: npt.NDArray[np.int64],
+        later: npt.NDArray[np.int64],
+        decision: str,
+    ) -> WindowTrace:
+        """The trace of window ``w`` in the open run: its ``lines`` there (pending indexes in ``a..b-1``),
+        ``later`` its lines from ``a`` on (to find its first failure line, also past the run)."""
+        why, p, names = self._why, self._p, self._signatures.names
+        assert why is not None
+        rel = w - self._w_base
+        prot = int(self._w_prot[rel])
+        if decision == "keep":
+            if prot >= 0:
+                reason = f"protected:{names[prot]}"
+            elif why.window_keep[rel - why.w_lo]:
+                reason = "score"
             else:
-                reason = "below-cut" if self._w_term[rel] else "no-term"
-            # its first failure line, also when it is past this run (a lead-up to it)
-            hits = later[p.hit[later]] if prot >= 0 else later[:0]
-            trace = WindowTrace(
-                p.base + int(lines[0]) + 1,
-                p.base + int(lines[-1]) + 1,
-                round(float(self._w_score[rel]), 6),
-                round(float(why.cut[rel - why.w_lo]), 6),
-                reason,
-                p.base + int(hits[0]) + 1 if hits.shape[0] else 0,
-            )
-            traces.append((w, trace))
+                first = int(lines[0])  # in this run
+                reason = "head" if first < why.head else "tail" if first >= why.tail else "context"
+        elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
+            reason = "budget"  # kept on its own, not chosen within the token budget
+        elif prot >= 0 or why.window_keep[rel - why.w_lo]:
+            reason = "weak-line"  # an over-long or redrawn line in a kept window
+        elif p.repeat[lines].any():
+            reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
+        else:
+            reason = "below-cut" if self._w_term[rel] else "no-term"
+        # its first failure line, also when it is past this run (a lead-up to it)
+        hits = later[p.hit[later]] if prot >= 0 else later[:0]
+        return WindowTrace(
+            p.base + int(lines[0]) + 1,
+            p.base + int(lines[-1]) + 1,
+            round(float(self._w_score[rel]), 6),
+            round(float(why.cut[rel - why.w_lo]), 6),
+            reason,
+            p.base + int(hits[0]) + 1 if hits.shape[0] else 0,
+        )
 
     def _extended(self, trace: WindowTrace, last: int, later: npt.NDArray[np.int64]) -> WindowTrace:
         """``trace`` reaching to pending line ``last``, and naming its first failure line if it had none."""
@@ -696,21 +713,11 @@ class StreamFilter:
         if self._open is not None:
             if self._gap is not None and self._keep is not None:
                 # a short DROP run between two KEEP runs: kept, its summary would save nothing
+                first_line, traces = self._open.first_line, self._traces["drop"]
                 self._open = None
                 self._drop_crc = 0
-                # the gap's windows; one the KEEP run lists already reaches over the gap instead
-                keep = self._traces["keep"]
-                listed = {w: i for i, (w, _) in enumerate(keep)}
-                for w, t in self._traces["drop"]:
-                    if w in listed:  # before or after the gap: the trace spans both
-                        i = listed[w]
-                        span = keep[i][1]
-                        first, last = min(span.first_line, t.first_line), max(span.last_line, t.last_line)
-                        keep[i] = (w, replace(span, first_line=first, last_line=last))
-                    else:
-                        keep.append((w, replace(t, reason="short-gap")))
                 self._traces["drop"], self._omitted["drop"], self._traced["drop"] = [], 0, -1
-                self._keep_gap(runs)
+                self._keep_gap(runs, first_line, traces)
             else:
                 runs.append(self._close_drop())
             self._gap = None
@@ -722,6 +729,8 @@ class StreamFilter:
             room = cap - len(data)
             # the first line at which the run reaches the cap closes it (a deterministic split)
             stop = min(int(np.searchsorted(p.ends[a:b], start + room, side="left")) + a + 1, b)
+            if self._why is not None:  # this piece's own lines: a window it shares with the next is in both
+                self._trace(a, stop, "keep")
             data += self._buf[start - self._buf_start : int(p.ends[stop - 1]) - self._buf_start]
             a = stop
             if len(data) >= cap:
@@ -754,11 +763,17 @@ class StreamFilter:
         if self._gap is None and self._keep is not None:
             runs.append(self._close_keep())
 
-    def _keep_gap(self, runs: list[Run]) -> None:
+    def _keep_gap(self, runs: list[Run], first_line: int, traces: list[tuple[int, WindowTrace]]) -> None:
         """The short gap's lines join the open KEEP run as kept lines do: the line that brings it
-        to ``max_keep_event_bytes`` closes it (where a budget that keeps them would close it)."""
+        to ``max_keep_event_bytes`` closes it (where a budget that keeps them would close it).
+
+        Args:
+            runs: where a piece closed at the cap goes.
+            first_line: the gap's first line (1-based).
+            traces: the gap's window traces (as a DROP run): each piece lists those of its lines.
+        """
         assert self._gap is not None and self._keep is not None
-        gap, start = self._gap, 0
+        gap, start, line = self._gap, 0, first_line
         while start < len(gap):  # its whole lines, one by one
             end = gap.find(b"\n", start) + 1 or len(gap)
             if self._keep is None:  # closed at the cap: the next line starts the next piece
@@ -767,7 +782,35 @@ class StreamFilter:
             self._keep[2].extend(gap[start:end])
             start = end
             if len(self._keep[2]) >= self.config.max_keep_event_bytes:
+                # the piece ends at this line: a window of the gap that goes on is in the next one too
+                self._merge_gap(
+                    [(w, replace(t, last_line=min(t.last_line, line))) for w, t in traces if t.first_line <= line]
+                )
+                traces = [
+                    (w, replace(t, first_line=max(t.first_line, line + 1))) for w, t in traces if t.last_line > line
+                ]
                 runs.append(self._close_keep())
+            line += 1
+        self._merge_gap(traces)
+
+    def _merge_gap(self, traces: list[tuple[int, WindowTrace]]) -> None:
+        """Add a kept short gap's window traces (its lines in the open KEEP piece) to the piece's.
+
+        The piece's last window, going on over the gap, reaches over it instead (or stays counted
+        once when omitted); another is a ``short-gap`` window, within the piece's ``MAX_TRACES``
+        (the KEEP lines after the gap give it their reason when it goes on there, see ``_trace``).
+        """
+        keep = self._traces["keep"]
+        for w, t in traces:
+            if w == self._traced["keep"]:
+                if keep and keep[-1][0] == w:
+                    keep[-1] = (w, replace(keep[-1][1], last_line=t.last_line))
+                continue
+            self._traced["keep"] = w
+            if len(keep) >= MAX_TRACES:
+                self._omitted["keep"] += 1
+            else:
+                keep.append((w, replace(t, reason="short-gap")))
 
     def _close_keep(self) -> Run:
         assert self._keep is not None

@@ -166,6 +166,24 @@ def test_explain_gives_every_window_a_score_cut_and_reason() -> None:
     assert covered == set(range(1, events[-1]["lines"] + 1))
 
 
+def test_explain_lists_each_piece_of_a_split_keep_run_its_own_windows(tmp_path: Path) -> None:
+    # the reported case: 30,000 kept lines (1.4 MiB) come out as two keep objects split past 1 MiB
+    log = tmp_path / "split.log"
+    log.write_bytes(b"".join(b"step %05d of the build is fine and long enough\n" % i for i in range(30000)))
+    proc = run_cli("filter", "--format", "jsonl", "--explain", "--head", "30000", str(log))
+    assert proc.returncode == 0, proc.stderr
+    keeps = [e for e in map(json.loads, proc.stdout.splitlines()) if e["event"] == "keep"]
+    assert [(e["first_line"], e["last_line"]) for e in keeps] == [(1, 21846), (21847, 30000)]
+    for e in keeps:
+        # 8 lines a window from line 1: listed + omitted are the windows that overlap the object
+        overlapping = (e["last_line"] - 1) // 8 - (e["first_line"] - 1) // 8 + 1
+        assert len(e["windows"]) == 256 and len(e["windows"]) + e["windows_omitted"] == overlapping
+        assert all(e["first_line"] <= w["first_line"] <= w["last_line"] <= e["last_line"] for w in e["windows"])
+    # window 2731 (lines 21841-21848) is cut by the split: each object lists its lines of it
+    assert keeps[0]["windows"][0]["first_line"] == 1 and keeps[1]["windows"][0]["first_line"] == 21847
+    assert keeps[1]["windows"][0]["last_line"] == 21848
+
+
 def test_explain_with_text_format_is_a_usage_error() -> None:
     proc = run_cli("filter", "--explain", str(EXAMPLE))
     assert proc.returncode == 2 and proc.stdout == b"" and b"--explain needs --format jsonl" in proc.stderr

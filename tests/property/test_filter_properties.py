@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from streamfilter.filter import FilterConfig, StreamFilter
+from streamfilter.filter import MAX_TRACES, FilterConfig, StreamFilter
 from streamfilter.records import Run
 from tests.conftest import CORPUS, need
 
@@ -156,7 +156,7 @@ def test_corpus_logs_give_the_same_runs_and_traces_in_small_chunks(case: str) ->
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams, st.lists(st.integers(min_value=0, max_value=10_000), max_size=8))
-# a KEEP run split at the size cap inside a window: the first piece's trace reaches into the second
+# a KEEP run split at the size cap inside a window: each piece lists the window, with its lines there
 @example(
     b"INFO starting job 42\n" * 8
     + b"Traceback (most recent call last):\n\x1b[31mred error\x1b[0m\nno newline at all"
@@ -173,18 +173,42 @@ def test_explaining_changes_no_decision(data: bytes, cuts: list[int]) -> None:
     plain = run_filter(data, cuts, CONFIGS[0])
     explained = run_filter(data, cuts, replace(CONFIGS[0], explain=True))
     assert [replace(r, traces=(), traces_omitted=0) for r in explained] == plain
-    # every run lists its windows, except the later pieces of a KEEP run split at the size cap (the
-    # first piece lists them); a window's lines are those in its run, and chunking changes no trace
-    for prev, run, after in zip([None, *explained], explained, [*explained[1:], None], strict=False):
-        assert run.traces or (prev is not None and prev.decision == run.decision == "keep")
-        split = after is not None and after.decision == run.decision == "keep"
+    # every run lists its own windows, each piece of a KEEP run split at the size cap too (a window two
+    # pieces share is in both); a window's lines are those in its run, no two windows share a line,
+    # every line is in one, and chunking changes no trace
+    for run in explained:
+        assert run.traces and len(run.traces) <= MAX_TRACES
         for t in run.traces:
-            assert run.first_line <= t.first_line <= t.last_line and (t.last_line <= run.last_line or split)
-        later_piece = prev is not None and prev.decision == run.decision == "keep"  # its first piece lists some
-        if run.traces and not run.traces_omitted and not later_piece:  # and every line is in one of them
+            assert run.first_line <= t.first_line <= t.last_line <= run.last_line
+        assert all(x.last_line < y.first_line for x, y in itertools.pairwise(run.traces))
+        if not run.traces_omitted:
             covered = {n for t in run.traces for n in range(t.first_line, t.last_line + 1)}
             assert covered >= set(range(run.first_line, run.last_line + 1))
     assert run_filter(data, [], replace(CONFIGS[0], explain=True)) == explained
+
+
+def test_each_piece_of_a_keep_run_split_at_the_cap_lists_its_own_windows_however_chunked() -> None:
+    # a new user's report: every line kept (head), cut into pieces at the cap; the first piece listed
+    # and counted the second's windows of the same batch, the second only those of later batches
+    data = b"".join(b"step %05d of the build is fine and long enough\n" % i for i in range(8000))
+    # pieces of 2,731 lines: more windows than MAX_TRACES in each, so each counts some as omitted
+    config = FilterConfig(head_lines=8000, max_keep_event_bytes=1 << 17, explain=True)
+    runs = run_filter(data, [], config)
+    assert [r.decision for r in runs] == ["keep"] * 3
+    for run in runs:
+        # lines of 48 characters: every window has 8 lines, the stream's first is window 0
+        windows = (run.last_line - 1) // 8 - (run.first_line - 1) // 8 + 1
+        assert len(run.traces) == MAX_TRACES and len(run.traces) + run.traces_omitted == windows
+        assert run.traces[0].first_line == run.first_line
+        assert all(t.last_line - t.first_line == 7 for t in run.traces[1:])
+        assert all(r.reason == "head" for r in run.traces)
+    # a window cut by the split is listed in both pieces, with its lines in each
+    for a, b in itertools.pairwise(runs):
+        if a.last_line % 8:
+            assert b.traces[0].first_line == a.last_line + 1 and b.traces[0].last_line == (a.last_line // 8 + 1) * 8
+    # the same bytes in other chunks (64 KiB, as the CLI reads; an odd size; lines cut mid-way) give the same traces
+    assert run_filter(data, list(range(1 << 16, len(data), 1 << 16)), config) == runs
+    assert run_filter(data, list(range(9973, len(data), 9973)), config) == runs
 
 
 # a live stream: chunks with pauses between them; settle() decides at each pause
