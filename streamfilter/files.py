@@ -4,8 +4,12 @@ Per followed path, a ``FileFollower`` reads the open file to its end, then check
 names now:
 
 * another inode (rename-and-create rotation, atomic replace, delete and recreate): the old
-  file is read to its end and its unterminated last line ended there, then the new file is
-  read from byte 0 **as the same stream** (line numbers and records go on);
+  file (renamed, or deleted but still open) is read on until it has stayed unchanged for
+  ``ROTATE_QUIET_SECONDS``, at most ``ROTATE_WAIT_SECONDS`` after the rotation was seen (a
+  writer goes on writing to its open file until it reopens the path), and its unterminated
+  last line is ended there; then the new file is read from byte 0 **as the same stream** (line
+  numbers and records go on). The new file is opened as soon as it is seen (files that replace
+  it in turn while the old one is waited for are queued too), so no generation is skipped;
 * the same inode but shorter than what was read (copytruncate, ``>``), or the same inode whose
   first bytes or the bytes just before the read offset changed (a rewrite in place that kept
   or grew the size): a **new generation**: the old one is flushed, a marker line says what
@@ -48,6 +52,17 @@ ACTIVE_SECONDS = 1.0
 WATCH_DEBOUNCE_MS = 100
 WATCH_STEP_MS = 50
 FINISH_SECONDS = 10.0  # most time a stopping stream gets to write what it holds
+# After a rotation is seen, the old file is read on until it has been unchanged this long
+# (seconds). A writer reopens its log some milliseconds after logrotate's rename (on SIGHUP,
+# or at its next write): a second is well past that, and a writer still mid-burst writes more
+# often than that. It is also the quiet stat interval (``poll_seconds``' default), so a
+# change is seen at least once within it. The cost is latency only: the new file's lines
+# wait that long, on disk (the file is the buffer).
+ROTATE_QUIET_SECONDS = 1.0
+# ... but at most this long after the rotation was seen (seconds; Fluent Bit's Rotate_Wait
+# default): a writer that never reopens would otherwise hold the new file back for good.
+# What it writes to the old file later is not read (``file.rotated`` says ``capped``).
+ROTATE_WAIT_SECONDS = 5.0
 
 
 class FileFollower:
@@ -96,6 +111,9 @@ class FileFollower:
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
         self._missing_logged = False
         self._saved: Checkpoint | None = None  # the last checkpoint written
+        # files that replaced the current one, opened when seen and read after it, oldest first
+        self._next: list[tuple[int, os.stat_result]] = []
+        self._rotation: dict[str, object] = {}  # facts of the last rotation, for ``file.rotated``
 
     def hint(self) -> None:
         """Something changed in the path's directory: look now."""
@@ -106,24 +124,31 @@ class FileFollower:
         fd: int | None = None
         try:
             while True:
-                fd = self._open()
+                opened = self._next.pop(0) if self._next else self._open()
                 self.opened.set()
-                if fd is None:
+                if opened is None:
                     await self._wait()
                     continue
+                fd, info = opened
+                self.current = (info.st_dev, info.st_ino)
+                self._start(fd, info)
                 await self._follow(fd)
                 os.close(fd)
                 fd = None
         finally:
             if fd is not None:
                 os.close(fd)
+            for queued, _ in self._next:
+                os.close(queued)
+            self._next.clear()
             if self.stream is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_SECONDS):
                     await self.stream.end()
                     self._save()
 
     # -- opening -------------------------------------------------------------------------
-    def _open(self) -> int | None:
+    def _open(self) -> tuple[int, os.stat_result] | None:
+        """Open the path if it names a file this follower may read: its descriptor and ``fstat``, else None."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
@@ -150,14 +175,13 @@ class FileFollower:
             os.close(fd)
             return None
         self._missing_logged = False
-        self.current = (info.st_dev, info.st_ino)
-        self._start(fd, info)
-        return fd
+        return fd, info
 
     def _start(self, fd: int, info: os.stat_result) -> None:
         """Where to read the newly opened file from, and its stream."""
         if self.stream is not None:  # rotation: the same stream goes on in the new file
-            self._log.info("file.rotated", ino=info.st_ino)
+            log = self._log.warning if self._rotation.get("capped") else self._log.info
+            log("file.rotated", ino=info.st_ino, **self._rotation)
             self._set_position(fd, 0)
             self._base = self.stream.filter.stats.bytes
             return
@@ -206,13 +230,53 @@ class FileFollower:
         while True:
             if await self._read(fd):
                 continue
-            moved = self._path_moved(fd)
-            if moved:
-                while await self._read(fd):  # what was written between the last read and the rename
-                    pass
+            if self._next or self._path_moved(fd):
+                await self._read_rotated(fd)
                 await self.stream.end_line()
                 return
             await self._wait()
+
+    async def _read_rotated(self, fd: int) -> None:
+        """Read the rotated file ``fd`` until it has been unchanged for ``ROTATE_QUIET_SECONDS``,
+        at most ``ROTATE_WAIT_SECONDS`` (both in seconds) from now; files that take the path
+        meanwhile are opened and queued."""
+        seen = last_change = time.monotonic()
+        late = 0  # bytes read after the rotation was seen
+        while True:
+            self._queue_replacement(fd)
+            got = await self._read(fd)
+            now = time.monotonic()
+            if got:
+                late += got
+                last_change = now
+                continue
+            until = min(seen + ROTATE_WAIT_SECONDS, last_change + ROTATE_QUIET_SECONDS)
+            if now >= until:
+                break
+            await self._wait(until)
+        capped = now < last_change + ROTATE_QUIET_SECONDS
+        self._rotation = {"old_ino": os.fstat(fd).st_ino, "late_bytes": late, "waited_seconds": round(now - seen, 3)}
+        if capped:
+            self._rotation["capped"] = True
+
+    def _queue_replacement(self, fd: int) -> None:
+        """Open and queue the file the path names now, if it is neither ``fd`` nor queued already."""
+        known = [os.fstat(fd), *(info for _, info in self._next)]
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return
+        if (now.st_dev, now.st_ino) == self._refused or any(
+            (now.st_dev, now.st_ino) == (k.st_dev, k.st_ino) for k in known
+        ):
+            return
+        opened = self._open()
+        if opened is None:
+            return
+        if any((opened[1].st_dev, opened[1].st_ino) == (k.st_dev, k.st_ino) for k in known):
+            os.close(opened[0])  # replaced back between the stat and the open
+            return
+        self._next.append(opened)
 
     async def _read(self, fd: int) -> int:
         """Read what the file has past the offset; return the byte count (0: nothing new).
@@ -257,10 +321,13 @@ class FileFollower:
         info = os.fstat(fd)
         return (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino)
 
-    async def _wait(self) -> None:
-        """Until a hint, the next stat check, or the stream's idle deadline; then settle if due."""
+    async def _wait(self, until: float | None = None) -> None:
+        """Until a hint, the next stat check, the stream's idle deadline, or ``until`` (a
+        ``time.monotonic()`` value, seconds); then settle if due."""
         now = time.monotonic()
         timeout = ACTIVE_POLL_SECONDS if now < self._active_until else self.source.timing.poll_seconds
+        if until is not None:
+            timeout = min(timeout, max(0.0, until - now))
         due = self.stream.due() if self.stream is not None else None
         if due is not None:
             timeout = min(timeout, max(0.0, due - now))
@@ -272,19 +339,16 @@ class FileFollower:
             self._save()
 
     def _save(self) -> None:
-        if self.checkpoints is None or self.stream is None:
+        if self.checkpoints is None or self.stream is None or self.current is None:
             return
         offset = self.stream.emitted_byte - self._base
         if offset < 0 or offset > self._pos.offset:
             return
-        try:
-            info = os.stat(self.path)
-        except OSError:
-            return
+        # the file being read, not what the path names: after a rotation, until the switch,
+        # the path names the new file while the offset is still in the old one
+        dev, ino = self.current
         head = self._pos.head[: min(offset, HEAD_BYTES)]
-        checkpoint = Checkpoint(
-            self.path, info.st_dev, info.st_ino, len(head), fingerprint(head), offset, self.stream.emitted_line
-        )
+        checkpoint = Checkpoint(self.path, dev, ino, len(head), fingerprint(head), offset, self.stream.emitted_line)
         if checkpoint != self._saved:
             try:
                 self.checkpoints.save(self.source.name, checkpoint)

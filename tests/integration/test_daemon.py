@@ -142,6 +142,51 @@ def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     assert kept(second.events(out)).count("ERROR job failed") == 1
 
 
+def test_restart_after_a_rotation_with_late_writes_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    """Lines written to the renamed file after the rotation are read before the new file; a
+    kill -9 after the switch resumes in the new file, where the checkpoint says."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = (
+        f'[defaults]\nquery = "late finished again"\ntail_lines = 0\n[[source]]\nname = "app"\ntype = "file"\n'
+        f'path = "{log}"\nstart_at = "beginning"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    log.write_bytes(b"")
+    live = start(tmp_path, body)
+    with log.open("ab", buffering=0) as old:
+        old.write(b"".join(b"old %d\n" % i for i in range(20)))
+        live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 20, 5)
+        log.rename(tmp_path / "app.log.1")
+        with log.open("ab", buffering=0) as new:
+            for i in range(5):  # not reopened yet: written to the renamed file
+                old.write(b"late %d\n" % i)
+                time.sleep(0.12)
+            old.close()
+            new.write(b"".join(b"new %d\n" % i for i in range(30)) + b"new: finished\n")
+    live.wait_for(lambda: "new: finished" in kept(live.events(out)), 15)
+
+    def saved_line() -> int:
+        files = list((tmp_path / "state").rglob("checkpoints/app-*.json"))
+        return int(json.loads(files[0].read_text())["line"]) if files else 0
+
+    live.wait_for(lambda: saved_line() == 57, 5, "the checkpoint past the new file's last line")
+    live.stop(signal.SIGKILL)
+    with log.open("ab") as f:
+        f.write(b"".join(b"more %d\n" % i for i in range(10)) + b"ERROR again\n")
+    second = start(tmp_path, body)
+    assert second.log_event("checkpoint.resumed")["line"] == 57  # 20 + 5 + 31 lines before it
+    second.wait_for(lambda: "ERROR again" in kept(second.events(out)), 10)
+    assert second.stop() == 0
+    # line numbers across both lives: 1..67, each in exactly one run
+    numbered = sorted((e["first_line"], e["last_line"]) for e in runs(second.events(out)))
+    assert numbered[0][0] == 1 and numbered[-1][1] == 67
+    for (_, last), (first, _) in itertools.pairwise(numbered):
+        assert first == last + 1
+    text = kept(second.events(out))
+    assert text.count("late 0\n") == 1
+    assert text.index("late 0") < text.index("new: finished") < text.index("ERROR again")
+
+
 def test_B03_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) -> None:
     """B03: the file was replaced while the daemon was down; its checkpoint no longer fits."""
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"

@@ -110,6 +110,37 @@ def test_B01_rename_rotation_is_one_stream_and_reads_the_old_file_to_its_end(tmp
     assert any(e.get("event") == "file.rotated" for e in live.logs())
 
 
+def test_lines_written_to_the_renamed_file_after_the_rotation_are_read_before_the_new_file(tmp_path: Path) -> None:
+    """logrotate renames, the program reopens the path a moment later (SIGHUP): what it wrote to
+    its open file in between (the renamed one) is read, before the new file, in order, once."""
+    log = tmp_path / "app.log"
+    log.write_bytes(b"")
+    live = follow(tmp_path, log, "--start-at", "beginning", "-q", "late failed finished", "--tail", "0")
+    with log.open("ab", buffering=0) as old:
+        old.write(b"".join(b"old %d\n" % i for i in range(100)))
+        live.wait_for(lambda: sum(e["lines"] for e in live.events() if e["event"] == "drop") == 100, 5)
+        log.rename(tmp_path / "app.log.1")
+        with log.open("ab", buffering=0) as new:
+            for i in range(10):  # not reopened yet: it writes to the renamed file for over a second
+                old.write(b"old-late %d ERROR: late failed %d\n" % (i, i))
+                time.sleep(0.12)  # (longer than the quiet stat interval: the rotation is seen meanwhile)
+            old.close()
+            new.write(b"".join(b"new %d\n" % i for i in range(50)) + b"new last: all finished\n")
+    live.wait_for(lambda: "all finished" in kept_text(live.events()), 15, "the new file's last line")
+    assert live.stop() == 0
+    events = live.events()
+    (gen,) = check_tiling(events)  # one stream, lines 1..161 once each, in order
+    assert gen[-1]["last_line"] == 161
+    text = kept_text(events)
+    for i in range(10):
+        assert text.count(f"late failed {i}\n") <= 1  # (the repeat cap may drop some: none twice)
+    late = [e for e in gen if e["first_line"] >= 101 and e["last_line"] <= 110]
+    assert sum(e["lines"] for e in late) == 10 and "old-late 0 ERROR" in text  # read from the renamed file
+    assert text.index("old-late 0") < text.index("new last")
+    (rotated,) = [e for e in live.logs() if e.get("event") == "file.rotated"]
+    assert rotated["late_bytes"] > 0
+
+
 @pytest.mark.parametrize("how", ["truncate-shorter", "rewrite-same-size", "rewrite-grown"])
 def test_truncation_and_rewrite_in_place_start_a_marked_new_generation(tmp_path: Path, how: str) -> None:
     log = tmp_path / "build.log"
