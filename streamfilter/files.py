@@ -63,6 +63,10 @@ ROTATE_QUIET_SECONDS = 1.0
 # default): a writer that never reopens would otherwise hold the new file back for good.
 # What it writes to the old file later is not read (``file.rotated`` says ``capped``).
 ROTATE_WAIT_SECONDS = 5.0
+# files queued behind the one being read (open descriptors): a path replaced faster than each
+# file goes quiet would otherwise queue them without bound; past this, the path is opened
+# again once the queue has drained (the files in between are not read)
+MAX_QUEUED_FILES = 8
 
 
 class FileFollower:
@@ -114,6 +118,7 @@ class FileFollower:
         # files that replaced the current one, opened when seen and read after it, oldest first
         self._next: list[tuple[int, os.stat_result]] = []
         self._rotation: dict[str, object] = {}  # facts of the last rotation, for ``file.rotated``
+        self._skipped = -1  # inode of the last replacement not queued (the queue was full)
 
     def hint(self) -> None:
         """Something changed in the path's directory: look now."""
@@ -260,7 +265,8 @@ class FileFollower:
             self._rotation["capped"] = True
 
     def _queue_replacement(self, fd: int) -> None:
-        """Open and queue the file the path names now, if it is neither ``fd`` nor queued already."""
+        """Open and queue the file the path names now, if it is neither ``fd`` nor queued already
+        (and fewer than ``MAX_QUEUED_FILES`` are)."""
         known = [os.fstat(fd), *(info for _, info in self._next)]
         try:
             now = os.stat(self.path)
@@ -269,6 +275,11 @@ class FileFollower:
         if (now.st_dev, now.st_ino) == self._refused or any(
             (now.st_dev, now.st_ino) == (k.st_dev, k.st_ino) for k in known
         ):
+            return
+        if len(self._next) >= MAX_QUEUED_FILES:
+            if self._skipped != now.st_ino:  # once per file passed over
+                self._skipped = now.st_ino
+                self._log.warning("file.replacement_skipped", ino=now.st_ino, queued=len(self._next))
             return
         opened = self._open()
         if opened is None:
