@@ -11,6 +11,8 @@ windows), so it depends only on window order, never on chunking.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import numpy.typing as npt
 
@@ -34,20 +36,33 @@ def otsu_threshold(values: FloatArray, bins: int = 64) -> float:
     lo, hi = float(values.min()), float(values.max())
     if hi - lo <= 1e-12 * max(1.0, abs(hi)):
         return lo
-    edges = np.linspace(lo, hi, bins + 1)
+    edges, centers = _bins(lo, hi, bins)
     # the same bins as np.histogram(values, bins, (lo, hi)), the last one closed
     index = np.minimum(((values - lo) * (bins / (hi - lo))).astype(np.int64), bins - 1)
     weight = np.bincount(index, minlength=bins).astype(np.float64)
-    centers = (edges[:-1] + edges[1:]) / 2.0
     w0 = np.cumsum(weight)[:-1]
     w1 = weight.sum() - w0
     m0 = np.cumsum(weight * centers)[:-1]
     m1 = (weight * centers).sum() - m0
     valid = (w0 > 0) & (w1 > 0)
-    between = np.zeros_like(w0)
-    between[valid] = w0[valid] * w1[valid] * (m0[valid] / w0[valid] - m1[valid] / w1[valid]) ** 2
+    # the weights count values (w0, w1 >= 1 where valid): dividing by at least 1 elsewhere gives
+    # the same numbers where valid, without a masked copy of every array
+    between = np.where(valid, w0 * w1 * (m0 / np.maximum(w0, 1.0) - m1 / np.maximum(w1, 1.0)) ** 2, 0.0)
     k = int(np.argmax(between))
     return float(edges[k + 1])
+
+
+@functools.lru_cache(maxsize=16)
+def _bins(lo: float, hi: float, bins: int) -> tuple[FloatArray, FloatArray]:
+    """The ``bins + 1`` edges of equal bins over ``[lo, hi]`` (``np.linspace``) and the bins' centers.
+
+    Cached: the history's least and greatest scores stay the same for many groups, and
+    ``np.linspace`` costs more than the rest of the threshold. The arrays are read-only.
+    """
+    edges = np.linspace(lo, hi, bins + 1)
+    centers = (edges[:-1] + edges[1:]) / 2.0
+    edges.flags.writeable = centers.flags.writeable = False
+    return edges, centers
 
 
 class CutTracker:
