@@ -8,6 +8,7 @@ error (``daemon``, ``check-config``).
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import json
 import math
@@ -20,7 +21,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, BinaryIO, ClassVar, NoReturn
+from typing import IO, BinaryIO, ClassVar, NoReturn, cast
 
 from . import __version__
 from ._logging import configure_logging, log_notices
@@ -129,6 +130,9 @@ def _parser() -> argparse.ArgumentParser:
         "--explain",
         action="store_true",
         help="with --format jsonl: add each window's BM25 score, the cut and the reason to its run",
+    )
+    f.add_argument(
+        "--raw", action="store_true", help="on a terminal, write control bytes as they are (default: escaped)"
     )
     f.add_argument(
         "--budget-tokens",
@@ -386,7 +390,9 @@ def _filter(args: argparse.Namespace) -> int:
     paths = _check_inputs(args.files)
     if sys.stdout is None:
         raise StreamfilterError("cannot write output: standard output is closed")
-    out = sys.stdout.buffer
+    out: BinaryIO = sys.stdout.buffer
+    if not args.raw and out.isatty():
+        out = cast(BinaryIO, _Escaped(out))  # only write and flush are used
     signals = _Signals()
     status = 0
     last = b""  # the last byte written so far
@@ -664,6 +670,27 @@ def _feed(
         if worker is not None:
             worker.close()
     return read
+
+
+class _Escaped:
+    """A terminal: what is written to it has its control bytes and invalid UTF-8 shown as
+    ``\\xNN`` (``sinks.escape_controls``), so a log cannot set the title or clear the screen;
+    a character split between two writes is kept until the next (or ``flush``)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        from .sinks import escape_control_text  # the daemon's modules, only for a terminal
+
+        self._out = out
+        self._escape = escape_control_text
+        self._decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+
+    def write(self, data: bytes | memoryview) -> int:
+        _write(self._out, self._escape(self._decoder.decode(bytes(data))))
+        return len(data)
+
+    def flush(self) -> None:
+        _write(self._out, self._escape(self._decoder.decode(b"", final=True)))
+        _flush(self._out)
 
 
 def _write(out: IO[bytes], data: bytes) -> None:

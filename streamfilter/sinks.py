@@ -34,7 +34,11 @@ _CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, 
 def escape_controls(data: bytes) -> bytes:
     r"""Text a terminal shows but does not act on: control characters (C0 but tab, newline and
     carriage return; DEL; C1) and bytes that are not UTF-8 written as ``\xNN``."""
-    text = data.decode("utf-8", "backslashreplace")
+    return escape_control_text(data.decode("utf-8", "backslashreplace"))
+
+
+def escape_control_text(text: str) -> bytes:
+    r"""``escape_controls`` of text already decoded (invalid bytes as ``\xNN``), as UTF-8 bytes."""
     return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", text).encode("utf-8")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pty
 import re
 import select
 import signal
@@ -495,3 +496,35 @@ def test_a_file_truncated_or_rewritten_while_read_is_noticed(tmp_path: Path) -> 
             appender.write(b"NEW LINE\n" * 10)
         os.utime(log, ns=(0, 2 * 10**9))
         assert _after_read(pos, handle, 4000)[0] is None
+
+
+def _filter_on_a_terminal(path: Path, *extra: str) -> bytes:
+    """What ``filter PATH`` writes to a pseudo-terminal."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "filter", str(path), *extra], stdout=slave, stderr=subprocess.DEVNULL
+    )
+    os.close(slave)
+    out = bytearray()
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the writer closed its end
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        assert proc.wait(60) == 0
+        os.close(master)
+    return bytes(out)
+
+
+def test_filter_shows_a_logs_control_bytes_escaped_on_a_terminal_unless_raw(tmp_path: Path) -> None:
+    log = tmp_path / "build.log"
+    log.write_bytes(b"ERROR: \x1b]0;owned\x07\x1b[2J failed \xff caf\xc3\xa9\n")
+    shown = _filter_on_a_terminal(log)
+    assert b"\x1b" not in shown and b"\x07" not in shown  # the title and the screen are left alone
+    assert b"\\x1b]0;owned\\x07\\x1b[2J failed \\xff caf\xc3\xa9" in shown
+    assert b"\x1b]0;owned\x07\x1b[2J failed \xff" in _filter_on_a_terminal(log, "--raw")
