@@ -31,7 +31,8 @@ from .records import Run
 __all__ = ("ARCHIVE_BYTES", "Archive", "Ref", "RefError", "archive_refs", "expand", "ref_of", "state_dir")
 
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
-_REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})")
+# DOTALL: a path may hold a line end
+_REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
 _READ = 1 << 16
 
 

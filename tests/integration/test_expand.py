@@ -39,18 +39,18 @@ def drops(out: bytes) -> list[dict[str, object]]:
     return [e for e in (json.loads(x) for x in out.splitlines()) if e["event"] == "drop"]
 
 
-@pytest.mark.parametrize("source", ["file", "stdin"])
+@pytest.mark.parametrize("source", ["file", "stdin", "odd name"])
 def test_expand_gives_back_exactly_the_dropped_bytes(source: str, tmp_path: Path) -> None:
-    log = tmp_path / "build.log"
+    log = tmp_path / ("build\n: 1-2:00000000.log" if source == "odd name" else "build.log")  # a line end, a ref's shape
     log.write_bytes(LOG)
     args = ("filter", "--format", "jsonl", "--head", "0", "--tail", "0")
-    proc = cli(*args, str(log), state=tmp_path) if source == "file" else cli(*args, state=tmp_path, stdin=LOG)
+    proc = cli(*args, str(log), state=tmp_path) if source != "stdin" else cli(*args, state=tmp_path, stdin=LOG)
     assert proc.returncode == 0, proc.stderr
     found = drops(proc.stdout)
     assert len(found) >= 2
     for d in found:
         ref = str(d["ref"])
-        assert ref.startswith(str(log) if source == "file" else "stdin-")
+        assert ref.startswith(str(log) if source != "stdin" else "stdin-")
         got = cli("expand", ref, state=tmp_path)
         assert got.returncode == 0, got.stderr
         assert got.stdout == LOG[int(d["start_byte"]) : int(d["end_byte"])]  # type: ignore[call-overload]
