@@ -258,7 +258,9 @@ class FileFollower:
             until = min(seen + ROTATE_WAIT_SECONDS, last_change + ROTATE_QUIET_SECONDS)
             if now >= until:
                 break
-            await self._wait(until)
+            # look at the path often meanwhile: a file that replaces it and is replaced in turn
+            # within the quiet stat interval would not be seen at all
+            await self._wait(min(until, now + ACTIVE_POLL_SECONDS))
         capped = now < last_change + ROTATE_QUIET_SECONDS
         self._rotation = {"old_ino": os.fstat(fd).st_ino, "late_bytes": late, "waited_seconds": round(now - seen, 3)}
         if capped:
