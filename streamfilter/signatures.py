@@ -127,6 +127,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r"collect2: error",
         r"library not found for",  # Apple's ld
         r"cannot find -l",  # GNU ld: "ld: cannot find -lssl"
+        r"symbol\(s\) not found",  # Apple's ld
     ),
     # the C++ runtime's last words before abort(), then its indented "  what():  std::bad_alloc"
     _f("cpp-terminate", r"terminate called after throwing", r"terminate called without an active exception"),
@@ -145,7 +146,13 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("link-check-issues", r"Issues :-\(", record=True),
     _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
     _f("found-errors", r"Found errors", r"Found \d+ errors?\b"),
-    _f("errors-generated", r" error generated\.", r" errors generated\."),  # clang's count after its diagnostics
+    # clang's count after its diagnostics, not "1 warning and 0 errors generated."
+    _f(
+        "errors-generated",
+        r" error generated\.",
+        r" errors generated\.",
+        line=r".*(?<!\d)[1-9]\d* errors? generated\.",
+    ),
     _s("phpunit-failure", r"FAILURES!"),
     _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),
@@ -161,14 +168,35 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r"returned non-zero exit status",
         r'" failed\.',  # Travis: 'The command "make test" failed. Retrying, 2 of 3.'
     ),
-    _f("command-failed", r"command not found", r"Segmentation fault", r"core dumped", r"No such file or directory"),
+    _f(
+        "command-failed",
+        r"command not found",
+        r"Segmentation fault",
+        r"core dumped",
+        r"No such file or directory",
+        r"syntax error near unexpected token",
+        r"Permission denied",
+    ),
+    _s("curl-error", r"curl: \(\d+\) "),
+    _f("out-of-memory", r"Out of memory: Kill"),  # the kernel's OOM killer
+    # .NET / MSBuild, PHP, Elixir, Swift's XCTest, Node
+    _f("dotnet-error", r"error CS\d{4}", r"error MSB\d{4}", r"Build FAILED\.", r"Unhandled exception\. "),
+    _f("php-error", r"PHP Fatal error:", r"PHP Parse error:"),
+    _s("elixir-error", r"\*\* \((?:\w+\.)*\w*(?:Error|Exception)\) "),
+    _f(
+        "xctest-failed",
+        r"' failed at ",
+        r" with [1-9]",
+        line=r"(?:Test Suite '.*' failed at |Executed \d+ tests?, with [1-9])",
+    ),
+    _f("unhandled-rejection", r"UnhandledPromiseRejection"),
     # dash and other POSIX shells: "/bin/sh: 1: jq: not found"
     _f("sh-not-found", r": not found", line=r"(?:\S*/)?(?:a|b|da|k|z)?sh: (?:line )?\d+: .{0,300}: not found"),
     # apt-get's errors: "E: Unable to locate package x", "E: Sub-process /usr/bin/dpkg returned an error code (1)"
     _s("apt-error", r"E: (?:Unable to |Failed to |Sub-process |Could not )"),
     _s("rake-aborted", r"rake aborted!"),
     # git and tools like it: "fatal: not a git repository (or any of the parent directories): .git"
-    _s("fatal-line", r"fatal: "),
+    _s("fatal-line", r"fatal(?: error)?: "),  # and clang's and Go's runtime's "fatal error: ..."
     _f(
         "timed-out",
         r"imed out",
@@ -185,7 +213,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # a test's verdict at the end of its line, and tasty's "  tables:   FAIL (0.06s)"
     _f("test-failed", r"FAILED[ \t\r]*$", r"FAILURE[ \t\r]*$", r"ERROR[ \t\r]*$", r"\bFAIL \(\d[\d.]*m?s\)"),
     # a verdict column at the end of a line ("selections-trim      FAIL", "Test suite test-pandoc: FAIL")
-    _f("verdict-fail", r"FAIL[ \t\r]*$", line=r".*(?<![A-Za-z])FAIL[ \t\r]*$"),
+    # (a word of its own: not "test_handles_FAIL")
+    _f("verdict-fail", r"FAIL[ \t\r]*$", line=r"(?:.*[\s:\])])?FAIL[ \t\r]*$"),
     _f("failed-colon", r"[Ff]ailed: "),
     _f("assertion", r"AssertionError", r"Assertion failed", r"assert failed", r"assertion failed"),
 )
@@ -197,7 +226,7 @@ TRIGGER_WORDS = (
     "traceback panic panicked assert assertion asserts expected received undefined returned collect "
     "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
-    "cannot unable terminate "
+    "cannot unable terminate curl memory unhandled executed "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
