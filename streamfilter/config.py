@@ -217,7 +217,8 @@ def _settings(
                 changes[name] = number
             else:
                 count = check.typed(value, int, where)
-                low = 1 if name in _POSITIVE else 0
+                # as the CLI's --max-line-bytes: a line cap under 64 bytes would score nothing
+                low = 64 if name == "max_line_bytes" else 1 if name in _POSITIVE else 0
                 if not low <= count <= MAX_COUNT:
                     raise check.fail(where, f"must be {low} to {MAX_COUNT}, not {count}")
                 changes[name] = count

@@ -64,6 +64,7 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
         file + 'window_lines = "8"\n': "source[0].window_lines: must be a whole number",
         file + "window_lines = 0\n": "source[0].window_lines: must be 1 to 1099511627776, not 0",
         file + "context_lines = 99999999999999999999\n": "source[0].context_lines: must be 0 to 1099511627776",
+        file + "max_line_bytes = 1\n": "source[0].max_line_bytes: must be 64 to 1099511627776, not 1",
         '[[source]]\ntype = "tcp"\naddress = "localhost"\n': "source[0].address: must be HOST:PORT",
         '[[source]]\ntype = "file"\npath = "/x.log"\nsinks = ["nope"]\n': "source[0].sinks[0]: no sink named 'nope'",
         '[[source]]\ntype = "socket"\n': "source[0].type: must be one of file, unix, tcp, stdin",
