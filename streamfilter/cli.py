@@ -31,7 +31,7 @@ from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config,
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
 from .expand import Archive, Ref, archive_refs, expand, ref_of
-from .filter import DEFAULT_QUERY, MAX_COUNT, FilterConfig, StreamFilter
+from .filter import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
 from .records import Run
 from .worker import FactsWorker, worth_a_worker
@@ -83,7 +83,7 @@ _COUNTS = (
     (
         "--max-line-bytes",
         "max_line_bytes",
-        64,
+        MIN_LINE_BYTES,
         "B",
         "bytes of a line that are scored; a longer line is summarized unless it is itself protected",
     ),

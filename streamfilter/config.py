@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import StreamfilterError
-from .filter import MAX_COUNT, FilterConfig
+from .filter import MAX_COUNT, MIN_LINE_BYTES, FilterConfig
 from .output import FORMATS
 
 __all__ = ("ConfigError", "DaemonConfig", "SinkConfig", "SourceConfig", "load_config", "resolved")
@@ -217,8 +217,7 @@ def _settings(
                 changes[name] = number
             else:
                 count = check.typed(value, int, where)
-                # as the CLI's --max-line-bytes: a line cap under 64 bytes would score nothing
-                low = 64 if name == "max_line_bytes" else 1 if name in _POSITIVE else 0
+                low = MIN_LINE_BYTES if name == "max_line_bytes" else 1 if name in _POSITIVE else 0
                 if not low <= count <= MAX_COUNT:
                     raise check.fail(where, f"must be {low} to {MAX_COUNT}, not {count}")
                 changes[name] = count

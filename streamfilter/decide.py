@@ -172,12 +172,10 @@ class CutTracker:
         return cut
 
     def cuts_now(self, windows: Int64Array) -> FloatArray:
-        """Like ``cuts``, but a window of the open group gets the cut that group would get now."""
-        groups = (windows // self.group).tolist()
-        if all(g in self._cuts for g in groups):
+        """Like ``cuts``, but a window of a group with no cut yet gets the cut of the history now."""
+        if windows.shape[0] == 0 or int(windows.max()) // self.group < self.known_groups:
             return self.cuts(windows)
-        now = self._otsu_now()
-        return np.asarray([self._cuts.get(g, now) for g in groups], dtype=np.float64)
+        return self.cuts(windows, pending=self._otsu_now())
 
     def forget_before(self, window: int) -> None:
         """Drop cuts of groups wholly before ``window`` (they are decided)."""

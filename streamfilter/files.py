@@ -269,14 +269,12 @@ class FileFollower:
     def _queue_replacement(self, fd: int) -> None:
         """Open and queue the file the path names now, if it is neither ``fd`` nor queued already
         (and fewer than ``MAX_QUEUED_FILES`` are)."""
-        known = [os.fstat(fd), *(info for _, info in self._next)]
+        known = {(k.st_dev, k.st_ino) for k in (os.fstat(fd), *(info for _, info in self._next))}
         try:
             now = os.stat(self.path)
         except OSError:
             return
-        if (now.st_dev, now.st_ino) == self._refused or any(
-            (now.st_dev, now.st_ino) == (k.st_dev, k.st_ino) for k in known
-        ):
+        if (now.st_dev, now.st_ino) == self._refused or (now.st_dev, now.st_ino) in known:
             return
         if len(self._next) >= MAX_QUEUED_FILES:
             if self._skipped != now.st_ino:  # once per file passed over
@@ -286,7 +284,7 @@ class FileFollower:
         opened = self._open()
         if opened is None:
             return
-        if any((opened[1].st_dev, opened[1].st_ino) == (k.st_dev, k.st_ino) for k in known):
+        if (opened[1].st_dev, opened[1].st_ino) in known:
             os.close(opened[0])  # replaced back between the stat and the open
             return
         self._next.append(opened)

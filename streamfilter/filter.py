@@ -34,11 +34,21 @@ from .signatures import SignatureSet
 from .summarize import DropSummary
 from .tokens import Query
 
-__all__ = ("DEFAULT_QUERY", "MAX_COUNT", "MAX_TRACES", "FilterConfig", "FilterStats", "Notice", "StreamFilter")
+__all__ = (
+    "DEFAULT_QUERY",
+    "MAX_COUNT",
+    "MAX_TRACES",
+    "MIN_LINE_BYTES",
+    "FilterConfig",
+    "FilterStats",
+    "Notice",
+    "StreamFilter",
+)
 
 # the largest count (lines, bytes, tokens, windows) a setting may hold: the stages add counts in
 # int64 arrays (a line index plus a reach, say), which a count near 2**63 would overflow
 MAX_COUNT = 1 << 40
+MIN_LINE_BYTES = 64  # the smallest max_line_bytes: a shorter cap would score next to nothing of a line
 
 MAX_TRACES = 256  # window traces kept per run with explain; the rest are counted
 # a line redrawn more often than this (carriage returns) is a progress display, not a message; CI
