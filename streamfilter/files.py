@@ -15,6 +15,12 @@ names now:
   or grew the size): a **new generation**: the old one is flushed, a marker line says what
   happened and where, and the file is read again from byte 0 as a new stream.
 
+A checkpoint names the file being read (device, inode). If the path names another file when the
+daemon starts (rotated while it was down), the checkpointed file is looked for in the path's
+directory (``app.log.1``); found, and still the same file, the rest of it is read first, then
+the path's file as after a rotation. A rotated file that was compressed, moved elsewhere or
+deleted cannot be found: the path's file is read from its start (``checkpoint.stale``).
+
 Changes are noticed from directory events (watchfiles, on the parent directory, so a replaced
 file is still seen) taken as hints, plus a stat check: every few milliseconds while the file
 is growing, every ``poll_seconds`` while it is quiet. Reading waits while the sinks are full
@@ -128,6 +134,7 @@ class FileFollower:
         """Follow the path until cancelled; then decide and write what is pending, save the checkpoint."""
         fd: int | None = None
         try:
+            self._resume_rotated()
             while True:
                 opened = self._next.pop(0) if self._next else self._open()
                 self.opened.set()
@@ -152,10 +159,42 @@ class FileFollower:
                     self._save()
 
     # -- opening -------------------------------------------------------------------------
-    def _open(self) -> tuple[int, os.stat_result] | None:
-        """Open the path if it names a file this follower may read: its descriptor and ``fstat``, else None."""
+    def _resume_rotated(self) -> None:
+        """Queue the checkpointed file first if the path was rotated away from it while the daemon
+        was down and it is still in the path's directory under another name (``app.log.1``), so
+        the rest of it is read before the file the path names now."""
+        saved = self.checkpoints.load(self.source.name, self.path) if self.checkpoints else None
+        if saved is None:
+            return
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            now = os.stat(self.path)
+            if (now.st_dev, now.st_ino) == (saved.dev, saved.ino):
+                return
+        except FileNotFoundError:
+            pass  # rotated, and no new file yet
+        except OSError:
+            return
+        folder = os.path.dirname(self.path)
+        try:
+            with os.scandir(folder) as entries:
+                names = [e.path for e in entries if e.inode() == saved.ino and e.is_file(follow_symlinks=False)]
+        except OSError:
+            return
+        for name in names:
+            opened = self._open(name)
+            if opened is None:
+                continue
+            if saved.mismatch(opened[0]) is None:
+                self._log.info("checkpoint.rotated_file", file=name, offset=saved.offset)
+                self._next.append(opened)
+                return
+            os.close(opened[0])
+
+    def _open(self, path: str | None = None) -> tuple[int, os.stat_result] | None:
+        """Open ``path`` (default: the followed path) if it names a file this follower may read:
+        its descriptor and ``fstat``, else None."""
+        try:
+            fd = os.open(path or self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -158,8 +158,12 @@ class LiveStream:
         await self._write(self.filter.settle(partial=True, hold_lines=self._hold, close_drop=old))
 
     async def end_line(self) -> None:
-        """End an unterminated last line here; the stream goes on (``StreamFilter.end_line``)."""
+        """End an unterminated last line here; the stream goes on (``StreamFilter.end_line``).
+
+        A text sink gets a line end after a kept unterminated line, so it does not run into
+        the next file's first line (JSONL runs are apart already)."""
         await self._write(self.filter.end_line())
+        await self._end_open_line()
 
     async def marker(self, text: str, event: str = "marker", **facts: object) -> None:
         """Write a visible note to every sink (JSONL: an object with ``event``)."""

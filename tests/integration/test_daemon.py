@@ -28,6 +28,15 @@ def start(tmp: Path, body: str) -> Live:
     return live
 
 
+def file_to_jsonl(log: Path, out: Path, defaults: str) -> str:
+    """A config with one file source ``app`` (``log``, read from its start) and a JSONL file sink."""
+    return (
+        f'[defaults]\n{defaults}[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\n'
+        f'start_at = "beginning"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+
+
 def runs(events: list[dict[str, Any]], stream: str | None = None) -> list[dict[str, Any]]:
     return [e for e in events if e["event"] in ("keep", "drop") and (stream is None or e["source"] == stream)]
 
@@ -117,11 +126,7 @@ def test_B34_glob_reads_new_files_from_their_start_and_existing_ones_from_their_
 
 def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
-    body = (
-        f'[defaults]\nquery = "failed"\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\n'
-        f'start_at = "beginning"\nsinks = ["out"]\n'
-        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
-    )
+    body = file_to_jsonl(log, out, 'query = "failed"\n')
     log.write_bytes(b"".join(b"INFO %05d step ok\n" % i for i in range(2000)))
     live = start(tmp_path, body)
     live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) >= 2000, 10)
@@ -147,11 +152,7 @@ def test_restart_after_a_rotation_with_late_writes_loses_and_repeats_nothing(tmp
     """Lines written to the renamed file after the rotation are read before the new file; a
     kill -9 after the switch resumes in the new file, where the checkpoint says."""
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
-    body = (
-        f'[defaults]\nquery = "late finished again"\ntail_lines = 0\n[[source]]\nname = "app"\ntype = "file"\n'
-        f'path = "{log}"\nstart_at = "beginning"\nsinks = ["out"]\n'
-        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
-    )
+    body = file_to_jsonl(log, out, 'query = "late finished again"\ntail_lines = 0\n')
     log.write_bytes(b"")
     live = start(tmp_path, body)
     with log.open("ab", buffering=0) as old:
@@ -188,15 +189,36 @@ def test_restart_after_a_rotation_with_late_writes_loses_and_repeats_nothing(tmp
     assert text.index("late 0") < text.index("new: finished") < text.index("ERROR again")
 
 
+def test_restart_after_a_rotation_while_down_reads_the_rest_of_the_rotated_file_first(tmp_path: Path) -> None:
+    """The daemon stopped, the file got more lines and was rotated (renamed), a new one was
+    started: on restart the renamed file is found by its inode, its rest is read, then the new file."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = file_to_jsonl(log, out, 'query = "failed"\ntail_lines = 0\n')
+    log.write_bytes(b"".join(b"INFO %03d step ok\n" % i for i in range(100)))
+    live = start(tmp_path, body)
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 100, 10)
+    assert live.stop() == 0
+    with log.open("ab") as f:
+        f.write(b"".join(b"INFO %03d while down\n" % i for i in range(50)) + b"ERROR old job failed\n")
+    log.rename(tmp_path / "app.log.1")
+    log.write_bytes(b"INFO new file\nERROR new job failed\n")
+    second = start(tmp_path, body)
+    assert second.log_event("checkpoint.rotated_file")["file"] == str(tmp_path / "app.log.1")
+    second.wait_for(lambda: "ERROR new job failed" in kept(second.events(out)), 15)
+    assert second.stop() == 0
+    numbered = sorted((e["first_line"], e["last_line"]) for e in runs(second.events(out)))
+    assert numbered[0][0] == 1 and numbered[-1][1] == 153  # 100 + 51 + 2 lines, each once
+    for (_, last), (first, _) in itertools.pairwise(numbered):
+        assert first == last + 1
+    text = kept(second.events(out))
+    assert text.index("ERROR old job failed") < text.index("ERROR new job failed")
+
+
 def test_B03_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) -> None:
     """B03: the file was replaced while the daemon was down; its checkpoint no longer fits."""
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
-    body = (
-        # the first lines are kept (head), so the new file's first line shows it was read from its start
-        f'[defaults]\nquery = "NEW"\nhead_lines = 3\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\n'
-        f'start_at = "beginning"\n'
-        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
-    )
+    # the first lines are kept (head), so the new file's first line shows it was read from its start
+    body = file_to_jsonl(log, out, 'query = "NEW"\nhead_lines = 3\n')
     log.write_bytes(b"".join(b"OLD-%02d padding padding padding padding padding\n" % i for i in range(1, 41)))
     live = start(tmp_path, body)
     live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 40, 10)

@@ -242,3 +242,16 @@ def test_a_let_out_unterminated_line_does_not_run_into_the_rotated_files_first_l
     assert not [e for e in gen if "rest of line" in e.get("summary", "")]
     assert gen[-1]["last_line"] == 17  # 10 lines, the unterminated one, then 6 from the new file
     assert all(e.get("ref") for e in gen if e["event"] == "drop")  # no run spans the two files
+
+
+def test_in_text_a_kept_unterminated_last_line_ends_before_the_rotated_files_first_line(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(b"INFO start\nERROR: A failed (no newline)")
+    live = Live(tmp_path, "follow", str(log), "--format", "text", "-q", "failed")
+    live.log_event("daemon.ready")
+    live.wait_for(lambda: b"(no newline)" in live.output(), 5)
+    log.rename(tmp_path / "a.log.1")
+    log.write_bytes(b"ERROR: B failed\n")
+    live.wait_for(lambda: b"B failed" in live.output(), 5)
+    assert live.stop() == 0
+    assert b"ERROR: A failed (no newline)\nERROR: B failed\n" in live.output()
