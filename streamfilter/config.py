@@ -36,6 +36,7 @@ from typing import Any
 from .errors import StreamfilterError
 from .filter import MAX_COUNT, MIN_LINE_BYTES, FilterConfig
 from .output import FORMATS
+from .score import PARAMETER_RANGES
 
 __all__ = ("ConfigError", "DaemonConfig", "SinkConfig", "SourceConfig", "load_config", "resolved")
 
@@ -139,6 +140,7 @@ _SOURCE_KEYS = {"name", "type", "path", "address", "start_at", "roots", "mode", 
 _SOURCE_TYPES = ("file", "unix", "tcp", "stdin")
 _SINK_KEYS = {f.name for f in fields(SinkConfig)}
 _SINK_TYPES = ("stdout", "file", "unix")
+MAX_SECONDS = 86400.0  # a day: longer timings are mistakes (milliseconds given as seconds)
 _POSITIVE = {"window_lines", "window_chars", "max_line_bytes", "top_shapes", "summary_chars", "max_keep_event_bytes"}
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -193,8 +195,8 @@ def _settings(
         where = f"{key}.{name}" if key else name
         if name in _TIMING_KEYS:
             seconds = float(check.typed(value, (int, float), where))
-            if not math.isfinite(seconds) or seconds <= 0:
-                raise check.fail(where, f"must be a positive number of seconds, not {value!r}")
+            if not 0 < seconds <= MAX_SECONDS:  # NaN fails too
+                raise check.fail(where, f"must be more than 0 and at most {MAX_SECONDS} seconds, not {value!r}")
             times[name] = seconds
         elif name == "query":
             if not check.typed(value, str, where).split():
@@ -212,8 +214,10 @@ def _settings(
         elif name in _FILTER_KEYS:
             if _FILTER_KEYS[name].type in ("float", float):
                 number = float(check.typed(value, (int, float), where))
-                if not math.isfinite(number):
-                    raise check.fail(where, f"must be a finite number, not {value!r}")
+                low, high = PARAMETER_RANGES.get(name, (-math.inf, math.inf))
+                if not (math.isfinite(number) and low <= number <= high):
+                    span = f"{low:g} to {high:g}" if name in PARAMETER_RANGES else "a finite number"
+                    raise check.fail(where, f"must be {span}, not {value!r}")
                 changes[name] = number
             else:
                 count = check.typed(value, int, where)

@@ -24,6 +24,10 @@ __all__ = ("BM25Scorer",)
 
 FloatArray = npt.NDArray[np.float64]
 
+# k1 and delta: 0 to 100 (common values 1.2-2.0 and 0.5-1.0; past that a window's length
+# no longer matters, and scores near 1e308 overflow); b: 0 to 1 by definition
+PARAMETER_RANGES = {"k1": (0.0, 100.0), "b": (0.0, 1.0), "delta": (0.0, 100.0)}
+
 
 class BM25Scorer:
     """Incremental BM25+ over the stream's windows.
@@ -36,9 +40,17 @@ class BM25Scorer:
 
     State: the number of windows seen, their total length in tokens, and one
     document frequency per query term: O(n_terms), whatever the stream's length.
+
+    Raises:
+        ValueError: a parameter outside ``PARAMETER_RANGES`` (where scores stay finite
+            and a term's weight grows with its frequency).
     """
 
     def __init__(self, n_terms: int, k1: float = 1.5, b: float = 0.75, delta: float = 1.0) -> None:
+        for name, value in (("k1", k1), ("b", b), ("delta", delta)):
+            low, high = PARAMETER_RANGES[name]
+            if not low <= value <= high:  # NaN fails too
+                raise ValueError(f"BM25 {name} must be {low} to {high}, not {value}")
         self.k1, self.b, self.delta = k1, b, delta
         self.windows = 0
         self.total_tokens = 0

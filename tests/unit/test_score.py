@@ -79,3 +79,9 @@ def test_random_corpora_match_the_oracle(docs_tokens: list[list[bytes]]) -> None
     ours = BM25Scorer(len(q.terms)).score(lengths, tf)
     oracle = BM25Plus(toks).get_scores(list(q.terms))
     assert ours[-1] == pytest.approx(oracle[-1], abs=1e-9)
+
+
+@pytest.mark.parametrize(("name", "value"), [("k1", 1e308), ("k1", -1.0), ("b", 1.5), ("delta", float("nan"))])
+def test_parameters_outside_their_ranges_raise_a_value_error_naming_them(name: str, value: float) -> None:
+    with pytest.raises(ValueError, match=f"BM25 {name} must be"):
+        BM25Scorer(1, **{name: value})
