@@ -137,6 +137,10 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # Ruby, PHP, PowerShell, Lua and other test runners and linters
     _s("rspec-failure", r"(?:Failure/Error:|rspec \./)"),
     _s("lua-traceback", r"stack traceback:"),
+    # Lua's require: "x_spec.lua:5: module 'a.b' not found:", then the tab-indented places it looked
+    _f("lua-module-not-found", r"module '", line=r".{0,300}\bmodule '[^'\n]{1,200}' not found:"),
+    # minitest's and similar assertion messages: 'Expected "" to include "sqlite>".'
+    _s("expected-to", r"Expected .{1,300} to (?:be|include|match|equal|respond|have|eq)\b"),
     _s("failures-section", r"Failures:\r?$", section=True),
     _s("minitest-failure", r"(?:Failure|Error):\r?$"),
     _s("lint-offenses", r"Offenses:\r?$", section=True),  # RuboCop: a blank line, then the offenses
@@ -154,6 +158,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         line=r".*(?<!\d)[1-9]\d* errors? generated\.",
     ),
     _s("phpunit-failure", r"FAILURES!"),
+    # PHPUnit's verdict counts of a run with failures or errors (after "FAILURES!" or "ERRORS!")
+    _s("phpunit-counts", r"Tests: \d+, Assertions: \d+, [^\n]{0,100}\b(?:Failures|Errors): [1-9]"),
     _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),
     _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point

@@ -111,6 +111,11 @@ LINES = [
     ("timed-out", b"No output has been received in the last 10m0s, this potentially indicates a stalled build"),
     ("assertion", b"Assertion failed: (x > 0), function main"),
     ("failed-colon", b"  testValidation, Asynchronous wait failed: Exceeded timeout of 5 seconds"),
+    ("phpunit-counts", b"Tests: 78, Assertions: 197, Failures: 2."),
+    ("phpunit-counts", b"Tests: 127, Assertions: 310, Errors: 5, Skipped: 2."),
+    ("lua-module-not-found", b"test/functional/a_spec.lua:5: module 'runtime.lua.util' not found:"),
+    ("expected-to", b'Expected "" to include "sqlite>".'),
+    ("expected-to", b"    Expected false to be truthy."),
 ]
 
 
@@ -149,6 +154,8 @@ def test_noise_is_not_protected() -> None:
         b"PASS: test_FAIL",
         b"Executed 10 tests, with 0 failures (0 unexpected) in 0.1 seconds",
         b"Code generated.",
+        b"Tests: 127, Assertions: 317, Skipped: 3.",
+        b"OK (235 tests, 1283 assertions)",
         b"x.c:1195:1: note: variable tracking size limit exceeded with -fvar-tracking-assignments, retrying without",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
