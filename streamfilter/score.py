@@ -83,5 +83,10 @@ class BM25Scorer:
             idf = np.where(df > 0, np.log((n[:, None] + 1.0) / np.maximum(df, 1)), 0.0)
         # avgdl is 0 only while every window so far is empty: then every tf and idf is 0 too
         norm = self.k1 * (1.0 - self.b + self.b * lengths / np.where(avgdl > 0, avgdl, 1.0))
-        scores: FloatArray = (idf * (self.delta + tf * (self.k1 + 1.0) / (norm[:, None] + tf))).sum(axis=1)
+        # a term absent from a window adds idf * delta: its fraction is 0, also where the
+        # denominator is 0 too (an empty window at b = 1, or k1 = 0), where 0/0 would be NaN
+        saturation = np.divide(
+            tf * (self.k1 + 1.0), norm[:, None] + tf, out=np.zeros(tf.shape, dtype=np.float64), where=tf > 0
+        )
+        scores: FloatArray = (idf * (self.delta + saturation)).sum(axis=1)
         return scores

@@ -85,3 +85,13 @@ def test_random_corpora_match_the_oracle(docs_tokens: list[list[bytes]]) -> None
 def test_parameters_outside_their_ranges_raise_a_value_error_naming_them(name: str, value: float) -> None:
     with pytest.raises(ValueError, match=f"BM25 {name} must be"):
         BM25Scorer(1, **{name: value})
+
+
+@pytest.mark.parametrize(("k1", "b"), [(0.0, 0.75), (1.5, 1.0), (0.0, 1.0)])
+def test_scores_stay_finite_at_the_ends_of_the_ranges_also_for_empty_windows(k1: float, b: float) -> None:
+    """k1 = 0 or b = 1 with a window of no tokens made a term's fraction 0/0 (NaN); it is 0."""
+    lengths = np.array([0, 3, 0, 5], dtype=np.int64)
+    tf = np.array([[0], [1], [0], [0]], dtype=np.int64)
+    scores = BM25Scorer(1, k1=k1, b=b).score(lengths, tf)
+    assert np.isfinite(scores).all()
+    assert scores[1] > max(scores[2], scores[3]) > 0  # idf * delta for the windows without the term
