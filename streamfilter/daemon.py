@@ -25,6 +25,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ._logging import get_logger
 from .checkpoint import CheckpointStore
 from .config import ConfigError, DaemonConfig, SourceConfig, load_config
+from .errors import StreamfilterError
 from .expand import state_dir
 from .files import FileSource
 from .live import Totals, archived_stream
@@ -54,13 +55,18 @@ async def _socket_source(
         sock.setblocking(False)
         listener = await SocketListener.from_socket(sock)
         where = f"{source.type} socket from systemd ({source.name})"
-    elif source.type == "unix":
-        listener = await bind_unix(source.path, source.mode)
-        where = source.path
     else:
-        host, _, port = source.address.rpartition(":")
-        listener = await anyio.create_tcp_listener(local_host=host, local_port=int(port))
-        where = source.address
+        where = source.path if source.type == "unix" else source.address
+        try:
+            if source.type == "unix":
+                listener = await bind_unix(source.path, source.mode)
+            else:
+                host, _, port = source.address.rpartition(":")
+                listener = await anyio.create_tcp_listener(local_host=host, local_port=int(port))
+        except OSError as exc:
+            raise StreamfilterError(
+                f"source {source.name!r}: cannot listen on {where}: {exc.strerror or exc}"
+            ) from None
     log.info("source.opened", listen=where)
     task_status.started()
     try:
@@ -153,7 +159,12 @@ class _Running:
             get_logger().warning("config.unused_sink", sink=unused, hint="no source lists it in its sinks")
         for sink_config in self.config.sinks:
             if sink_config.name in used:
-                self.sinks[sink_config.name] = await open_sink(sink_config, sinks_tg)
+                try:
+                    self.sinks[sink_config.name] = await open_sink(sink_config, sinks_tg)
+                except OSError as exc:
+                    raise StreamfilterError(
+                        f"sink {sink_config.name!r}: cannot open {sink_config.path}: {exc.strerror or exc}"
+                    ) from None
         async with anyio.create_task_group() as tg:
             for source in self.config.sources:
                 sinks = [self.sinks[name] for name in source.sinks]
@@ -185,7 +196,8 @@ async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> i
     systemd passes whose ``FileDescriptorName=`` is the source's name.
 
     Raises:
-        SocketInUseError, OSError: a source or sink could not be opened at start-up.
+        StreamfilterError: a source or sink could not be opened at start-up (the message
+            names it, its path or address, and why; ``SocketInUseError`` for a taken socket).
     """
     log = get_logger()
     notifier = Notifier()

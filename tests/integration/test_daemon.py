@@ -103,6 +103,31 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
             assert done.stdout == b""
 
 
+def test_a_source_or_sink_that_cannot_be_opened_is_named_with_its_path_and_the_reason(tmp_path: Path) -> None:
+    """These pass check-config (the paths may exist later); the daemon says which one failed, exit 1."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    missing = tmp_path / "no-such-dir"
+    unix = '[[source]]\nname = "s"\ntype = "unix"\npath = "{}"\n'
+    cases = {
+        unix.format(missing / "s.sock"): f"source 's': cannot listen on {missing}/s.sock: No such file or directory",
+        f'[[source]]\nname = "t"\ntype = "tcp"\naddress = "127.0.0.1:{port}"\n': (
+            f"source 't': cannot listen on 127.0.0.1:{port}: Address already in use"
+        ),
+        unix.format(tmp_path / "s.sock")
+        + f'sinks = ["o"]\n[[sink]]\nname = "o"\ntype = "file"\npath = "{missing}/out.txt"\n': (
+            f"sink 'o': cannot open {missing}/out.txt: No such file or directory"
+        ),
+    }
+    with taken:
+        for body, message in cases.items():
+            done = run_cli("daemon", "--config", str(write_config(tmp_path, body)))
+            assert done.returncode == 1, (body, done.stderr)
+            assert f"streamfilter: error: {message}\n".encode() in done.stderr, (body, done.stderr)
+
+
 # -- files -----------------------------------------------------------------------------------------
 def test_B34_glob_reads_new_files_from_their_start_and_existing_ones_from_their_end(tmp_path: Path) -> None:
     """B34: old.log (present at start) is not replayed; build.log, created later, is read whole."""
