@@ -105,6 +105,7 @@ def mask_shapes(text: bytes) -> bytes:
 _MAX_SHAPES = 4096  # distinct shapes counted per run; later new shapes count as "other"
 _MAX_SHAPE_CHARS = 60
 _SHAPE_SOURCE_BYTES = 96  # bytes of a line that are masked into its shape
+_MIN_SHAPE_ROOM = 24  # characters the most frequent shape needs to be named (cut with "…")
 
 
 _CONTROLS = bytes(range(0x20)).replace(b"\t", b"") + b"\x7f"
@@ -295,8 +296,6 @@ class DropSummary:
                 f"{_count(self.progress_lines, 'progress line')}: {self.frames} frames, "
                 f"{self.frames - self.progress_lines} collapsed"
             )
-        # facts first: a long shape list never pushes them out of the line
-        facts_text = "; ".join(facts)
         # blank lines and bare "<*>" say nothing: counted among the other shapes, never named
         silent = (b"", bytes([_MARK]))
         ranked = [
@@ -304,13 +303,23 @@ class DropSummary:
             for shape, count in _most_common(self._shapes, self.top_shapes + 4)
             if shape.strip() not in silent
         ]
-        reserve = len(f"; +{len(self._shapes) + 1} other shapes")
-        budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
+        # room for the count of the shapes not named (none needed when there is one shape)
+        reserve = len(f"; +{len(self._shapes) + 1} other shapes") if len(self._shapes) + bool(self._other) > 1 else 0
+        # facts first, so a long shape list never pushes them out of the line; but the most
+        # frequent shape gets room too: the last facts give way to it, never the count of
+        # failure lines like ones kept (the one that says a failure is in the run)
+        keep_facts = 1 if self.repeated_failures else 0
+        while True:
+            facts_text = "; ".join(facts)
+            budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
+            if budget >= _MIN_SHAPE_ROOM or len(facts) <= keep_facts or not ranked:
+                break
+            facts.pop()
         parts: list[str] = []
         for shape, count in ranked[: self.top_shapes]:
             piece = f"{count}× {_show(shape.strip()[:_MAX_SHAPE_CHARS])}"
             if len(piece) + 2 > budget:
-                if parts or budget < 24:
+                if parts or budget < _MIN_SHAPE_ROOM:
                     break
                 piece = piece[: budget - 3] + "…"  # the most frequent shape is always named
             parts.append(piece)

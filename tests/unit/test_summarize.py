@@ -117,6 +117,17 @@ def test_shapes_are_counted_when_no_shape_fits() -> None:
     assert len(text) <= 140
 
 
+def test_the_most_frequent_shape_is_named_and_later_facts_give_way_to_it() -> None:
+    """20000 repeats of one failure line: the count of repeats stays, the term count gives way
+    to the shape (the line was cut mid-word, "1 sha…", with no shape named)."""
+    s = DropSummary(57, 0, max_chars=140)
+    data = b"".join(b"ERROR: line %d failed with a reasonably long message\n" % i for i in range(19919))
+    s.add(len(data), shape_text(data), 19919, 19919, 0, np.zeros(19919, dtype=np.int32), 19919)
+    text = s.render()
+    assert "19919 more failure lines like ones kept; 19919× ERROR: line <*> failed" in text, text
+    assert "query terms" not in text and len(text) <= 140
+
+
 def test_shape_table_is_bounded_and_overflow_is_counted() -> None:
     s = DropSummary(1, 0)
     words = [bytes([97 + a, 97 + b, 97 + c]) for a in range(26) for b in range(26) for c in range(8)]  # 5408 shapes
