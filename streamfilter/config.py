@@ -235,8 +235,10 @@ def _mode(check: _Checker, value: object, key: str) -> int:
     return int(text, 8)
 
 
-def _source(check: _Checker, table: Mapping[str, Any], i: int, base: FilterConfig, timing: Timing) -> SourceConfig:
-    key = f"source[{i}]"
+def _source(
+    check: _Checker, table: Mapping[str, Any], i: int, base: FilterConfig, timing: Timing, key: str = ""
+) -> SourceConfig:
+    key = key or f"source[{i}]"
     allowed = _SOURCE_KEYS | set(_FILTER_KEYS) | set(_TIMING_KEYS)
     check.known(table, allowed, key)
     if "type" not in table:
@@ -343,21 +345,29 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
         if any(s.name == sink.name for s in sinks):
             raise check.fail(f"sink[{i}].name", f"{sink.name!r} is used twice")
         sinks.append(sink)
+    # the shared keys are checked where they are written, so an error names defaults.KEY
+    if shared:
+        checked = _source(check, {"type": "stdin", **shared}, 0, base, timing, "defaults")
+        _check_sink_names(check, checked.sinks, "defaults", sinks)
     sources: list[SourceConfig] = []
     for i, table in enumerate(raw_sources):
         merged = {**shared, **check.table(table, f"source[{i}]")}
         source = _source(check, merged, i, base, timing)
         if any(s.name == source.name for s in sources):
             raise check.fail(f"source[{i}].name", f"{source.name!r} is used twice")
-        for j, sink_name in enumerate(source.sinks):
-            if not any(s.name == sink_name for s in sinks):
-                known = ", ".join(s.name for s in sinks)
-                raise check.fail(f"source[{i}].sinks[{j}]", f"no sink named {sink_name!r} (sinks: {known})")
+        _check_sink_names(check, source.sinks, f"source[{i}]", sinks)
         sources.append(source)
     if sum(s.type == "stdin" for s in sources) > 1:
         raise check.fail("source", "stdin can be read by one source only")
     _check_conflicts(check, sources, sinks)
     return DaemonConfig(name, tuple(sources), tuple(sinks))
+
+
+def _check_sink_names(check: _Checker, names: tuple[str, ...], key: str, sinks: list[SinkConfig]) -> None:
+    for j, sink_name in enumerate(names):
+        if not any(s.name == sink_name for s in sinks):
+            known = ", ".join(s.name for s in sinks)
+            raise check.fail(f"{key}.sinks[{j}]", f"no sink named {sink_name!r} (sinks: {known})")
 
 
 def _check_conflicts(check: _Checker, sources: list[SourceConfig], sinks: list[SinkConfig]) -> None:
