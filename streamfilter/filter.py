@@ -256,6 +256,7 @@ class StreamFilter:
         self._w_score = np.zeros(0, dtype=np.float64)
         self._w_term = np.zeros(0, dtype=bool)
         self._w_prot = np.zeros(0, dtype=np.int64)
+        self._w_hit = np.zeros(0, dtype=np.int64)  # 1-based line of each window's first hit (0: none)
         self._scored = 0  # windows 0.._scored-1 have a score
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
         self._open: DropSummary | None = None
@@ -498,6 +499,7 @@ class StreamFilter:
                 self._w_score = np.concatenate((self._w_score, np.zeros(grow)))
                 self._w_term = np.concatenate((self._w_term, np.zeros(grow, dtype=bool)))
                 self._w_prot = np.concatenate((self._w_prot, np.full(grow, -1, dtype=np.int64)))
+                self._w_hit = np.concatenate((self._w_hit, np.zeros(grow, dtype=np.int64)))
         self._segmenter_closed = assignment.closed
 
     def _score_windows(self, closed: int) -> None:
@@ -558,6 +560,7 @@ class StreamFilter:
         wrel, first_hit = np.unique(p.window[hits] - self._w_base, return_index=True)
         unset = self._w_prot[wrel] < 0
         self._w_prot[wrel[unset]] = ids[first_hit[unset]]
+        self._w_hit[wrel[unset]] = p.base + hits[first_hit[unset]] + 1
 
     def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
         cfg, p = self.config, self._p
@@ -642,27 +645,24 @@ class StreamFilter:
         """Record the windows of lines ``a..b-1`` (pending indexes) for the open run."""
         p = self._p
         assert self._why is not None
-        assigned = self._assigned - p.base
         traces = self._traces[decision]
         for w in np.unique(p.window[a:b]).tolist():
-            later = np.flatnonzero(p.window[:assigned] == w)
-            later = later[later >= a]  # its lines from this piece of the run on (earlier ones may be gone)
-            lines = later[later < b]  # its lines in this piece
+            lines = np.flatnonzero(p.window[a:b] == w) + a  # its lines in this piece
             if self._traced[decision] == w:  # the same window, continued (a later batch, or past a short gap)
                 # traces are added in line order, so a listed one is the last (an omitted one stays counted)
                 if traces and traces[-1][0] == w:
                     last = traces[-1][1]
                     if last.reason == "short-gap":  # the gap's window goes on here: it has this window's reason
-                        fresh = self._new_trace(w, a, b, lines, later, decision)
+                        fresh = self._new_trace(w, a, b, lines, decision)
                         traces[-1] = (w, replace(fresh, first_line=last.first_line))
                     else:
-                        traces[-1] = (w, self._extended(last, int(lines[-1]), later))
+                        traces[-1] = (w, replace(last, last_line=p.base + int(lines[-1]) + 1))
                 continue
             self._traced[decision] = w
             if len(traces) >= MAX_TRACES:
                 self._omitted[decision] += 1
                 continue
-            traces.append((w, self._new_trace(w, a, b, lines, later, decision)))
+            traces.append((w, self._new_trace(w, a, b, lines, decision)))
 
     def _new_trace(
         self,
@@ -670,11 +670,9 @@ class StreamFilter:
         a: int,
         b: int,
         lines: npt.NDArray[np.int64],
-        later: npt.NDArray[np.int64],
         decision: str,
     ) -> WindowTrace:
-        """The trace of window ``w`` in the open run: its ``lines`` there (pending indexes in ``a..b-1``),
-        ``later`` its lines from ``a`` on (to find its first failure line, also past the run)."""
+        """The trace of window ``w`` in the open run: its ``lines`` there (pending indexes in ``a..b-1``)."""
         why, p, names = self._why, self._p, self._signatures.names
         assert why is not None
         rel = w - self._w_base
@@ -695,25 +693,15 @@ class StreamFilter:
             reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
         else:
             reason = "below-cut" if self._w_term[rel] else "no-term"
-        # its first failure line, also when it is past this run (a lead-up to it)
-        hits = later[p.hit[later]] if prot >= 0 else later[:0]
         return WindowTrace(
             p.base + int(lines[0]) + 1,
             p.base + int(lines[-1]) + 1,
             round(float(self._w_score[rel]), 6),
             round(float(why.cut[rel - why.w_lo]), 6),
             reason,
-            p.base + int(hits[0]) + 1 if hits.shape[0] else 0,
+            # its first failure line, also when it is past this run (a lead-up to it) or before it
+            int(self._w_hit[rel]) if prot >= 0 else 0,
         )
-
-    def _extended(self, trace: WindowTrace, last: int, later: npt.NDArray[np.int64]) -> WindowTrace:
-        """``trace`` reaching to pending line ``last``, and naming its first failure line if it had none."""
-        p = self._p
-        hit_line = trace.hit_line
-        if not hit_line and trace.reason.startswith("protected:"):
-            hits = later[p.hit[later]]
-            hit_line = p.base + int(hits[0]) + 1 if hits.shape[0] else 0
-        return replace(trace, last_line=p.base + last + 1, hit_line=hit_line)
 
     def _line_start(self, rel: int) -> int:
         return int(self._p.ends[rel - 1]) if rel > 0 else self._buf_start
@@ -900,5 +888,6 @@ class StreamFilter:
         if first_window is not None and first_window > self._w_base:
             k = first_window - self._w_base
             self._w_score, self._w_term, self._w_prot = self._w_score[k:], self._w_term[k:], self._w_prot[k:]
+            self._w_hit = self._w_hit[k:]
             self._w_base = first_window
             self._cuts.forget_before(first_window)
