@@ -73,6 +73,7 @@ ROTATE_WAIT_SECONDS = 5.0
 # file goes quiet would otherwise queue them without bound; past this, the path is opened
 # again once the queue has drained (the files in between are not read)
 MAX_QUEUED_FILES = 8
+_PSEUDO_FILES = ("/proc/", "/sys/")
 
 
 class FileFollower:
@@ -210,6 +211,9 @@ class FileFollower:
             real = os.path.realpath(f"/proc/self/fd/{fd}")
             if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.source.roots):
                 reason = "resolves outside the source's roots"
+            elif real.startswith(_PSEUDO_FILES):
+                # its size reads 0 whatever it holds: every read would look like a truncation
+                reason = "a /proc or /sys file (its size is not known, so it cannot be followed)"
         if reason is None and self.claim is not None and not self.claim((info.st_dev, info.st_ino), self):
             reason = "the same file as another path of this source (read there)"
         if reason is not None:

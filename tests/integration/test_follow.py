@@ -255,3 +255,14 @@ def test_in_text_a_kept_unterminated_last_line_ends_before_the_rotated_files_fir
     live.wait_for(lambda: b"B failed" in live.output(), 5)
     assert live.stop() == 0
     assert b"ERROR: A failed (no newline)\nERROR: B failed\n" in live.output()
+
+
+def test_a_proc_file_is_refused_not_read_as_truncated_again_and_again(tmp_path: Path) -> None:
+    """Its size reads 0 whatever it holds: it was taken as truncated after every read (about
+    100 markers a second)."""
+    live = follow(tmp_path, Path("/proc/self/status"))
+    refused = live.log_event("file.refused")
+    assert "/proc or /sys" in refused["reason"]
+    time.sleep(0.3)
+    assert live.stop() == 0
+    assert not [e for e in live.events() if e["event"] in ("keep", "drop", "marker")]
