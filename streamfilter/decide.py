@@ -192,6 +192,7 @@ def protected_ranges(
     section_lines: int = 0,
     records: Int64Array | None = None,
     whole_record: npt.NDArray[np.bool_] | None = None,
+    section_end: Int64Array | None = None,
 ) -> tuple[Int64Array, Int64Array]:
     """Line ranges kept around protected hits.
 
@@ -212,6 +213,8 @@ def protected_ranges(
             the lines before a hit are only taken from its own record.
         whole_record: shape ``(h,)``: hits (with ``records``) that keep the rest of
             their record, at most ``section_lines`` lines after them.
+        section_end: shape ``(h,)``: the last line a section hit may keep (its section
+            ends there, before ``section_lines``).
 
     Returns:
         ``(first, last)``: shape ``(h,)`` each, inclusive indexes into ``cont``.
@@ -228,7 +231,8 @@ def protected_ranges(
     )
     last = np.minimum(next_break - 1, hits + extend)
     if section is not None:
-        last = np.where(section, hits + section_lines, last)
+        stop = hits + section_lines if section_end is None else np.minimum(hits + section_lines, section_end)
+        last = np.where(section, stop, last)
     if whole_record is not None and records is not None and whole_record.any():
         record_end = np.searchsorted(records, records[hits], side="right") - 1
         last = np.where(whole_record, np.minimum(record_end, hits + section_lines), last)

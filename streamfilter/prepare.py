@@ -45,6 +45,8 @@ class BlockFacts:
         shapes: ``summarize.shape_text`` of the scoring text (for DROP summaries).
         shape_ends: int64, end offset of each line in ``shapes``.
         warnings: int64, ``summarize.warn_counts`` per line.
+        banners: int64, 0-based lines whose first non-blank bytes are ``===`` (pytest's
+            section banners: one ends the section another began).
     """
 
     first_line: int
@@ -59,6 +61,7 @@ class BlockFacts:
     shapes: bytes
     shape_ends: Int64Array
     warnings: Int64Array
+    banners: Int64Array
 
     def matches(self, block: LineBlock) -> bool:
         """Whether these are the facts of ``block`` (same first line, line count and length)."""
@@ -115,4 +118,18 @@ class Preparer:
             masked,
             shape_ends.astype(np.int64),
             warn_counts(norm.text, norm.ends),
+            _banners(norm.text, layout),
         )
+
+
+def _banners(text: bytes, layout: LineLayout) -> Int64Array:
+    """Lines whose first non-blank bytes are ``===``."""
+    arr = np.frombuffer(text, dtype=np.uint8)
+    n = arr.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = layout.first
+    lines = np.flatnonzero(~layout.blank & (first + 2 < n) & (arr[np.minimum(first, n - 1)] == 0x3D))
+    at = first[lines]
+    banners: Int64Array = lines[(arr[at + 1] == 0x3D) & (arr[at + 2] == 0x3D)].astype(np.int64)
+    return banners

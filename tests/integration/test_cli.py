@@ -528,3 +528,16 @@ def test_filter_shows_a_logs_control_bytes_escaped_on_a_terminal_unless_raw(tmp_
     assert b"\x1b" not in shown and b"\x07" not in shown  # the title and the screen are left alone
     assert b"\\x1b]0;owned\\x07\\x1b[2J failed \\xff caf\xc3\xa9" in shown
     assert b"\x1b]0;owned\x07\x1b[2J failed \xff" in _filter_on_a_terminal(log, "--raw")
+
+
+def test_pytests_failures_section_ends_at_its_next_banner_not_in_the_lines_after_the_run(tmp_path: Path) -> None:
+    """The 150 lines a FAILURES banner keeps stop at pytest's next "===" banner: the log's own
+    lines after pytest's last line were kept as the section (60 of them here), and under a token
+    budget they took the room of both E lines."""
+    log = tmp_path / "p2.log"
+    log.write_bytes(EXAMPLE.read_bytes() + b"".join(b"INFO step %d ok\n" % i for i in range(1, 301)))
+    plain = run_cli("filter", str(log)).stdout
+    assert b"E       ValueError: invalid literal" in plain and b"E       FileNotFoundError" in plain
+    assert b"INFO step 10 ok\n" not in plain  # (pytest's last banner's own window keeps the first lines)
+    tight = run_cli("filter", "--budget-tokens", "800", str(log)).stdout
+    assert b"E       ValueError: invalid literal" in tight and b"E       FileNotFoundError" in tight
