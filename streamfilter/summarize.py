@@ -287,8 +287,9 @@ class DropSummary:
         facts = []
         if self.repeated_failures:
             facts.append(f"{_count(self.repeated_failures, 'more failure line')} like ones kept")
+        terms = f"{_count(self.term_lines, 'line')} with query terms"
         if self.term_lines:
-            facts.append(f"{_count(self.term_lines, 'line')} with query terms")
+            facts.append(terms)
         if self.warning_lines:
             facts.append(_count(self.warning_lines, "warning mention"))
         if self.progress_lines:
@@ -306,15 +307,14 @@ class DropSummary:
         # room for the count of the shapes not named (none needed when there is one shape)
         reserve = len(f"; +{len(self._shapes) + 1} other shapes") if len(self._shapes) + bool(self._other) > 1 else 0
         # facts first, so a long shape list never pushes them out of the line; but the most
-        # frequent shape gets room too: the last facts give way to it, never the count of
-        # failure lines like ones kept (the one that says a failure is in the run)
-        keep_facts = 1 if self.repeated_failures else 0
-        while True:
+        # frequent shape gets room too: the count of lines with query terms (the least telling
+        # fact) gives way to it
+        facts_text = "; ".join(facts)
+        budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
+        if budget < _MIN_SHAPE_ROOM and ranked and terms in facts:
+            facts.remove(terms)
             facts_text = "; ".join(facts)
             budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
-            if budget >= _MIN_SHAPE_ROOM or len(facts) <= keep_facts or not ranked:
-                break
-            facts.pop()
         parts: list[str] = []
         for shape, count in ranked[: self.top_shapes]:
             piece = f"{count}× {_show(shape.strip()[:_MAX_SHAPE_CHARS])}"

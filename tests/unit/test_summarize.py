@@ -117,9 +117,9 @@ def test_shapes_are_counted_when_no_shape_fits() -> None:
     assert len(text) <= 140
 
 
-def test_the_most_frequent_shape_is_named_and_later_facts_give_way_to_it() -> None:
-    """20000 repeats of one failure line: the count of repeats stays, the term count gives way
-    to the shape (the line was cut mid-word, "1 sha…", with no shape named)."""
+def test_the_most_frequent_shape_is_named_and_the_count_of_term_lines_gives_way_to_it() -> None:
+    """20000 repeats of one failure line: the count of repeats stays, the count of lines with
+    query terms gives way to the shape (the line was cut mid-word, "1 sha…", with no shape named)."""
     s = DropSummary(57, 0, max_chars=140)
     data = b"".join(b"ERROR: line %d failed with a reasonably long message\n" % i for i in range(19919))
     s.add(len(data), shape_text(data), 19919, 19919, 0, np.zeros(19919, dtype=np.int32), 19919)
