@@ -183,6 +183,11 @@ class CutTracker:
             del self._cuts[g]
 
 
+# most lines between a hit's continuation lines and more of them that are still its own
+# (1: full recall 0.926, 2: 0.929, 3: 0.931, 5: 0.931 on the corpus; none: 0.918)
+BRIDGE_LINES = 3
+
+
 def protected_ranges(
     hits: Int64Array,
     cont: npt.NDArray[np.bool_],
@@ -198,7 +203,8 @@ def protected_ranges(
 
     Each hit keeps ``before`` lines before it and extends forward through the
     continuation lines that follow it (stack frames, indented notes, a trace's
-    column-0 lines), at most ``extend`` lines.
+    column-0 lines), and on through a gap of at most ``BRIDGE_LINES`` lines to the
+    continuation lines after it, at most ``extend`` lines.
 
     Args:
         hits: shape ``(h,)``: indexes into ``cont`` of protected lines, sorted.
@@ -222,14 +228,16 @@ def protected_ranges(
     n = int(cont.shape[0])
     if hits.shape[0] == 0:
         return hits, hits
-    breaks = np.flatnonzero(~cont)  # lines that start something new
-    nxt = np.searchsorted(breaks, hits, side="right")
-    next_break = (
-        np.where(nxt < breaks.shape[0], breaks[np.minimum(nxt, max(breaks.shape[0] - 1, 0))], n)
-        if breaks.shape[0]
-        else np.full_like(hits, n)
-    )
+    breaks = np.append(np.flatnonzero(~cont), n)  # lines that start something new (n: the end)
+    next_break = breaks[np.searchsorted(breaks, hits, side="right")]
     last = np.minimum(next_break - 1, hits + extend)
+    # a detail and its stack frames may follow after blank lines (Node's assertion errors):
+    # a gap of at most BRIDGE_LINES lines, then more continuation lines, is bridged
+    conts = np.append(np.flatnonzero(cont), n + BRIDGE_LINES + 1)  # (past the end: no more)
+    more = conts[np.searchsorted(conts, next_break)]  # the first continuation line after the gap
+    bridged = (next_break - 1 < hits + extend) & (more - next_break <= BRIDGE_LINES)
+    more_end = breaks[np.searchsorted(breaks, np.minimum(more, n - 1), side="right")]
+    last = np.where(bridged, np.minimum(more_end - 1, hits + extend), last)
     if section is not None:
         stop = hits + section_lines if section_end is None else np.minimum(hits + section_lines, section_end)
         last = np.where(section, stop, last)

@@ -541,3 +541,34 @@ def test_pytests_failures_section_ends_at_its_next_banner_not_in_the_lines_after
     assert b"INFO step 10 ok\n" not in plain  # (pytest's last banner's own window keeps the first lines)
     tight = run_cli("filter", "--budget-tokens", "800", str(log)).stdout
     assert b"E       ValueError: invalid literal" in tight and b"E       FileNotFoundError" in tight
+
+
+NODE_ASSERTION = b"""node:assert:90
+  throw new AssertionError(obj);
+  ^
+
+AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:
+
+1 !== 2
+
+    at Object.<anonymous> (/tmp/q/n/a.js:2:8)
+    at Module._compile (node:internal/modules/cjs/loader:1521:14)
+    at Module._load (node:internal/modules/cjs/loader:1091:12)
+    at node:internal/main/run_main_module:28:49 {
+  generatedMessage: true,
+  code: 'ERR_ASSERTION',
+  actual: 1,
+  expected: 2,
+  operator: 'strictEqual'
+}
+"""
+
+
+def test_nodes_assertion_keeps_its_values_and_frames_after_the_blank_lines(tmp_path: Path) -> None:
+    """Node prints the message, a blank line, '1 !== 2', a blank line, then the frames: the
+    values and frames were summarized away (a fresh-user helper found it with a real node run)."""
+    log = tmp_path / "n.log"
+    noise = b"".join(b"fetch GET 200 /pkg%d\n" % i for i in range(200))
+    log.write_bytes(noise + NODE_ASSERTION + noise)
+    out = run_cli("filter", str(log)).stdout
+    assert b"Expected values to be strictly equal:\n\n1 !== 2\n\n    at Object.<anonymous> (/tmp/q/n/a.js:2:8)\n" in out

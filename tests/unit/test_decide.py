@@ -98,11 +98,23 @@ def test_cut_sees_the_latest_history_scores_whatever_the_batches(
 
 
 def test_hits_extend_through_continuation_lines_only() -> None:
-    #            0      1     2     3      4      5     6
-    cont = np.array([False, False, True, True, False, True, False])
-    first, last = protected_ranges(np.array([1, 5]), cont, before=1, extend=10)
-    assert first.tolist() == [0, 4]
-    assert last.tolist() == [3, 5]
+    #                0      1     2     3      4      5      6      7      8      9     10
+    cont = np.array([False, False, True, True, False, False, False, False, False, True, False])
+    first, last = protected_ranges(np.array([1, 8]), cont, before=1, extend=10)
+    assert first.tolist() == [0, 7]
+    assert last.tolist() == [3, 9]  # 4-8 is a gap longer than BRIDGE_LINES (3): not bridged
+
+
+def test_a_short_gap_then_a_continuation_block_is_bridged() -> None:
+    """Node's assertion error: the message, a blank line, '1 !== 2', a blank line, the frames."""
+    #                0      1      2      3      4     5     6      7
+    cont = np.array([False, False, False, False, True, True, False, False])
+    first, last = protected_ranges(np.array([0]), cont, before=0, extend=10)
+    assert (first.tolist(), last.tolist()) == ([0], [5])
+    _, capped = protected_ranges(np.array([0]), cont, before=0, extend=4)
+    assert capped.tolist() == [4]  # still at most ``extend`` lines
+    _, alone = protected_ranges(np.array([0]), np.array([False] * 5 + [True]), before=0, extend=10)
+    assert alone.tolist() == [0]  # 1-4 is a gap of 4 lines
 
 
 def test_extension_is_capped_and_sections_ignore_indentation() -> None:
