@@ -224,7 +224,8 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
         raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None
     with handle:
         if os.fstat(handle.fileno()).st_size < ref.end:
-            raise RefError(f"ref {ref}: {path} is now shorter than byte {ref.end} (it was truncated or rewritten)")
+            why = "it was truncated, rewritten, or rotated and replaced"
+            raise RefError(f"ref {ref}: {path} is now shorter than byte {ref.end} ({why})")
         crc = 0
         for piece in _pieces(handle, ref.start, ref.end):
             crc = zlib.crc32(piece, crc)

@@ -467,7 +467,7 @@ class FileSource:
             path, self.source, name, self.sinks, self.checkpoints, at_startup, self.totals, self._claim
         )
         self.followers[path] = follower
-        if not at_startup:
+        if not at_startup and os.path.exists(path):  # (a missing path is followed until it appears)
             self._log.info("file.found", path=path)
         self._tg.start_soon(follower.run)
 

@@ -266,3 +266,14 @@ def test_a_proc_file_is_refused_not_read_as_truncated_again_and_again(tmp_path: 
     time.sleep(0.3)
     assert live.stop() == 0
     assert not [e for e in live.events() if e["event"] in ("keep", "drop", "marker")]
+
+
+def test_a_missing_path_is_not_logged_as_found_until_it_is_opened(tmp_path: Path) -> None:
+    log = tmp_path / "later.log"
+    live = follow(tmp_path, log)
+    time.sleep(0.3)
+    assert not [e for e in live.logs() if e.get("event") == "file.found"]
+    log.write_bytes(b"ERROR: it came\n")
+    assert live.log_event("source.opened")["ino"] == log.stat().st_ino
+    live.wait_for(lambda: "ERROR: it came" in kept_text(live.events()), 5)
+    assert live.stop() == 0
