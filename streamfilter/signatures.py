@@ -149,6 +149,9 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # awesome_bot's link report: "Issues :-(", then "> Links" and the failing links
     _s("link-check-issues", r"Issues :-\(", record=True),
     _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
+    # JavaScript Standard Style (standard, semistandard, ts-standard) heads its findings so:
+    # "standard: Use JavaScript Standard Style (https://standardjs.com)", then "  file:1:2: ..."
+    _f("standard-lint", r": Use JavaScript Standard Style", r": Use Semicolons For All!"),
     _f("found-errors", r"Found errors", r"Found \d+ errors?\b"),
     # clang's count after its diagnostics, not "1 warning and 0 errors generated."
     _f(
@@ -232,7 +235,7 @@ TRIGGER_WORDS = (
     "traceback panic panicked assert assertion asserts expected received undefined returned collect "
     "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
-    "cannot unable terminate curl memory unhandled executed "
+    "cannot unable terminate curl memory unhandled executed standard semicolons "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

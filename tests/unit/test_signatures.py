@@ -116,6 +116,8 @@ LINES = [
     ("lua-module-not-found", b"test/functional/a_spec.lua:5: module 'runtime.lua.util' not found:"),
     ("expected-to", b'Expected "" to include "sqlite>".'),
     ("expected-to", b"    Expected false to be truthy."),
+    ("standard-lint", b"standard: Use JavaScript Standard Style (https://standardjs.com)"),
+    ("standard-lint", b"semistandard: Use Semicolons For All! (https://github.com/standard/semistandard)"),
 ]
 
 
@@ -156,6 +158,7 @@ def test_noise_is_not_protected() -> None:
         b"Code generated.",
         b"Tests: 127, Assertions: 317, Skipped: 3.",
         b"OK (235 tests, 1283 assertions)",
+        b"> standard lib/*.js main.js",
         b"x.c:1195:1: note: variable tracking size limit exceeded with -fvar-tracking-assignments, retrying without",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
