@@ -230,8 +230,10 @@ class FileFollower:
         if self.stream is not None:  # rotation: the same stream goes on in the new file
             log = self._log.warning if self._rotation.get("capped") else self._log.info
             log("file.rotated", ino=info.st_ino, **self._rotation)
+            # the new file's byte 0 follows the old file's last byte read (in stream offsets,
+            # which start at the checkpoint's offset when the old file was resumed)
+            self._base += self._pos.offset
             self._set_position(fd, 0)
-            self._base = self.stream.filter.stats.bytes
             return
         offset, line = 0, 1
         saved = self.checkpoints.load(self.source.name, self.path) if self.checkpoints else None

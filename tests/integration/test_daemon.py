@@ -233,17 +233,27 @@ def test_restart_after_a_rotation_while_down_reads_the_rest_of_the_rotated_file_
     with log.open("ab") as f:
         f.write(b"".join(b"INFO %03d while down\n" % i for i in range(50)) + b"ERROR old job failed\n")
     log.rename(tmp_path / "app.log.1")
-    log.write_bytes(b"INFO new file\nERROR new job failed\n")
+    new = b"".join(b"INFO %03d new file\n" % i for i in range(50))
+    log.write_bytes(new + b"ERROR new job failed\n" + b"INFO end\n" * 50)
     second = start(tmp_path, body)
     assert second.log_event("checkpoint.rotated_file")["file"] == str(tmp_path / "app.log.1")
     second.wait_for(lambda: "ERROR new job failed" in kept(second.events(out)), 15)
     assert second.stop() == 0
     numbered = sorted((e["first_line"], e["last_line"]) for e in runs(second.events(out)))
-    assert numbered[0][0] == 1 and numbered[-1][1] == 153  # 100 + 51 + 2 lines, each once
+    assert numbered[0][0] == 1 and numbered[-1][1] == 252  # 100 + 51 + 101 lines, each once
     for (_, last), (first, _) in itertools.pairwise(numbered):
         assert first == last + 1
     text = kept(second.events(out))
     assert text.index("ERROR old job failed") < text.index("ERROR new job failed")
+    # refs into the new file are offsets in it (they were shifted by the resumed offset), and the
+    # checkpoint names it: a third start resumes there and repeats nothing
+    refs = [e["ref"] for e in runs(second.events(out)) if e["event"] == "drop" and e["first_line"] > 151]
+    assert refs and all(run_cli("expand", ref).returncode == 0 for ref in refs)
+    third = start(tmp_path, body)
+    assert third.log_event("checkpoint.resumed")["line"] == 253
+    assert third.stop() == 0
+    assert not [e for e in third.logs() if e.get("event") == "checkpoint.rotated_file"]
+    assert len(runs(third.events(out))) == len(runs(second.events(out)))
 
 
 def test_B03_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) -> None:
