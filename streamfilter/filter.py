@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from ._heap import keep_block_buffers
 from .budget import Selection
-from .decide import CutTracker, RepeatGate, protected_ranges
+from .decide import BRIDGE_LINES, CutTracker, RepeatGate, protected_ranges
 from .lines import LineSplitter
 from .prepare import BlockFacts, Preparer
 from .records import LineBlock, Run, WindowTrace
@@ -275,6 +275,7 @@ class StreamFilter:
         # after settle(): continuation lines still to keep (the record that was kept goes on),
         # and the line that settle(partial=True) let out, whose rest is still to come
         self._carry = 0
+        self._carry_bridged = False  # the carry crossed its one gap already
         self._last_keep = False
         self._rest: tuple[int, bool] | None = None  # (line, kept)
         self._tail_now = cfg.tail_lines
@@ -490,9 +491,17 @@ class StreamFilter:
             p.record[a : a + k] = assignment.records
             self._assigned = assignment.first_line + k
             if self._carry:
-                # the kept record goes on after a settle: its continuation lines are kept
+                # the kept record goes on after a settle: its continuation lines are kept, and once
+                # a gap of at most BRIDGE_LINES lines and more of them (as ``protected_ranges``
+                # bridges; here only when the gap and what follows it came in together)
                 breaks = np.flatnonzero(~assignment.cont)
-                upto = min(int(breaks[0]) if breaks.shape[0] else k, self._carry)
+                end = int(breaks[0]) if breaks.shape[0] else k
+                more = np.flatnonzero(assignment.cont[end : end + BRIDGE_LINES + 1])
+                if end < k and more.shape[0] and not self._carry_bridged:
+                    self._carry_bridged = True
+                    breaks = breaks[breaks > end + int(more[0])]
+                    end = int(breaks[0]) if breaks.shape[0] else k
+                upto = min(end, self._carry)
                 p.forced[a : a + upto] = True
                 self._carry = 0 if upto < k or breaks.shape[0] else self._carry - upto
             top = int(assignment.windows[-1]) + 1 - self._w_base
@@ -620,6 +629,7 @@ class StreamFilter:
         self._last_keep = bool(keep[-1])
         if settle and not hold:
             self._carry = cfg.extend_lines if self._last_keep else 0
+            self._carry_bridged = False
         if final:
             self._close_runs(runs)
         self._trim(n)

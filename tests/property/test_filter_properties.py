@@ -300,6 +300,34 @@ def test_settle_lets_a_quiet_error_out_and_its_record_goes_on() -> None:
     assert [(r.decision, r.first_line, r.last_line) for r in later[2:]] == [("drop", 45, 45)]
 
 
+RUST_PANIC = (
+    b"""thread 'main' (2309) panicked at src/main.rs:4:15:
+called `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }
+""",
+    b"""stack backtrace:
+   0: __rustc::rust_begin_unwind
+             at /rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/std/src/panicking.rs:689:5
+   4: rpanic::parse
+             at ./src/main.rs:4:15
+note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.
+""",
+)
+
+
+def test_a_backtrace_that_comes_after_a_pause_joins_its_panic_over_a_short_gap() -> None:
+    """Rust prints the panic's message, then (once symbolized) "stack backtrace:" and the frames;
+    settled in between, the frames were summarized away (a fresh-user helper found it with
+    follow). The gap line and the frames are kept, as protected_ranges bridges them in a file."""
+    sf = StreamFilter(FilterConfig(tail_lines=0))
+    noise = b"".join(b"INFO [svc] request %d handled in 3ms\n" % i for i in range(40))
+    message, backtrace = RUST_PANIC
+    runs = sf.feed(noise + message) + sf.settle(partial=True)
+    runs += sf.feed(backtrace) + sf.settle(partial=True) + sf.feed(noise) + sf.flush()
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert message + b"stack backtrace:\n" in kept
+    assert b"   4: rpanic::parse\n             at ./src/main.rs:4:15\n" in kept
+
+
 hold_ops = st.lists(
     st.one_of(
         st.tuples(st.just("feed"), st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6).map(b"".join)),
