@@ -250,7 +250,7 @@ class StreamFilter:
         self._shapes_start = 0  # offset of _shapes[0] in the stream's line shapes
         self._assigned = start_line - 1  # lines with a window
         self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
-        self._banners = np.zeros(0, dtype=np.int64)  # stream indexes of pending "===" lines
+        self._stops = np.zeros(0, dtype=np.int64)  # stream indexes of pending lines that end sections
         self._hit_ids = np.zeros(0, dtype=np.int64)
         # per-window arrays, index 0 = window id _w_base
         self._w_base = 0
@@ -465,7 +465,7 @@ class StreamFilter:
         p.tf = np.concatenate((p.tf, tf))
         self._buf += block.data
         self._hits = np.concatenate((self._hits, hits + first))
-        self._banners = np.concatenate((self._banners, facts.banners + first))
+        self._stops = np.concatenate((self._stops, facts.section_stops + first))
         self._hit_ids = np.concatenate((self._hit_ids, ids))
         self._assign(self._segmenter.feed(layout))
         self._score_windows(self._segmenter_closed)
@@ -549,11 +549,12 @@ class StreamFilter:
         hits = self._hits[ready] - p.base
         ids = self._hit_ids[ready]
         self._hits, self._hit_ids = self._hits[~ready], self._hit_ids[~ready]
-        # a section headed by a "===" banner ends before the next one (pytest's FAILURES ends at
-        # "short test summary info"; the log's own lines after the last banner are not its)
-        banners = np.append(self._banners - p.base, assigned + 1)  # (a sentinel: no next banner)
-        nxt = np.minimum(np.searchsorted(banners, hits, side="right"), banners.shape[0] - 1)
-        section_end = np.where(np.isin(hits, banners), banners[nxt] - 1, assigned)
+        # a section ends before the next line that ends sections (``BlockFacts.section_stops``):
+        # pytest's FAILURES at "short test summary info", cargo's failures at "test result:"; the
+        # log's own lines after the tool's last line are not the section's
+        stops = np.append(self._stops - p.base, assigned + 1)  # (a sentinel: none)
+        nxt = np.minimum(np.searchsorted(stops, hits, side="right"), stops.shape[0] - 1)
+        section_end = stops[nxt] - 1
         first, last = protected_ranges(
             hits,
             p.cont[:assigned],
@@ -897,7 +898,7 @@ class StreamFilter:
         if n == p.window.shape[0] and self._scored > int(p.window[n - 1]):
             first_window = self._scored  # all settled: no window of these lines is needed again
         p.base += n
-        self._banners = self._banners[self._banners >= p.base]
+        self._stops = self._stops[self._stops >= p.base]
         p.ends, p.shape_ends, p.term, p.frames = p.ends[n:], p.shape_ends[n:], p.term[n:], p.frames[n:]
         p.warnings = p.warnings[n:]
         p.repeat = p.repeat[n:]

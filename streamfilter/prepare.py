@@ -10,6 +10,7 @@ run ahead of the filter in another process (``streamfilter.worker``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,8 +46,9 @@ class BlockFacts:
         shapes: ``summarize.shape_text`` of the scoring text (for DROP summaries).
         shape_ends: int64, end offset of each line in ``shapes``.
         warnings: int64, ``summarize.warn_counts`` per line.
-        banners: int64, 0-based lines whose first non-blank bytes are ``===`` (pytest's
-            section banners: one ends the section another began).
+        section_stops: int64, 0-based lines that end a failure section before them: those
+            whose first non-blank bytes are ``===`` (pytest's banners) or ``test result: ``
+            (cargo's verdict after its failures list).
     """
 
     first_line: int
@@ -61,7 +63,7 @@ class BlockFacts:
     shapes: bytes
     shape_ends: Int64Array
     warnings: Int64Array
-    banners: Int64Array
+    section_stops: Int64Array
 
     def matches(self, block: LineBlock) -> bool:
         """Whether these are the facts of ``block`` (same first line, line count and length)."""
@@ -118,12 +120,15 @@ class Preparer:
             masked,
             shape_ends.astype(np.int64),
             warn_counts(norm.text, norm.ends),
-            _banners(norm.text, layout),
+            _section_stops(norm.text, norm.ends, layout),
         )
 
 
-def _banners(text: bytes, layout: LineLayout) -> Int64Array:
-    """Lines whose first non-blank bytes are ``===``."""
+_VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list
+
+
+def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout) -> Int64Array:
+    """Lines whose first non-blank bytes are ``===`` or cargo's ``test result: ``."""
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
@@ -131,5 +136,10 @@ def _banners(text: bytes, layout: LineLayout) -> Int64Array:
     first = layout.first
     lines = np.flatnonzero(~layout.blank & (first + 2 < n) & (arr[np.minimum(first, n - 1)] == 0x3D))
     at = first[lines]
-    banners: Int64Array = lines[(arr[at + 1] == 0x3D) & (arr[at + 2] == 0x3D)].astype(np.int64)
-    return banners
+    stops = lines[(arr[at + 1] == 0x3D) & (arr[at + 2] == 0x3D)]
+    if b"test result: " in text:
+        # the "\n" before each such line is at the line's offset in text
+        found = [m.start() for m in _VERDICT_LINE.finditer(b"\n" + text)]
+        stops = np.union1d(stops, np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right"))
+    result: Int64Array = stops.astype(np.int64)
+    return result

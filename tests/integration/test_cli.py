@@ -572,3 +572,48 @@ def test_nodes_assertion_keeps_its_values_and_frames_after_the_blank_lines(tmp_p
     log.write_bytes(noise + NODE_ASSERTION + noise)
     out = run_cli("filter", str(log)).stdout
     assert b"Expected values to be strictly equal:\n\n1 !== 2\n\n    at Object.<anonymous> (/tmp/q/n/a.js:2:8)\n" in out
+
+
+CARGO_TEST = b"""running 3 tests
+test tests::ok ... ok
+test tests::adds ... FAILED
+test tests::vecs ... FAILED
+
+failures:
+
+---- tests::adds stdout ----
+
+thread 'tests::adds' (2362) panicked at src/main.rs:14:17:
+assertion `left == right` failed: math is broken for addition
+  left: 2
+ right: 3
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+---- tests::vecs stdout ----
+
+thread 'tests::vecs' (2364) panicked at src/main.rs:18:59:
+assertion `left == right` failed
+  left: [1, 2, 3]
+ right: [1, 2, 4]
+
+
+failures:
+    tests::adds
+    tests::vecs
+
+test result: FAILED. 1 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.10s
+
+\x1b[1m\x1b[91merror\x1b[0m: test failed, to rerun pass `--bin rpanic`
+"""
+
+
+def test_cargos_failures_section_ends_at_its_test_result_line(tmp_path: Path) -> None:
+    """cargo's second 'failures:' (the list) kept the 150 lines after it: the log's own lines
+    after cargo, which under --budget-tokens 1000 took the room of every panic line."""
+    log = tmp_path / "c.log"
+    log.write_bytes(CARGO_TEST + b"".join(b"INFO step %d running\n" % i for i in range(1, 301)))
+    plain = run_cli("filter", str(log)).stdout
+    assert CARGO_TEST.split(b"\x1b")[0] in plain  # cargo's output, kept whole up to the error line
+    assert b"INFO step 20 running\n" not in plain
+    tight = run_cli("filter", "--budget-tokens", "1000", str(log)).stdout
+    assert b"math is broken for addition" in tight and b"  left: [1, 2, 3]" in tight
