@@ -64,8 +64,10 @@ def _s(name: str, pattern: str, *, section: bool = False, record: bool = False) 
     return Signature(name, pattern.encode(), section=section, record=record)
 
 
-def _f(name: str, *find: str, line: str = "", max_hits: int | None = None, section: bool = False) -> Signature:
-    return Signature(name, line.encode(), tuple(f.encode() for f in find), max_hits, section)
+def _f(
+    name: str, *find: str, line: str = "", max_hits: int | None = None, section: bool = False, record: bool = False
+) -> Signature:
+    return Signature(name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record)
 
 
 _EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|Exception)(?::|\b.{0,300}$)"
@@ -98,7 +100,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?(?: to (?:be|equal|match)\w*)?:"),
     _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),
-    _f("tsc-error", r"error TS\d+", line=r"\S+\(\d+,\d+\): error TS\d+"),
+    # plain "src/a.ts(5,1): error TS2304: ..." and --pretty "src/a.ts:5:1 - error TS2304: ..."
+    _f("tsc-error", r"error TS\d+", line=r"\S+(?:\(\d+,\d+\):|:\d+:\d+ -) error TS\d+"),
     # ts-node's diagnostics: "TSError: ⨯ Unable to compile TypeScript", then "src/a.ts (5,1): message (2304)"
     _f("ts-node-error", r"TSError: ", r"\.tsx? \(", line=r"(?:.{0,300}\bTSError: |\S+\.tsx? \(\d+,\d+\): )"),
     # numbered failure lists: ExUnit "1) test ...", PHPUnit "1) Ns\\Class::method"
@@ -134,6 +137,17 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("caret-line", r"\^~*[ \t\r]*$"),
     # a sanitizer report: its stacks are separated by blank lines and column-0 headings
     _f("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer", section=True),
+    # valgrind's memcheck: "==123== Invalid read of size 4", its stacks on "==123==    at ..." lines
+    _f(
+        "valgrind-error",
+        r"== Invalid (?:read|write|free)",
+        r"== Conditional jump or move depends",
+        r"== Use of uninitialised value",
+        r"== Mismatched free",
+        r"== ERROR SUMMARY: [1-9]",
+        line=r"==\d+== ",
+        record=True,
+    ),
     # Ruby, PHP, PowerShell, Lua and other test runners and linters
     _s("rspec-failure", r"(?:Failure/Error:|rspec \./)"),
     _s("lua-traceback", r"stack traceback:"),
@@ -166,6 +180,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),
     _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point
+    # Test::More's diagnostics of a failed test: "#   Failed test 'x'", "#   at t/a.t line 3.", "#  got: ..."
+    _s("tap-diag-failed", r"#\s+Failed (?:\(TODO\) )?test\b", record=True),
     _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]"),
     # link checkers: an HTTP error status beside a URL
     _f("http-error-status", r" [45]\d\d https?://"),
@@ -184,6 +200,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r"core dumped",
         r"No such file or directory",
         r"syntax error near unexpected token",
+        r": unbound variable",  # set -u
+        r": line \d+: +\d+ (?:Killed|Terminated|Aborted)",  # bash's report of a killed job
         r"Permission denied",
     ),
     _s("curl-error", r"curl: \(\d+\) "),
@@ -235,7 +253,8 @@ TRIGGER_WORDS = (
     "traceback panic panicked assert assertion asserts expected received undefined returned collect "
     "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
-    "cannot unable terminate curl memory unhandled executed standard semicolons "
+    "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
+    "conditional mismatched unbound terminated "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

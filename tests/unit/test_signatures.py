@@ -118,6 +118,12 @@ LINES = [
     ("expected-to", b"    Expected false to be truthy."),
     ("standard-lint", b"standard: Use JavaScript Standard Style (https://standardjs.com)"),
     ("standard-lint", b"semistandard: Use Semicolons For All! (https://github.com/standard/semistandard)"),
+    ("tsc-error", b"app.ts:4:7 - error TS2345: Argument of type '{ id: number; }' is not assignable"),
+    ("tap-diag-failed", b"#   Failed test 'structure matches'"),
+    ("valgrind-error", b"==18555== Invalid read of size 4"),
+    ("valgrind-error", b"==18555== ERROR SUMMARY: 2 errors from 2 contexts (suppressed: 0 from 0)"),
+    ("command-failed", b"bash: line 1: UNDEFINED_VAR_X: unbound variable"),
+    ("command-failed", b"bash: line 1:  3934 Killed                  sleep 10"),
 ]
 
 
@@ -159,6 +165,9 @@ def test_noise_is_not_protected() -> None:
         b"Tests: 127, Assertions: 317, Skipped: 3.",
         b"OK (235 tests, 1283 assertions)",
         b"> standard lib/*.js main.js",
+        b"==18555== ERROR SUMMARY: 0 errors from 0 contexts (suppressed: 0 from 0)",
+        b"==18555==    in use at exit: 16 bytes in 1 blocks",
+        b"# Subtest: parses input",
         b"x.c:1195:1: note: variable tracking size limit exceeded with -fvar-tracking-assignments, retrying without",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
