@@ -471,6 +471,8 @@ class FileSource:
         self.followers[path] = follower
         if not at_startup and os.path.exists(path):  # (a missing path is followed until it appears)
             self._log.info("file.found", path=path)
+        elif not os.path.isdir(os.path.dirname(path)):  # waited for all the same: it may be made later
+            self._log.warning("source.directory_missing", directory=os.path.dirname(path))
         self._tg.start_soon(follower.run)
 
     def _claim(self, file: tuple[int, int], follower: FileFollower) -> bool:

@@ -277,3 +277,10 @@ def test_a_missing_path_is_not_logged_as_found_until_it_is_opened(tmp_path: Path
     assert live.log_event("source.opened")["ino"] == log.stat().st_ino
     live.wait_for(lambda: "ERROR: it came" in kept_text(live.events()), 5)
     assert live.stop() == 0
+
+
+def test_a_path_in_a_missing_directory_is_warned_about_and_still_waited_for(tmp_path: Path) -> None:
+    log = tmp_path / "later" / "x.log"
+    live = follow(tmp_path, log)
+    assert live.log_event("source.directory_missing")["directory"] == str(tmp_path / "later")
+    assert live.stop() == 0
