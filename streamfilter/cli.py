@@ -465,7 +465,7 @@ def _budgeted(
             nothing is written for it, not even ``header``.
     """
     # a summary line: its text, then "; ref ", the ref (source, two offsets, a CRC) and a newline; the
-    # ref by its length (an archive's name is random hex: its estimate would vary from run to run)
+    # ref by its length (its offsets and CRC, unknown yet, would move an estimate of its tokens)
     ref = f"; ref {refs.source}:{10**9}-{10**9}:{0xFFFFFFFF:08x}]\n"
     drop_tokens = config.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
     pool = UnitPool(tokens, drop_tokens)

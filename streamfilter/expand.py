@@ -102,7 +102,8 @@ class Archive:
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
             self._evict(cap_bytes - self.limit)
-        self.source = f"stdin-{time.time_ns():x}-{os.getpid()}"
+        # decimal, not hex: a summary's token estimate then does not vary with the name's letters
+        self.source = f"stdin-{time.time_ns()}-{os.getpid()}"
         self._file: BinaryIO = open(self.folder / f"{self.source}.log", "xb")
         self.archived = 0  # bytes written so far
 
