@@ -188,6 +188,27 @@ class CutTracker:
 BRIDGE_LINES = 3
 
 
+def bridged_ends(cont: npt.NDArray[np.bool_], breaks: Int64Array, ends: Int64Array) -> Int64Array:
+    """Where runs of continuation lines end once a gap of at most ``BRIDGE_LINES`` lines after
+    each is bridged to the continuation lines that follow it (a detail and its stack frames may
+    follow after blank lines, as in Node's assertion errors).
+
+    Args:
+        cont: shape ``(n,)``: whether each line continues the one before it.
+        breaks: the lines that do not (``~cont``), sorted, then ``n``.
+        ends: shape ``(h,)``: each run's end, the first line past it (a break, or ``n``).
+
+    Returns:
+        shape ``(h,)``: each run's end after the bridge (``ends`` where none is bridged).
+    """
+    n = int(cont.shape[0])
+    conts = np.append(np.flatnonzero(cont), n + BRIDGE_LINES + 1)  # (past the end: no more)
+    more = conts[np.searchsorted(conts, ends)]  # the first continuation line after the gap
+    more_end = breaks[np.searchsorted(breaks, np.minimum(more, n - 1), side="right")]
+    bridged: Int64Array = np.where(more - ends <= BRIDGE_LINES, more_end, ends)
+    return bridged
+
+
 def protected_ranges(
     hits: Int64Array,
     cont: npt.NDArray[np.bool_],
@@ -230,14 +251,7 @@ def protected_ranges(
         return hits, hits
     breaks = np.append(np.flatnonzero(~cont), n)  # lines that start something new (n: the end)
     next_break = breaks[np.searchsorted(breaks, hits, side="right")]
-    last = np.minimum(next_break - 1, hits + extend)
-    # a detail and its stack frames may follow after blank lines (Node's assertion errors):
-    # a gap of at most BRIDGE_LINES lines, then more continuation lines, is bridged
-    conts = np.append(np.flatnonzero(cont), n + BRIDGE_LINES + 1)  # (past the end: no more)
-    more = conts[np.searchsorted(conts, next_break)]  # the first continuation line after the gap
-    bridged = (next_break - 1 < hits + extend) & (more - next_break <= BRIDGE_LINES)
-    more_end = breaks[np.searchsorted(breaks, np.minimum(more, n - 1), side="right")]
-    last = np.where(bridged, np.minimum(more_end - 1, hits + extend), last)
+    last = np.minimum(bridged_ends(cont, breaks, next_break) - 1, hits + extend)
     if section is not None:
         stop = hits + section_lines if section_end is None else np.minimum(hits + section_lines, section_end)
         last = np.where(section, stop, last)

@@ -122,6 +122,7 @@ class FileFollower:
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
         self._missing_logged = False
         self._saved: Checkpoint | None = None  # the last checkpoint written
+        self._checkpoint: Checkpoint | None = None  # the one found at start, loaded once
         # files that replaced the current one, opened when seen and read after it, oldest first
         self._next: list[tuple[int, os.stat_result]] = []
         self._rotation: dict[str, object] = {}  # facts of the last rotation, for ``file.rotated``
@@ -135,6 +136,8 @@ class FileFollower:
         """Follow the path until cancelled; then decide and write what is pending, save the checkpoint."""
         fd: int | None = None
         try:
+            if self.checkpoints is not None:
+                self._checkpoint = self.checkpoints.load(self.source.name, self.path)
             self._resume_rotated()
             while True:
                 opened = self._next.pop(0) if self._next else self._open()
@@ -164,7 +167,7 @@ class FileFollower:
         """Queue the checkpointed file first if the path was rotated away from it while the daemon
         was down and it is still in the path's directory under another name (``app.log.1``), so
         the rest of it is read before the file the path names now."""
-        saved = self.checkpoints.load(self.source.name, self.path) if self.checkpoints else None
+        saved = self._checkpoint
         if saved is None:
             return
         try:
@@ -236,7 +239,7 @@ class FileFollower:
             self._set_position(fd, 0)
             return
         offset, line = 0, 1
-        saved = self.checkpoints.load(self.source.name, self.path) if self.checkpoints else None
+        saved = self._checkpoint
         if saved is not None:
             why = saved.mismatch(fd)
             if why is None:

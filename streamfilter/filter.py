@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from ._heap import keep_block_buffers
 from .budget import Selection
-from .decide import BRIDGE_LINES, CutTracker, RepeatGate, protected_ranges
+from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
 from .lines import LineSplitter
 from .prepare import BlockFacts, Preparer
 from .records import LineBlock, Run, WindowTrace
@@ -491,19 +491,17 @@ class StreamFilter:
             p.record[a : a + k] = assignment.records
             self._assigned = assignment.first_line + k
             if self._carry:
-                # the kept record goes on after a settle: its continuation lines are kept, and once
-                # a gap of at most BRIDGE_LINES lines and more of them (as ``protected_ranges``
-                # bridges; here only when the gap and what follows it came in together)
-                breaks = np.flatnonzero(~assignment.cont)
-                end = int(breaks[0]) if breaks.shape[0] else k
-                more = np.flatnonzero(assignment.cont[end : end + BRIDGE_LINES + 1])
-                if end < k and more.shape[0] and not self._carry_bridged:
-                    self._carry_bridged = True
-                    breaks = breaks[breaks > end + int(more[0])]
-                    end = int(breaks[0]) if breaks.shape[0] else k
+                # the kept record goes on after a settle: its continuation lines are kept, and
+                # once over a short gap, as ``protected_ranges`` does (here only when the gap and
+                # what follows it came in together)
+                breaks = np.append(np.flatnonzero(~assignment.cont), k)
+                end = int(breaks[0])
+                if not self._carry_bridged:
+                    bridged = int(bridged_ends(assignment.cont, breaks, breaks[:1])[0])
+                    self._carry_bridged, end = bridged > end, bridged
                 upto = min(end, self._carry)
                 p.forced[a : a + upto] = True
-                self._carry = 0 if upto < k or breaks.shape[0] else self._carry - upto
+                self._carry = 0 if upto < k else self._carry - upto
             top = int(assignment.windows[-1]) + 1 - self._w_base
             grow = top - self._w_score.shape[0]
             if grow > 0:

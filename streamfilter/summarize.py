@@ -309,12 +309,11 @@ class DropSummary:
         # facts first, so a long shape list never pushes them out of the line; but the most
         # frequent shape gets room too: the count of lines with query terms (the least telling
         # fact) gives way to it
-        facts_text = "; ".join(facts)
-        budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
-        if budget < _MIN_SHAPE_ROOM and ranked and terms in facts:
+        room = self.max_chars - len(head) - len(": ]") - 2 - reserve  # for the facts and the shapes
+        if room - len("; ".join(facts)) < _MIN_SHAPE_ROOM and ranked and terms in facts:
             facts.remove(terms)
-            facts_text = "; ".join(facts)
-            budget = self.max_chars - len(head) - len(": ]") - len(facts_text) - 2 - reserve
+        facts_text = "; ".join(facts)
+        budget = room - len(facts_text)
         parts: list[str] = []
         for shape, count in ranked[: self.top_shapes]:
             piece = f"{count}× {_show(shape.strip()[:_MAX_SHAPE_CHARS])}"
