@@ -548,10 +548,11 @@ class StreamFilter:
         ids = self._hit_ids[ready]
         self._hits, self._hit_ids = self._hits[~ready], self._hit_ids[~ready]
         # a section ends before the next line that ends sections (``BlockFacts.section_stops``):
-        # pytest's FAILURES at "short test summary info", cargo's failures at "test result:"; the
+        # pytest's FAILURES at "short test summary info", cargo's failures at "test result:",
+        # unittest's report at its closing rule (not at the rule right under its header); the
         # log's own lines after the tool's last line are not the section's
         stops = np.append(self._stops - p.base, assigned + 1)  # (a sentinel: none)
-        nxt = np.minimum(np.searchsorted(stops, hits, side="right"), stops.shape[0] - 1)
+        nxt = np.minimum(np.searchsorted(stops, hits + 1, side="right"), stops.shape[0] - 1)
         section_end = stops[nxt] - 1
         first, last = protected_ranges(
             hits,

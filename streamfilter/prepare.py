@@ -48,7 +48,8 @@ class BlockFacts:
         warnings: int64, ``summarize.warn_counts`` per line.
         section_stops: int64, 0-based lines that end a failure section before them: those
             whose first non-blank bytes are ``===`` (pytest's banners) or ``test result: ``
-            (cargo's verdict after its failures list).
+            (cargo's verdict after its failures list), and rules of 20 or more ``-``
+            (unittest's, between one report and the next).
     """
 
     first_line: int
@@ -124,11 +125,12 @@ class Preparer:
         )
 
 
-_VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list
+# cargo's verdict after its failures list; unittest's rule after a report
+_STOP_LINE = re.compile(rb"^[ \t]*(?:test result: |-{20,}[ \t\r]*$)", re.MULTILINE)
 
 
 def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout) -> Int64Array:
-    """Lines whose first non-blank bytes are ``===`` or cargo's ``test result: ``."""
+    """Lines whose first non-blank bytes are ``===`` or cargo's ``test result: ``, and rules of ``-``."""
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
@@ -137,9 +139,8 @@ def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout) -> Int64Ar
     lines = np.flatnonzero(~layout.blank & (first + 2 < n) & (arr[np.minimum(first, n - 1)] == 0x3D))
     at = first[lines]
     stops = lines[(arr[at + 1] == 0x3D) & (arr[at + 2] == 0x3D)]
-    if b"test result: " in text:
-        # the "\n" before each such line is at the line's offset in text
-        found = [m.start() for m in _VERDICT_LINE.finditer(b"\n" + text)]
+    if b"test result: " in text or b"-" * 20 in text:
+        found = [m.start() for m in _STOP_LINE.finditer(text)]  # each at its line's first byte
         stops = np.union1d(stops, np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right"))
     result: Int64Array = stops.astype(np.int64)
     return result

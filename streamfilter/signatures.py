@@ -81,6 +81,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _f("exception-line", "Error", "Exception", line=_EXCEPTION_LINE),
     _s("pytest-E", r"E   "),
     _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+", section=True),
+    # unittest: "FAIL: test_x (pkg.Case.test_x)", a rule, the traceback, the message and its diff
+    _s("unittest-report", r"(?:FAIL|ERROR): \w+ \([\w.]+\)", section=True),
     _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$"),
     _s("pytest-failed", r"(?:FAILED|ERROR) \S+::"),
     _f("pytest-verbose-failed", r" FAILED\b", r" ERROR\b", line=r"\S+::\S+.*? (?:FAILED|ERROR)\b"),
@@ -158,6 +160,13 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("failures-section", r"Failures:\r?$", section=True),
     _s("minitest-failure", r"(?:Failure|Error):\r?$"),
     _s("lint-offenses", r"Offenses:\r?$", section=True),  # RuboCop: a blank line, then the offenses
+    # perl's fatal errors: "Can't locate Foo.pm in @INC (...) at t/a.t line 3.", "Died at x.pl line 9."
+    _f(
+        "perl-die",
+        r" line \d+",
+        line=r"(?:Can't |Died\b|Undefined subroutine |Not an? [A-Z]+ reference|Illegal division )"
+        r"[^\n]*? at \S+ line \d+",
+    ),
     # Perl::Critic: "Use x instead of y at line 69, column 28.  See page 218 of PBP.  (Severity: 5)"
     _f("perlcritic", r"\(Severity: \d\)", line=r".{0,400}\bat line \d+, column \d+\."),
     # awesome_bot's link report: "Issues :-(", then "> Links" and the failing links
@@ -254,7 +263,7 @@ TRIGGER_WORDS = (
     "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
-    "conditional mismatched unbound terminated "
+    "conditional mismatched unbound terminated can died illegal "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

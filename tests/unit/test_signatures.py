@@ -124,6 +124,11 @@ LINES = [
     ("valgrind-error", b"==18555== ERROR SUMMARY: 2 errors from 2 contexts (suppressed: 0 from 0)"),
     ("command-failed", b"bash: line 1: UNDEFINED_VAR_X: unbound variable"),
     ("command-failed", b"bash: line 1:  3934 Killed                  sleep 10"),
+    ("unittest-report", b"FAIL: test_lists (test_lists.T.test_lists)"),
+    ("unittest-report", b"ERROR: test_load (tests.test_io.LoadTest)"),
+    ("perl-die", b"Can't use an undefined value as an ARRAY reference at die.pl line 1."),
+    ("perl-die", b"Can't locate Foo/Bar.pm in @INC (you may need to install the Foo::Bar module) at t/a.t line 3."),
+    ("perl-die", b"Died at script/run.pl line 9, <STDIN> line 2."),
 ]
 
 
@@ -169,6 +174,8 @@ def test_noise_is_not_protected() -> None:
         b"==18555==    in use at exit: 16 bytes in 1 blocks",
         b"# Subtest: parses input",
         b"x.c:1195:1: note: variable tracking size limit exceeded with -fvar-tracking-assignments, retrying without",
+        b"You can pass --verbose to see the line 3 of the config",
+        b"Can't wait to ship it",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
     assert lines == [], names
@@ -287,3 +294,32 @@ def test_the_readme_lists_every_built_in_signature_by_name() -> None:
     listed = readme.split("The built-in failure signatures", 1)[1].split("(`streamfilter/signatures.py`)", 1)[0]
     names = re.findall(r"[a-z][a-z0-9E]*(?:-[a-zA-Z0-9]+)+|[a-z]+(?=,|\n| \()", listed.split(":", 1)[1])
     assert sorted(names) == sorted(s.name for s in DEFAULT_SIGNATURES)
+
+
+REAL = Path(__file__).resolve().parents[1] / "data"
+
+
+def _kept(text: bytes) -> bytes:
+    sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0))
+    return b"".join(r.data for r in sf.feed(text) + sf.flush() if r.decision == "keep")
+
+
+def test_a_unittest_report_is_kept_to_its_closing_rule_with_its_diff() -> None:
+    # python3 -m unittest on assertEqual of two lists (3.11), between 300 lines of noise each side
+    log = (REAL / "unittest-lists.log").read_bytes()
+    report = log.partition(b"\n\n" + b"-" * 70 + b"\nRan ")[0]
+    report = report.split(b"test_ok (test_lists.T.test_ok) ... ok\n", 1)[1]
+    kept = _kept(log)
+    assert report in kept  # the diff after the message's blank lines too
+    assert b"- {'a': 1, 'b': [1, 2, 3]" in kept and b"First differing element 29:" in kept and b"-  29]" in kept
+    assert b"INFO after 150" not in kept  # the section ended at the rule
+
+
+def test_compiler_notes_stay_with_their_error() -> None:
+    # g++ 12 on an overloaded call with no match, between build and link lines
+    log = (REAL / "gpp-candidates.log").read_bytes()
+    diagnostic = log[log.index(b"cand.cpp:4:42: error") : log.index(b"make: *** [all] Error 1")]
+    assert diagnostic.count(b"note: candidate:") == 2
+    kept = _kept(log)
+    assert diagnostic in kept
+    assert b"Linking CXX object bin/x150" not in kept
