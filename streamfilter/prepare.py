@@ -125,8 +125,8 @@ class Preparer:
         )
 
 
-# cargo's verdict after its failures list; unittest's rule after a report
-_STOP_LINE = re.compile(rb"^[ \t]*(?:test result: |-{20,}[ \t\r]*$)", re.MULTILINE)
+_VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list
+_RULE = re.compile(rb"-{20,}[ \t\r]*")  # unittest's, after each report
 
 
 def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout) -> Int64Array:
@@ -136,11 +136,19 @@ def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout) -> Int64Ar
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     first = layout.first
-    lines = np.flatnonzero(~layout.blank & (first + 2 < n) & (arr[np.minimum(first, n - 1)] == 0x3D))
+    head = np.minimum(first, n - 1)
+    lines = np.flatnonzero(~layout.blank & (first + 2 < n) & ((arr[head] == 0x3D) | (arr[head] == 0x2D)))
     at = first[lines]
-    stops = lines[(arr[at + 1] == 0x3D) & (arr[at + 2] == 0x3D)]
-    if b"test result: " in text or b"-" * 20 in text:
-        found = [m.start() for m in _STOP_LINE.finditer(text)]  # each at its line's first byte
+    three = (arr[at + 1] == arr[at]) & (arr[at + 2] == arr[at])
+    equals = three & (arr[at] == 0x3D)
+    # a line that starts with three dashes is a rule when dashes fill it (few lines are looked at)
+    dashes = three & ~equals
+    spans = zip(lines[dashes].tolist(), at[dashes].tolist(), ends[lines[dashes]].tolist(), strict=True)
+    rules = [line for line, a, e in spans if _RULE.fullmatch(text, a, e - (text[e - 1 : e] == b"\n"))]
+    stops = np.union1d(lines[equals], np.asarray(rules, dtype=np.int64))
+    if b"test result: " in text:
+        # the "\n" before each such line is at the line's offset in text
+        found = [m.start() for m in _VERDICT_LINE.finditer(b"\n" + text)]
         stops = np.union1d(stops, np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right"))
     result: Int64Array = stops.astype(np.int64)
     return result
