@@ -73,7 +73,9 @@ class FilterConfig:
         window_chars: M, most characters packed into a window.
         max_line_bytes: scoring cap per line in bytes (the line is still emitted whole).
         head_lines: H, first lines of the stream always kept.
-        tail_lines: T, last lines of the stream always kept.
+        tail_lines: T, last lines of the stream always kept, up to the first of them that
+            reports a command's non-zero exit (``BlockFacts.verdicts``): what a CI runner
+            prints after it is its cleanup.
         context_lines: C, lines kept before each protected hit (within its record).
         extend_lines: most lines a protected hit keeps after it, through its continuation lines.
         section_lines: lines kept after a signature that heads a section of failure
@@ -164,7 +166,8 @@ class _WindowFacts:
     cut: npt.NDArray[np.float64]
     window_keep: npt.NDArray[np.bool_]
     head: int  # pending lines below this are head lines
-    tail: int  # pending lines from this on are tail lines
+    tail: int  # pending lines from this on are tail lines...
+    tail_end: int  # ...up to this one (the tail's first exit verdict, or all)
     natural: npt.NDArray[np.bool_] | None  # with a selection: each pending line's own decision
 
 
@@ -251,6 +254,7 @@ class StreamFilter:
         self._assigned = start_line - 1  # lines with a window
         self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
         self._stops = np.zeros(0, dtype=np.int64)  # stream indexes of pending lines that end sections
+        self._verdicts = np.zeros(0, dtype=np.int64)  # stream indexes of pending lines with an exit verdict
         self._hit_ids = np.zeros(0, dtype=np.int64)
         # per-window arrays, index 0 = window id _w_base
         self._w_base = 0
@@ -466,6 +470,7 @@ class StreamFilter:
         self._buf += block.data
         self._hits = np.concatenate((self._hits, hits + first))
         self._stops = np.concatenate((self._stops, facts.section_stops + first))
+        self._verdicts = np.concatenate((self._verdicts, facts.verdicts + first))
         self._hit_ids = np.concatenate((self._hit_ids, ids))
         self._assign(self._segmenter.feed(layout))
         self._score_windows(self._segmenter_closed)
@@ -600,6 +605,7 @@ class StreamFilter:
         runs: list[Run] = []
         if n <= 0:
             if final:  # everything was decided before (a settle that left a DROP run open)
+                self._absorb_gap(runs)
                 self._close_runs(runs)
             return runs
         wrel = p.window[:n] - self._w_base
@@ -612,7 +618,11 @@ class StreamFilter:
         if head > 0:
             keep[:head] = True
         tail = max(0, n - self._tail_now) if final and self._tail_now > 0 else n
-        keep[tail:] = True
+        # the tail ends at its first exit verdict: what a CI runner prints after a command failed
+        # is its cleanup (the lines a signature protects there are kept all the same)
+        verdicts = self._verdicts[self._verdicts >= p.base + tail] - p.base
+        tail_end = min(n, int(verdicts[0]) + 1) if verdicts.shape[0] else n
+        keep[tail:tail_end] = True
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
@@ -624,13 +634,14 @@ class StreamFilter:
         if self._selection is not None:
             natural, keep = keep, self._selection.mask(p.base + 1, n)
         if cfg.explain:
-            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, natural)
+            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, tail_end, natural)
         self._build_runs(keep, runs)
         self._last_keep = bool(keep[-1])
         if settle and not hold:
             self._carry = cfg.extend_lines if self._last_keep else 0
             self._carry_bridged = False
         if final:
+            self._absorb_gap(runs)  # a short last DROP run
             self._close_runs(runs)
         self._trim(n)
         return runs
@@ -702,7 +713,7 @@ class StreamFilter:
                 reason = "score"
             else:
                 first = int(lines[0])  # in this run
-                reason = "head" if first < why.head else "tail" if first >= why.tail else "context"
+                reason = "head" if first < why.head else "tail" if why.tail <= first < why.tail_end else "context"
         elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
             reason = "budget"  # kept on its own, not chosen within the token budget
         elif prot >= 0 or why.window_keep[rel - why.w_lo]:
@@ -727,14 +738,7 @@ class StreamFilter:
     def _add_keep(self, a: int, b: int, runs: list[Run]) -> None:
         p, cap = self._p, self.config.max_keep_event_bytes
         if self._open is not None:
-            if self._gap is not None and self._keep is not None:
-                # a short DROP run between two KEEP runs: kept, its summary would save nothing
-                first_line, traces = self._open.first_line, self._traces["drop"]
-                self._open = None
-                self._drop_crc = 0
-                self._traces["drop"], self._omitted["drop"], self._traced["drop"] = [], 0, -1
-                self._keep_gap(runs, first_line, traces)
-            else:
+            if not self._absorb_gap(runs):
                 runs.append(self._close_drop())
             self._gap = None
         while a < b:
@@ -778,6 +782,19 @@ class StreamFilter:
                 self._gap = None
         if self._gap is None and self._keep is not None:
             runs.append(self._close_keep())
+
+    def _absorb_gap(self, runs: list[Run]) -> bool:
+        """A short DROP run after a KEEP run (before the next, or at the end of the stream) joins it,
+        its summary would save nothing; whether it did."""
+        if self._gap is None or self._keep is None or self._open is None:
+            return False
+        first_line, traces = self._open.first_line, self._traces["drop"]
+        self._open = None
+        self._drop_crc = 0
+        self._traces["drop"], self._omitted["drop"], self._traced["drop"] = [], 0, -1
+        self._keep_gap(runs, first_line, traces)
+        self._gap = None
+        return True
 
     def _keep_gap(self, runs: list[Run], first_line: int, traces: list[tuple[int, WindowTrace]]) -> None:
         """The short gap's lines join the open KEEP run as kept lines do: the line that brings it
@@ -898,6 +915,7 @@ class StreamFilter:
             first_window = self._scored  # all settled: no window of these lines is needed again
         p.base += n
         self._stops = self._stops[self._stops >= p.base]
+        self._verdicts = self._verdicts[self._verdicts >= p.base]
         p.ends, p.shape_ends, p.term, p.frames = p.ends[n:], p.shape_ends[n:], p.term[n:], p.frames[n:]
         p.warnings = p.warnings[n:]
         p.repeat = p.repeat[n:]

@@ -50,6 +50,8 @@ class BlockFacts:
             whose first non-blank bytes are ``===`` (pytest's banners) or ``test result: ``
             (cargo's verdict after its failures list), and rules of 20 or more ``-``
             (unittest's, between one report and the next).
+        verdicts: int64, 0-based lines among ``hits`` that report a command's non-zero
+            exit (``exit code 1``, ``exited with 2``, ``returned non-zero exit status``).
     """
 
     first_line: int
@@ -65,6 +67,7 @@ class BlockFacts:
     shape_ends: Int64Array
     warnings: Int64Array
     section_stops: Int64Array
+    verdicts: Int64Array
 
     def matches(self, block: LineBlock) -> bool:
         """Whether these are the facts of ``block`` (same first line, line count and length)."""
@@ -98,12 +101,15 @@ class Preparer:
         layout = line_layout(norm.text, norm.ends, table)
         hits, ids = self.signatures.find_all(norm.text, norm.ends, table, layout.first)
         shapes: tuple[bytes, ...] = ()
+        verdicts = np.zeros(0, dtype=np.int64)
         if hits.shape[0]:
             starts = np.zeros(block.n_lines, dtype=np.int64)
             starts[1:] = norm.ends[:-1]
             spans = zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)
-            lines = b"".join(norm.text[a:b].rstrip(b"\n") + b"\n" for a, b in spans)
-            shapes = tuple(mask_shapes(lines).split(b"\n")[: hits.shape[0]])  # masking is line by line
+            texts = [norm.text[a:b].rstrip(b"\n") for a, b in spans]
+            shapes = tuple(mask_shapes(b"\n".join(texts) + b"\n").split(b"\n")[: hits.shape[0]])  # line by line
+            exits = [i for i, line in enumerate(texts) if _EXIT_VERDICT.search(line)]
+            verdicts = hits[np.asarray(exits, dtype=np.int64)].astype(np.int64)
         masked = shape_text(norm.text)
         shape_ends = np.flatnonzero(np.frombuffer(masked, dtype=np.uint8) == 0x0A) + 1
         if shape_ends.shape[0] < block.n_lines:  # the last line has no line end
@@ -122,7 +128,14 @@ class Preparer:
             shape_ends.astype(np.int64),
             warn_counts(norm.text, norm.ends),
             _section_stops(norm.text, norm.ends, layout),
+            verdicts,
         )
+
+
+# a command's non-zero exit (the exit-status signature's forms, not Travis's "failed. Retrying")
+_EXIT_VERDICT = re.compile(
+    rb"exit(?:ed)? (?:with )?(?:code|status):? [1-9]|exited with [1-9]|returned non-zero exit status"
+)
 
 
 _VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list

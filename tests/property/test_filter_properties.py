@@ -294,10 +294,10 @@ def test_settle_lets_a_quiet_error_out_and_its_record_goes_on() -> None:
     assert len(kept) == 1 and kept[0].data.startswith(b"ERROR order 7 failed\n")
     assert kept[0].data.endswith(b"at step two: capture declined")
     # the terminator completes the kept line; a later frame continues the kept record
-    later = sf.feed(b"\n    at step three\nINFO next order\n") + sf.flush()
+    later = sf.feed(b"\n    at step three\nINFO next order\nINFO order after it\n") + sf.flush()
     assert later[0] == Run("keep", 43, 43, kept[0].end_byte, kept[0].end_byte + 1, b"\n", rest=True)
     assert later[1] == Run("keep", 44, 44, kept[0].end_byte + 1, kept[0].end_byte + 19, b"    at step three\n")
-    assert [(r.decision, r.first_line, r.last_line) for r in later[2:]] == [("drop", 45, 45)]
+    assert [(r.decision, r.first_line, r.last_line) for r in later[2:]] == [("drop", 45, 46)]
 
 
 RUST_PANIC = (
