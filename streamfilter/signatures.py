@@ -581,7 +581,12 @@ class SignatureSet:
             marks[_symbol_lines(text, ends, first)] = True
             lines = np.flatnonzero(marks).astype(np.int64)
             if lines.shape[0] * 3 > ends.shape[0]:
+                # most lines are candidates: scanning the whole text is quicker, and its hits on the
+                # other lines go (a line's hit must not depend on the block it came in)
                 self._scan(text, ends, None, self._anchored, self._found, starts, ids)
+                on = marks[np.asarray(starts, dtype=np.int64)].tolist() if starts else []
+                starts[:] = [line for line, ok in zip(starts, on, strict=True) if ok]
+                ids[:] = [i for i, ok in zip(ids, on, strict=True) if ok]
             elif lines.shape[0]:
                 sub, sub_ends = gather_lines(text, ends, lines)
                 self._scan(sub, sub_ends, lines, self._anchored, self._found, starts, ids)

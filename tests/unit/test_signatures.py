@@ -323,3 +323,12 @@ def test_compiler_notes_stay_with_their_error() -> None:
     kept = _kept(log)
     assert diagnostic in kept
     assert b"Linking CXX object bin/x150" not in kept
+
+
+def test_a_line_is_a_hit_or_not_whatever_else_its_block_holds() -> None:
+    # pytest's "x.py:5: in rec" frame holds no trigger word: in a block where most lines are
+    # candidates (scanned whole) it was a hit, in another block not, so chunking changed decisions
+    frame = b"test_deep.py:5: in rec"
+    dense = b"".join(b"ERROR step %d failed\n" % i for i in range(20)) + frame + b"\n"
+    sparse = b"".join(b"INFO step %d ok\n" % i for i in range(20)) + frame + b"\n"
+    assert (20 in hits(dense, True)[0]) == (20 in hits(sparse, True)[0])
