@@ -173,10 +173,7 @@ class _Connection:
                 await self._start_run(item)
             else:
                 status = item.fields.get("status")
-                valid = isinstance(status, int) and not isinstance(status, bool) and 0 <= status <= 255
-                if not valid:
-                    self.log.warning("envelope.invalid", stream=self.name, reason=f"status {status!r} is not 0-255")
-                await self._end_run(status if valid else None)
+                await self._end_run(status if isinstance(status, int) else None)
 
     def _refuse(self, item: Control) -> str | None:
         """Why a control line is not taken, or None."""
@@ -189,6 +186,11 @@ class _Connection:
                 return "run-end with no run open"
             if str(item.fields.get("run", "")) != self.run_id:
                 return f"run-end for run {item.fields.get('run')!r}, but run {self.run_id!r} is open"
+            status = item.fields.get("status")
+            if status is not None and (
+                isinstance(status, bool) or not isinstance(status, int) or not 0 <= status <= 255
+            ):
+                return f"run-end with status {status!r}, not 0-255 (the run goes on)"
         return None
 
     async def _start_run(self, item: Control) -> None:

@@ -60,3 +60,35 @@ async def test_in_process_file_and_socket_sources_until_stopped(
     assert "".join(e.get("text", "") for e in tools).endswith("assert x == 1 failed")
     assert any(e["event"] == "end" and e["source"] == "build" for e in evs)  # the stop flushed it
     assert not sock.exists()
+
+
+@pytest.mark.anyio
+async def test_a_run_end_with_a_bad_status_is_data_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
+    config_path = tmp_path / "sf.toml"
+    config_path.write_text(
+        f'[defaults]\nquery = "error"\nsinks = ["out"]\n'
+        f'[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    mark = b"\x1estreamfilter "
+    bad = mark + b'{"type": "run-end", "run": "A", "status": 300}\n'
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_daemon, load_config(config_path), stop)
+        await until(sock.exists)
+        async with await anyio.connect_unix(sock) as client:
+            await client.send(mark + b'{"type": "run-start", "run": "A", "command": "make"}\n' + b"step 1 error\n")
+            await client.send(bad + b"step 2 error\n" + mark + b'{"type": "run-end", "run": "A", "status": 1}\n')
+        await until(lambda: any(e["event"] == "exit" for e in events(out)))
+        await until(lambda: any(e["event"] == "end" and e["source"] == "tools#1/A" for e in events(out)))
+        stop.set()
+    run = [e for e in events(out) if e["source"] == "tools#1/A"]
+    lines = sum(e["lines"] for e in run if e["event"] in ("keep", "drop"))
+    text = "".join(e.get("text", "") for e in run if e["event"] == "keep")
+    assert lines == 3 and bad.decode() in text and "step 2 error" in text  # the bad line is the run's data
+    assert [e["status"] for e in run if e["event"] == "exit"] == [1]
+    assert not [e for e in events(out) if e["source"] == "tools#1"]  # no plain stream: nothing was outside the run
