@@ -29,7 +29,7 @@ from .errors import StreamfilterError
 from .expand import state_dir
 from .files import FileSource
 from .live import Totals, archived_stream
-from .sinks import Sink, open_sink
+from .sinks import Sink, StdoutSink, open_sink
 from .sockets import bind_unix, serve_socket_source
 from .systemd import Notifier, listen_fds
 
@@ -210,6 +210,8 @@ async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> i
             tg.start_soon(notifier.watchdog)
             running = _Running(config, totals, inherited)
             await tg.start(running.run)
+            if not config.path:  # follow: its one sink is standard output, and with no reader it is done
+                tg.start_soon(_stop_when_unread, list(running.sinks.values()), send.clone())
             notifier.send("READY=1", f"STATUS=running {len(config.sources)} sources")
             tg.start_soon(_report_status, notifier, totals)
             async for signum in signals:
@@ -253,6 +255,17 @@ async def _relay(received: AsyncIterator[int], send: MemoryObjectSendStream[int]
             tg.start_soon(on_stop)
         async for signum in received:
             await send.send(signum)
+
+
+async def _stop_when_unread(sinks: list[Sink], send: MemoryObjectSendStream[int]) -> None:
+    """Once every sink is a standard output whose reader went away (``follow | head``), ask to
+    stop as a SIGPIPE would."""
+    gone = [sink.gone for sink in sinks if isinstance(sink, StdoutSink)]
+    if not gone or len(gone) != len(sinks):
+        return
+    for event in gone:
+        await event.wait()
+    await send.send(signal.SIGPIPE)
 
 
 async def _report_status(notifier: Notifier, totals: Totals) -> None:

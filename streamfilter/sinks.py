@@ -77,6 +77,7 @@ class StdoutSink(Sink):
             raise StreamfilterError("cannot write output: standard output is closed")
         self._out = out if out is not None else sys.stdout.buffer
         self.broken = False  # the reader went away (a broken pipe): output is discarded since
+        self.gone = anyio.Event()  # set once it is broken
         self._escape = not config.raw and self._out.isatty()
         self._lock = anyio.Lock()
         self._blocked_since: float | None = None
@@ -89,6 +90,8 @@ class StdoutSink(Sink):
                 tg.start_soon(self._report_blocked)
                 await anyio.to_thread.run_sync(self._write, data)
                 tg.cancel_scope.cancel()
+            if self.broken:
+                self.gone.set()
             if self._blocked_since is not None:
                 waited = round(time.monotonic() - self._blocked_since, 3)
                 get_logger().info("reading.resumed", sink=self.name, blocked_seconds=waited)

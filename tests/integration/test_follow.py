@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -284,3 +285,26 @@ def test_a_path_in_a_missing_directory_is_warned_about_and_still_waited_for(tmp_
     live = follow(tmp_path, log)
     assert live.log_event("source.directory_missing")["directory"] == str(tmp_path / "later")
     assert live.stop() == 0
+
+
+def test_follow_ends_when_its_reader_goes_away(tmp_path: Path) -> None:
+    """``follow FILE | head -2``: once standard output has no reader, follow stops (as ``tail -F``
+    does), and does not read on until killed."""
+    log = tmp_path / "h.log"
+    log.write_bytes(b"".join(b"ERROR %d failed\n" % i for i in range(50)))
+    read, write = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "follow", str(log)], stdout=write, stderr=subprocess.PIPE
+    )
+    os.close(write)
+    with os.fdopen(read, "rb") as reader:
+        assert reader.readline().startswith(b"ERROR 0 failed")
+    # the reader is gone: the next write fails, and follow ends
+    with log.open("ab") as f:
+        f.write(b"".join(b"ERROR more %d failed\n" % i for i in range(2000)))
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    assert b'"sink.closed"' in err and b'"signal": "SIGPIPE"' in err
