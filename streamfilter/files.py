@@ -127,6 +127,7 @@ class FileFollower:
         self._next: list[tuple[int, os.stat_result]] = []
         self._rotation: dict[str, object] = {}  # facts of the last rotation, for ``file.rotated``
         self._skipped = -1  # inode of the last replacement not queued (the queue was full)
+        self._renamed: tuple[int, str] | None = None  # (inode, name) of the current file found rotated away
 
     def hint(self) -> None:
         """Something changed in the path's directory: look now."""
@@ -178,13 +179,7 @@ class FileFollower:
             pass  # rotated, and no new file yet
         except OSError:
             return
-        folder = os.path.dirname(self.path)
-        try:
-            with os.scandir(folder) as entries:
-                names = [e.path for e in entries if e.inode() == saved.ino and e.is_file(follow_symlinks=False)]
-        except OSError:
-            return
-        for name in names:
+        for name in self._names_of(saved.ino):
             opened = self._open(name)
             if opened is None:
                 continue
@@ -193,6 +188,15 @@ class FileFollower:
                 self._next.append(opened)
                 return
             os.close(opened[0])
+
+    def _names_of(self, ino: int) -> list[str]:
+        """The paths in the followed path's directory of the file with inode ``ino`` (``app.log.1``
+        once the path was rotated away from it); none if it cannot be read."""
+        try:
+            with os.scandir(os.path.dirname(self.path)) as entries:
+                return [e.path for e in entries if e.inode() == ino and e.is_file(follow_symlinks=False)]
+        except OSError:
+            return []
 
     def _open(self, path: str | None = None) -> tuple[int, os.stat_result] | None:
         """Open ``path`` (default: the followed path) if it names a file this follower may read:
@@ -270,8 +274,24 @@ class FileFollower:
         return stream
 
     def _ref(self, run: Run) -> str:
-        """Refs point into the current file (file offsets), checked by CRC-32 on expand."""
-        return ref_of(self.path, run, self._base)
+        """Refs point into the current file (file offsets), checked by CRC-32 on expand: by the
+        followed path, or by the name the file has now if the path was rotated away from it."""
+        return ref_of(self._current_name(), run, self._base)
+
+    def _current_name(self) -> str:
+        try:
+            now = os.stat(self.path)
+            if self.current is None or (now.st_dev, now.st_ino) == self.current:
+                return self.path
+        except OSError:
+            pass  # rotated, and no new file yet
+        if self.current is not None:
+            if self._renamed is not None and self._renamed[0] == self.current[1] and os.path.exists(self._renamed[1]):
+                return self._renamed[1]
+            for name in self._names_of(self.current[1]):
+                self._renamed = (self.current[1], name)
+                return name
+        return self.path
 
     def _set_position(self, fd: int, offset: int) -> None:
         self._pos = ReadPosition.at(fd, offset)

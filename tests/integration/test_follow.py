@@ -308,3 +308,28 @@ def test_follow_ends_when_its_reader_goes_away(tmp_path: Path) -> None:
         proc.kill()
     assert proc.returncode == 0
     assert b'"sink.closed"' in err and b'"signal": "SIGPIPE"' in err
+
+
+def test_refs_of_lines_read_before_a_rotation_name_the_file_they_are_in_now(tmp_path: Path) -> None:
+    """Lines read from app.log, summarized after it was renamed app.log.1: the ref names app.log.1
+    (it named app.log, the new file, and expand could not give them back)."""
+    log = tmp_path / "app.log"
+    log.write_bytes(b"")
+    live = follow(tmp_path, log, "-q", "failed")
+    with log.open("ab") as f:
+        f.write(b"".join(b"INFO line %d\n" % i for i in range(100)))
+    time.sleep(0.5)
+    log.rename(tmp_path / "app.log.1")
+    with (tmp_path / "app.log.1").open("ab") as f:
+        f.write(b"ERROR: step failed\n")  # ends the DROP run of the 100 lines, after the rename
+    time.sleep(0.3)
+    log.write_bytes(b"".join(b"INFO new %d\n" % i for i in range(5)))
+    live.wait_for(lambda: any(e.get("event") == "file.rotated" for e in live.logs()), 10, "the rotation")
+    assert live.stop() == 0
+    refs = [e["ref"] for e in live.events() if e["event"] == "drop" and e.get("ref")]
+    assert refs and refs[0].startswith(str(tmp_path / "app.log.1") + ":")
+    for ref in refs:
+        out = subprocess.run([sys.executable, "-m", "streamfilter", "expand", ref], capture_output=True, check=False)
+        assert out.returncode == 0, out.stderr
+    first = subprocess.run([sys.executable, "-m", "streamfilter", "expand", refs[0]], capture_output=True, check=True)
+    assert first.stdout == b"".join(b"INFO line %d\n" % i for i in range(100))
