@@ -270,8 +270,7 @@ def _source(
         values["roots"] = (os.path.realpath(os.path.dirname(_fixed_prefix(values["path"]))),)
     if "mode" in table:
         values["mode"] = _mode(check, table["mode"], f"{key}.mode")
-    if "max_line_bytes" in table:
-        values["max_line_bytes"] = filt.max_line_bytes
+    values["max_line_bytes"] = filt.max_line_bytes  # the source's own, or [defaults]'
     if "checkpoint" in table:
         values["checkpoint"] = check.typed(table["checkpoint"], bool, f"{key}.checkpoint")
     if "sinks" in table:

@@ -66,6 +66,18 @@ def test_check_config_prints_the_resolved_config(tmp_path: Path) -> None:
     assert source["timing"]["idle_seconds"] == 0.05 and source["mode"] == "0600"
 
 
+def test_a_defaults_max_line_bytes_caps_a_socket_sources_lines_too(tmp_path: Path) -> None:
+    # the socket's line cap took only a per-source value; [defaults] set the filter's alone
+    config = write_config(
+        tmp_path,
+        f'[defaults]\nmax_line_bytes = 1000\n[[source]]\nname = "u"\ntype = "unix"\npath = "{tmp_path}/u.sock"\n',
+    )
+    done = run_cli("check-config", str(config))
+    assert done.returncode == 0, done.stderr
+    (source,) = json.loads(done.stdout)["sources"]
+    assert source["max_line_bytes"] == 1000 == source["filter"]["max_line_bytes"]
+
+
 def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Path) -> None:
     file = '[[source]]\ntype = "file"\npath = "/x.log"\n'
     cases = {
