@@ -243,7 +243,7 @@ async def send_command(
                     data = await process.stdout.receive(READ_BYTES)
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     break
-                await link.send(data)
+                await link.send(data, output=True)
                 ended_with_newline = data.endswith(b"\n")
             returncode = await process.wait()
             tg.cancel_scope.cancel()
@@ -260,21 +260,25 @@ async def send_command(
 
 
 class _Link:
-    """The connection to the daemon; once it breaks, sends are dropped (CMD goes on)."""
+    """The connection to the daemon; once it breaks, sends are dropped (CMD goes on).
+
+    ``sent`` counts bytes of CMD's output handed to the connection (not the control lines).
+    """
 
     def __init__(self, stream: ByteStream) -> None:
         self.stream = stream
         self.sent = 0
         self.lost: str | None = None
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, output: bool = False) -> None:
         if self.lost is not None:
             return
         try:
             await self.stream.send(data)
-            self.sent += len(data)
+            if output:
+                self.sent += len(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self.lost = str(exc) or type(exc).__name__
+            self.lost = str(exc) or "the daemon closed it"
 
 
 def parse_socket(text: str) -> tuple[str, str, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -277,3 +278,29 @@ def test_send_survives_the_daemon_going_away(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 3 and marker.exists()
     assert b"the daemon connection was lost" in err and b"Traceback" not in err
+
+
+def test_send_counts_the_bytes_of_cmds_output_it_handed_over_not_its_control_lines(tmp_path: Path) -> None:
+    sock = tmp_path / "fake.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock))
+    server.listen(1)
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            got = b""
+            while got.count(b"\n") < 2:  # the run-start line and CMD's first line
+                got += conn.recv(4096)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    script = "for i in $(seq 1 20); do echo line $i; sleep 0.05; done"  # 171 bytes in all
+    done = run_cli("send", "--socket", str(sock), "--", "sh", "-c", script)
+    thread.join(10)
+    server.close()
+    assert done.returncode == 0
+    sent = re.search(rb"output after byte (\d+) was not sent", done.stderr)
+    assert sent is not None, done.stderr
+    assert 7 <= int(sent.group(1)) < 171  # a run-start line alone is some 200 bytes
+    assert b"Error)" not in done.stderr  # no exception class name as the reason
