@@ -28,12 +28,14 @@ __all__ = ("FileSink", "Sink", "StdoutSink", "SubscriberSink", "escape_controls"
 
 LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last line
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
-_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but tab, newline, CR
+# all but tab and newline, and a carriage return before a newline (or at the end): a lone one
+# would let a line's later text overwrite its start on screen ("ERROR: x\rok   ")
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?=[^\n])")
 
 
 def escape_controls(data: bytes) -> bytes:
     r"""Text a terminal shows but does not act on: control characters (C0 but tab, newline and
-    carriage return; DEL; C1) and bytes that are not UTF-8 written as ``\xNN``."""
+    a carriage return before a newline; DEL; C1) and bytes that are not UTF-8 written as ``\xNN``."""
     return escape_control_text(data.decode("utf-8", "backslashreplace"))
 
 

@@ -530,6 +530,16 @@ def test_filter_shows_a_logs_control_bytes_escaped_on_a_terminal_unless_raw(tmp_
     assert b"\x1b]0;owned\x07\x1b[2J failed \xff" in _filter_on_a_terminal(log, "--raw")
 
 
+def test_a_lone_carriage_return_is_escaped_on_a_terminal_so_nothing_overwrites_the_failure(tmp_path: Path) -> None:
+    log = tmp_path / "cr.log"
+    log.write_bytes(b"ERROR: real failure message\rok            \nWindows line\r\n")
+    shown = _filter_on_a_terminal(log)
+    assert b"ERROR: real failure message\\x0dok" in shown  # a CR before a newline stays as it is
+    assert b"Windows line\\x0d" not in shown and b"ERROR: real failure message\rok" in _filter_on_a_terminal(
+        log, "--raw"
+    )
+
+
 def test_pytests_failures_section_ends_at_its_next_banner_not_in_the_lines_after_the_run(tmp_path: Path) -> None:
     """The 150 lines a FAILURES banner keeps stop at pytest's next "===" banner: the log's own
     lines after pytest's last line were kept as the section (60 of them here), and under a token
