@@ -84,6 +84,7 @@ async def _socket_source(
                 ),
                 source.max_line_bytes,
                 tg,
+                lambda: totals.next_connection(source.name),
             )
     finally:
         if source.type == "unix" and inherited is None:

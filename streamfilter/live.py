@@ -39,6 +39,12 @@ class Totals:
 
     def __init__(self) -> None:
         self.by_source: dict[str, list[int]] = {}
+        self.connections: dict[str, int] = {}  # per socket source, over reloads
+
+    def next_connection(self, source: str) -> int:
+        """The number of ``source``'s next connection (1, 2, ...; a reload does not start again at 1)."""
+        self.connections[source] = self.connections.get(source, 0) + 1
+        return self.connections[source]
 
     def add(self, source: str, lines: int, kept: int, dropped: int) -> None:
         """Add counts (in lines) to ``source``'s totals."""

@@ -14,6 +14,7 @@ import os
 import socket
 import stat
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -242,6 +243,7 @@ async def serve_socket_source(
     open_stream: OpenStream,
     max_line_bytes: int,
     task_group: TaskGroup,
+    number: Callable[[], int],
 ) -> None:
     """Accept connections on ``listener``; each is filtered as its own stream, each run envelope too.
 
@@ -252,14 +254,13 @@ async def serve_socket_source(
         open_stream: makes each stream.
         max_line_bytes: the line cap (``LineCap``).
         task_group: where connection tasks run.
+        number: the next connection's ``k`` (counted over the daemon's reloads, so two
+            connections never share a stream name).
     """
     log = get_logger().bind(source=name)
-    count = 0
 
     async def handle(conn: SocketStream) -> None:
-        nonlocal count
-        count += 1
-        stream_name = f"{name}#{count}"
+        stream_name = f"{name}#{number()}"
         peer = _peer(conn)
         log.info("connection.opened", stream=stream_name, peer=peer)
         streams = _Connection(stream_name, open_stream, log)

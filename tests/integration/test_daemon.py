@@ -469,6 +469,27 @@ def test_sighup_with_a_bad_config_keeps_the_old_one_and_a_good_one_is_taken(tmp_
     assert kept(live.events(out)).count("ERROR step failed") == 1  # resumed from the checkpoint
 
 
+def test_connections_are_numbered_on_across_a_reload(tmp_path: Path) -> None:
+    """Two connections, one before and one after a SIGHUP, were both "tools#1" in the same sink."""
+    sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
+    config = (
+        f'[defaults]\nquery = "failure"\n[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    live = start(tmp_path, config)
+    with connect_unix(sock) as client:
+        client.sendall(b"ERROR first failure\n")
+    live.wait_for(lambda: "first failure" in kept(live.events(out)), 5)
+    live.proc.send_signal(signal.SIGHUP)
+    live.log_event("daemon.reloaded")
+    with connect_unix(sock) as client:
+        client.sendall(b"ERROR second failure\n")
+    live.wait_for(lambda: "second failure" in kept(live.events(out)), 5)
+    assert live.stop() == 0
+    sources = {e["source"]: e["text"] for e in live.events(out) if e["event"] == "keep"}
+    assert sources == {"tools#1": "ERROR first failure\n", "tools#2": "ERROR second failure\n"}
+
+
 def test_expand_gives_back_the_dropped_bytes_of_a_socket_stream(tmp_path: Path) -> None:
     sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
     live = start(
