@@ -252,7 +252,7 @@ def _source(
     if kind in ("file", "unix"):
         if "path" not in table:
             raise check.fail(f"{key}.path", f"missing: a {kind} source needs a path")
-        values["path"] = os.path.abspath(os.path.expanduser(check.typed(table["path"], str, f"{key}.path")))
+        values["path"] = _path(check, table["path"], f"{key}.path")
     if kind == "tcp":
         address = check.typed(table.get("address", ""), str, f"{key}.address")
         host, _, port = address.rpartition(":")
@@ -279,6 +279,15 @@ def _source(
     return SourceConfig(**values)
 
 
+def _path(check: _Checker, value: object, key: str) -> str:
+    """An absolute path from a config value (``~`` expanded); an empty one is an error (it named the
+    config's own directory)."""
+    path: str = check.typed(value, str, key)
+    if not path.strip():
+        raise check.fail(key, "must not be empty")
+    return os.path.abspath(os.path.expanduser(path))
+
+
 def _fixed_prefix(path: str) -> str:
     """The part of a glob before its first wildcard component."""
     parts = Path(path).parts
@@ -298,7 +307,7 @@ def _sink(check: _Checker, table: Mapping[str, Any], i: int) -> SinkConfig:
     values: dict[str, Any] = {"name": name, "type": kind}
     if "path" not in table:
         raise check.fail(f"{key}.path", f"missing: a {kind} sink needs a path")
-    values["path"] = os.path.abspath(os.path.expanduser(check.typed(table["path"], str, f"{key}.path")))
+    values["path"] = _path(check, table["path"], f"{key}.path")
     if "format" in table:
         values["format"] = check.choice(table["format"], FORMATS, f"{key}.format")
     if "queue_events" in table:

@@ -149,6 +149,7 @@ class _Connection:
         self.nonce: str | None = None
         self.command = ""
         self.runs = 0
+        self.ended_lines = 0  # lines of the streams ended so far (runs, then the plain stream)
 
     def streams(self) -> list[LiveStream]:
         return [s for s in (self.plain, self.run) if s is not None]
@@ -207,10 +208,9 @@ class _Connection:
             self.log.warning("envelope.invalid", stream=self.name, reason="query is not a non-empty string: ignored")
             query = None
         extra: dict[str, object] = {"run": self.run_id}
-        for key in ("command", "cwd"):
-            if isinstance(item.fields.get(key), str):
-                extra[key] = item.fields[key]
-        self.command = printable(str(extra.get("command", "")))
+        for key in ("command", "cwd"):  # null when run-start has none (every event of a run has both)
+            extra[key] = item.fields[key] if isinstance(item.fields.get(key), str) else None
+        self.command = printable(str(extra["command"] or ""))
         self.run = self.open_stream(f"{self.name}/{self.run_id}", query, extra)
         self.log.info("run.started", stream=self.name, run=self.run_id, command=extra.get("command"))
 
@@ -220,6 +220,7 @@ class _Connection:
             return
         run, self.run = self.run, None
         await run.end(SUCCESS_TAIL_LINES if status == 0 else None)
+        self.ended_lines += run.filter.stats.lines
         what = f"run {self.run_id}" + (f" ({self.command[:80]})" if self.command else "")
         if status is None:
             await run.marker(f"{what} ended without an exit status", "exit", status=None)
@@ -235,6 +236,7 @@ class _Connection:
         await self._end_run(None)
         if self.plain is not None:
             await self.plain.end()
+            self.ended_lines += self.plain.filter.stats.lines
 
 
 async def serve_socket_source(
@@ -296,9 +298,8 @@ async def serve_socket_source(
                                 pass
                     await streams.take(envelopes.feed(cap.flush()) + envelopes.flush())
                     _warn_cut(log, cap, stream_name, peer)
-                    lines = sum(s.filter.stats.lines for s in streams.streams())
-                    await streams.end()
-                    log.info("connection.closed", stream=stream_name, peer=peer, lines=lines)
+                    await streams.end()  # (an unterminated last line is counted then)
+                    log.info("connection.closed", stream=stream_name, peer=peer, lines=streams.ended_lines)
 
     await listener.serve(handle, task_group)
 

@@ -87,6 +87,10 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
         file + "context_lines = 99999999999999999999\n": "source[0].context_lines: must be 0 to 1099511627776",
         file + "max_line_bytes = 1\n": "source[0].max_line_bytes: must be 64 to 1099511627776, not 1",
         '[[source]]\ntype = "tcp"\naddress = "localhost"\n': "source[0].address: must be HOST:PORT",
+        '[[source]]\ntype = "file"\npath = ""\n': "source[0].path: must not be empty",
+        '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "file"\npath = " "\n': (
+            "sink[0].path: must not be empty"
+        ),
         '[[source]]\ntype = "file"\npath = "/x.log"\nsinks = ["nope"]\n': "source[0].sinks[0]: no sink named 'nope'",
         '[[source]]\ntype = "socket"\n': "source[0].type: must be one of file, unix, tcp, stdin",
         '[defaults]\nstart_at = "middle"\n' + file: "defaults.start_at: must be one of beginning, end, not 'middle'",
@@ -488,6 +492,27 @@ def test_connections_are_numbered_on_across_a_reload(tmp_path: Path) -> None:
     assert live.stop() == 0
     sources = {e["source"]: e["text"] for e in live.events(out) if e["event"] == "keep"}
     assert sources == {"tools#1": "ERROR first failure\n", "tools#2": "ERROR second failure\n"}
+
+
+def test_a_connections_count_has_its_unterminated_last_line_and_a_runs_events_have_command_and_cwd(
+    tmp_path: Path,
+) -> None:
+    sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "failure"\n[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    mark = b"\x1estreamfilter "
+    with connect_unix(sock) as client:
+        client.sendall(mark + b'{"type": "run-start", "run": "r"}\nERROR one failure\nstep two\n')
+        client.sendall(mark + b'{"type": "run-end", "run": "r", "status": 1}\nplain 1\nplain 2\nplain 3 unterminated')
+    closed = live.log_event("connection.closed")
+    assert closed["lines"] == 5
+    live.wait_for(lambda: any(e["event"] == "end" and e["source"] == "tools#1/r" for e in live.events(out)), 5)
+    assert live.stop() == 0
+    run = [e for e in live.events(out) if e["source"] == "tools#1/r"]
+    assert run and all(e["command"] is None and e["cwd"] is None and e["run"] == "r" for e in run)
 
 
 def test_expand_gives_back_the_dropped_bytes_of_a_socket_stream(tmp_path: Path) -> None:
