@@ -12,7 +12,8 @@ Rules, in order of strength:
   frames, ``  File ...``, ``\\tat ...``, `` --> ``, ``= note:``), and so does a
   column-0 line of a trace (``ValueError: ...``, ``Caused by: ...``, ``... 12
   more``, Ruby's ``app/x.rb:12:in `f'`` frames and ``Did you mean?``, Pester's
-  ``Expected:``, ``Actual  :`` and ``at f, a.ps1:16``, gcc's and clang's ``a.c:3:1: note: ...``
+  ``Expected:``, ``Actual  :`` and ``at f, a.ps1:16``, node's ``+ actual - expected`` and the
+  ``+``/``-`` lines of its diff, gcc's and clang's ``a.c:3:1: note: ...``
   and ``a.cpp:9:8:   required from here``) right after such lines or
   after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines (cargo's
   ``   Compiling x``: a capitalised word ending at column 12) count as column 0.
@@ -66,6 +67,12 @@ _COLUMN0_TRACES = (
         (re.compile(rb"\[-\] "),),
         (b"at ", b"Expected", b"Actual"),  # every line the regex takes holds a mark or starts with a head
         re.compile(rb"\n(?:\[-\] |(?:Expected|Actual) *: |at [^,\n]{1,200}, [^\n]*:\d+\r*$)", re.MULTILINE),
+    ),
+    # node's assert diff: "+ actual - expected", then "+ got" / "- wanted" lines before the frames
+    (
+        (re.compile(rb"\+ actual - expected"),),
+        (),
+        re.compile(rb"\n(?:\+ actual - expected|[+-] )"),
     ),
     # gcc's and clang's notes on a diagnostic (``a.cpp:3:17: note: candidate: ...``) and the
     # template instantiation lines after it (``a.cpp:9:8:   required from here``)

@@ -332,3 +332,13 @@ def test_a_line_is_a_hit_or_not_whatever_else_its_block_holds() -> None:
     dense = b"".join(b"ERROR step %d failed\n" % i for i in range(20)) + frame + b"\n"
     sparse = b"".join(b"INFO step %d ok\n" % i for i in range(20)) + frame + b"\n"
     assert (20 in hits(dense, True)[0]) == (20 in hits(sparse, True)[0])
+
+
+def test_nodes_assert_diff_and_frames_stay_with_the_assertion() -> None:
+    # node 20, assert.deepStrictEqual on two objects, between compile and link lines
+    log = (REAL / "node-deep-equal.log").read_bytes()
+    report = log[log.index(b"AssertionError [ERR_ASSERTION]") : log.index(b"    at node:internal/main/run_main_module")]
+    assert b"+     3\n-     4\n" in report
+    kept = _kept(log)
+    assert report in kept
+    assert b"LD       lib/lib150.so" not in kept
