@@ -218,13 +218,16 @@ def _expand(args: argparse.Namespace) -> int:
     if sys.stdout is None:
         raise StreamfilterError("cannot write output: standard output is closed")
     out = sys.stdout.buffer
+    ref = Ref.parse(args.ref)
     try:
-        expand(Ref.parse(args.ref), out, args.context)
+        read = expand(ref, out, args.context)
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):
             raise
         raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
     _flush(out)
+    if str(read) != ref.source and not ref.source.startswith("stdin-"):
+        sys.stderr.write(f"streamfilter: note: read from {read}: {ref.source} was rotated, it holds other bytes now\n")
     return 0
 
 

@@ -205,33 +205,37 @@ def _lines_after(handle: BinaryIO, end: int, count: int) -> bytes:
     return bytes(out)
 
 
-def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | None = None) -> None:
+def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | None = None) -> Path:
     """Write the bytes ``ref`` names to ``out``, with ``context_lines`` whole lines before and after.
 
     The range is read twice in ``_READ``-byte pieces (memory stays flat whatever its size):
-    once to check its CRC-32, then to write it, so nothing is written unless it checks.
+    once to check its CRC-32, then to write it, so nothing is written unless it checks. When the
+    ref's file no longer holds them (rotated: the path names a new file), a file rotated from it
+    in the same directory (``app.log.1``, ``app.log-20261201``; not a compressed one) that holds
+    them is read instead.
+
+    Returns:
+        The file read.
 
     Raises:
         RefError: the source is gone (deleted, rotated away, evicted), shorter than the
-            range, or its bytes there no longer have the ref's CRC-32 (rewritten).
+            range, or its bytes there no longer have the ref's CRC-32 (rewritten), and no
+            rotated file holds them.
     """
     path = _path_of(ref, directory or state_dir())
     try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
-        why = "evicted from the archive or never archived" if path.name.startswith("stdin-") else "deleted or rotated"
-        raise RefError(f"ref {ref}: {path} no longer exists ({why})") from None
-    except OSError as exc:
-        raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None
+        handle = _checked(ref, path)
+    except RefError:
+        for rotated in [] if path.name.startswith("stdin-") else _rotated_from(path):
+            try:
+                handle = _checked(ref, rotated)
+            except RefError:
+                continue
+            path = rotated
+            break
+        else:
+            raise
     with handle:
-        if os.fstat(handle.fileno()).st_size < ref.end:
-            why = "it was truncated, rewritten, or rotated and replaced"
-            raise RefError(f"ref {ref}: {path} is now shorter than byte {ref.end} ({why})")
-        crc = 0
-        for piece in _pieces(handle, ref.start, ref.end):
-            crc = zlib.crc32(piece, crc)
-        if f"{crc:08x}" != ref.checksum:
-            raise RefError(f"ref {ref}: the bytes at {ref.start}-{ref.end} of {path} changed (the file was rewritten)")
         if context_lines > 0:
             first = _lines_before(handle, ref.start, context_lines)
             for piece in _pieces(handle, first, ref.start):
@@ -240,6 +244,54 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
             out.write(piece)
         if context_lines > 0:
             out.write(_lines_after(handle, ref.end, context_lines))
+    return path
+
+
+def _checked(ref: Ref, path: Path) -> BinaryIO:
+    """``path`` opened, once its bytes in the ref's range have the ref's CRC-32.
+
+    Raises:
+        RefError: it is missing, unreadable, shorter than the range, or its bytes differ.
+    """
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        why = "evicted from the archive or never archived" if path.name.startswith("stdin-") else "deleted or rotated"
+        raise RefError(f"ref {ref}: {path} no longer exists ({why})") from None
+    except OSError as exc:
+        raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if os.fstat(handle.fileno()).st_size < ref.end:
+            why = "it was truncated, rewritten, or rotated and replaced"
+            raise RefError(f"ref {ref}: {path} is now shorter than byte {ref.end} ({why})")
+        crc = 0
+        for piece in _pieces(handle, ref.start, ref.end):
+            crc = zlib.crc32(piece, crc)
+        if f"{crc:08x}" != ref.checksum:
+            why = "rewritten, or rotated and replaced"
+            raise RefError(f"ref {ref}: the bytes at {ref.start}-{ref.end} of {path} changed ({why})")
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".lz4")
+
+
+def _rotated_from(path: Path) -> list[Path]:
+    """Files in ``path``'s directory named like rotations of it (``NAME.1``, ``NAME-DATE``), in name order."""
+    try:
+        names = sorted(os.listdir(path.parent))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if name.startswith((path.name + ".", path.name + "-")) and not name.endswith(_COMPRESSED):
+            candidate = path.parent / name
+            if candidate.is_file():
+                found.append(candidate)
+    return found
 
 
 def _pieces(handle: BinaryIO, start: int, end: int) -> Iterator[bytes]:

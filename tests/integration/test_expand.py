@@ -93,6 +93,26 @@ def test_a_rewritten_file_is_reported_not_printed(tmp_path: Path) -> None:
     assert got.returncode == 1 and b"no longer exists" in got.stderr
 
 
+def test_a_ref_into_a_rotated_file_is_read_from_the_file_it_was_rotated_to(tmp_path: Path) -> None:
+    """A ref made before ``mv build.log build.log.1`` (a new build.log then written): the bytes
+    are found in build.log.1, with a note; a compressed rotation is not looked at."""
+    log = tmp_path / "build.log"
+    log.write_bytes(LOG)
+    proc = cli("filter", "--format", "jsonl", "--head", "0", "--tail", "0", str(log), state=tmp_path)
+    first = drops(proc.stdout)[0]
+    ref = str(first["ref"])
+    (tmp_path / "build.log.2.gz").write_bytes(b"\x1f\x8b not read")
+    log.rename(tmp_path / "build.log.1")
+    log.write_bytes(LOG.replace(b"INFO", b"WARN"))  # the path's new file: same size, other bytes
+    got = cli("expand", ref, state=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == LOG[int(first["start_byte"]) : int(first["end_byte"])]  # type: ignore[call-overload]
+    assert f"read from {tmp_path / 'build.log.1'}".encode() in got.stderr
+    (tmp_path / "build.log.1").unlink()
+    got = cli("expand", ref, state=tmp_path)
+    assert got.returncode == 1 and b"changed" in got.stderr and got.stdout == b""
+
+
 @pytest.mark.parametrize("bad", ["nonsense", "x:1-2:zz", "stdin-0-0:0-10:00000000", "x:5-1:00000000"])
 def test_unknown_or_malformed_refs_are_clear_errors(bad: str, tmp_path: Path) -> None:
     got = cli("expand", bad, state=tmp_path)
