@@ -220,14 +220,16 @@ def _expand(args: argparse.Namespace) -> int:
     out = sys.stdout.buffer
     ref = Ref.parse(args.ref)
     try:
-        read = expand(ref, out, args.context)
+        rotated = expand(ref, out, args.context)
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):
             raise
         raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
     _flush(out)
-    if str(read) != ref.source and not ref.source.startswith("stdin-"):
-        sys.stderr.write(f"streamfilter: note: read from {read}: {ref.source} was rotated, it holds other bytes now\n")
+    if rotated is not None:
+        sys.stderr.write(
+            f"streamfilter: note: read from {rotated}: {ref.source} was rotated, it holds other bytes now\n"
+        )
     return 0
 
 

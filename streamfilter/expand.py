@@ -205,7 +205,7 @@ def _lines_after(handle: BinaryIO, end: int, count: int) -> bytes:
     return bytes(out)
 
 
-def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | None = None) -> Path:
+def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | None = None) -> Path | None:
     """Write the bytes ``ref`` names to ``out``, with ``context_lines`` whole lines before and after.
 
     The range is read twice in ``_READ``-byte pieces (memory stays flat whatever its size):
@@ -215,7 +215,7 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
     them is read instead.
 
     Returns:
-        The file read.
+        The rotated file read instead of the ref's own, or None.
 
     Raises:
         RefError: the source is gone (deleted, rotated away, evicted), shorter than the
@@ -223,6 +223,7 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
             rotated file holds them.
     """
     path = _path_of(ref, directory or state_dir())
+    instead = None
     try:
         handle = _checked(ref, path)
     except RefError:
@@ -231,7 +232,7 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
                 handle = _checked(ref, rotated)
             except RefError:
                 continue
-            path = rotated
+            instead = rotated
             break
         else:
             raise
@@ -244,7 +245,7 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
             out.write(piece)
         if context_lines > 0:
             out.write(_lines_after(handle, ref.end, context_lines))
-    return path
+    return instead
 
 
 def _checked(ref: Ref, path: Path) -> BinaryIO:

@@ -127,7 +127,6 @@ class FileFollower:
         self._next: list[tuple[int, os.stat_result]] = []
         self._rotation: dict[str, object] = {}  # facts of the last rotation, for ``file.rotated``
         self._skipped = -1  # inode of the last replacement not queued (the queue was full)
-        self._renamed: tuple[int, str] | None = None  # (inode, name) of the current file found rotated away
 
     def hint(self) -> None:
         """Something changed in the path's directory: look now."""
@@ -279,19 +278,17 @@ class FileFollower:
         return ref_of(self._current_name(), run, self._base)
 
     def _current_name(self) -> str:
+        """The followed path, or the name the current file has now in its directory if the path
+        names another file (or none); the path if the file is not there (deleted)."""
+        if self.current is None:
+            return self.path
         try:
             now = os.stat(self.path)
-            if self.current is None or (now.st_dev, now.st_ino) == self.current:
+            if (now.st_dev, now.st_ino) == self.current:
                 return self.path
         except OSError:
             pass  # rotated, and no new file yet
-        if self.current is not None:
-            if self._renamed is not None and self._renamed[0] == self.current[1] and os.path.exists(self._renamed[1]):
-                return self._renamed[1]
-            for name in self._names_of(self.current[1]):
-                self._renamed = (self.current[1], name)
-                return name
-        return self.path
+        return next(iter(self._names_of(self.current[1])), self.path)
 
     def _set_position(self, fd: int, offset: int) -> None:
         self._pos = ReadPosition.at(fd, offset)

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from .normalize import NormalizedBlock, normalize_block
 from .records import LineBlock
 from .segment import LineLayout, line_layout
-from .signatures import SignatureSet
+from .signatures import EXIT_VERDICTS, SignatureSet
 from .summarize import mask_shapes, shape_text, warn_counts
 from .tokens import Query, count_terms, token_table
 
@@ -132,10 +132,8 @@ class Preparer:
         )
 
 
-# a command's non-zero exit (the exit-status signature's forms, not Travis's "failed. Retrying")
-_EXIT_VERDICT = re.compile(
-    rb"exit(?:ed)? (?:with )?(?:code|status):? [1-9]|exited with [1-9]|returned non-zero exit status"
-)
+# a command's non-zero exit (the exit-status signature's forms but Travis's "failed. Retrying")
+_EXIT_VERDICT = re.compile("|".join(EXIT_VERDICTS).encode())
 
 
 _VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list

@@ -26,7 +26,7 @@ from .errors import UsageError
 from .normalize import gather_lines
 from .tokens import KeySet, TokenTable, token_key
 
-__all__ = ("DEFAULT_SIGNATURES", "Signature", "SignatureSet", "first_bytes", "required_literal")
+__all__ = ("DEFAULT_SIGNATURES", "EXIT_VERDICTS", "Signature", "SignatureSet", "first_bytes", "required_literal")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,13 @@ def _f(
 
 
 _EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|Exception)(?::|\b.{0,300}$)"
+
+# a command's non-zero exit, as the exit-status signature finds it (``BlockFacts.verdicts`` too)
+EXIT_VERDICTS = (
+    r"exit(?:ed)? (?:with )?(?:code|status):? [1-9]",
+    r"exited with [1-9]",
+    r"returned non-zero exit status",
+)
 
 # Case-sensitive unless (?i:...).
 DEFAULT_SIGNATURES: tuple[Signature, ...] = (
@@ -197,9 +204,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # shell, CI, generic
     _f(
         "exit-status",
-        r"exit(?:ed)? (?:with )?(?:code|status):? [1-9]",
-        r"exited with [1-9]",
-        r"returned non-zero exit status",
+        *EXIT_VERDICTS,
         r'" failed\.',  # Travis: 'The command "make test" failed. Retrying, 2 of 3.'
     ),
     _f(

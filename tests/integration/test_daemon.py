@@ -52,15 +52,19 @@ def connect_unix(path: Path) -> socket.socket:
 
 
 # -- config --------------------------------------------------------------------------------------
+def resolved_source(tmp_path: Path, body: str) -> dict[str, Any]:
+    """The one source of config ``body`` as ``check-config`` prints it resolved."""
+    done = run_cli("check-config", str(write_config(tmp_path, body)))
+    assert done.returncode == 0, done.stderr
+    (source,) = json.loads(done.stdout)["sources"]
+    return source  # type: ignore[no-any-return]
+
+
 def test_check_config_prints_the_resolved_config(tmp_path: Path) -> None:
-    config = write_config(
+    source = resolved_source(
         tmp_path,
         f'[defaults]\nquery = "error failed"\n[[source]]\nname = "ci"\ntype = "file"\npath = "{tmp_path}/*.log"\n',
     )
-    done = run_cli("check-config", str(config))
-    assert done.returncode == 0, done.stderr
-    resolved = json.loads(done.stdout)
-    (source,) = resolved["sources"]
     assert source["filter"]["query"] == "error failed" and source["filter"]["window_lines"] == 8
     assert source["start_at"] == "end" and source["roots"] == [str(tmp_path.resolve())]
     assert source["timing"]["idle_seconds"] == 0.05 and source["mode"] == "0600"
@@ -68,13 +72,10 @@ def test_check_config_prints_the_resolved_config(tmp_path: Path) -> None:
 
 def test_a_defaults_max_line_bytes_caps_a_socket_sources_lines_too(tmp_path: Path) -> None:
     # the socket's line cap took only a per-source value; [defaults] set the filter's alone
-    config = write_config(
+    source = resolved_source(
         tmp_path,
         f'[defaults]\nmax_line_bytes = 1000\n[[source]]\nname = "u"\ntype = "unix"\npath = "{tmp_path}/u.sock"\n',
     )
-    done = run_cli("check-config", str(config))
-    assert done.returncode == 0, done.stderr
-    (source,) = json.loads(done.stdout)["sources"]
     assert source["max_line_bytes"] == 1000 == source["filter"]["max_line_bytes"]
 
 
