@@ -391,7 +391,13 @@ class FileFollower:
             now = os.stat(self.path)
         except FileNotFoundError:
             if not self._missing_logged:
-                self._log.info("file.deleted")
+                # renamed (logrotate's first step: the new file comes later) or deleted; either way
+                # the open file is read on until a file takes the path
+                info = os.fstat(fd)
+                if info.st_nlink:
+                    self._log.info("file.renamed", ino=info.st_ino, names=self._names_of(info.st_ino))
+                else:
+                    self._log.info("file.deleted", ino=info.st_ino)
                 self._missing_logged = True
             return False
         info = os.fstat(fd)

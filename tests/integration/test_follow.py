@@ -213,6 +213,28 @@ def test_delete_and_recreate_continues_and_a_tiny_file_without_newline_is_shown(
     assert live.stop() == 0
     (gen,) = check_tiling(live.events())
     assert kept_text(gen) == "first life ERROR one\nsecond life ERROR two"
+    assert [e["event"] for e in live.logs() if e.get("event") in ("file.deleted", "file.renamed")] == ["file.deleted"]
+
+
+def test_a_path_renamed_away_is_logged_as_renamed_with_its_new_name_and_read_on(tmp_path: Path) -> None:
+    """logrotate's rename, with the new file a while later: not 'deleted'; the lines written to
+    the renamed file meanwhile are read, then the new file's."""
+    log = tmp_path / "app.log"
+    log.write_bytes(b"")
+    live = follow(tmp_path, log, "-q", "failed")
+    with log.open("ab", buffering=0) as old:
+        old.write(b"before the rename\n")
+        log.rename(tmp_path / "app.log.1")
+        live.wait_for(lambda: any(e.get("event") == "file.renamed" for e in live.logs()), 5, "file.renamed")
+        old.write(b"written to the renamed file: step failed\n")
+    log.write_bytes(b"the new file: job failed\n")
+    live.wait_for(lambda: "job failed" in kept_text(live.events()), 10, "the new file's line")
+    assert live.stop() == 0
+    (renamed,) = [e for e in live.logs() if e.get("event") == "file.renamed"]
+    assert renamed["names"] == [str(tmp_path / "app.log.1")]
+    assert not [e for e in live.logs() if e.get("event") == "file.deleted"]
+    text = kept_text(live.events())
+    assert text.index("step failed") < text.index("job failed")
 
 
 def test_sigterm_decides_and_writes_everything_pending(tmp_path: Path) -> None:
