@@ -31,8 +31,11 @@ from .records import Run
 __all__ = ("ARCHIVE_BYTES", "Archive", "Ref", "RefError", "archive_refs", "expand", "ref_of", "state_dir")
 
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
-# DOTALL: a path may hold a line end
 _REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
+# a path's backslashes and control characters are escaped in a ref, so a ref is one line of
+# printable text (a summary line in text output stays one line) and reads back as the same path
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)} | {ord("\\"): "\\\\"}
+_UNESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2})")
 _READ = 1 << 16
 
 
@@ -58,11 +61,11 @@ class Ref:
     checksum: str
 
     def __str__(self) -> str:
-        return f"{self.source}:{self.start}-{self.end}:{self.checksum}"
+        return f"{self.source.translate(_ESCAPES)}:{self.start}-{self.end}:{self.checksum}"
 
     @classmethod
     def parse(cls, text: str) -> Ref:
-        """Parse ``SOURCE:START-END:CRC``.
+        """Parse ``SOURCE:START-END:CRC`` (in SOURCE, ``\\\\`` is a backslash and ``\\xHH`` a control character).
 
         Raises:
             RefError: the text is not a ref.
@@ -70,7 +73,8 @@ class Ref:
         m = _REF.fullmatch(text)
         if m is None or int(m["end"]) < int(m["start"]):
             raise RefError(f"{text!r} is not a streamfilter ref (SOURCE:START-END:CRC32)")
-        return cls(m["source"], int(m["start"]), int(m["end"]), m["crc"])
+        source = _UNESCAPE.sub(lambda e: "\\" if e[1] == "\\" else chr(int(e[1][1:], 16)), m["source"])
+        return cls(source, int(m["start"]), int(m["end"]), m["crc"])
 
 
 class Archive:

@@ -50,18 +50,28 @@ def test_expand_gives_back_exactly_the_dropped_bytes(source: str, tmp_path: Path
     assert len(found) >= 2
     for d in found:
         ref = str(d["ref"])
-        assert ref.startswith(str(log) if source != "stdin" else "stdin-")
+        assert Ref.parse(ref).source == str(log) if source != "stdin" else ref.startswith("stdin-")
         got = cli("expand", ref, state=tmp_path)
         assert got.returncode == 0, got.stderr
         assert got.stdout == LOG[int(d["start_byte"]) : int(d["end_byte"])]  # type: ignore[call-overload]
 
 
-def test_text_summaries_carry_the_ref_too(tmp_path: Path) -> None:
-    log = tmp_path / "build.log"
+@pytest.mark.parametrize("name", ["build.log", "a\nb\\c\td.log"])
+def test_text_summaries_carry_the_ref_too_each_on_one_line(tmp_path: Path, name: str) -> None:
+    log = tmp_path / name
     log.write_bytes(LOG)
     proc = cli("filter", "--head", "0", "--tail", "0", str(log), state=tmp_path)
-    summaries = [x for x in proc.stdout.split(b"\n") if x.startswith(b"[streamfilter: dropped")]
-    assert summaries and all(b"; ref " + str(log).encode() + b":" in s for s in summaries)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.split(b"\n")
+    summaries = [x for x in out if x.startswith(b"[streamfilter: dropped")]
+    assert len(summaries) == 2 and all(x.endswith(b"]") for x in summaries)
+    assert set(out) - set(summaries) - {b""} <= set(LOG.split(b"\n"))  # no piece of a summary on a line of its own
+    for summary in summaries:
+        ref = Ref.parse(summary.rsplit(b"; ref ", 1)[1][:-1].decode())
+        assert ref.source == str(log)
+        got = cli("expand", str(ref), state=tmp_path)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == LOG[ref.start : ref.end]
 
 
 def test_context_adds_whole_lines_around(tmp_path: Path) -> None:
@@ -135,7 +145,8 @@ def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(tmp_path: Path
 
 
 def test_ref_round_trips_through_text() -> None:
-    ref = Ref("/a:b/c.log", 10, 20, f"{zlib.crc32(b'x'):08x}")
-    assert Ref.parse(str(ref)) == ref
+    for path in ("/a:b/c.log", "/a\nb\\x0ac\x7f.log", "C:\\logs\\x.log"):
+        ref = Ref(path, 10, 20, f"{zlib.crc32(b'x'):08x}")
+        assert Ref.parse(str(ref)) == ref and str(ref).isprintable()
     with pytest.raises(RefError):
         Ref.parse("/a.log:20-10:00000000")
