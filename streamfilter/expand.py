@@ -150,7 +150,8 @@ def ref_of(source: str, run: Run, base: int = 0) -> str:
 
 def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
     """A new archive for a stream without a file of its own (stdin, a socket, a command), and
-    the ref maker that points into it; ``(None, no refs)`` with a logged warning if it cannot be made."""
+    the ref maker that points into it; ``(None, no refs)`` with a logged warning if it cannot be made.
+    The first DROP run past the archived bytes (the per-stream limit) logs ``archive.full`` once."""
     try:
         archive = Archive(state_dir())
     except OSError as exc:
@@ -159,8 +160,18 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
         )
         return None, lambda run: ""
 
+    full = False
+
     def ref(run: Run) -> str:
-        return ref_of(archive.source, run) if archive.covers(run.end_byte) else ""
+        nonlocal full
+        if archive.covers(run.end_byte):
+            return ref_of(archive.source, run)
+        if not full and run.decision == "drop":  # said once: why this summary and the later ones have no ref
+            full = True
+            get_logger().warning(
+                "archive.full", source=stream, archived_bytes=archive.archived, first_line_without_ref=run.first_line
+            )
+        return ""
 
     return archive, ref
 

@@ -10,8 +10,10 @@ import zlib
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
-from streamfilter.expand import Archive, Ref, RefError
+from streamfilter.expand import Archive, Ref, RefError, archive_refs
+from streamfilter.filter import FilterConfig, StreamFilter
 
 LOG = (
     b"INFO start\r\n"
@@ -150,3 +152,29 @@ def test_ref_round_trips_through_text() -> None:
         assert Ref.parse(str(ref)) == ref and str(ref).isprintable()
     with pytest.raises(RefError):
         Ref.parse("/a.log:20-10:00000000")
+
+
+def test_drop_runs_past_the_archive_limit_have_no_ref_and_say_why_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    archive, ref = archive_refs("stdin")
+    assert archive is not None
+    archive.limit = 1000  # (the per-stream limit, 128 MiB by default)
+    data = b"".join(b"ERROR: step %04d failed\n" % i if i % 40 == 39 else b"INFO line %04d\n" % i for i in range(300))
+    sf = StreamFilter(FilterConfig(window_lines=8, head_lines=0, tail_lines=0))
+    runs = []
+    for i in range(0, len(data), 512):
+        archive.write(data[i : i + 512])
+        runs += sf.feed(data[i : i + 512])
+    runs += sf.flush()
+    archive.close()
+    with capture_logs() as logs:
+        refs = [ref(run) for run in runs]
+    drops = [(run, r) for run, r in zip(runs, refs, strict=True) if run.decision == "drop"]
+    assert all(bool(r) == (run.end_byte <= 1000) for run, r in drops)
+    without = [run for run, r in drops if not r]
+    assert len(without) > 1 and len(without) < len(drops)  # (several DROP runs: some before the limit)
+    (full,) = [e for e in logs if e["event"] == "archive.full"]
+    assert full["archived_bytes"] == 1000 and full["first_line_without_ref"] == without[0].first_line
