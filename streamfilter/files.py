@@ -149,6 +149,8 @@ class FileFollower:
                 self.current = (info.st_dev, info.st_ino)
                 self._start(fd, info)
                 await self._follow(fd)
+                if not os.fstat(fd).st_nlink:
+                    self.current = None  # deleted: its inode may be given to a new file once closed
                 os.close(fd)
                 fd = None
         finally:
@@ -386,21 +388,21 @@ class FileFollower:
         self.stream = self._new_stream(1, 0)
 
     def _path_moved(self, fd: int) -> bool:
-        """Whether the path now names another file (the open one was renamed, replaced or deleted)."""
+        """Whether the open file is done with: the path names another file (it was renamed,
+        replaced, or deleted and made again), or the path is gone and so is the file (deleted:
+        it is then read as a rotated file is, until quiet, and closed). A file renamed away with
+        no file at the path yet is read on: logrotate makes the new file after the rename."""
+        info = os.fstat(fd)
         try:
             now = os.stat(self.path)
         except FileNotFoundError:
             if not self._missing_logged:
-                # renamed (logrotate's first step: the new file comes later) or deleted; either way
-                # the open file is read on until a file takes the path
-                info = os.fstat(fd)
                 if info.st_nlink:
                     self._log.info("file.renamed", ino=info.st_ino, names=self._names_of(info.st_ino))
                 else:
                     self._log.info("file.deleted", ino=info.st_ino)
                 self._missing_logged = True
-            return False
-        info = os.fstat(fd)
+            return not info.st_nlink
         return (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino)
 
     async def _wait(self, until: float | None = None) -> None:

@@ -216,6 +216,25 @@ def test_delete_and_recreate_continues_and_a_tiny_file_without_newline_is_shown(
     assert [e["event"] for e in live.logs() if e.get("event") in ("file.deleted", "file.renamed")] == ["file.deleted"]
 
 
+def test_a_deleted_file_is_read_until_quiet_then_its_unterminated_last_line_is_ended(tmp_path: Path) -> None:
+    """Deleted with no file made again: what its writer still writes meanwhile is read, then the
+    last line (no newline, no query term: a live stream waits for its end) is decided and written."""
+    log = tmp_path / "svc.log"
+    log.write_bytes(b"")
+    live = follow(tmp_path, log, "-q", "failed", "--tail", "0")
+    with log.open("ab", buffering=0) as out:
+        out.write(b"x1\nERROR: zz failed\n")
+        live.wait_for(lambda: "zz failed" in kept_text(live.events()), 5)
+        log.unlink()
+        live.log_event("file.deleted")
+        out.write(b"written after the delete: yy failed\nunterminated tail here")
+    live.wait_for(lambda: sum(e["lines"] for e in live.events() if e["event"] in ("keep", "drop")) == 4, 10)
+    assert live.stop() == 0
+    (gen,) = check_tiling(live.events())
+    assert gen[-1]["last_line"] == 4
+    assert "yy failed" in kept_text(gen)
+
+
 def test_a_path_renamed_away_is_logged_as_renamed_with_its_new_name_and_read_on(tmp_path: Path) -> None:
     """logrotate's rename, with the new file a while later: not 'deleted'; the lines written to
     the renamed file meanwhile are read, then the new file's."""
