@@ -529,7 +529,13 @@ class StreamFilter:
         lo = int(first[0])
         offsets = first - lo
         lengths = np.add.reduceat(p.tokens[lo:end], offsets) if end > lo else np.zeros(0, dtype=np.int64)
-        tf = np.add.reduceat(p.tf[lo:end], offsets, axis=0) if end > lo else p.tf[:0]
+        line_tf = p.tf[lo:end]
+        # an over-long line is never kept as a window's member (the weak-line rule), so its terms
+        # do not make its window's score either: the window is judged on the lines it would show
+        over = np.diff(p.ends[lo:end], prepend=p.ends[lo - 1] if lo else self._buf_start) > self.config.max_line_bytes
+        if over.any():
+            line_tf = np.where(over[:, None], 0, line_tf)
+        tf = np.add.reduceat(line_tf, offsets, axis=0) if end > lo else p.tf[:0]
         scores = self._scorer.score(lengths, tf)
         has_term = tf.sum(axis=1) > 0
         rel = ids - self._w_base
@@ -720,8 +726,10 @@ class StreamFilter:
             reason = "weak-line"  # an over-long or redrawn line in a kept window
         elif p.repeat[lines].any():
             reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
-        else:
-            reason = "below-cut" if self._w_term[rel] else "no-term"
+        elif self._w_term[rel]:
+            reason = "below-cut"
+        else:  # its query terms, if any, are in over-long lines: they do not score
+            reason = "weak-line" if p.term[lines].any() else "no-term"
         return WindowTrace(
             p.base + int(lines[0]) + 1,
             p.base + int(lines[-1]) + 1,

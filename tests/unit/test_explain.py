@@ -17,3 +17,22 @@ def test_every_piece_of_a_protected_window_names_its_first_hit_line() -> None:
     protected = [(r, t) for r in runs if r.decision == "keep" for t in r.traces if t.reason.startswith("protected:")]
     assert len({r.first_line for r, _ in protected}) > 1  # the window is in more than one piece
     assert all(t.hit_line == 41 for _, t in protected), [(r.first_line, t) for r, t in protected]
+
+
+def test_an_over_long_lines_query_terms_do_not_keep_its_window() -> None:
+    """A line over max_line_bytes is never shown as a window's member: the window's other lines
+    (no query term) were kept with reason ``score`` on its terms while it was summarized."""
+    lines = [b"start plain", b"w" * 2000 + b" error happened"] + [b"plain after %d" % i for i in range(5)]
+    lines += [b"filler %d" % i for i in range(40)]
+    data = b"".join(line + b"\n" for line in lines)
+    config = FilterConfig(query="error", explain=True, head_lines=0, tail_lines=0, max_line_bytes=1000)
+    sf = StreamFilter(config)
+    runs = sf.feed(data) + sf.flush()
+    assert all(r.decision == "drop" for r in runs)
+    (window,) = [t for r in runs for t in r.traces if t.first_line <= 2 <= t.last_line]
+    assert window.reason == "weak-line"
+    assert "1 line with query terms" in runs[0].summary
+    # the same line under the cap is what keeps its window
+    sf = StreamFilter(FilterConfig(query="error", explain=True, head_lines=0, tail_lines=0, max_line_bytes=4000))
+    kept = [r for r in sf.feed(data) + sf.flush() if r.decision == "keep"]
+    assert kept and kept[0].first_line <= 2 <= kept[0].last_line
