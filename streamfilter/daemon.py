@@ -166,8 +166,12 @@ class _Running:
                     raise StreamfilterError(
                         f"sink {sink_config.name!r}: cannot open {sink_config.path}: {exc.strerror or exc}"
                     ) from None
+        # sockets first: one that is taken (another daemon has it) fails the start before any
+        # file is opened, read or checkpointed, and before a directory watch starts (its thread
+        # only sees a cancel at its next event or timeout, seconds later)
+        order = sorted(self.config.sources, key=lambda s: s.type not in ("unix", "tcp"))  # (stable)
         async with anyio.create_task_group() as tg:
-            for source in self.config.sources:
+            for source in order:
                 sinks = [self.sinks[name] for name in source.sinks]
                 cps = checkpoints if source.checkpoint else None
                 if source.type == "file":

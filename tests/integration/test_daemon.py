@@ -406,6 +406,28 @@ def test_B27_stale_socket_is_replaced_a_live_one_is_not_stolen_a_regular_file_is
     assert sock.read_bytes() == b"not a socket, keep me\n"
 
 
+def test_a_second_daemon_on_a_taken_socket_exits_before_it_opens_any_file(tmp_path: Path) -> None:
+    """Its file source came first in the config: it read the files and saved their checkpoints
+    before the socket failed, then took seconds to exit (a fresh-user helper's find)."""
+    sock, log = tmp_path / "sf.sock", tmp_path / "app.log"
+    log.write_bytes(b"ERROR: one\n")
+    first = start(tmp_path, f'[[source]]\nname = "s"\ntype = "unix"\npath = "{sock}"\n')
+    body = (
+        f'[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nstart_at = "beginning"\n'
+        f'[[source]]\nname = "s"\ntype = "unix"\npath = "{sock}"\n'
+    )
+    state = tmp_path / "second-state"
+    second = Live(
+        tmp_path, "daemon", "--config", str(write_config(tmp_path / "..", body)), env={"XDG_STATE_HOME": str(state)}
+    )
+    assert second.proc.wait(20) == 1
+    assert b"already in use by a live listener" in second.err_path.read_bytes()
+    assert not [e for e in second.logs() if e.get("source") == "app"]  # the file was never opened
+    assert not [p for p in state.rglob("*") if p.is_file()]  # nor checkpointed
+    assert not second.output()
+    assert first.stop() == 0
+
+
 def test_slow_subscriber_is_dropped_and_others_get_everything(tmp_path: Path) -> None:
     sock, sub = tmp_path / "in.sock", tmp_path / "sub.sock"
     live = start(
