@@ -501,6 +501,8 @@ class FileSource:
             self._log.info("file.found", path=path)
         elif not os.path.isdir(os.path.dirname(path)):  # waited for all the same: it may be made later
             self._log.warning("source.directory_missing", directory=os.path.dirname(path))
+        elif not os.path.exists(path):
+            self._log.info("file.missing", path=path, hint="waiting for it to appear")
         self._tg.start_soon(follower.run)
 
     def _claim(self, file: tuple[int, int], follower: FileFollower) -> bool:

@@ -313,6 +313,7 @@ def test_a_proc_file_is_refused_not_read_as_truncated_again_and_again(tmp_path: 
 def test_a_missing_path_is_not_logged_as_found_until_it_is_opened(tmp_path: Path) -> None:
     log = tmp_path / "later.log"
     live = follow(tmp_path, log)
+    assert live.log_event("file.missing")["path"] == str(log)  # said once: it is waited for
     time.sleep(0.3)
     assert not [e for e in live.logs() if e.get("event") == "file.found"]
     log.write_bytes(b"ERROR: it came\n")
