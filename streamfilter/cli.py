@@ -30,7 +30,7 @@ from .checkpoint import ReadPosition
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError
-from .expand import Archive, Ref, archive_refs, expand, ref_of
+from .expand import Archive, Ref, RefError, archive_refs, expand, ref_of
 from .filter import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
 from .records import Run
@@ -218,7 +218,10 @@ def _expand(args: argparse.Namespace) -> int:
     if sys.stdout is None:
         raise StreamfilterError("cannot write output: standard output is closed")
     out = sys.stdout.buffer
-    ref = Ref.parse(args.ref)
+    try:
+        ref = Ref.parse(args.ref)
+    except RefError as exc:  # not a ref at all: a bad argument, as a bad option value is
+        raise UsageError(str(exc)) from None
     try:
         rotated = expand(ref, out, args.context)
     except OSError as exc:

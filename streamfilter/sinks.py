@@ -114,6 +114,8 @@ class StdoutSink(Sink):
         except BrokenPipeError:
             self.broken = True
             get_logger().info("sink.closed", sink=self.name, reason="the reader of standard output went away")
+        except OSError as exc:  # a full disk (ENOSPC), an I/O error: said as the filter says it
+            raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
 
 
 class FileSink(Sink):

@@ -324,10 +324,11 @@ def test_an_interrupt_still_writes_what_was_read(sig: int, status: int) -> None:
     assert runs[-1]["event"] == "keep"  # the last lines read are the tail
 
 
-def test_a_full_disk_is_one_clear_error() -> None:
+@pytest.mark.parametrize("command", [["filter", str(EXAMPLE)], ["run", "--", "sh", "-c", "echo ERROR failed; exit 3"]])
+def test_a_full_disk_is_one_clear_error(command: list[str]) -> None:
     with open("/dev/full", "wb") as full:
         proc = subprocess.run(
-            [sys.executable, "-m", "streamfilter", "filter", str(EXAMPLE)],
+            [sys.executable, "-m", "streamfilter", *command],
             stdout=full,
             capture_output=False,
             stderr=subprocess.PIPE,

@@ -125,10 +125,13 @@ def test_a_ref_into_a_rotated_file_is_read_from_the_file_it_was_rotated_to(tmp_p
     assert got.returncode == 1 and b"changed" in got.stderr and got.stdout == b""
 
 
-@pytest.mark.parametrize("bad", ["nonsense", "x:1-2:zz", "stdin-0-0:0-10:00000000", "x:5-1:00000000"])
-def test_unknown_or_malformed_refs_are_clear_errors(bad: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("bad", "status"), [("nonsense", 2), ("x:1-2:zz", 2), ("x:5-1:00000000", 2), ("stdin-0-0:0-10:00000000", 1)]
+)
+def test_unknown_or_malformed_refs_are_clear_errors(bad: str, status: int, tmp_path: Path) -> None:
+    """Not a ref: a usage error (2); a ref to nothing there: 1."""
     got = cli("expand", bad, state=tmp_path)
-    assert got.returncode == 1 and got.stdout == b""
+    assert got.returncode == status and got.stdout == b""
     assert got.stderr.count(b"\n") == 1 and b"streamfilter: error:" in got.stderr
 
 
