@@ -198,7 +198,9 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point
     # Test::More's diagnostics of a failed test: "#   Failed test 'x'", "#   at t/a.t line 3.", "#  got: ..."
     _s("tap-diag-failed", r"#\s+Failed (?:\(TODO\) )?test\b", record=True),
-    _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]"),
+    # "[FAIL]" anywhere; a lowercase level tag only where a level tag stands, first in the line
+    # (s3_website's "[fail] Failed to push the website", beside its "[info]" and "[wait]")
+    _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]", r"^[ \t]*\[(?:fail|failed|failure|fatal)\] "),
     # link checkers: an HTTP error status beside a URL
     _f("http-error-status", r" [45]\d\d https?://"),
     # shell, CI, generic

@@ -65,6 +65,10 @@ LINES = [
     ("phpunit-failures", b"There were 2 failures:"),
     ("pester-failure", b"    [-] Should validate the schema 191ms"),
     ("bracketed-failure", b"[  ERROR   ] 9 errors, listed below:"),
+    (
+        "bracketed-failure",
+        b"[fail] Failed to push the website to http://example.com.s3-website-us-east-1.amazonaws.com",
+    ),
     ("http-error-status", b"  1. [L0153] 404 http://a5.example.com/screen.jpeg"),
     ("exit-status", b'The command "make test" exited with 2.'),
     ("exit-status", b"- exit code: 1"),
@@ -176,6 +180,9 @@ def test_noise_is_not_protected() -> None:
         b"x.c:1195:1: note: variable tracking size limit exceeded with -fvar-tracking-assignments, retrying without",
         b"You can pass --verbose to see the line 3 of the config",
         b"Can't wait to ship it",
+        b"[wait] Trying again in 1 second.",
+        b"  checks: [failing] 0 of 12",
+        b"retry [fail] count 0",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
     assert lines == [], names
