@@ -219,14 +219,23 @@ def _lines_matching(text: bytes, ends: Int64Array, lines: Int64Array, regex: re.
 def _starting_with(arr: npt.NDArray[np.uint8], starts: Int64Array, prefixes: tuple[bytes, ...]) -> Int64Array:
     """Lines whose first bytes (at column 0) are one of ``prefixes`` (non-empty)."""
     n = arr.shape[0]
-    if n == 0:  # no bytes (a block of empty lines): no line starts with a prefix
+    if n == 0 or not prefixes:  # no bytes (a block of empty lines): no line starts with a prefix
         return np.zeros(0, dtype=np.int64)
-    width = max((len(prefix) for prefix in prefixes), default=0)
-    head = [np.where(starts + k < n, arr[np.minimum(starts + k, max(n - 1, 0))], 0) for k in range(width)]
-    hit = np.zeros(starts.shape[0], dtype=bool)
+    found = []
+    column: dict[int, npt.NDArray[np.uint8]] = {}  # byte k of every line (0 past the end), shared
     for prefix in prefixes:
-        hit |= np.logical_and.reduce([head[k] == prefix[k] for k in range(len(prefix))])
-    return np.flatnonzero(hit).astype(np.int64)
+        # one byte of every line, the prefix's first that is not a blank (most lines start with
+        # one), then the others over the few lines still matching
+        columns = sorted(range(len(prefix)), key=lambda k: prefix[k] in b" \t")
+        k = columns[0]
+        if k not in column:
+            column[k] = np.where(starts + k < n, arr[np.minimum(starts + k, n - 1)], 0)
+        lines = np.flatnonzero(column[k] == prefix[k])
+        for k in columns[1:]:
+            at = starts[lines] + k
+            lines = lines[(at < n) & (arr[np.minimum(at, n - 1)] == prefix[k])]
+        found.append(lines)
+    return np.unique(np.concatenate(found)).astype(np.int64)
 
 
 def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable | None) -> npt.NDArray[np.int8]:
