@@ -74,6 +74,13 @@ _COLUMN0_TRACES = (
         (),
         re.compile(rb"\n(?:\+ actual - expected|[+-] )"),
     ),
+    # Tcl's errorInfo: each command it was executing, in quotes at column 0, between the
+    # indented "    while executing" / "    invoked from within" and "    (procedure ...)" lines
+    (
+        (),
+        (b"    while e", b"    while c", b"    invoked "),  # read off the lines' first bytes: no scan
+        re.compile(rb'\n"[^\n]*"\r*$', re.MULTILINE),
+    ),
     # gcc's and clang's notes on a diagnostic (``a.cpp:3:17: note: candidate: ...``) and the
     # template instantiation lines after it (``a.cpp:9:8:   required from here``)
     (

@@ -160,6 +160,9 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # Ruby, PHP, PowerShell, Lua and other test runners and linters
     _s("rspec-failure", r"(?:Failure/Error:|rspec \./)"),
     _s("lua-traceback", r"stack traceback:"),
+    # Tcl's errorInfo: the message, then "    while executing", the command in quotes at column 0,
+    # "    invoked from within" and the callers up to '    (file "x.tcl" line 4)' (its continuation)
+    _s("tcl-error", r"while executing[ \t\r]*$"),
     # Lua's require: "x_spec.lua:5: module 'a.b' not found:", then the tab-indented places it looked
     _f("lua-module-not-found", r"module '", line=r".{0,300}\bmodule '[^'\n]{1,200}' not found:"),
     # minitest's and similar assertion messages: 'Expected "" to include "sqlite>".'
@@ -270,7 +273,7 @@ TRIGGER_WORDS = (
     "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
-    "conditional mismatched unbound terminated can died illegal "
+    "conditional mismatched unbound terminated can died illegal executing "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

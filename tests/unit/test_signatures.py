@@ -133,6 +133,7 @@ LINES = [
     ("perl-die", b"Can't use an undefined value as an ARRAY reference at die.pl line 1."),
     ("perl-die", b"Can't locate Foo/Bar.pm in @INC (you may need to install the Foo::Bar module) at t/a.t line 3."),
     ("perl-die", b"Died at script/run.pl line 9, <STDIN> line 2."),
+    ("tcl-error", b"    while executing"),
 ]
 
 
@@ -183,6 +184,8 @@ def test_noise_is_not_protected() -> None:
         b"[wait] Trying again in 1 second.",
         b"  checks: [failing] 0 of 12",
         b"retry [fail] count 0",
+        b"    while executing the setup step",
+        b"compiling 12 files",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
     assert lines == [], names
@@ -349,3 +352,14 @@ def test_nodes_assert_diff_and_frames_stay_with_the_assertion() -> None:
     kept = _kept(log)
     assert report in kept
     assert b"LD       lib/lib150.so" not in kept
+
+
+def test_a_tcl_error_is_kept_with_its_whole_error_info() -> None:
+    # tclsh 8.6 on a missing dict key two procedures deep, between 150 lines of noise each side;
+    # its message holds no query word, and each command it ran is quoted at column 0
+    log = (REAL / "tcl-dict-error.log").read_bytes()
+    info = log[log.index(b'key "port" not known') : log.index(b"cleanup: removed temp dir /tmp/work/1\n")]
+    assert info.count(b"invoked from within") == 2 and b'\n"inner $d"\n' in info
+    kept = _kept(log)
+    assert info in kept
+    assert b"tick 100:" not in kept and b"/tmp/work/2\n" not in kept
