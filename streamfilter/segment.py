@@ -81,6 +81,9 @@ _COLUMN0_TRACES = (
         (b"    while e", b"    while c", b"    invoked "),  # read off the lines' first bytes: no scan
         re.compile(rb'\n"[^\n]*"\r*$', re.MULTILINE),
     ),
+    # rustc's sub-diagnostics at column 0 ("help: use `Option::map_or` ...", "note: method defined
+    # here", each with its "  --> " and "   |" lines) go on with the error or warning before them
+    ((), (b"help: ", b"note: "), re.compile(rb"\n(?:help|note): ")),
     # gcc's and clang's notes on a diagnostic (``a.cpp:3:17: note: candidate: ...``) and the
     # template instantiation lines after it (``a.cpp:9:8:   required from here``)
     (

@@ -363,3 +363,14 @@ def test_a_tcl_error_is_kept_with_its_whole_error_info() -> None:
     kept = _kept(log)
     assert info in kept
     assert b"tick 100:" not in kept and b"/tmp/work/2\n" not in kept
+
+
+def test_rustcs_help_and_note_lines_stay_with_their_error() -> None:
+    # cargo 1.95 on mismatched types: rustc's "note: method defined here" and "help: use ..."
+    # at column 0, each with its "-->" and "|" lines, inside one diagnostic (no blank line)
+    log = (REAL / "rustc-help-note.log").read_bytes()
+    first = log[log.index(b"error[E0308]") : log.index(b"\n\nerror[E0308]")]
+    assert b"\nnote: method defined here\n" in first and b"\nhelp: use `Option::map_or`" in first
+    kept = _kept(log)
+    assert first in kept
+    assert b"CC       src/file100.o" not in kept and b"linked lib/lib50.so" not in kept
