@@ -226,13 +226,19 @@ def _lines_matching(text: bytes, ends: Int64Array, lines: Int64Array, regex: re.
     return lines[_line_starts_at(b"\n" + sub, regex, sub_ends)]
 
 
-def _starting_with(arr: npt.NDArray[np.uint8], starts: Int64Array, prefixes: tuple[bytes, ...]) -> Int64Array:
-    """Lines whose first bytes (at column 0) are one of ``prefixes`` (non-empty)."""
+def _starting_with(
+    arr: npt.NDArray[np.uint8],
+    starts: Int64Array,
+    prefixes: tuple[bytes, ...],
+    column: dict[int, npt.NDArray[np.uint8]] | None = None,
+) -> Int64Array:
+    """Lines whose first bytes (at column 0) are one of ``prefixes`` (non-empty). ``column``:
+    byte k of every line (0 past the end) by k, as far as known, shared by calls on one block."""
     n = arr.shape[0]
     if n == 0 or not prefixes:  # no bytes (a block of empty lines): no line starts with a prefix
         return np.zeros(0, dtype=np.int64)
     found = []
-    column: dict[int, npt.NDArray[np.uint8]] = {}  # byte k of every line (0 past the end), shared
+    column = {} if column is None else column
     for prefix in prefixes:
         # one byte of every line, the prefix's first that is not a blank (most lines start with
         # one), then the others over the few lines still matching
@@ -254,10 +260,11 @@ def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable |
     join = np.zeros(n_lines, dtype=np.int8)
     padded = b""  # the block after a "\n", made once if a regex needs it
     arr = np.frombuffer(text, dtype=np.uint8)
+    column: dict[int, npt.NDArray[np.uint8]] = {}  # the lines' bytes read by _starting_with
     for marks, heads, regex in _COLUMN0_TRACES:
         # a head is looked for at every line's start, the block's first line's too (a trace line
         # that opens a block is found as it is in the middle of one)
-        if any(mark.search(text) for mark in marks) or _starting_with(arr, starts, heads).shape[0]:
+        if any(mark.search(text) for mark in marks) or _starting_with(arr, starts, heads, column).shape[0]:
             padded = padded or b"\n" + text
             join[_line_starts_at(padded, regex, ends)] = JOIN_TRACE
     if table is None or n_lines == 0 or not text:
@@ -277,7 +284,7 @@ def _join(text: bytes, ends: Int64Array, starts: Int64Array, table: TokenTable |
     join[_lines_matching(text, ends, np.flatnonzero(maybe).astype(np.int64), _EXC_LINE)] = JOIN_TRACE
     digit_first = np.flatnonzero(((arr[np.minimum(starts, arr.shape[0] - 1)] - np.uint8(48)) < 10) & (starts < ends))
     join[_lines_matching(text, ends, digit_first.astype(np.int64), _GUTTER_LINE)] = JOIN_TRACE
-    chain = _starting_with(arr, starts, _CHAIN_PREFIXES)
+    chain = _starting_with(arr, starts, _CHAIN_PREFIXES, column)
     join[_lines_matching(text, ends, chain, _CHAIN_LINE)] = JOIN_CHAIN
     return join
 

@@ -162,7 +162,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("lua-traceback", r"stack traceback:"),
     # Tcl's errorInfo: the message, then "    while executing", the command in quotes at column 0,
     # "    invoked from within" and the callers up to '    (file "x.tcl" line 4)' (its continuation)
-    _s("tcl-error", r"while executing[ \t\r]*$"),
+    _f("tcl-error", r"while executing[ \t\r]*$", line=r"while executing[ \t\r]*$"),
     # Lua's require: "x_spec.lua:5: module 'a.b' not found:", then the tab-indented places it looked
     _f("lua-module-not-found", r"module '", line=r".{0,300}\bmodule '[^'\n]{1,200}' not found:"),
     # minitest's and similar assertion messages: 'Expected "" to include "sqlite>".'
@@ -201,9 +201,10 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point
     # Test::More's diagnostics of a failed test: "#   Failed test 'x'", "#   at t/a.t line 3.", "#  got: ..."
     _s("tap-diag-failed", r"#\s+Failed (?:\(TODO\) )?test\b", record=True),
-    # "[FAIL]" anywhere; a lowercase level tag only where a level tag stands, first in the line
-    # (s3_website's "[fail] Failed to push the website", beside its "[info]" and "[wait]")
-    _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]", r"^[ \t]*\[(?:fail|failed|failure|fatal)\] "),
+    _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]"),
+    # a lowercase level tag, first in its line (s3_website's "[fail] Failed to push the website",
+    # beside its "[info]" and "[wait]")
+    _f("failure-tag", r"\[fa(?:il(?:ed|ure)?|tal)\] ", line=r"\[fa(?:il(?:ed|ure)?|tal)\] "),
     # link checkers: an HTTP error status beside a URL
     _f("http-error-status", r" [45]\d\d https?://"),
     # shell, CI, generic

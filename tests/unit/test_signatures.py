@@ -66,7 +66,7 @@ LINES = [
     ("pester-failure", b"    [-] Should validate the schema 191ms"),
     ("bracketed-failure", b"[  ERROR   ] 9 errors, listed below:"),
     (
-        "bracketed-failure",
+        "failure-tag",
         b"[fail] Failed to push the website to http://example.com.s3-website-us-east-1.amazonaws.com",
     ),
     ("http-error-status", b"  1. [L0153] 404 http://a5.example.com/screen.jpeg"),
