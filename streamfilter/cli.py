@@ -409,7 +409,7 @@ def _filter(args: argparse.Namespace) -> int:
         if len(paths) > 1 and args.format == "text":
             # a blank line between files, as head and tail print them (after an unended last line too)
             gap = {b"": b"", b"\n": b"\n"}.get(last, b"\n\n")
-            header = gap + f"==> {name} <==\n".encode()
+            header = gap + f"==> {name} <==\n".encode("utf-8", "surrogateescape")
         refs = _Refs(name)
         if args.budget_tokens is None:
             _write(out, header)

@@ -32,10 +32,24 @@ __all__ = ("ARCHIVE_BYTES", "Archive", "Ref", "RefError", "archive_refs", "expan
 
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
 _REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
-# a path's backslashes and control characters are escaped in a ref, so a ref is one line of
-# printable text (a summary line in text output stays one line) and reads back as the same path
-_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)} | {ord("\\"): "\\\\"}
+# a path's backslashes, control characters and bytes that are not UTF-8 (``os.fsdecode``'s
+# surrogates) are escaped in a ref, so a ref is one line of printable UTF-8 (a summary line in
+# text output stays one line) and reads back as the same path
+_ESCAPES = (
+    {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+    | {0xDC00 + b: f"\\x{b:02x}" for b in range(0x80, 0x100)}
+    | {ord("\\"): "\\\\"}
+)
 _UNESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2})")
+
+
+def _unescape(m: re.Match[str]) -> str:
+    if m[1] == "\\":
+        return "\\"
+    byte = int(m[1][1:], 16)
+    return chr(0xDC00 + byte if byte >= 0x80 else byte)  # a byte >= 0x80 as os.fsdecode gives it
+
+
 _READ = 1 << 16
 
 
@@ -65,7 +79,8 @@ class Ref:
 
     @classmethod
     def parse(cls, text: str) -> Ref:
-        """Parse ``SOURCE:START-END:CRC`` (in SOURCE, ``\\\\`` is a backslash and ``\\xHH`` a control character).
+        """Parse ``SOURCE:START-END:CRC`` (in SOURCE, ``\\\\`` is a backslash and ``\\xHH`` a control
+        character or a byte of the name that is not UTF-8).
 
         Raises:
             RefError: the text is not a ref.
@@ -73,7 +88,7 @@ class Ref:
         m = _REF.fullmatch(text)
         if m is None or int(m["end"]) < int(m["start"]):
             raise RefError(f"{text!r} is not a streamfilter ref (SOURCE:START-END:CRC32)")
-        source = _UNESCAPE.sub(lambda e: "\\" if e[1] == "\\" else chr(int(e[1][1:], 16)), m["source"])
+        source = _UNESCAPE.sub(_unescape, m["source"])
         return cls(source, int(m["start"]), int(m["end"]), m["crc"])
 
 

@@ -62,7 +62,7 @@ def marker_event(fmt: str, source: str, text: str, event: str = "marker", **fact
     """A visible note in the output (a truncated file, an exit status): a text line or a JSONL event."""
     if fmt == "jsonl":
         return json.dumps({"event": event, "source": source, **facts, "text": text}).encode() + b"\n"
-    return f"[streamfilter: {text}]\n".encode()
+    return f"[streamfilter: {text}]\n".encode("utf-8", "surrogateescape")  # a path's bytes as they are
 
 
 class LiveStream:

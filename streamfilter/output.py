@@ -30,7 +30,7 @@ def render(run: Run, fmt: str, source: str, ref: str = "", extra: Mapping[str, o
         if not run.summary:  # the rest of a dropped line that was only its line end
             return b""
         summary = f"{run.summary[:-1]}; ref {ref}]" if ref else run.summary
-        return summary.encode("utf-8") + b"\n"
+        return summary.encode("utf-8", "surrogateescape") + b"\n"
     event: dict[str, object] = {
         "event": run.decision,
         "source": source,
@@ -58,7 +58,8 @@ def render(run: Run, fmt: str, source: str, ref: str = "", extra: Mapping[str, o
         event["summary"] = run.summary
         if ref:
             event["ref"] = ref
-    return json.dumps(event, ensure_ascii=False).encode("utf-8") + b"\n"
+    # a source name's bytes that are not UTF-8 (os.fsdecode's surrogates) as JSON's \udcXX escapes
+    return json.dumps(event, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"
 
 
 def end_event(stats: FilterStats, source: str, extra: Mapping[str, object] | None = None) -> bytes:

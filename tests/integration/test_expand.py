@@ -41,9 +41,12 @@ def drops(out: bytes) -> list[dict[str, object]]:
     return [e for e in (json.loads(x) for x in out.splitlines()) if e["event"] == "drop"]
 
 
-@pytest.mark.parametrize("source", ["file", "stdin", "odd name"])
+NAMES = {"odd name": "build\n: 1-2:00000000.log", "not UTF-8": os.fsdecode(b"build\xff\xfe.log")}
+
+
+@pytest.mark.parametrize("source", ["file", "stdin", "odd name", "not UTF-8"])
 def test_expand_gives_back_exactly_the_dropped_bytes(source: str, tmp_path: Path) -> None:
-    log = tmp_path / ("build\n: 1-2:00000000.log" if source == "odd name" else "build.log")  # a line end, a ref's shape
+    log = tmp_path / NAMES.get(source, "build.log")  # a line end and a ref's shape; bytes that are not UTF-8
     log.write_bytes(LOG)
     args = ("filter", "--format", "jsonl", "--head", "0", "--tail", "0")
     proc = cli(*args, str(log), state=tmp_path) if source != "stdin" else cli(*args, state=tmp_path, stdin=LOG)
@@ -58,7 +61,7 @@ def test_expand_gives_back_exactly_the_dropped_bytes(source: str, tmp_path: Path
         assert got.stdout == LOG[int(d["start_byte"]) : int(d["end_byte"])]  # type: ignore[call-overload]
 
 
-@pytest.mark.parametrize("name", ["build.log", "a\nb\\c\td.log"])
+@pytest.mark.parametrize("name", ["build.log", "a\nb\\c\td.log", os.fsdecode(b"bad\xff\xfe.log")])
 def test_text_summaries_carry_the_ref_too_each_on_one_line(tmp_path: Path, name: str) -> None:
     log = tmp_path / name
     log.write_bytes(LOG)
@@ -150,7 +153,7 @@ def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(tmp_path: Path
 
 
 def test_ref_round_trips_through_text() -> None:
-    for path in ("/a:b/c.log", "/a\nb\\x0ac\x7f.log", "C:\\logs\\x.log"):
+    for path in ("/a:b/c.log", "/a\nb\\x0ac\x7f.log", "C:\\logs\\x.log", os.fsdecode(b"/x\xff\xc3\xa9.log")):
         ref = Ref(path, 10, 20, f"{zlib.crc32(b'x'):08x}")
         assert Ref.parse(str(ref)) == ref and str(ref).isprintable()
     with pytest.raises(RefError):
