@@ -41,6 +41,7 @@ import anyio
 import anyio.lowlevel
 import watchfiles
 from anyio.abc import TaskGroup, TaskStatus
+from watchfiles._rust_notify import WatchfilesRustInternalError  # (not re-exported by watchfiles)
 
 from ._logging import get_logger
 from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, ReadPosition, fingerprint
@@ -57,6 +58,10 @@ ACTIVE_POLL_SECONDS = 0.004  # stat interval while a file grew within the last s
 ACTIVE_SECONDS = 1.0
 WATCH_DEBOUNCE_MS = 100
 WATCH_STEP_MS = 50
+# a directory watch that fails (watchfiles cannot decode a file name that is not UTF-8, or the
+# system's watch limit is reached) is tried again this long after (seconds); meanwhile the
+# stat checks and rescans find every change, only later
+WATCH_RETRY_SECONDS = 30.0
 FINISH_SECONDS = 10.0  # most time a stopping stream gets to write what it holds
 # After a rotation is seen, the old file is read on until it has been unchanged this long
 # (seconds). A writer reopens its log some milliseconds after logrotate's rename (on SIGHUP,
@@ -465,6 +470,7 @@ class FileSource:
         self.followers: dict[str, FileFollower] = {}
         self._log = get_logger().bind(source=source.name)
         self._stop = anyio.Event()  # the current directory watch's stop event
+        self._watch_failed = ""  # why the directory watch last failed (logged once per cause)
 
     def stop_watching(self) -> None:
         """End the directory watch now (its thread would otherwise only see a cancel at its next event)."""
@@ -521,18 +527,30 @@ class FileSource:
                 await anyio.sleep(self.source.timing.poll_seconds)
                 continue
             stop = self._stop = anyio.Event()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._rewatch_when_changed, dirs, stop)
-                async for changes in watchfiles.awatch(
-                    *dirs,
-                    watch_filter=None,
-                    debounce=WATCH_DEBOUNCE_MS,
-                    step=WATCH_STEP_MS,
-                    recursive=False,
-                    stop_event=stop,
-                ):
-                    self._dispatch(changes)
-                tg.cancel_scope.cancel()
+            failed = ""
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._rewatch_when_changed, dirs, stop)
+                    async for changes in watchfiles.awatch(
+                        *dirs,
+                        watch_filter=None,
+                        debounce=WATCH_DEBOUNCE_MS,
+                        step=WATCH_STEP_MS,
+                        recursive=False,
+                        stop_event=stop,
+                    ):
+                        self._dispatch(changes)
+                    tg.cancel_scope.cancel()
+            except* (WatchfilesRustInternalError, OSError) as group:
+                cause: BaseException = group
+                while isinstance(cause, BaseExceptionGroup):  # (the task group's, nested)
+                    cause = cause.exceptions[0]
+                failed = str(cause)
+            if failed:
+                if failed != self._watch_failed:  # said once per cause, not every retry
+                    self._log.warning("source.watch_failed", error=failed, retry_seconds=WATCH_RETRY_SECONDS)
+                    self._watch_failed = failed
+                await anyio.sleep(WATCH_RETRY_SECONDS)
 
     async def _rewatch_when_changed(self, dirs: list[str], stop: anyio.Event) -> None:
         # the directory set changes when files appear elsewhere: found by this periodic look

@@ -375,3 +375,17 @@ def test_refs_of_lines_read_before_a_rotation_name_the_file_they_are_in_now(tmp_
         assert out.returncode == 0, out.stderr
     first = subprocess.run([sys.executable, "-m", "streamfilter", "expand", refs[0]], capture_output=True, check=True)
     assert first.stdout == b"".join(b"INFO line %d\n" % i for i in range(100))
+
+
+def test_a_file_name_that_is_not_utf8_beside_the_followed_file_does_not_stop_it(tmp_path: Path) -> None:
+    """watchfiles cannot decode such a name: its error ended follow (exit 1) and the lines after."""
+    log = tmp_path / "app.log"
+    log.write_bytes(b"a ok\n")
+    live = follow(tmp_path, log, "-q", "failed")
+    (tmp_path / os.fsdecode(b"z\xfe.txt")).write_bytes(b"junk\n")
+    failed = live.log_event("source.watch_failed")
+    assert "decode" in failed["error"]
+    with log.open("ab") as f:
+        f.write(b"ERROR: app failed\n")
+    live.wait_for(lambda: "app failed" in kept_text(live.events()), 10, "the line after it")
+    assert live.stop() == 0
