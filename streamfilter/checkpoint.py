@@ -10,11 +10,14 @@ Files are written atomically (temporary file, then rename) in ``STATE/checkpoint
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from .errors import StreamfilterError
 
 __all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "ReadPosition", "fingerprint")
 
@@ -73,6 +76,36 @@ class CheckpointStore:
     def __init__(self, directory: Path) -> None:
         self.folder = directory / "checkpoints"
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._locks: list[int] = []
+
+    def claim(self, source: str) -> None:
+        """Hold ``source``'s checkpoints for this process (an exclusive ``flock`` on
+        ``checkpoints/SOURCE.lock``, released by ``close`` or at exit): a second daemon on the
+        same state would read the same files again and write over the same checkpoints.
+
+        Raises:
+            StreamfilterError: another process holds them (the message names its pid).
+            OSError: the lock file cannot be opened.
+        """
+        fd = os.open(self.folder / f"{source}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise StreamfilterError(
+                f"source {source!r}: its checkpoints in {self.folder} are held by another running "
+                f"streamfilter (pid {holder}); a second one would read its files again"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._locks.append(fd)
+
+    def close(self) -> None:
+        """Release every claim."""
+        for fd in self._locks:
+            os.close(fd)
+        self._locks.clear()
 
     def _file(self, source: str, path: str) -> Path:
         key = hashlib.sha256(f"{source}\0{path}".encode()).hexdigest()[:16]

@@ -135,6 +135,7 @@ class _Running:
         self.finished = anyio.Event()
         self.sinks: dict[str, Sink] = {}
         self.files: list[FileSource] = []
+        self.checkpoints: CheckpointStore | None = None
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Open sinks, then sources; report started; run until ``stop``."""
@@ -149,12 +150,17 @@ class _Running:
                                 await sink.aclose()
                         sinks_tg.cancel_scope.cancel()
         finally:
+            if self.checkpoints is not None:
+                self.checkpoints.close()  # the next config's sources claim them again
             self.finished.set()
 
     async def _run(self, sinks_tg: TaskGroup, task_status: TaskStatus[None]) -> None:
         checkpoints = None
         if any(s.type == "file" and s.checkpoint for s in self.config.sources):
-            checkpoints = CheckpointStore(state_dir())
+            checkpoints = self.checkpoints = CheckpointStore(state_dir())
+            for source in self.config.sources:
+                if source.type == "file" and source.checkpoint:
+                    checkpoints.claim(source.name)  # before anything is opened or read
         used = {name for s in self.config.sources for name in s.sinks}
         for unused in [s.name for s in self.config.sinks if s.name not in used and s.type != "stdout"]:
             get_logger().warning("config.unused_sink", sink=unused, hint="no source lists it in its sinks")

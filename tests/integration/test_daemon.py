@@ -423,9 +423,35 @@ def test_a_second_daemon_on_a_taken_socket_exits_before_it_opens_any_file(tmp_pa
     assert second.proc.wait(20) == 1
     assert b"already in use by a live listener" in second.err_path.read_bytes()
     assert not [e for e in second.logs() if e.get("source") == "app"]  # the file was never opened
-    assert not [p for p in state.rglob("*") if p.is_file()]  # nor checkpointed
+    assert not list(state.rglob("*.json"))  # nor checkpointed
     assert not second.output()
     assert first.stop() == 0
+
+
+def test_a_second_daemon_on_the_same_checkpoints_refuses_to_start(tmp_path: Path) -> None:
+    """Two daemons of one config both read every file, so every line reached the sink twice, and
+    both wrote the same checkpoints (a fresh-user helper's find)."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    log.write_bytes(b"ERROR: one\n")
+    first = start(tmp_path, file_to_jsonl(log, out, ""))
+    second = Live(
+        tmp_path,
+        "daemon",
+        "--config",
+        str(write_config(tmp_path, file_to_jsonl(log, out, ""))),
+        env={"XDG_STATE_HOME": str(tmp_path / "state")},
+    )
+    assert second.proc.wait(20) == 1
+    err = second.err_path.read_bytes()
+    assert b"source 'app': its checkpoints in " in err and f"(pid {first.proc.pid})".encode() in err
+    assert not [e for e in second.logs() if e.get("event") == "source.opened"]
+    with log.open("ab") as f:
+        f.write(b"ERROR: two\n")
+    first.wait_for(lambda: b"ERROR: two" in out.read_bytes(), 10)
+    assert first.stop() == 0
+    assert out.read_bytes().count(b"ERROR: two") == 1
+    third = start(tmp_path, file_to_jsonl(log, out, ""))  # released at exit: the next one starts
+    assert third.stop() == 0
 
 
 def test_slow_subscriber_is_dropped_and_others_get_everything(tmp_path: Path) -> None:
