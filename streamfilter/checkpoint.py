@@ -40,7 +40,12 @@ class Checkpoint:
         head_len: how many first bytes ``head_sha`` covers (at most ``HEAD_BYTES``).
         head_sha: ``fingerprint`` of those bytes.
         offset: byte offset in the file just past the last run written.
-        line: 1-based number of the line that starts at ``offset``.
+        line: 1-based number of the line that starts at ``offset``, or of the line after
+            ``rest_line``.
+        rest_line: when ``offset`` is inside a line (it was written before its end came: let
+            out at a pause, or ended by a stop), that line's number; the bytes up to its line
+            end are its rest. 0: ``offset`` starts a line.
+        rest_kept: that line was kept (its rest is kept too).
     """
 
     path: str
@@ -50,6 +55,8 @@ class Checkpoint:
     head_sha: str
     offset: int
     line: int
+    rest_line: int = 0
+    rest_kept: bool = False
 
     def mismatch(self, fd: int) -> str | None:
         """Why the open file ``fd`` is not the checkpointed one, or None if it is."""

@@ -249,22 +249,25 @@ class FileFollower:
             self._set_position(fd, 0)
             return
         offset, line = 0, 1
+        rest_of: tuple[int, bool] | None = None
         saved = self._checkpoint
         if saved is not None:
             why = saved.mismatch(fd)
             if why is None:
                 offset, line = saved.offset, saved.line
-                self._log.info("checkpoint.resumed", offset=offset, line=line)
+                # written up to inside a line: the bytes up to its end are its rest, not a new line
+                rest_of = (saved.rest_line, saved.rest_kept) if saved.rest_line else None
+                self._log.info("checkpoint.resumed", offset=offset, line=line, inside_line=saved.rest_line or None)
             else:
                 self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
         elif self.at_startup and self.source.start_at == "end":
             offset = info.st_size
         self._set_position(fd, offset)
         self._base = 0
-        self.stream = self._new_stream(line, offset)
+        self.stream = self._new_stream(line, offset, rest_of)
         self._log.info("source.opened", offset=offset, line=line, ino=info.st_ino)
 
-    def _new_stream(self, line: int, offset: int) -> LiveStream:
+    def _new_stream(self, line: int, offset: int, rest_of: tuple[int, bool] | None = None) -> LiveStream:
         stream = LiveStream(
             self.stream_name,
             self.source.filter,
@@ -275,6 +278,7 @@ class FileFollower:
             offset,
             totals=self.totals,
             totals_key=self.source.name,
+            rest_of=rest_of,
         )
         stream.on_written = self._save  # the checkpoint follows each write at once
         return stream
@@ -437,7 +441,10 @@ class FileFollower:
         # the path names the new file while the offset is still in the old one
         dev, ino = self.current
         head = self._pos.head[: min(offset, HEAD_BYTES)]
-        checkpoint = Checkpoint(self.path, dev, ino, len(head), fingerprint(head), offset, self.stream.emitted_line)
+        rest_line, rest_kept = self.stream.written_inside_line or (0, False)
+        checkpoint = Checkpoint(
+            self.path, dev, ino, len(head), fingerprint(head), offset, self.stream.emitted_line, rest_line, rest_kept
+        )
         if checkpoint != self._saved:
             try:
                 self.checkpoints.save(self.source.name, checkpoint)

@@ -212,6 +212,9 @@ class StreamFilter:
             (``budget.UnitPool.select``); every other line is dropped. Windows, scores and
             traces are as without it; a window kept on its own but not chosen is traced
             with the reason ``budget``.
+        rest_of: ``(line, kept)``: the first bytes fed, up to a line end, are the rest of
+            line ``line`` (numbered ``start_line - 1``), written before its end came and
+            kept or not (a stream resumed from a checkpoint taken inside a line).
 
     Raises:
         UsageError: a ``protect`` pattern that is not a valid regex.
@@ -224,6 +227,7 @@ class StreamFilter:
         start_line: int = 1,
         start_byte: int = 0,
         selection: Selection | None = None,
+        rest_of: tuple[int, bool] | None = None,
     ) -> None:
         self.config = cfg = config or FilterConfig()
         keep_block_buffers()  # the stages' block-sized buffers reuse heap pages (see _heap)
@@ -281,7 +285,7 @@ class StreamFilter:
         self._carry = 0
         self._carry_bridged = False  # the carry crossed its one gap already
         self._last_keep = False
-        self._rest: tuple[int, bool] | None = None  # (line, kept)
+        self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._tail_now = cfg.tail_lines
         self._done = False
 
@@ -289,6 +293,12 @@ class StreamFilter:
     def drop_open(self) -> bool:
         """Whether a DROP run is open (``settle(close_drop=False)`` left it so, or it waits for more lines)."""
         return self._open is not None
+
+    @property
+    def rest_of(self) -> tuple[int, bool] | None:
+        """``(line, kept)`` of a line let out before its end (``settle(partial=True)``, or
+        ``rest_of`` at the start): the next bytes up to a line end are its rest; else None."""
+        return self._rest
 
     @property
     def held_bytes(self) -> int:

@@ -104,9 +104,10 @@ class LiveStream:
         totals_key: str = "",
         extra: dict[str, object] | None = None,
         hold_tail: bool = False,
+        rest_of: tuple[int, bool] | None = None,
     ) -> None:
         self.source = source
-        self.filter = StreamFilter(config, source, start_line, start_byte)
+        self.filter = StreamFilter(config, source, start_line, start_byte, rest_of=rest_of)
         self.timing = timing
         self.sinks = sinks
         self.refs = refs or (lambda run: "")
@@ -124,6 +125,8 @@ class LiveStream:
         self._hold = config.tail_lines if hold_tail else 0
         self.on_written: Callable[[], None] | None = None
         self._open_line = False  # the last KEEP bytes written lack a newline
+        self._fed_ends_line = True  # the last byte fed is a line end (or nothing was fed)
+        self._last_kept = False  # the last run written was KEEP
         self._drop_since: float | None = None  # when the open DROP run was first seen open
 
     async def feed(self, chunk: bytes) -> None:
@@ -135,6 +138,7 @@ class LiveStream:
             self._unsettled, self._since = True, self._last
         if b"\n" in chunk:
             self._partial_out = False
+        self._fed_ends_line = chunk.endswith(b"\n")
         await self._write(self.filter.feed(chunk))
         if self._last >= self._since + self.timing.max_delay_seconds:
             self._unsettled = False
@@ -163,12 +167,23 @@ class LiveStream:
         old = self._drop_since is not None and now >= self._drop_since + DROP_SUMMARY_SECONDS
         await self._write(self.filter.settle(partial=True, hold_lines=self._hold, close_drop=old))
 
+    @property
+    def written_inside_line(self) -> tuple[int, bool] | None:
+        """``(line, kept)`` when what was written ends inside a line (let out at a pause, or
+        ended by ``end`` without its line end): what comes after it is that line's rest."""
+        if self.filter.rest_of is not None:
+            return self.filter.rest_of
+        if self._ended and not self._fed_ends_line:
+            return self.emitted_line - 1, self._last_kept
+        return None
+
     async def end_line(self) -> None:
         """End an unterminated last line here; the stream goes on (``StreamFilter.end_line``).
 
         A text sink gets a line end after a kept unterminated line, so it does not run into
         the next file's first line (JSONL runs are apart already)."""
         await self._write(self.filter.end_line())
+        self._fed_ends_line = True  # ended here: what comes next starts a line
         await self._end_open_line()
 
     async def marker(self, text: str, event: str = "marker", **facts: object) -> None:
@@ -225,6 +240,7 @@ class LiveStream:
         self.emitted_byte = runs[-1].end_byte
         last = runs[-1]
         self._open_line = last.decision == "keep" and not last.data.endswith(b"\n")
+        self._last_kept = last.decision == "keep"
         if self.on_written is not None:
             self.on_written()
 

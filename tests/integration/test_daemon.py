@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.live.proc import Live
 
@@ -195,6 +197,33 @@ def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     for (_, end), (begin, _) in itertools.pairwise(spans):
         assert begin == end
     assert kept(second.events(out)).count("ERROR job failed") == 1
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_a_restart_inside_a_line_goes_on_with_its_rest_not_a_new_line(tmp_path: Path, how: int) -> None:
+    """Stopped (SIGTERM: the line is written as it is) or killed (the line was let out at a
+    pause: it holds a query term) before a line's end came: the bytes after the restart up to
+    its end were a line of their own, and every later line number was one too high."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = file_to_jsonl(log, out, 'query = "failed"\n')
+    log.write_bytes(b"first ok\nsecond ok\nthird half: step failed")
+    live = start(tmp_path, body)
+    live.wait_for(lambda: "third half" in kept(live.events(out)), 10)
+    live.stop(how)
+    with log.open("ab") as f:
+        f.write(b" and the rest of third\nfourth ok\n")
+    second = start(tmp_path, body)
+    assert second.log_event("checkpoint.resumed")["inside_line"] == 3
+    second.wait_for(lambda: any(e["last_line"] == 4 for e in runs(second.events(out))), 10)
+    assert second.stop() == 0
+    events = runs(second.events(out))
+    assert max(e["last_line"] for e in events) == 4  # the file's 4 lines, numbered as in the file
+    (rest,) = [e for e in events if e.get("rest")]
+    assert rest["first_line"] == 3 and rest["event"] == "keep" and rest["text"] == " and the rest of third\n"
+    spans = sorted((e["start_byte"], e["end_byte"]) for e in events)
+    assert spans[0][0] == 0 and spans[-1][1] == log.stat().st_size
+    for (_, end), (begin, _) in itertools.pairwise(spans):
+        assert begin == end
 
 
 def test_restart_after_a_rotation_with_late_writes_loses_and_repeats_nothing(tmp_path: Path) -> None:
