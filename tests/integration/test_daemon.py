@@ -209,6 +209,9 @@ def test_a_restart_inside_a_line_goes_on_with_its_rest_not_a_new_line(tmp_path: 
     log.write_bytes(b"first ok\nsecond ok\nthird half: step failed")
     live = start(tmp_path, body)
     live.wait_for(lambda: "third half" in kept(live.events(out)), 10)
+    if how == signal.SIGKILL:  # killed once the checkpoint after the write is saved too
+        saved = tmp_path / "state" / "streamfilter" / "checkpoints"
+        live.wait_for(lambda: any('"rest_line": 3' in p.read_text() for p in saved.glob("*.json")), 10)
     live.stop(how)
     with log.open("ab") as f:
         f.write(b" and the rest of third\nfourth ok\n")
