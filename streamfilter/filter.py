@@ -783,6 +783,8 @@ class StreamFilter:
                 self._gap = bytearray()
         first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
         shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
+        lengths = np.diff(p.ends[a:b], prepend=start)
+        over = lengths[lengths > cfg.max_line_bytes]
         self._open.add(
             end - start,
             shapes,
@@ -791,6 +793,8 @@ class StreamFilter:
             int(p.warnings[a:b].sum()),
             p.frames[a:b],
             int(p.repeat[a:b].sum()),
+            int(over.shape[0]),
+            int(over.max()) if over.shape[0] else 0,
         )
         with memoryview(self._buf) as view:
             self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)

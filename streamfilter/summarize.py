@@ -225,6 +225,8 @@ class DropSummary:
         self.warning_lines = 0
         self.progress_lines = 0
         self.frames = 0
+        self.long_lines = 0
+        self.longest = 0  # bytes
 
     def add(
         self,
@@ -235,6 +237,8 @@ class DropSummary:
         warnings: int,
         frames: npt.NDArray[np.int32],
         repeated_failures: int = 0,
+        long_lines: int = 0,
+        longest: int = 0,
     ) -> None:
         """Add the next ``n_lines`` lines of the run.
 
@@ -248,8 +252,12 @@ class DropSummary:
             frames: shape ``(n_lines,)``: CR frames per line (0 = no redraw).
             repeated_failures: how many of them carry a failure signature but were
                 not protected, their shape having been kept ``max_repeats`` times.
+            long_lines: how many of them are over the scoring cap (``max_line_bytes``).
+            longest: the longest of those, in bytes.
         """
         self.repeated_failures += repeated_failures
+        self.long_lines += long_lines
+        self.longest = max(self.longest, longest)
         self.last_line += n_lines
         self.end_byte += n_bytes
         self.term_lines += term_lines
@@ -290,6 +298,11 @@ class DropSummary:
         terms = f"{_count(self.term_lines, 'line')} with query terms"
         if self.term_lines:
             facts.append(terms)
+        if self.long_lines:  # its size, unless the run is that line (its size is in the head)
+            size = "" if self.long_lines == self.lines else f" ({_kib(self.longest)})"
+            if self.long_lines > 1 and size:
+                size = f", the longest {_kib(self.longest)}"
+            facts.append(f"{_count(self.long_lines, 'over-long line')}{size}")
         if self.warning_lines:
             facts.append(_count(self.warning_lines, "warning mention"))
         if self.progress_lines:

@@ -31,8 +31,25 @@ def test_an_over_long_lines_query_terms_do_not_keep_its_window() -> None:
     assert all(r.decision == "drop" for r in runs)
     (window,) = [t for r in runs for t in r.traces if t.first_line <= 2 <= t.last_line]
     assert window.reason == "weak-line"
-    assert "1 line with query terms" in runs[0].summary
+    assert "1 over-long line (2.0 KiB)" in runs[0].summary
     # the same line under the cap is what keeps its window
     sf = StreamFilter(FilterConfig(query="error", explain=True, head_lines=0, tail_lines=0, max_line_bytes=4000))
     kept = [r for r in sf.feed(data) + sf.flush() if r.decision == "keep"]
     assert kept and kept[0].first_line <= 2 <= kept[0].last_line
+
+
+def test_a_drop_summary_counts_its_over_long_lines_and_gives_the_longest() -> None:
+    """The README promised an over-long line's size in its summary; among other lines it was
+    only in the run's total."""
+    lines = [b"normal %d ok" % i for i in range(60)] + [b"x" * 5000 + b" ERROR: huge line failed " + b"y" * 5000]
+    lines += [b"y" * 3000] + [b"more %d ok" % i for i in range(60)]
+    data = b"".join(line + b"\n" for line in lines)
+    config = FilterConfig(query="error", head_lines=0, tail_lines=0, max_line_bytes=1000)
+    summaries = []
+    for size in (len(data), 997):  # the same however the bytes come
+        sf = StreamFilter(config)
+        runs = [r for i in range(0, len(data), size) for r in sf.feed(data[i : i + size])] + sf.flush()
+        (drop,) = [r for r in runs if r.decision == "drop"]
+        summaries.append(drop.summary)
+    assert summaries[0] == summaries[1]
+    assert "2 over-long lines, the longest 9.8 KiB" in summaries[0]
