@@ -542,7 +542,7 @@ class StreamFilter:
         line_tf = p.tf[lo:end]
         # an over-long line is never kept as a window's member (the weak-line rule), so its terms
         # do not make its window's score either: the window is judged on the lines it would show
-        over = np.diff(p.ends[lo:end], prepend=p.ends[lo - 1] if lo else self._buf_start) > self.config.max_line_bytes
+        over = self._lengths(lo, end) > self.config.max_line_bytes
         if over.any():
             line_tf = np.where(over[:, None], 0, line_tf)
         tf = np.add.reduceat(line_tf, offsets, axis=0) if end > lo else p.tf[:0]
@@ -642,8 +642,7 @@ class StreamFilter:
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
-        lengths = np.diff(p.ends[:n], prepend=np.int64(self._buf_start))
-        weak = (lengths > cfg.max_line_bytes) | ((p.frames[:n] > REDRAW_FRAMES) & ~p.term[:n])
+        weak = (self._lengths(0, n) > cfg.max_line_bytes) | ((p.frames[:n] > REDRAW_FRAMES) & ~p.term[:n])
         if weak.any():
             keep &= ~weak | p.hit[:n]
         natural = None
@@ -753,6 +752,11 @@ class StreamFilter:
     def _line_start(self, rel: int) -> int:
         return int(self._p.ends[rel - 1]) if rel > 0 else self._buf_start
 
+    def _lengths(self, a: int, b: int) -> Int64Array:
+        """Shape ``(b - a,)``: the raw length in bytes of pending lines ``a .. b-1``."""
+        lengths: Int64Array = np.diff(self._p.ends[a:b], prepend=np.int64(self._line_start(a)))
+        return lengths
+
     def _add_keep(self, a: int, b: int, runs: list[Run]) -> None:
         p, cap = self._p, self.config.max_keep_event_bytes
         if self._open is not None:
@@ -783,7 +787,7 @@ class StreamFilter:
                 self._gap = bytearray()
         first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
         shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
-        lengths = np.diff(p.ends[a:b], prepend=start)
+        lengths = self._lengths(a, b)
         over = lengths[lengths > cfg.max_line_bytes]
         self._open.add(
             end - start,

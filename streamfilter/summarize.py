@@ -298,9 +298,12 @@ class DropSummary:
         terms = f"{_count(self.term_lines, 'line')} with query terms"
         if self.term_lines:
             facts.append(terms)
-        if self.long_lines:  # its size, unless the run is that line (its size is in the head)
-            size = "" if self.long_lines == self.lines else f" ({_kib(self.longest)})"
-            if self.long_lines > 1 and size:
+        if self.long_lines:
+            if self.long_lines == self.lines:  # the run is those lines: their size is in the head
+                size = ""
+            elif self.long_lines == 1:
+                size = f" ({_kib(self.longest)})"
+            else:
                 size = f", the longest {_kib(self.longest)}"
             facts.append(f"{_count(self.long_lines, 'over-long line')}{size}")
         if self.warning_lines:
