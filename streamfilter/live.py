@@ -87,7 +87,9 @@ class LiveStream:
             saved there leaves the least to repeat after a crash).
 
     In ``text`` sinks, which streams may share, a stream that ends (or writes a marker) after
-    an unterminated line gets a newline first, so the next output starts a line of its own.
+    an unterminated line gets a newline first, so the next output starts a line of its own; so
+    does another stream's line let out at a pause before this stream's output (its rest then
+    starts a line of its own).
     Input warnings of the filter (``input.invalid_utf8``, ``input.long_line``) are logged.
     """
 
@@ -124,7 +126,6 @@ class LiveStream:
         self.extra = extra
         self._hold = config.tail_lines if hold_tail else 0
         self.on_written: Callable[[], None] | None = None
-        self._open_line = False  # the last KEEP bytes written lack a newline
         self._fed_ends_line = True  # the last byte fed is a line end (or nothing was fed)
         self._last_kept = False  # the last run written was KEEP
         self._drop_since: float | None = None  # when the open DROP run was first seen open
@@ -190,7 +191,8 @@ class LiveStream:
         """Write a visible note to every sink (JSONL: an object with ``event``)."""
         await self._end_open_line()
         for sink in self.sinks:
-            await sink.send(marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts))
+            event_bytes = marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts)
+            await sink.send(self._line_start(sink) + event_bytes)
 
     async def end(self, tail_lines: int | None = None) -> None:
         """End of the stream: decide and write everything, then the JSONL end event.
@@ -207,11 +209,18 @@ class LiveStream:
                 await sink.send(end_event(self.filter.stats, self.source, self.extra))
 
     async def _end_open_line(self) -> None:
-        if self._open_line:
-            self._open_line = False
-            for sink in self.sinks:
-                if sink.format == "text":
-                    await sink.send(b"\n")
+        for sink in self.sinks:
+            if sink.open_line is self:
+                sink.open_line = None
+                await sink.send(b"\n")
+
+    def _line_start(self, sink: Sink) -> bytes:
+        """A line end when another stream's unterminated line is the last thing in ``sink``
+        (which then has none open), so the two never share a line; else nothing."""
+        if sink.open_line is None or sink.open_line is self:
+            return b""
+        sink.open_line = None
+        return b"\n"
 
     async def _write(self, runs: list[Run]) -> None:
         log_notices(self.filter.notices, self.source)
@@ -235,12 +244,13 @@ class LiveStream:
                     data = rendered[sink.format] = b"".join(
                         render(run, sink.format, self.source, self.refs(run), self.extra) for run in runs
                     )
+                if sink.format == "text":
+                    data = self._line_start(sink) + data
+                    sink.open_line = self if not data.endswith(b"\n") else None
                 await sink.send(data)
         self.emitted_line = runs[-1].last_line + 1
         self.emitted_byte = runs[-1].end_byte
-        last = runs[-1]
-        self._open_line = last.decision == "keep" and not last.data.endswith(b"\n")
-        self._last_kept = last.decision == "keep"
+        self._last_kept = runs[-1].decision == "keep"
         if self.on_written is not None:
             self.on_written()
 

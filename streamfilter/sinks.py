@@ -45,11 +45,18 @@ def escape_control_text(text: str) -> bytes:
 
 
 class Sink:
-    """Base of the sinks: a name, a format (``text``/``jsonl``), ``send`` and ``aclose``."""
+    """Base of the sinks: a name, a format (``text``/``jsonl``), ``send`` and ``aclose``.
+
+    Attributes:
+        open_line: the stream (a ``LiveStream``) whose last bytes written here lack a line end,
+            or None; kept by the streams, so that one stream's line let out at a pause is ended
+            before another stream's output in a text sink they share.
+    """
 
     def __init__(self, config: SinkConfig) -> None:
         self.name = config.name
         self.format = config.format
+        self.open_line: object | None = None
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` (whole rendered events), waiting while the sink is full."""

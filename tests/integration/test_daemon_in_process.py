@@ -92,3 +92,35 @@ async def test_a_run_end_with_a_bad_status_is_data_and_the_run_goes_on(
     assert lines == 3 and bad.decode() in text and "step 2 error" in text  # the bad line is the run's data
     assert [e["status"] for e in run if e["event"] == "exit"] == [1]
     assert not [e for e in events(out) if e["source"] == "tools#1"]  # no plain stream: nothing was outside the run
+
+
+@pytest.mark.anyio
+async def test_a_line_let_out_at_a_pause_never_shares_a_line_with_another_streams_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two connections of one source write to one text sink: A's unterminated line is let out at
+    # a pause, then B writes a whole line, then A finishes its line (a fresh-user helper's find:
+    # "ERROR: build A is still writERROR: build B failed")
+    sock, out = tmp_path / "in.sock", tmp_path / "out.txt"
+    config_path = tmp_path / "sf.toml"
+    config_path.write_text(
+        f'[defaults]\nsinks = ["out"]\n'
+        f'[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "text"\n'
+    )
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    stop = anyio.Event()
+    text = lambda: out.read_bytes() if out.exists() else b""  # noqa: E731
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_daemon, load_config(config_path), stop)
+        await until(sock.exists)
+        async with await anyio.connect_unix(sock) as a:
+            await a.send(b"ERROR: build A is still writ")
+            await until(lambda: text().endswith(b"still writ"))
+            async with await anyio.connect_unix(sock) as b:
+                await b.send(b"ERROR: build B failed\n")
+            await until(lambda: b"B failed" in text())
+            await a.send(b"ing its line\n")
+            await until(lambda: text().endswith(b"its line\n"))
+        stop.set()
+    assert text() == b"ERROR: build A is still writ\nERROR: build B failed\ning its line\n"
