@@ -236,6 +236,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r" with [1-9]",
         line=r"(?:Test Suite '.*' failed at |Executed \d+ tests?, with [1-9])",
     ),
+    # an XCTest assertion's message: "XCTAssertTrue failed", "XCTAssertEqual failed: ("1") is not equal to ("2")"
+    _f("xctest-assert", r"XCTAssert\w{0,40} failed\b"),
     _f("unhandled-rejection", r"UnhandledPromiseRejection"),
     # dash and other POSIX shells: "/bin/sh: 1: jq: not found"
     _f("sh-not-found", r": not found", line=r"(?:\S*/)?(?:a|b|da|k|z)?sh: (?:line )?\d+: .{0,300}: not found"),

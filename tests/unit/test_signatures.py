@@ -111,6 +111,7 @@ LINES = [
     ("php-error", b"PHP Fatal error:  Uncaught Error: Call to undefined function f()"),
     ("elixir-error", b"** (CompileError) lib/foo.ex:3: undefined function x/0"),
     ("xctest-failed", b"Executed 10 tests, with 1 failure (0 unexpected) in 0.1 seconds"),
+    ("xctest-assert", b'  testThatLoginFails, XCTAssertEqual failed: ("1") is not equal to ("2")'),
     ("unhandled-rejection", b"(node:123) UnhandledPromiseRejectionWarning: Error: boom"),
     ("timed-out", b"No output has been received in the last 10m0s, this potentially indicates a stalled build"),
     ("assertion", b"Assertion failed: (x > 0), function main"),
@@ -374,3 +375,4 @@ def test_rustcs_help_and_note_lines_stay_with_their_error() -> None:
     kept = _kept(log)
     assert first in kept
     assert b"CC       src/file100.o" not in kept and b"linked lib/lib50.so" not in kept
+
