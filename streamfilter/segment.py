@@ -16,7 +16,8 @@ Rules, in order of strength:
   ``+``/``-`` lines of its diff, gcc's and clang's ``a.c:3:1: note: ...``
   and ``a.cpp:9:8:   required from here``) right after such lines or
   after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines (cargo's
-  ``   Compiling x``: a capitalised word ending at column 12) count as column 0.
+  ``   Compiling x``: a capitalised word ending at column 12) and a test's line in a verbose list
+  (jest's and mocha's ``    ✓ adds (2 ms)``, ``    ✕ throws``) count as column 0.
   Indentation after a level tag (sbt's ``[info] ``, Maven's ``[ERROR] ``) is counted
   from the tag's end.
   A line indented less than the record's first line starts a new record.
@@ -163,6 +164,27 @@ def _status_lines(arr: npt.NDArray[np.uint8], starts: Int64Array, first: Int64Ar
     wordy = (~in_word | _WORD_BYTE[grid]).all(axis=1)
     status: Int64Array = maybe[wordy & (arr[starts[maybe] + _STATUS_WIDTH] == 0x20)].astype(np.int64)
     return status
+
+
+# a test's mark, first in its line: jest's and mocha's "    ✓ adds (2 ms)" ("✔"; jest's "√" on Windows), and a
+# failed test's "✕" or "✗"
+_TEST_MARKS = tuple(np.frombuffer(mark.encode(), dtype=np.uint8) for mark in ("✓", "✔", "√", "✕", "✗"))
+
+
+def _test_lines(arr: npt.NDArray[np.uint8], first: Int64Array, indent: Int64Array) -> Int64Array:
+    """Indented lines whose first non-blank character is a test's mark (``_TEST_MARKS``)."""
+    n = arr.shape[0]
+    maybe = np.flatnonzero((indent > 0) & (first + 2 < n))
+    maybe = maybe[arr[first[maybe]] == 0xE2]  # the marks' first UTF-8 byte
+    if maybe.shape[0] == 0:
+        none: Int64Array = maybe.astype(np.int64)
+        return none
+    grid = arr[first[maybe, None] + np.arange(3)]
+    found = np.zeros(maybe.shape[0], dtype=bool)
+    for mark in _TEST_MARKS:
+        found |= (grid == mark).all(axis=1)
+    marked: Int64Array = maybe[found].astype(np.int64)
+    return marked
 
 
 def _blank_byte(b: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
@@ -313,6 +335,8 @@ def line_layout(text: bytes, ends: Int64Array, table: TokenTable | None = None) 
         cont = np.flatnonzero(~_NOT_CONT_BYTE[arr])
         chars -= np.bincount(np.searchsorted(ends, cont, side="right"), minlength=n_lines)[:n_lines]
     indent[_status_lines(arr, starts, first, indent)] = 0
+    # a test in a verbose list is a report of its own, not part of the failure that heads its file
+    indent[_test_lines(arr, first, indent)] = 0
     tags = _level_tags(arr, starts, newline_free_end)
     tagged = np.flatnonzero(tags)
     if tagged.shape[0]:

@@ -376,3 +376,14 @@ def test_rustcs_help_and_note_lines_stay_with_their_error() -> None:
     assert first in kept
     assert b"CC       src/file100.o" not in kept and b"linked lib/lib50.so" not in kept
 
+
+def test_a_jest_verbose_list_of_passed_tests_is_summarized_and_its_failures_kept() -> None:
+    # jest 30 --verbose (CI=true): "FAIL ./cart.test.js" heads an indented list of 60 passed and 2
+    # failed tests, then each failure's block; the passed tests were kept as the FAIL line's
+    # continuation lines (a fresh-user helper's find: 150 of them)
+    log = (REAL / "jest-verbose.log").read_bytes()
+    blocks = log[log.index(b"  \xe2\x97\x8f cart \xe2\x80\xba applies") : log.index(b"\n\nTest Suites:") + 1]
+    assert b"Expected: 27" in blocks and b"at Object.toEqual (cart.test.js:5:61)" in blocks
+    kept = _kept(log)
+    assert blocks in kept and b"\xe2\x9c\x95 keeps line order" in kept
+    assert kept.count("\u2713 adds item".encode()) <= 16  # a window each side at most, of 60
