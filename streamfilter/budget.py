@@ -18,8 +18,13 @@ unit is the one of highest maximal marginal relevance (Carbonell & Goldstein 199
 best one of its kind (for a protected unit ``PROTECTED_FLOOR`` plus the rest of 1 in
 that proportion: 0.692 against 0.636 with 1 for all), redundancy the largest Jaccard
 similarity between its set of line
-shapes (``summarize.line_shapes``) and a chosen unit's; ties go to the earlier unit
-(the first failure is usually the one that matters). At most ``MAX_PER_SHAPE``
+shapes (``summarize.line_shapes``, blank lines left out) and a chosen unit's; ties go to the
+earlier unit (the first failure is usually the one that matters). A failure kept as several
+touching protected units (pytest's ``E`` line, then its location lines) is weighed as one:
+each of them gets the best relevance of those after it, so its first unit comes before
+other failures, and its later pieces in line order (on the corpus at 500 / 1000 / 2000
+tokens: mean recall 0.520 / 0.706 / 0.813 -> 0.561 / 0.728 / 0.812; with "error failed"
+0.452 / 0.656 / 0.784 -> 0.527 / 0.693 / 0.785). At most ``MAX_PER_SHAPE``
 units whose first line has the same shape are chosen (more only once every other unit
 had its turn and the budget still has room); of such units the first gets
 the best relevance among them. A protected unit starts at its failure line (the
@@ -244,7 +249,8 @@ class UnitPool:
                 continue
             lo = int(ends[a - 1]) if a else 0
             text = strip_ansi(run.data[lo : int(ends[min(b, a + _MAX_SHAPES_PER_UNIT) - 1])])
-            shapes = [zlib.crc32(shape) for shape in line_shapes(text)]  # the same in every process
+            # (blank lines have no shape: they would make every two units with one alike)
+            shapes = [zlib.crc32(shape) for shape in line_shapes(text) if shape.strip()]  # the same in every process
             solid = np.diff(solid_before[np.concatenate(([lo], ends[a:b]))]) > 0
             costs = tokens_before[ends[a:b]] - tokens_before[lo]
             key = shapes[0] if shapes else 0
@@ -306,6 +312,14 @@ class UnitPool:
             first_of.setdefault(units[j].key, j)
         for key, j in first_of.items():
             relevance[j] = best_of[key]
+        if kind == PROTECTED:
+            # a failure whose windows are several units (a pytest "E" line, then its location
+            # lines): its first unit gets the best relevance of the units that follow it touching,
+            # so the failure's start is not left out for a later piece of it
+            by_line = sorted(range(len(units)), key=lambda j: units[j].first_line)
+            for j, k in zip(reversed(by_line[:-1]), reversed(by_line[1:]), strict=True):
+                if units[k].first_line == units[j].last_line + 1:
+                    relevance[j] = max(relevance[j], relevance[k])
         redundancy = [chosen.redundancy(u) for u in units]
 
         def mmr(j: int) -> tuple[float, int]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -203,3 +205,21 @@ def test_the_last_lines_are_one_unit_kept_from_their_end_with_a_trailing_blank_l
 def test_a_control_byte_is_about_a_token_as_a_spinner_s_backspaces_are() -> None:
     spinner = b"|\x08/\x08-\x08\\\x08" * 10
     assert estimate_tokens(spinner) >= 40  # 40 backspaces at least; o200k: 80 tokens
+
+
+def test_each_failure_keeps_its_exception_line_and_a_bigger_budget_keeps_what_a_smaller_one_kept() -> None:
+    # pytest 8 -v: 120 passed tests, a KeyError raised again as a LookupError, then a dict
+    # assertion; each failure's pieces (its "E" line, its location lines) are touching units, and
+    # their location lines outscore the "E" lines (a fresh-user helper's find: at 400 tokens
+    # neither exception line of a chained failure was kept, at 200 and 300 one was)
+    data = (Path(__file__).resolve().parents[1] / "data" / "pytest-budget.log").read_bytes()
+    config = FilterConfig()
+    exceptions = [b"E           KeyError: 'b-2'", b"E           LookupError: no price", b"E       AssertionError:"]
+    found = []
+    for budget in (250, 300, 400, 500, 700, 1000):
+        _, runs = budgeted(data, config, budget)
+        kept = b"".join(r.data for r in runs if r.decision == "keep")
+        found.append({e for e in exceptions if e in kept})
+        assert text_tokens(runs) <= budget
+    assert all(a <= b for a, b in itertools.pairwise(found))  # what a smaller budget kept, a bigger one keeps
+    assert all(len(f) >= 2 for f in found[1:]) and found[-1] == set(exceptions)  # from 300 on, both failures
