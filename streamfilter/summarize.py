@@ -313,13 +313,13 @@ class DropSummary:
                 f"{_count(self.progress_lines, 'progress line')}: {self.frames} frames, "
                 f"{self.frames - self.progress_lines} collapsed"
             )
-        # blank lines and bare "<*>" say nothing: counted among the other shapes, never named
+        # blank lines and bare "<*>" say little: counted among the other shapes, named only when
+        # the run has no other shape to name ("95× <*>" for a run of numbers, "4975× blank")
         silent = (b"", bytes([_MARK]))
-        ranked = [
-            (shape, count)
-            for shape, count in _most_common(self._shapes, self.top_shapes + 4)
-            if shape.strip() not in silent
-        ]
+        common = _most_common(self._shapes, self.top_shapes + 4)
+        ranked = [(shape, count) for shape, count in common if shape.strip() not in silent]
+        if not ranked:
+            ranked = [(shape.strip() or b"blank", count) for shape, count in common]
         # room for the count of the shapes not named (none needed when there is one shape)
         reserve = len(f"; +{len(self._shapes) + 1} other shapes") if len(self._shapes) + bool(self._other) > 1 else 0
         # facts first, so a long shape list never pushes them out of the line; but the most

@@ -196,3 +196,19 @@ def test_mask_equals_its_reference_whatever_bytes_the_text_holds(pieces: list[by
     # with every byte value present, no value is free to mark deletions: the other path is taken
     text = b"".join(pieces) + (bytes(range(256)) if every_byte else b"")
     assert _mask(text) == _mask_reference(text)
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        (b"".join(b"%d\n" % i for i in range(95)), "95× <*>"),  # `seq 100`: only numbers
+        (b"\n" * 4975, "4975× blank"),
+        (b"build step\n" + b"\n" * 10 + b"".join(b"%d\n" % i for i in range(5)), "1× build step; +2 other shapes"),
+    ],
+)
+def test_blank_and_masked_lines_are_named_only_when_nothing_else_is(data: bytes, named: str) -> None:
+    # a run of numbers or blank lines said only "1 shape" (a fresh-user helper's find)
+    n = data.count(b"\n")
+    s = DropSummary(1, 0)
+    s.add(len(data), shape_text(data), n, 0, 0, np.zeros(n, dtype=np.int32))
+    assert s.render().endswith(f"): {named}]"), s.render()
