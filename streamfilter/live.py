@@ -55,7 +55,9 @@ class Totals:
 
     def describe(self) -> str:
         """One line: ``NAME: N lines in, K kept, D dropped; ...``."""
-        return "; ".join(f"{name}: {n} lines in, {k} kept, {d} dropped" for name, (n, k, d) in self.by_source.items())
+        return "; ".join(
+            f"{name}: {n} line{'s' * (n != 1)} in, {k} kept, {d} dropped" for name, (n, k, d) in self.by_source.items()
+        )
 
 
 def marker_event(fmt: str, source: str, text: str, event: str = "marker", **facts: object) -> bytes:
