@@ -306,8 +306,9 @@ class DropSummary:
             else:
                 size = f", the longest {_kib(self.longest)}"
             facts.append(f"{_count(self.long_lines, 'over-long line')}{size}")
+        warnings = _count(self.warning_lines, "warning mention")
         if self.warning_lines:
-            facts.append(_count(self.warning_lines, "warning mention"))
+            facts.append(warnings)
         if self.progress_lines:
             facts.append(
                 f"{_count(self.progress_lines, 'progress line')}: {self.frames} frames, "
@@ -323,11 +324,13 @@ class DropSummary:
         # room for the count of the shapes not named (none needed when there is one shape)
         reserve = len(f"; +{len(self._shapes) + 1} other shapes") if len(self._shapes) + bool(self._other) > 1 else 0
         # facts first, so a long shape list never pushes them out of the line; but the most
-        # frequent shape gets room too: the count of lines with query terms (the least telling
-        # fact) gives way to it
+        # frequent shape gets room too: the count of warning mentions, then that of lines with
+        # query terms (the least telling facts, an error's words telling more than a warning's)
+        # give way to it
         room = self.max_chars - len(head) - len(": ]") - 2 - reserve  # for the facts and the shapes
-        if room - len("; ".join(facts)) < _MIN_SHAPE_ROOM and ranked and terms in facts:
-            facts.remove(terms)
+        for fact in (warnings, terms):
+            if room - len("; ".join(facts)) < _MIN_SHAPE_ROOM and ranked and fact in facts:
+                facts.remove(fact)
         facts_text = "; ".join(facts)
         budget = room - len(facts_text)
         parts: list[str] = []

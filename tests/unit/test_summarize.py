@@ -212,3 +212,13 @@ def test_blank_and_masked_lines_are_named_only_when_nothing_else_is(data: bytes,
     s = DropSummary(1, 0)
     s.add(len(data), shape_text(data), n, 0, 0, np.zeros(n, dtype=np.int32))
     assert s.render().endswith(f"): {named}]"), s.render()
+
+
+def test_the_count_of_lines_with_query_terms_outlasts_the_count_of_warnings() -> None:
+    # 200 short lines, 5 with query terms, 1 warning: with room for one of the two counts beside
+    # the shape, the summary gave the warning and not the error words (a fresh-user helper's find)
+    data = b"".join(b"s %d\n" % i for i in range(200)) + b"note: retry on error\n" * 5 + b"warning: slow\n"
+    s = DropSummary(1, 0, max_chars=140)
+    s.add(len(data), shape_text(data), 206, 5, 1, np.zeros(206, dtype=np.int32))
+    text = s.render()
+    assert "5 lines with query terms" in text and "200× s <*>" in text and len(text) <= 140, text
