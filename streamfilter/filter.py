@@ -328,8 +328,9 @@ class StreamFilter:
         kept, continuation lines that arrive later are kept too (up to
         ``extend_lines``): the kept record goes on, it is not re-scored as a new one.
 
-        With ``partial``, an unterminated last line that has a signature or a query term
-        is decided too, as a line of its own (another waits for its end); bytes that
+        With ``partial``, an unterminated last line that is kept as it is (it has a signature,
+        or a query term and it continues, indented, a kept line) is decided too, as a line of
+        its own (another waits for its end, where it is judged whole); bytes that
         arrive later up to its ``\\n`` are the rest of that line, a run of their own with
         ``Run.rest`` set (same line number, next bytes): KEEP if the line was kept or the
         rest has a signature or a query term, else DROP.
@@ -346,14 +347,25 @@ class StreamFilter:
         Returns:
             The runs decided, open runs closed.
         """
-        # an unterminated line is let out only if it matters: one that does not waits for its end,
-        # where it is judged whole (a failure written in two parts keeps its start, and a line
-        # written piece by piece gets one summary, not one per piece)
-        lets_out = partial and not hold_lines and self._splitter.pending_bytes > 0
-        return self._settle(lets_out and self._matters(self._splitter.pending), hold_lines, close_drop)
+        # an unterminated line is let out only if it is kept as it is: one that is not waits for its
+        # end, where it is judged whole (a failure written in two parts keeps its start, a
+        # signature split by the pause is still found, and a line written piece by piece gets one
+        # summary, not one per piece)
+        if not (partial and not hold_lines and self._splitter.pending_bytes > 0):
+            return self._settle(False, hold_lines, close_drop)
+        facts = self._facts_of(self._splitter.pending)
+        if facts.hits.shape[0]:  # protected: kept
+            return self._settle(True, hold_lines, close_drop)
+        runs = self._settle(False, hold_lines, close_drop, close=False)
+        # a query term in a line that continues (indented) a kept one: kept with its record
+        if facts.tf.sum() and self._last_keep and int(facts.layout.indent[0]) > 0:
+            return runs + self._settle(True, hold_lines, close_drop)
+        self._close_runs(runs, close_drop)
+        return runs
 
-    def _settle(self, force: bool, hold_lines: int = 0, close_drop: bool = True) -> list[Run]:
-        """``settle``, letting an unterminated last line out if ``force``."""
+    def _settle(self, force: bool, hold_lines: int = 0, close_drop: bool = True, close: bool = True) -> list[Run]:
+        """``settle``, letting an unterminated last line out if ``force`` (without ``close``, the
+        open runs stay open)."""
         if self._done:
             return []
         forced = self._splitter.force() if force else None
@@ -363,7 +375,8 @@ class StreamFilter:
         self._score_windows(self._segmenter_closed)
         runs = self._emit(final=False, settle=True, hold=hold_lines)
         # a line let out unterminated: its run closes, its rest comes after it
-        self._close_runs(runs, close_drop or forced is not None)
+        if close:
+            self._close_runs(runs, close_drop or forced is not None)
         if forced is not None:
             self._rest = (forced.first_line, self._last_keep)
         return runs
@@ -378,10 +391,14 @@ class StreamFilter:
         self._rest = None
         return runs
 
+    def _facts_of(self, text: bytes) -> BlockFacts:
+        """The facts of ``text`` (part of one line) as a line of its own."""
+        line = text if text.endswith(b"\n") else text + b"\n"
+        return self._prepare(LineBlock(line, 1, 0, np.asarray([len(line)], dtype=np.int64)))
+
     def _matters(self, text: bytes) -> bool:
         """Whether ``text`` (part of one line) has a signature or a query term."""
-        line = text if text.endswith(b"\n") else text + b"\n"
-        facts = self._prepare(LineBlock(line, 1, 0, np.asarray([len(line)], dtype=np.int64)))
+        facts = self._facts_of(text)
         return bool(facts.hits.shape[0] or facts.tf.sum())
 
     def _take_rest(self, chunk: bytes, runs: list[Run]) -> bytes:

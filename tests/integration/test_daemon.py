@@ -202,11 +202,11 @@ def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_a_restart_inside_a_line_goes_on_with_its_rest_not_a_new_line(tmp_path: Path, how: int) -> None:
     """Stopped (SIGTERM: the line is written as it is) or killed (the line was let out at a
-    pause: it holds a query term) before a line's end came: the bytes after the restart up to
-    its end were a line of their own, and every later line number was one too high."""
+    pause: it holds a failure signature) before a line's end came: the bytes after the restart up
+    to its end were a line of their own, and every later line number was one too high."""
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
     body = file_to_jsonl(log, out, 'query = "failed"\n')
-    log.write_bytes(b"first ok\nsecond ok\nthird half: step failed")
+    log.write_bytes(b"first ok\nsecond ok\nthird half: step failed, exit code 1")
     live = start(tmp_path, body)
     live.wait_for(lambda: "third half" in kept(live.events(out)), 10)
     if how == signal.SIGKILL:  # killed once the checkpoint after the write is saved too

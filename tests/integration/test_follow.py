@@ -99,7 +99,7 @@ def test_B01_rename_rotation_is_one_stream_and_reads_the_old_file_to_its_end(tmp
     log.write_bytes(b"L072 first line of the new app.log\n")
     time.sleep(0.5)
     with log.open("ab") as f:
-        f.write(b"L073 second line of the new app.log")  # no newline: ended by the stop
+        f.write(b"L073 second line of the new app.log, exit code 1")  # no newline: let out (a signature)
     live.wait_for(lambda: "L073" in kept_text(live.events()), 5)
     assert live.stop() == 0
     events = live.events()
@@ -208,11 +208,11 @@ def test_delete_and_recreate_continues_and_a_tiny_file_without_newline_is_shown(
     live.wait_for(lambda: "ERROR one" in kept_text(live.events()), 5)
     log.unlink()
     time.sleep(0.3)
-    log.write_bytes(b"second life ERROR two")  # one line, no newline
-    live.wait_for(lambda: "ERROR two" in kept_text(live.events()), 5)
+    log.write_bytes(b"ERROR: second life two")  # one line, no newline (a signature: let out at a pause)
+    live.wait_for(lambda: "second life two" in kept_text(live.events()), 5)
     assert live.stop() == 0
     (gen,) = check_tiling(live.events())
-    assert kept_text(gen) == "first life ERROR one\nsecond life ERROR two"
+    assert kept_text(gen) == "first life ERROR one\nERROR: second life two"
     assert [e["event"] for e in live.logs() if e.get("event") in ("file.deleted", "file.renamed")] == ["file.deleted"]
 
 
@@ -274,8 +274,8 @@ def test_a_let_out_unterminated_line_does_not_run_into_the_rotated_files_first_l
     log.write_bytes(b"".join(b"INFO compiling module %d ok\n" % i for i in range(10)))
     live = follow(tmp_path, log, "-q", "partial")
     with log.open("ab") as f:
-        f.write(b"partial no newline")
-    live.wait_for(lambda: "partial no newline" in json.dumps(live.events()), 5)  # let out while quiet: it matters
+        f.write(b"partial no newline, exit code 1")
+    live.wait_for(lambda: "partial no newline" in json.dumps(live.events()), 5)  # let out while quiet: a signature
     log.rename(tmp_path / "a.log.1")
     log.write_bytes(b"".join(b"INFO compiling module %d ok\n" % i for i in range(5)) + b"ERROR: B failed\n")
     live.wait_for(lambda: "ERROR: B failed" in kept_text(live.events()), 5)

@@ -364,3 +364,17 @@ def test_settling_a_run_keeps_its_tail_for_the_end(steps: list[tuple[str, bytes]
         n for n in tail if lengths[n - 1] > config.max_line_bytes or bytes(data).split(b"\n")[n - 1].count(b"\r") > 9
     }
     assert tail - weak <= kept
+
+
+def test_a_line_with_query_terms_paused_before_its_signature_is_judged_whole() -> None:
+    # "failed with exit " has query terms but no signature yet; the pause split "exit code 3"
+    # (exit-status): let out alone it was summarized, and its rest too (a fresh-user helper's
+    # follow and daemon runs lost the line)
+    sf = StreamFilter(FilterConfig(tail_lines=0))
+    noise = b"".join(b"W1 L%05d info: compiling unit %d ok\n" % (i, i) for i in range(40))
+    runs = sf.feed(noise + b"W1 L00040 step 40 failed with exit ") + sf.settle(partial=True)
+    assert not any(r.rest for r in runs) and runs[-1].last_line == 40  # held: it waits for its end
+    runs += sf.feed(b"code 3 in module_1\n" + noise) + sf.flush()
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert b"W1 L00040 step 40 failed with exit code 3 in module_1\n" in kept
+    assert not any(r.rest for r in runs)
