@@ -217,7 +217,7 @@ def test_budget_on_stdin_reads_it_once_keeps_a_failure_and_explains_what_it_left
     reasons = {w["reason"] for e in by_stdin if e["event"] == "drop" for w in e["windows"]}
     assert "budget" in reasons
     kept = b"".join(e["text"].encode() for e in by_stdin if e["event"] == "keep")
-    # a failure's exception line (the second one's: its few units outrank the first one's lead-in)
+    # a failure's exception line (the second one's: its location lines outscore the first one's)
     assert b"E       FileNotFoundError: [Errno 2] No such file or directory" in kept
     # a summary's ref reads the dropped bytes back from stdin's archive
     ref = next(e["ref"] for e in by_stdin if e["event"] == "drop")
