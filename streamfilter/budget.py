@@ -311,7 +311,8 @@ class UnitPool:
         # (later copies score a little higher as the stream's statistics grow)
         best_of: dict[int, float] = {}
         first_of: dict[int, int] = {}
-        for j in sorted(range(len(units)), key=lambda j: units[j].first_line):
+        by_line = sorted(range(len(units)), key=lambda j: units[j].first_line)
+        for j in by_line:
             best_of[units[j].key] = max(best_of.get(units[j].key, 0.0), relevance[j])
             first_of.setdefault(units[j].key, j)
         for key, j in first_of.items():
@@ -320,7 +321,6 @@ class UnitPool:
         if kind == PROTECTED:
             # a failure line whose next lines are another unit (a pytest "E" line, then its location
             # lines, which often score higher): it gets that unit's relevance, and comes first
-            by_line = sorted(range(len(units)), key=lambda j: units[j].first_line)
             for j, k in itertools.pairwise(by_line):
                 if units[k].first_line == units[j].last_line + 1:
                     relevance[j] = max(relevance[j], own[k])

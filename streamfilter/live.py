@@ -191,10 +191,12 @@ class LiveStream:
 
     async def marker(self, text: str, event: str = "marker", **facts: object) -> None:
         """Write a visible note to every sink (JSONL: an object with ``event``)."""
-        await self._end_open_line()
         for sink in self.sinks:
-            event_bytes = marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts)
-            await sink.send(self._line_start(sink) + event_bytes)
+            # any stream's unterminated line, this one's too, is ended before the note
+            line_end = b"\n" if sink.open_line is not None else b""
+            sink.open_line = None
+            note = marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts)
+            await sink.send(line_end + note)
 
     async def end(self, tail_lines: int | None = None) -> None:
         """End of the stream: decide and write everything, then the JSONL end event.

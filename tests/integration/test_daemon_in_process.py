@@ -28,6 +28,20 @@ async def until(check: Any, seconds: float = 10.0) -> None:
             await anyio.sleep(0.02)
 
 
+def socket_to_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, defaults: str) -> tuple[Path, Path, Path]:
+    """A config of one unix socket source ("tools") into one file sink of ``fmt``; returns
+    (config path, socket, output file). ``defaults``: more ``[defaults]`` lines."""
+    sock, out = tmp_path / "in.sock", tmp_path / f"out.{fmt}"
+    config_path = tmp_path / "sf.toml"
+    config_path.write_text(
+        f'[defaults]\n{defaults}sinks = ["out"]\n'
+        f'[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "{fmt}"\n'
+    )
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return config_path, sock, out
+
+
 @pytest.mark.anyio
 async def test_in_process_file_and_socket_sources_until_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -66,14 +80,7 @@ async def test_in_process_file_and_socket_sources_until_stopped(
 async def test_a_run_end_with_a_bad_status_is_data_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
-    config_path = tmp_path / "sf.toml"
-    config_path.write_text(
-        f'[defaults]\nquery = "error"\nsinks = ["out"]\n'
-        f'[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
-        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
-    )
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    config_path, sock, out = socket_to_file(tmp_path, monkeypatch, "jsonl", 'query = "error"\n')
     mark = b"\x1estreamfilter "
     bad = mark + b'{"type": "run-end", "run": "A", "status": 300}\n'
     stop = anyio.Event()
@@ -101,14 +108,7 @@ async def test_a_line_let_out_at_a_pause_never_shares_a_line_with_another_stream
     # two connections of one source write to one text sink: A's unterminated line is let out at
     # a pause, then B writes a whole line, then A finishes its line (a fresh-user helper's find:
     # "ERROR: build A is still writERROR: build B failed")
-    sock, out = tmp_path / "in.sock", tmp_path / "out.txt"
-    config_path = tmp_path / "sf.toml"
-    config_path.write_text(
-        f'[defaults]\nsinks = ["out"]\n'
-        f'[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\n'
-        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "text"\n'
-    )
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    config_path, sock, out = socket_to_file(tmp_path, monkeypatch, "text", "")
     stop = anyio.Event()
     text = lambda: out.read_bytes() if out.exists() else b""  # noqa: E731
     async with anyio.create_task_group() as tg:
