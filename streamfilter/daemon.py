@@ -10,6 +10,7 @@ and sinks (file sources resume from their checkpoints).
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import socket
@@ -94,6 +95,11 @@ async def _socket_source(
                 pass
 
 
+def _streams_at_once(source: SourceConfig) -> bool:
+    """Whether ``source`` may have several streams: a socket's connections, a glob's files."""
+    return source.type in ("unix", "tcp") or (source.type == "file" and glob.has_magic(source.path))
+
+
 async def _stdin_source(
     source: SourceConfig,
     sinks: list[Sink],
@@ -172,6 +178,9 @@ class _Running:
                     raise StreamfilterError(
                         f"sink {sink_config.name!r}: cannot open {sink_config.path}: {exc.strerror or exc}"
                     ) from None
+        for name, sink in self.sinks.items():
+            writers = [s for s in self.config.sources if name in s.sinks]
+            sink.shared = len(writers) > 1 or any(_streams_at_once(s) for s in writers)
         # sockets first: one that is taken (another daemon has it) fails the start before any
         # file is opened, read or checkpointed, and before a directory watch starts (its thread
         # only sees a cancel at its next event or timeout, seconds later)

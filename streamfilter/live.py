@@ -196,7 +196,7 @@ class LiveStream:
             line_end = b"\n" if sink.open_line is not None else b""
             sink.open_line = None
             note = marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts)
-            await sink.send(line_end + note)
+            await sink.send(line_end + self._label(sink) + note)
 
     async def end(self, tail_lines: int | None = None) -> None:
         """End of the stream: decide and write everything, then the JSONL end event.
@@ -219,12 +219,24 @@ class LiveStream:
                 await sink.send(b"\n")
 
     def _line_start(self, sink: Sink) -> bytes:
-        """A line end when another stream's unterminated line is the last thing in ``sink``
-        (which then has none open), so the two never share a line; else nothing."""
-        if sink.open_line is None or sink.open_line is self:
+        """What goes before this stream's output in text ``sink``: a line end when another
+        stream's unterminated line is the last thing there (which then has none open), so the
+        two never share a line; then ``_label``."""
+        line_end = b""
+        if sink.open_line is not None and sink.open_line is not self:
+            sink.open_line = None
+            line_end = b"\n"
+        return line_end + self._label(sink)
+
+    def _label(self, sink: Sink) -> bytes:
+        """``==> NAME <==`` and a line end when ``sink`` is a shared text sink that another
+        stream (or none yet) wrote to last, as ``tail`` labels several files (a blank line
+        before it but the first); else nothing."""
+        if sink.format != "text" or not sink.shared or sink.last_stream == self.source:
             return b""
-        sink.open_line = None
-        return b"\n"
+        gap = b"" if sink.last_stream is None else b"\n"
+        sink.last_stream = self.source
+        return gap + f"==> {self.source} <==\n".encode("utf-8", "surrogateescape")
 
     async def _write(self, runs: list[Run]) -> None:
         log_notices(self.filter.notices, self.source)

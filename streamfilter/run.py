@@ -162,6 +162,7 @@ async def run_command(
         StreamfilterError: the ``tee`` file cannot be written, or stdout is closed.
     """
     sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
+    sink.shared = separate  # text then labels each switch between stdout and stderr
     name = os.path.basename(argv[0])
     command = printable(shlex.join(argv))
     command = command if len(command) <= 80 else command[:77] + "..."

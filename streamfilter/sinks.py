@@ -51,12 +51,17 @@ class Sink:
         open_line: the stream (a ``LiveStream``) whose last bytes written here lack a line end,
             or None; kept by the streams, so that one stream's line let out at a pause is ended
             before another stream's output in a text sink they share.
+        shared: more than one stream may write here (set by whoever opens the sink); a shared
+            text sink gets a ``==> NAME <==`` line each time the stream writing to it changes.
+        last_stream: the name of the stream that wrote here last, or None.
     """
 
     def __init__(self, config: SinkConfig) -> None:
         self.name = config.name
         self.format = config.format
         self.open_line: object | None = None
+        self.shared = False
+        self.last_stream: str | None = None
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` (whole rendered events), waiting while the sink is full."""

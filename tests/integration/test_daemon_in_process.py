@@ -123,4 +123,42 @@ async def test_a_line_let_out_at_a_pause_never_shares_a_line_with_another_stream
             await a.send(b"ing its line\n")
             await until(lambda: text().endswith(b"its line\n"))
         stop.set()
-    assert text() == b"ERROR: build A is still writ\nERROR: build B failed\ning its line\n"
+    # each switch of stream is labelled, as tail labels several files
+    assert text() == (
+        b"==> tools#1 <==\nERROR: build A is still writ\n"
+        b"\n==> tools#2 <==\nERROR: build B failed\n"
+        b"\n==> tools#1 <==\ning its line\n"
+    )
+
+
+@pytest.mark.anyio
+async def test_a_text_sink_of_two_file_sources_says_whose_lines_follow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a fresh-user helper's find: two sources into one text sink interleave without labels, so
+    # a reader cannot tell which build failed; a sink of one file source stays unlabelled
+    a, b, out, alone = (tmp_path / n for n in ("a.log", "b.log", "out.txt", "alone.txt"))
+    a.write_bytes(b"")
+    b.write_bytes(b"")
+    config_path = tmp_path / "sf.toml"
+    config_path.write_text(
+        '[defaults]\nstart_at = "beginning"\ncheckpoint = false\n'
+        f'[[source]]\nname = "a"\ntype = "file"\npath = "{a}"\nsinks = ["out", "alone"]\n'
+        f'[[source]]\nname = "b"\ntype = "file"\npath = "{b}"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\n'
+        f'[[sink]]\nname = "alone"\ntype = "file"\npath = "{alone}"\n'
+    )
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    text = lambda: out.read_bytes() if out.exists() else b""  # noqa: E731
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_daemon, load_config(config_path), stop)
+        for path, line in ((a, b"ERROR: a one failed\n"), (b, b"ERROR: b one failed\n"), (a, b"ERROR: a two failed\n")):
+            with path.open("ab") as f:
+                f.write(line)
+            await until(lambda line=line: line in text())  # one at a time
+        stop.set()
+    assert text() == (
+        b"==> a <==\nERROR: a one failed\n\n==> b <==\nERROR: b one failed\n\n==> a <==\nERROR: a two failed\n"
+    )
+    assert alone.read_bytes() == b"ERROR: a one failed\nERROR: a two failed\n"

@@ -97,6 +97,20 @@ def test_stdout_and_stderr_interleave_or_stay_apart() -> None:
     assert kept(apart, "stdout") == "out 1\nout 2\nout 3\n" and kept(apart, "stderr") == "err 1\nerr 2\nerr 3\n"
 
 
+def test_separate_streams_in_text_are_labelled_at_each_switch() -> None:
+    # how the two interleave depends on timing; each line must sit under its own stream's label
+    script = "for i in 1 2 3; do echo out $i; sleep 0.1; echo err $i >&2; sleep 0.1; done; exit 1"
+    out = run_cli("run", "--separate", "--head", "100", "--", "sh", "-c", script).stdout.decode()
+    under: dict[str, list[str]] = {}
+    label = None
+    for line in out.splitlines():
+        if line.startswith("==> "):
+            label = line
+        elif line and not line.startswith("[streamfilter:"):
+            under.setdefault(str(label), []).append(line)
+    assert under == {"==> stdout <==": ["out 1", "out 2", "out 3"], "==> stderr <==": ["err 1", "err 2", "err 3"]}
+
+
 def test_sigterm_is_forwarded_to_the_command(tmp_path: Path) -> None:
     script = "trap 'echo ERROR got TERM; exit 143' TERM; echo started; while :; do sleep 0.05; done"
     proc = started(script, tmp_path)
