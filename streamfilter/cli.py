@@ -29,7 +29,7 @@ from .budget import REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, esti
 from .checkpoint import ReadPosition
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
 from .envelope import SUCCESS_TAIL_LINES
-from .errors import InputError, StreamfilterError, UsageError
+from .errors import InputError, StreamfilterError, UsageError, first_cause
 from .expand import Archive, Ref, RefError, archive_refs, expand, ref_of
 from .filter import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig, StreamFilter
 from .output import FORMATS, end_event, render
@@ -742,7 +742,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return commands[args.command](args)
         except BaseExceptionGroup as group:  # from the daemon's task groups: report the first cause
-            raise _first_cause(group) from None
+            raise first_cause(group) from None
     except StreamfilterError as exc:
         sys.stderr.write(f"streamfilter: error: {exc}\n")
         return exc.exit_code
@@ -758,14 +758,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" {exc.filename}" if exc.filename else ""
         sys.stderr.write(f"streamfilter: error:{where} {exc.strerror or exc}\n")
         return 1
-
-
-def _first_cause(group: BaseExceptionGroup) -> BaseException:
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_cause(exc)
-        return exc
-    return group
 
 
 if __name__ == "__main__":

@@ -148,6 +148,11 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 class _Checker:
     def __init__(self, path: str) -> None:
         self.path = path
+        self.base = os.path.dirname(os.path.abspath(path))  # where relative paths in it start
+
+    def resolve(self, path: str) -> str:
+        """``path`` made absolute (``~`` expanded), a relative one from the config file's directory."""
+        return os.path.abspath(os.path.join(self.base, os.path.expanduser(path)))
 
     def fail(self, key: str, what: str) -> ConfigError:
         return ConfigError(f"{self.path}: {key}: {what}")
@@ -264,7 +269,7 @@ def _source(
     if "roots" in table:
         roots = check.typed(table["roots"], list, f"{key}.roots")
         values["roots"] = tuple(
-            os.path.realpath(os.path.expanduser(check.typed(r, str, f"{key}.roots[{j}]"))) for j, r in enumerate(roots)
+            os.path.realpath(check.resolve(check.typed(r, str, f"{key}.roots[{j}]"))) for j, r in enumerate(roots)
         )
     elif kind == "file":
         values["roots"] = (os.path.realpath(os.path.dirname(_fixed_prefix(values["path"]))),)
@@ -280,12 +285,12 @@ def _source(
 
 
 def _path(check: _Checker, value: object, key: str) -> str:
-    """An absolute path from a config value (``~`` expanded); an empty one is an error (it named the
-    config's own directory)."""
+    """An absolute path from a config value (``~`` expanded, a relative one from the config file's
+    directory); an empty one is an error (it would name that directory)."""
     path: str = check.typed(value, str, key)
     if not path.strip():
         raise check.fail(key, "must not be empty")
-    return os.path.abspath(os.path.expanduser(path))
+    return check.resolve(path)
 
 
 def _fixed_prefix(path: str) -> str:

@@ -26,7 +26,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ._logging import get_logger
 from .checkpoint import CheckpointStore
 from .config import ConfigError, DaemonConfig, SourceConfig, load_config
-from .errors import StreamfilterError
+from .errors import StreamfilterError, first_cause
 from .expand import state_dir
 from .files import FileSource
 from .live import Totals, archived_stream
@@ -248,7 +248,19 @@ async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> i
                 running.stop()
                 await running.finished.wait()
                 running = _Running(new, totals, inherited)
-                await tg.start(running.run)
+                failed: BaseException | None = None
+                try:
+                    await tg.start(running.run)
+                except* StreamfilterError as group:  # (from the task groups inside, nested)
+                    failed = first_cause(group)
+                if failed is not None:
+                    # the file checked, but a sink or source of it cannot be opened: the old
+                    # config starts again (its files resume from their checkpoints)
+                    log.error("reload.failed", error=str(failed), kept=config.path)
+                    running = _Running(config, totals, inherited)
+                    await tg.start(running.run)
+                    notifier.send("READY=1", "STATUS=reload failed: a source or sink cannot open; the old config runs")
+                    continue
                 config = new
                 notifier.send("READY=1", f"STATUS=reloaded; running {len(config.sources)} sources")
                 log.info("daemon.reloaded", config=config.path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ("InputError", "StreamfilterError", "UsageError")
+__all__ = ("InputError", "StreamfilterError", "UsageError", "first_cause")
 
 
 class StreamfilterError(Exception):
@@ -21,3 +21,9 @@ class InputError(StreamfilterError):
     """An input that cannot be opened or read (exit status 2 before any output)."""
 
     exit_code = 2
+
+
+def first_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first exception of ``group`` that is not a group (task groups nest them)."""
+    first = group.exceptions[0]
+    return first_cause(first) if isinstance(first, BaseExceptionGroup) else first

@@ -287,7 +287,12 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
-        why = "evicted from the archive or never archived" if path.name.startswith("stdin-") else "deleted or rotated"
+        why = (
+            "evicted from the archive, or archived in another state directory: set STATE_DIRECTORY"
+            " or XDG_STATE_HOME as the writer had them"
+            if path.name.startswith("stdin-")
+            else "deleted or rotated"
+        )
         raise RefError(f"ref {ref}: {path} no longer exists ({why})") from None
     except OSError as exc:
         raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None

@@ -231,11 +231,11 @@ class LiveStream:
     def _label(self, sink: Sink) -> bytes:
         """``==> NAME <==`` and a line end when ``sink`` is a shared text sink that another
         stream (or none yet) wrote to last, as ``tail`` labels several files (a blank line
-        before it but the first); else nothing."""
+        before it unless the sink is ``fresh``); else nothing."""
         if sink.format != "text" or not sink.shared or sink.last_stream == self.source:
             return b""
-        gap = b"" if sink.last_stream is None else b"\n"
-        sink.last_stream = self.source
+        gap = b"" if sink.fresh else b"\n"
+        sink.last_stream, sink.fresh = self.source, False
         return gap + f"==> {self.source} <==\n".encode("utf-8", "surrogateescape")
 
     async def _write(self, runs: list[Run]) -> None:

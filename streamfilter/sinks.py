@@ -53,7 +53,9 @@ class Sink:
             before another stream's output in a text sink they share.
         shared: more than one stream may write here (set by whoever opens the sink); a shared
             text sink gets a ``==> NAME <==`` line each time the stream writing to it changes.
-        last_stream: the name of the stream that wrote here last, or None.
+        last_stream: the name of the stream that wrote a ``==> NAME <==`` here last, or None.
+        fresh: nothing was written here yet (a file sink: the file was empty when opened), so
+            the first ``==> NAME <==`` needs no blank line before it.
     """
 
     def __init__(self, config: SinkConfig) -> None:
@@ -62,6 +64,7 @@ class Sink:
         self.open_line: object | None = None
         self.shared = False
         self.last_stream: str | None = None
+        self.fresh = True
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` (whole rendered events), waiting while the sink is full."""
@@ -142,6 +145,7 @@ class FileSink(Sink):
         self.path = config.path
         fd = os.open(config.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self._file = os.fdopen(fd, "ab")
+        self.fresh = os.fstat(fd).st_size == 0  # appending after a restart or reload: not fresh
 
     async def send(self, data: bytes) -> None:
         self._file.write(data)

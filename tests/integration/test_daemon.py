@@ -72,6 +72,18 @@ def test_check_config_prints_the_resolved_config(tmp_path: Path) -> None:
     assert source["timing"]["idle_seconds"] == 0.05 and source["mode"] == "0600"
 
 
+def test_relative_paths_in_a_config_start_from_its_directory(tmp_path: Path) -> None:
+    # (a fresh-user helper's find: they started from the daemon's working directory, "/" under systemd)
+    done = run_cli(
+        "check-config",
+        str(write_config(tmp_path, '[[source]]\nname = "ci"\ntype = "file"\npath = "logs/*.log"\nroots = ["."]\n')),
+    )
+    assert done.returncode == 0, done.stderr
+    (source,) = json.loads(done.stdout)["sources"]
+    assert Path.cwd() != tmp_path  # (run_cli keeps ours)
+    assert source["path"] == f"{tmp_path}/logs/*.log" and source["roots"] == [str(tmp_path.resolve())]
+
+
 def test_a_defaults_max_line_bytes_caps_a_socket_sources_lines_too(tmp_path: Path) -> None:
     # the socket's line cap took only a per-source value; [defaults] set the filter's alone
     source = resolved_source(
@@ -544,6 +556,14 @@ def test_sighup_with_a_bad_config_keeps_the_old_one_and_a_good_one_is_taken(tmp_
     with log.open("ab") as f:
         f.write(b"ERROR step failed\n")
     live.wait_for(lambda: "step failed" in kept(live.events(out)), 5)  # the old config still runs
+    # one that checks but whose sink cannot be opened (a fresh-user helper's find: the daemon died)
+    write_config(tmp_path, good.replace(f'path = "{out}"', f'path = "{tmp_path}/missing/out.jsonl"'))
+    live.proc.send_signal(signal.SIGHUP)
+    error = live.log_event("reload.failed")["error"]
+    assert "sink 'out': cannot open" in error and "missing/out.jsonl" in error
+    with log.open("ab") as f:
+        f.write(b"ERROR step two failed\n")
+    live.wait_for(lambda: "step two failed" in kept(live.events(out)), 5)  # the old config runs again
     write_config(tmp_path, good.replace('query = "failed"', 'query = "panic"'))
     live.proc.send_signal(signal.SIGHUP)
     live.log_event("daemon.reloaded")

@@ -162,3 +162,14 @@ async def test_a_text_sink_of_two_file_sources_says_whose_lines_follow(
         b"==> a <==\nERROR: a one failed\n\n==> b <==\nERROR: b one failed\n\n==> a <==\nERROR: a two failed\n"
     )
     assert alone.read_bytes() == b"ERROR: a one failed\nERROR: a two failed\n"
+    # started again, appending to the same sink (as after a restart or a reload): a blank line first
+    before = text()
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_daemon, load_config(config_path), stop)
+        with b.open("ab") as f:
+            f.write(b"ERROR: b two failed\n")
+        await until(lambda: b"b two" in text())
+        stop.set()
+    again = text().removeprefix(before)  # (the files are read again from their start)
+    assert again.startswith(b"\n==> a <==\nERROR: a one failed\n") and again.endswith(b"ERROR: b two failed\n")
