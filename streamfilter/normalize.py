@@ -152,6 +152,43 @@ def _line_ends(text: bytes, n_lines: int) -> npt.NDArray[np.int64]:
     return ends
 
 
+# the service prefix docker compose puts on each line of its services' output ("web-1  | ",
+# "db_1    | "): a name that ends in a replica number, padded, then "| "
+_SERVICE_PREFIX = re.compile(rb"[A-Za-z][\w.-]{0,62}[-_]\d{1,4} {1,40}\| ")
+
+
+def _strip_service_prefixes(text: bytes, ends: npt.NDArray[np.int64]) -> tuple[bytes, npt.NDArray[np.int64]]:
+    """``_SERVICE_PREFIX`` removed from the line starts of ``text`` (the line's own text is then
+    scored, matched against signatures and indented as the service printed it). Returns the new
+    text and its line ends; ``text`` holds no ESC (escapes are removed first).
+
+    A prefix ends at its line's first ``|``: only those with a space on both sides are tried
+    (a regex tried at every line start cost 1.6 ms per MB of the benchmark log; this 0.3)."""
+    arr = np.frombuffer(text, dtype=np.uint8)
+    pipes = np.flatnonzero(arr == 0x7C)
+    if not pipes.shape[0] or not ends.shape[0]:
+        return text, ends
+    line = np.searchsorted(ends, pipes, side="right")
+    first = np.ones(pipes.shape[0], dtype=bool)
+    first[1:] = line[1:] != line[:-1]
+    pipes, line = pipes[first], line[first]
+    starts = np.where(line > 0, ends[np.maximum(line - 1, 0)], 0)
+    near = (pipes > starts + 2) & (pipes - starts <= 128) & (pipes + 1 < arr.shape[0])
+    pipes, starts = pipes[near], starts[near]
+    spaced = (arr[pipes - 1] == 0x20) & (arr[np.minimum(pipes + 1, arr.shape[0] - 1)] == 0x20)
+    found = [
+        (start, pipe + 2)
+        for start, pipe in zip(starts[spaced].tolist(), pipes[spaced].tolist(), strict=True)
+        if (m := _SERVICE_PREFIX.match(text, start)) is not None and m.end() == pipe + 2
+    ]
+    if not found:
+        return text, ends
+    spans = np.asarray(found, dtype=np.int64)
+    removed = np.zeros(ends.shape[0], dtype=np.int64)
+    removed[np.searchsorted(ends, spans[:, 0], side="right")] = spans[:, 1] - spans[:, 0]
+    return _drop_spans(arr, spans[:, 0], spans[:, 1]), ends - np.cumsum(removed)
+
+
 def _timestamp_lines(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Lines of ``text`` that may start with a ``_TIMESTAMP_PREFIX`` (``dddd-`` or ``[dddd-``)."""
     if ends.shape[0] == 0:
@@ -258,6 +295,7 @@ def normalize_block(
     text, ends = _strip(data, raw_ends)
     if ends is None:
         ends = _line_ends(text, n_lines)
+    text, ends = _strip_service_prefixes(text, ends)
     stamped = _timestamp_lines(text, ends)
     if stamped.shape[0]:
         text, ends = _strip_timestamps(text, ends, stamped)

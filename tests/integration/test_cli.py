@@ -631,3 +631,23 @@ def test_cargos_failures_section_ends_at_its_test_result_line(tmp_path: Path) ->
     assert b"INFO step 20 running\n" not in plain
     tight = run_cli("filter", "--budget-tokens", "1000", str(log)).stdout
     assert b"math is broken for addition" in tight and b"  left: [1, 2, 3]" in tight
+
+
+def test_every_traceback_of_a_docker_compose_service_is_kept(tmp_path: Path) -> None:
+    # a fresh-user helper's find: behind compose's "web-1  | " prefix no traceback was a signature,
+    # and the 4th of 4 alike scored a hair under the cut
+    lines = []
+    for i in range(1, 3001):
+        lines.append(f'web-1  | INFO:     172.18.0.1:{5000 + i % 1000} - "GET /api/items/{i} HTTP/1.1" 200 OK\n')
+        if i % 700 == 0:
+            lines += [
+                "web-1  | Traceback (most recent call last):\n",
+                f'web-1  |   File "/app/main.py", line {70 - i // 70}, in handler\n',
+                "web-1  |     return items[key]\n",
+                f"web-1  | KeyError: 'item-{i}'\n",
+            ]
+    log = tmp_path / "compose.log"
+    log.write_text("".join(lines))
+    out = run_cli("filter", str(log)).stdout.decode()
+    assert [f"KeyError: 'item-{i}'" in out for i in (700, 1400, 2100, 2800)] == [True] * 4
+    assert out.count("Traceback (most recent call last):") == 4

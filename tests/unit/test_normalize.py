@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfilter.normalize import (
+    _SERVICE_PREFIX,
     _TIMESTAMP_PREFIX,
     _line_ends,
+    _strip_service_prefixes,
     _strip_timestamps,
     _timestamp_lines,
     normalize_block,
@@ -72,20 +76,42 @@ def test_long_line_is_capped_for_scoring_only() -> None:
     assert norm.capped == (1,)
 
 
-def test_ci_timestamp_prefixes_are_not_part_of_the_scoring_text() -> None:
-    raw = (
-        b"2026-05-07T17:30:12.8056437Z   FAIL test/config/get.ts\n"
-        b"2019-07-23 14:21:34.571 xcodebuild[3111:8516] note\n"
-        b"[2024-01-02 03:04:05] ERROR x\n"
-        b"2024-01-02 is a date, not a prefix\n"
-    )
-    norm = normalize_block(raw, 4, 1 << 20)
-    assert norm.text.split(b"\n")[:4] == [
-        b"  FAIL test/config/get.ts",
-        b"xcodebuild[3111:8516] note",
-        b"ERROR x",
-        b"2024-01-02 is a date, not a prefix",
-    ]
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [  # CI timestamps
+            (b"2026-05-07T17:30:12.8056437Z   FAIL test/config/get.ts", b"  FAIL test/config/get.ts"),
+            (b"2019-07-23 14:21:34.571 xcodebuild[3111:8516] note", b"xcodebuild[3111:8516] note"),
+            (b"[2024-01-02 03:04:05] ERROR x", b"ERROR x"),
+            (b"2024-01-02 is a date, not a prefix", b"2024-01-02 is a date, not a prefix"),
+        ],
+        [  # docker compose: "Traceback" then starts its line for the signatures, "  File" is indented
+            (b"web-1  | Traceback (most recent call last):", b"Traceback (most recent call last):"),
+            (b'web-1  |   File "/app/main.py", line 70', b'  File "/app/main.py", line 70'),
+            (b"db_12    | KeyError: 'x'", b"KeyError: 'x'"),
+            (b"File      | % Stmts | % Branch", b"File      | % Stmts | % Branch"),  # a coverage table
+            (b"    3 | int g2(long y) {", b"    3 | int g2(long y) {"),  # a compiler's source line
+            (b"x-1 |no space after the bar", b"x-1 |no space after the bar"),
+        ],
+    ],
+)
+def test_line_prefixes_are_not_part_of_the_scoring_text(pairs: list[tuple[bytes, bytes]]) -> None:
+    norm = normalize_block(b"".join(raw + b"\n" for raw, _ in pairs), len(pairs), 1 << 20)
+    assert norm.text.split(b"\n")[: len(pairs)] == [scored for _, scored in pairs]
+
+
+SERVICE_PIECES = [b"web-1", b"db_12", b"a", b"-", b"_", b"7", b" ", b"    ", b"| ", b"|", b"\n", b"x|y", b"File  | %"]
+
+
+@given(st.lists(st.sampled_from(SERVICE_PIECES), max_size=60))
+@settings(max_examples=1000, deadline=None)
+def test_service_prefixes_stripped_as_by_one_sub(pieces: list[bytes]) -> None:
+    text = b"".join(pieces)
+    ends = _line_ends_of(text)
+    expected = re.compile(b"(?m)^" + _SERVICE_PREFIX.pattern).sub(b"", text)
+    stripped, stripped_ends = _strip_service_prefixes(text, ends)
+    assert stripped == expected
+    assert stripped_ends.tolist() == _line_ends(expected, ends.shape[0]).tolist()
 
 
 ESCAPE_PIECES = [b"\x1b", b"[", b"]", b"P", b"X", b"^", b"_", b"\\", b"\x07", b"\n", b"1", b";", b"m", b" ", b"(", b"B"]
