@@ -164,8 +164,7 @@ async def run_command(
     sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
     sink.shared = separate  # text then labels each switch between stdout and stderr
     name = os.path.basename(argv[0])
-    command = printable(shlex.join(argv))
-    command = command if len(command) <= 80 else command[:77] + "..."
+    command = _command_text(argv)
     source = SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
     try:
         process = await _start(argv, separate)
@@ -237,6 +236,7 @@ async def send_command(
             raise
         assert process.stdout is not None
         ended_with_newline = True
+        here: LiveStream | None = None  # the rest of the output, once the daemon is gone
         async with anyio.create_task_group() as tg:
             tg.start_soon(_forward_signals, process)
             while True:
@@ -245,6 +245,15 @@ async def send_command(
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     break
                 await link.send(data, output=True)
+                if link.lost is not None:
+                    here = _filtered_here(argv, query)
+                    await here.marker(
+                        f"the daemon connection was lost ({link.lost}); the output from byte {link.sent} on "
+                        "is filtered here"
+                    )
+                    await here.feed(data)
+                    await _pump(here, process.stdout, None)
+                    break
                 ended_with_newline = data.endswith(b"\n")
             returncode = await process.wait()
             tg.cancel_scope.cancel()
@@ -252,12 +261,29 @@ async def send_command(
         # the control line must start a line of its own
         tail = b"" if ended_with_newline else b"\n"
         await link.send(tail + control_line("run-end", run=run, nonce=nonce, status=status_of(returncode)))
+    if here is not None:
+        await here.end(FilterConfig().tail_lines if returncode != 0 else SUCCESS_TAIL_LINES)
+        await here.marker(exit_text(_command_text(argv), returncode), "exit", status=status_of(returncode))
     if link.lost is not None:
         sys.stderr.write(
             f"streamfilter: warning: the daemon connection was lost ({link.lost}); "
-            f"output after byte {link.sent} was not sent\n"
+            f"output after byte {link.sent} was not sent{' (it is filtered here)' if here else ''}\n"
         )
     return status_of(returncode)
+
+
+def _command_text(argv: Sequence[str]) -> str:
+    """CMD as the exit status line names it: printable, at most 80 characters."""
+    command = printable(shlex.join(argv))
+    return command if len(command) <= 80 else command[:77] + "..."
+
+
+def _filtered_here(argv: Sequence[str], query: str | None) -> LiveStream:
+    """A stream filtered to this process's stdout as ``run`` does, for the output ``send`` could not send."""
+    config = FilterConfig(query=query) if query else FilterConfig()
+    name = os.path.basename(argv[0])
+    source = SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
+    return archived_stream(source, [StdoutSink(SinkConfig("stdout", "stdout"))], name, None, hold_tail=True)
 
 
 class _Link:

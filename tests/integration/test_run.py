@@ -281,7 +281,8 @@ def test_send_survives_the_daemon_going_away(tmp_path: Path) -> None:
             "--",
             "sh",
             "-c",
-            f"for i in $(seq 1 30); do echo slow $i; sleep 0.05; done; touch {marker}; exit 3",
+            f"for i in $(seq 1 30); do echo slow $i; sleep 0.05; done; touch {marker}; "
+            "echo 'ERROR: the last step failed'; exit 3",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -289,9 +290,14 @@ def test_send_survives_the_daemon_going_away(tmp_path: Path) -> None:
     # stop once the run is flowing (a fixed pause lost the race on a loaded machine)
     daemon.wait_for(lambda: any(e.get("event") == "connection.opened" for e in daemon.logs()), 20)
     assert daemon.stop() == 0
-    _, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=30)
     assert proc.returncode == 3 and marker.exists()
     assert b"the daemon connection was lost" in err and b"Traceback" not in err
+    # what could not be sent is filtered here, so the failure is not lost (a fresh-user helper's
+    # find: a reload during a run lost its failure and its status)
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("[streamfilter: the daemon connection was lost") and "filtered here" in lines[0]
+    assert "ERROR: the last step failed" in lines and lines[-1].endswith("exited with status 3]")
 
 
 def test_send_counts_the_bytes_of_cmds_output_it_handed_over_not_its_control_lines(tmp_path: Path) -> None:
