@@ -46,6 +46,22 @@ class _Parser(argparse.ArgumentParser):
         # one clear line, not the usage block
         self.exit(2, f"streamfilter: error: {message} (see --help)\n")
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, rest = super().parse_known_args(args, namespace)
+        for flag, why in _FILTER_ONLY.items():
+            if flag in rest or any(arg.startswith(flag + "=") for arg in rest):
+                self.error(f"{flag} is an option of filter only ({why})")
+        return parsed, rest
+
+
+# options a user of filter may reach for with follow or run, each with why they are filter's only
+_FILTER_ONLY = {
+    "--budget-tokens": "a budget is decided over the whole input; these write as it comes",
+    "--explain": "decision traces are for filter's JSONL",
+}
+
 
 def _count(minimum: int) -> type[int]:
     def parse(text: str) -> int:

@@ -281,6 +281,8 @@ def _source(
     if "sinks" in table:
         sinks = check.typed(table["sinks"], list, f"{key}.sinks")
         values["sinks"] = tuple(check.typed(s, str, f"{key}.sinks[{j}]") for j, s in enumerate(sinks))
+        if not values["sinks"]:
+            raise check.fail(f"{key}.sinks", 'is empty: the output would go nowhere (the default is ["stdout"])')
     return SourceConfig(**values)
 
 

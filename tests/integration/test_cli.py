@@ -129,6 +129,9 @@ def test_stdin_and_dash_read_standard_input() -> None:
         (("run", "--context", "99999999999999999999", "--", "true"), b"above the maximum"),
         (("filter", "--format", "xml", "-"), b"invalid choice"),
         (("filter", "--no-such-option", "-"), b"unrecognized arguments"),
+        # (a fresh-user helper's find: "unrecognized arguments" said nothing of where the option is)
+        (("run", "--budget-tokens", "300", "--", "true"), b"--budget-tokens is an option of filter only"),
+        (("follow", "--explain", "x.log"), b"--explain is an option of filter only"),
     ],
 )
 def test_usage_errors_print_one_line_and_exit_2(args: tuple[str, ...], message: bytes) -> None:
