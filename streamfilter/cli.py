@@ -25,7 +25,7 @@ from typing import IO, BinaryIO, ClassVar, NoReturn, cast
 
 from . import __version__
 from ._logging import configure_logging, log_notices
-from .budget import REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
+from .budget import BUDGET_SUMMARY_CHARS, REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
 from .checkpoint import ReadPosition
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, load_config, resolved
 from .envelope import SUCCESS_TAIL_LINES
@@ -491,7 +491,9 @@ def _budgeted(
     # a summary line: its text, then "; ref ", the ref (source, two offsets, a CRC) and a newline; the
     # ref by its length (its offsets and CRC, unknown yet, would move an estimate of its tokens)
     ref = f"; ref {refs.source}:{10**9}-{10**9}:{0xFFFFFFFF:08x}]\n"
-    drop_tokens = config.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
+    # the chosen output's summaries are short: each piece kept apart costs one
+    terse = replace(config, summary_chars=min(config.summary_chars, BUDGET_SUMMARY_CHARS))
+    drop_tokens = terse.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
     pool = UnitPool(tokens, drop_tokens)
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
@@ -522,7 +524,7 @@ def _budgeted(
         if own.within_limit():
             own.end(first)
             return _copy(held, out, header)
-        second = StreamFilter(config, source=name, selection=pool.select())
+        second = StreamFilter(terse, source=name, selection=pool.select())
         again = spool if spool is not None else handle
         again.seek(start if spool is None else 0)
         held.seek(0)

@@ -345,8 +345,9 @@ class DropSummary:
         others = len(self._shapes) - len(parts) + (1 if self._other else 0)
         if others > 0:  # with no room to name one, the count of shapes is still given
             parts.append(f"{'+' * bool(parts)}{others} {'other ' * bool(parts)}shape{'s' * (others != 1)}")
-        body = "; ".join(p for p in (facts_text, *parts) if p)
-        text = f"{head}: {body}]" if body else f"{head}]"
-        if len(text) > self.max_chars:  # only with a tiny max_chars
-            text = text[: self.max_chars - 2] + "…]"
-        return text
+        pieces = [p for p in (*facts, *parts) if p]
+        text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
+        while len(text) > self.max_chars and pieces:  # a short max_chars: whole facts give way, last first
+            pieces.pop()
+            text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
+        return text  # (the head, with the range and the counts, is never cut)

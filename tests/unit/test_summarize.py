@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -92,6 +94,20 @@ def test_summary_never_exceeds_its_length_and_keeps_the_facts() -> None:
     text = summary_of(data, max_chars=120)
     assert len(text) <= 120
     assert "(21 lines, " in text
+
+
+@pytest.mark.parametrize("max_chars", [20, 64, 75, 90])
+def test_a_short_summary_drops_whole_facts_and_never_cuts_its_range_and_counts(max_chars: int) -> None:
+    # (as under --budget-tokens: it cut "[streamfilter: dropped lines 1-40 (40 …" mid-fact)
+    data = b"".join(b"warning: compiling unit %d of many\n" % i for i in range(40)) + b"error: x failed\n"
+    head = "[streamfilter: dropped lines 1-41 (41 lines, 1.4 KiB)"
+    text = summary_of(data, max_chars=max_chars)
+    assert text.startswith(head) and "…" not in text
+    assert len(text) <= max(max_chars, len(head) + 1)
+    facts = text.removeprefix(head).removeprefix(": ").removesuffix("]")
+    full = summary_of(data, max_chars=240).removeprefix(head).removeprefix(": ").removesuffix("]")
+    # whole facts only (with no room to name a shape, their count stands in for them)
+    assert not facts or all(f in full.split("; ") or re.fullmatch(r"\d+ shapes?", f) for f in facts.split("; "))
 
 
 def test_summary_counts_progress_frames_and_warnings() -> None:
