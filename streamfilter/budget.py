@@ -82,11 +82,14 @@ LAMBDA = 0.7  # MMR's weight of relevance against redundancy (0.5: 0.688, 0.9: 0
 PROTECTED_FLOOR = 0.8
 MAX_PER_SHAPE = 3  # units chosen whose first lines share a shape
 REF_BYTES_PER_TOKEN = 3  # bytes of a DROP summary's ref per token (corpus paths with offsets and CRC: about 3.4)
-# a DROP summary's most characters before its ref when a budget chooses (its range and counts, a
-# fact or two): each piece kept apart costs a summary, and at 140 characters (the filter's default)
-# fewer fit; on the corpus, mean recall at 300 / 500 / 1000 / 2000 tokens 0.333 / 0.528 / 0.721 /
-# 0.814 -> 0.404 / 0.572 / 0.730 / 0.820 (100: 0.378 / 0.554 / 0.728 / 0.818)
-BUDGET_SUMMARY_CHARS = 64
+# a DROP summary's most characters before its ref when a budget chooses: its range and counts, and
+# the count of failure lines it holds (room for little more): each piece kept apart costs a
+# summary, and at 140 characters (the filter's default) fewer fit. Corpus, mean recall at 300 /
+# 500 / 1000 / 2000 tokens: 140: 0.333 / 0.528 / 0.721 / 0.814; 64 (no room for the count of
+# failure lines): 0.404 / 0.572 / 0.730 / 0.820; 100: 0.378 / 0.554 / 0.728 / 0.818 (the choice
+# as it was then); 80, with the choice of 3e7af38: 0.417 / 0.594 / 0.722 / 0.814 (64: 0.429 /
+# 0.595 / 0.727 / 0.817)
+BUDGET_SUMMARY_CHARS = 80
 SUMMARY_CHARS_PER_TOKEN = 2.5  # a DROP summary's text, per estimated token (2.8-3.0 on corpus outputs: room to spare)
 MAX_CANDIDATES = 512  # units of one kind weighed by MMR (the likeliest, by kind, repeats, score, line)
 _MAX_SHAPES_PER_UNIT = 64  # line shapes compared per unit (its first lines)

@@ -816,6 +816,7 @@ class StreamFilter:
             int(p.repeat[a:b].sum()),
             int(over.shape[0]),
             int(over.max()) if over.shape[0] else 0,
+            int(p.hit[a:b].sum()),  # (protected lines are dropped only by a budget's selection)
         )
         with memoryview(self._buf) as view:
             self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)

@@ -222,6 +222,7 @@ class DropSummary:
         self._other = 0
         self.term_lines = 0
         self.repeated_failures = 0
+        self.failure_lines = 0
         self.warning_lines = 0
         self.progress_lines = 0
         self.frames = 0
@@ -239,6 +240,7 @@ class DropSummary:
         repeated_failures: int = 0,
         long_lines: int = 0,
         longest: int = 0,
+        failure_lines: int = 0,
     ) -> None:
         """Add the next ``n_lines`` lines of the run.
 
@@ -254,8 +256,11 @@ class DropSummary:
                 not protected, their shape having been kept ``max_repeats`` times.
             long_lines: how many of them are over the scoring cap (``max_line_bytes``).
             longest: the longest of those, in bytes.
+            failure_lines: how many of them carry a failure signature and were protected, but
+                left out by a token budget (``--budget-tokens``).
         """
         self.repeated_failures += repeated_failures
+        self.failure_lines += failure_lines
         self.long_lines += long_lines
         self.longest = max(self.longest, longest)
         self.last_line += n_lines
@@ -293,6 +298,8 @@ class DropSummary:
             f"{_kib(self.end_byte - self.start_byte)})"
         )
         facts = []
+        if self.failure_lines:  # first: a terse summary (under a budget) has room for it
+            facts.append(_count(self.failure_lines, "failure line"))
         if self.repeated_failures:
             facts.append(f"{_count(self.repeated_failures, 'more failure line')} like ones kept")
         terms = f"{_count(self.term_lines, 'line')} with query terms"

@@ -239,13 +239,16 @@ def test_budget_the_output_fits_in_changes_nothing_and_a_tight_one_keeps_the_fai
     # a failure's exception line and the verdict; with room for more, the first failure's too
     assert b"E       FileNotFoundError: [Errno 2]" in tight.stdout and b"= 2 failed, 71 passed in" in tight.stdout
 
-    # its summaries are terse (each piece kept apart costs one): at most 64 characters before the
+    # its summaries are terse (each piece kept apart costs one): at most 80 characters before the
     # ref, where the filter's own name shapes in up to 140
     def summaries(out: bytes) -> list[str]:
         return [x.decode().split("; ref ")[0] for x in out.splitlines() if x.startswith(b"[streamfilter: dropped")]
 
-    assert summaries(tight.stdout) and all(len(x) <= 64 for x in summaries(tight.stdout))
-    assert any(len(x) > 64 for x in summaries(alone))
+    assert summaries(tight.stdout) and all(len(x) <= 80 for x in summaries(tight.stdout))
+    assert any(len(x) > 80 for x in summaries(alone))
+    # and they say how many failure lines the budget left out in them (the rest of those failures)
+    assert any(re.search(r": \d+ failure lines?$", x) for x in summaries(tight.stdout))
+    assert not any("failure line" in x for x in summaries(alone))
     roomier = run_cli("filter", "--budget-tokens", "600", str(EXAMPLE)).stdout
     assert b"E       ValueError: invalid literal for int() with base 10: ' lots'\n" in roomier
     # a one-line input smaller than any summary stays as it is
