@@ -249,7 +249,7 @@ async def send_command(
                     here = _filtered_here(argv, query)
                     await here.marker(
                         f"the daemon connection was lost ({link.lost}); the output from byte {link.sent} on "
-                        "is filtered here"
+                        f"(line {link.lines + 1}; numbered from 1 here) is filtered here"
                     )
                     await here.feed(data)
                     await _pump(here, process.stdout, None)
@@ -267,7 +267,7 @@ async def send_command(
     if link.lost is not None:
         sys.stderr.write(
             f"streamfilter: warning: the daemon connection was lost ({link.lost}); "
-            f"output after byte {link.sent} was not sent{' (it is filtered here)' if here else ''}\n"
+            f"output from byte {link.sent} on was not sent{' (it is filtered here)' if here else ''}\n"
         )
     return status_of(returncode)
 
@@ -289,12 +289,14 @@ def _filtered_here(argv: Sequence[str], query: str | None) -> LiveStream:
 class _Link:
     """The connection to the daemon; once it breaks, sends are dropped (CMD goes on).
 
-    ``sent`` counts bytes of CMD's output handed to the connection (not the control lines).
+    ``sent`` counts bytes of CMD's output handed to the connection (not the control lines),
+    ``lines`` the line ends among them.
     """
 
     def __init__(self, stream: ByteStream) -> None:
         self.stream = stream
         self.sent = 0
+        self.lines = 0
         self.lost: str | None = None
 
     async def send(self, data: bytes, output: bool = False) -> None:
@@ -304,6 +306,7 @@ class _Link:
             await self.stream.send(data)
             if output:
                 self.sent += len(data)
+                self.lines += data.count(b"\n")
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self.lost = str(exc) or "the daemon closed it"
 

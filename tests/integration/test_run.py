@@ -297,6 +297,10 @@ def test_send_survives_the_daemon_going_away(tmp_path: Path) -> None:
     # find: a reload during a run lost its failure and its status)
     lines = out.decode().splitlines()
     assert lines[0].startswith("[streamfilter: the daemon connection was lost") and "filtered here" in lines[0]
+    where = re.search(r"from byte (\d+) on \(line (\d+);", lines[0])
+    assert where is not None
+    printed = b"".join(b"slow %d\n" % i for i in range(1, 31))  # what CMD printed first
+    assert printed[: int(where[1])].count(b"\n") + 1 == int(where[2])
     assert "ERROR: the last step failed" in lines and lines[-1].endswith("exited with status 3]")
 
 
@@ -320,7 +324,7 @@ def test_send_counts_the_bytes_of_cmds_output_it_handed_over_not_its_control_lin
     thread.join(10)
     server.close()
     assert done.returncode == 0
-    sent = re.search(rb"output after byte (\d+) was not sent", done.stderr)
+    sent = re.search(rb"output from byte (\d+) on was not sent", done.stderr)
     assert sent is not None, done.stderr
     assert 7 <= int(sent.group(1)) < 171  # a run-start line alone is some 200 bytes
     assert b"Error)" not in done.stderr  # no exception class name as the reason
