@@ -175,7 +175,7 @@ def _strip_service_prefixes(text: bytes, ends: npt.NDArray[np.int64]) -> tuple[b
     starts = np.where(line > 0, ends[np.maximum(line - 1, 0)], 0)
     near = (pipes > starts + 2) & (pipes - starts <= 128) & (pipes + 1 < arr.shape[0])
     pipes, starts = pipes[near], starts[near]
-    spaced = (arr[pipes - 1] == 0x20) & (arr[np.minimum(pipes + 1, arr.shape[0] - 1)] == 0x20)
+    spaced = (arr[pipes - 1] == 0x20) & (arr[pipes + 1] == 0x20)  # (``near``: a byte follows each)
     found = [
         (start, pipe + 2)
         for start, pipe in zip(starts[spaced].tolist(), pipes[spaced].tolist(), strict=True)

@@ -165,7 +165,7 @@ async def run_command(
     sink.shared = separate  # text then labels each switch between stdout and stderr
     name = os.path.basename(argv[0])
     command = _command_text(argv)
-    source = SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
+    source = _command_source(name, config)
     try:
         process = await _start(argv, separate)
     except CommandError as exc:
@@ -262,7 +262,7 @@ async def send_command(
         tail = b"" if ended_with_newline else b"\n"
         await link.send(tail + control_line("run-end", run=run, nonce=nonce, status=status_of(returncode)))
     if here is not None:
-        await here.end(FilterConfig().tail_lines if returncode != 0 else SUCCESS_TAIL_LINES)
+        await here.end(here.filter.config.tail_lines if returncode != 0 else SUCCESS_TAIL_LINES)
         await here.marker(exit_text(_command_text(argv), returncode), "exit", status=status_of(returncode))
     if link.lost is not None:
         sys.stderr.write(
@@ -278,11 +278,15 @@ def _command_text(argv: Sequence[str]) -> str:
     return command if len(command) <= 80 else command[:77] + "..."
 
 
+def _command_source(name: str, config: FilterConfig) -> SourceConfig:
+    """The source a command's output is filtered as (``run``, and ``send`` once the daemon is gone)."""
+    return SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
+
+
 def _filtered_here(argv: Sequence[str], query: str | None) -> LiveStream:
     """A stream filtered to this process's stdout as ``run`` does, for the output ``send`` could not send."""
-    config = FilterConfig(query=query) if query else FilterConfig()
     name = os.path.basename(argv[0])
-    source = SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
+    source = _command_source(name, FilterConfig(query=query) if query else FilterConfig())
     return archived_stream(source, [StdoutSink(SinkConfig("stdout", "stdout"))], name, None, hold_tail=True)
 
 
