@@ -50,6 +50,10 @@ class Signature:
         record: the line heads a report that ends with its record (at a blank line):
             the rest of the record is kept whatever its indentation, up to the
             filter's ``section_lines``.
+        anywhere: the ``find`` regexes are searched in every line, not only in the
+            lines the trigger prefilter lets through: for a signature with no trigger
+            word whose finders share a literal rare enough to rule out most blocks
+            at once (``.py:``).
     """
 
     name: str
@@ -58,6 +62,7 @@ class Signature:
     max_hits: int | None = None
     section: bool = False
     record: bool = False
+    anywhere: bool = False
 
 
 def _s(name: str, pattern: str, *, section: bool = False, record: bool = False) -> Signature:
@@ -65,9 +70,15 @@ def _s(name: str, pattern: str, *, section: bool = False, record: bool = False) 
 
 
 def _f(
-    name: str, *find: str, line: str = "", max_hits: int | None = None, section: bool = False, record: bool = False
+    name: str,
+    *find: str,
+    line: str = "",
+    max_hits: int | None = None,
+    section: bool = False,
+    record: bool = False,
+    anywhere: bool = False,
 ) -> Signature:
-    return Signature(name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record)
+    return Signature(name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record, anywhere)
 
 
 _EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|Exception)(?::|\b.{0,300}$)"
@@ -182,6 +193,14 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # awesome_bot's link report: "Issues :-(", then "> Links" and the failing links
     _s("link-check-issues", r"Issues :-\(", record=True),
     _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
+    # Python's linters: flake8's, pycodestyle's, pylint's and ruff's "bad.py:8:16: F821 undefined name 'x'",
+    # and ruff's full form, the code and message over "  --> bad.py:8:16" (kept as its context line)
+    _f(
+        "python-lint",
+        r"\.py:\d+:\d+(?::? [A-Z]{1,4}\d{2,4}\b|\r?$)",  # one regex: half the time of two
+        line=r"(?:--> )?\S+\.py:\d+:\d+",
+        anywhere=True,
+    ),
     # JavaScript Standard Style (standard, semistandard, ts-standard) heads its findings so:
     # "standard: Use JavaScript Standard Style (https://standardjs.com)", then "  file:1:2: ..."
     _f("standard-lint", r": Use JavaScript Standard Style", r": Use Semicolons For All!"),
@@ -544,7 +563,8 @@ class SignatureSet:
             for i, s in enumerate(sigs)
             if s.find
         ]
-        self._found = [f for f in found if f[0] < builtin]
+        self._found = [f for f in found if f[0] < builtin and not sigs[f[0]].anywhere]
+        self._anywhere = [f for f in found if f[0] < builtin and sigs[f[0]].anywhere]
         self._user = [f for f in found if f[0] >= builtin]
         self._left = {i: s.max_hits for i, s in enumerate(sigs) if s.max_hits is not None}
 
@@ -563,7 +583,8 @@ class SignatureSet:
             table: the block's ``TokenTable``. With ``first``, the built-in
                 signatures are only tried on lines that hold a trigger token
                 (``TRIGGER_WORDS``) or start with one of the symbols some signatures
-                start with; every built-in signature needs one of the two.
+                start with; every built-in signature needs one of the two (an
+                ``anywhere`` one is searched in every line).
             first: shape ``(n_lines,)``: offset of each line's first non-blank byte
                 (``LineLayout.first``).
 
@@ -587,7 +608,7 @@ class SignatureSet:
         starts: list[int] = []
         ids: list[int] = []
         if table is None or first is None:
-            self._scan(text, ends, None, self._anchored, self._found, starts, ids)
+            self._scan(text, ends, None, self._anchored, self._found + self._anywhere, starts, ids)
         else:
             marks = np.zeros(ends.shape[0], dtype=bool)
             marks[table.lines_with(_TRIGGERS)] = True
@@ -603,6 +624,8 @@ class SignatureSet:
             elif lines.shape[0]:
                 sub, sub_ends = gather_lines(text, ends, lines)
                 self._scan(sub, sub_ends, lines, self._anchored, self._found, starts, ids)
+            if self._anywhere:  # their literals rule a block out quicker than its trigrams would
+                self._scan(text, ends, None, None, self._anywhere, starts, ids, trigrams=False)
         if self._user:
             self._user_lines(text, int(ends.shape[0]), starts, ids)
         if not starts:
@@ -651,8 +674,13 @@ class SignatureSet:
         found: list[_Found],
         out_lines: list[int],
         out_ids: list[int],
+        *,
+        trigrams: bool = True,
     ) -> None:
-        """Append (line, signature) hits in ``text`` to the lists; ``line_map`` maps its lines to the block's."""
+        """Append (line, signature) hits in ``text`` to the lists; ``line_map`` maps its lines to the block's.
+
+        ``trigrams``: rule out finders by the text's trigrams before their literals.
+        """
         hit_starts: list[int] = []
         if anchored is not None:
             padded = b"\n" + text
@@ -664,7 +692,7 @@ class SignatureSet:
                 hit_starts.append(m.start())  # the "\n" before the line = the line's offset in text
                 out_ids.append(int(m.lastgroup[1:]) if m.lastgroup else 0)
                 pos = padded.find(b"\n", m.start() + 1)  # one anchored signature per line is enough
-        grams = _text_grams(text) if found and len(text) >= 3 else None
+        grams = _text_grams(text) if trigrams and found and len(text) >= 3 else None
         for i, finders, confirm in found:
             positions = [m.start() for f in finders if f.may_match(text, grams) for m in f.regex.finditer(text)]
             if not positions:

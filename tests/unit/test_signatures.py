@@ -60,6 +60,10 @@ LINES = [
     ("minitest-failure", b"Failure:"),
     ("lint-offenses", b"Offenses:"),
     ("lint-error", b"  28:14  error  Replace `x` with `y`  prettier/prettier"),
+    ("python-lint", b"bad.py:8:16: F821 undefined name 'undefined_name'"),  # flake8 7.5
+    ("python-lint", b"bad.py:8:15: E0602: Undefined variable 'undefined_name' (undefined-variable)"),  # pylint 4.1
+    ("python-lint", b"bad.py:1:8: F401 [*] `os` imported but unused"),  # ruff 0.17, concise
+    ("python-lint", b" --> bad.py:1:8"),  # ruff, full: under "F401 [*] `os` imported but unused"
     ("found-errors", b"Found 2 errors in 1 file (checked 16 source files)"),
     ("phpunit-failure", b"FAILURES!"),
     ("phpunit-failures", b"There were 2 failures:"),
@@ -387,3 +391,15 @@ def test_a_jest_verbose_list_of_passed_tests_is_summarized_and_its_failures_kept
     kept = _kept(log)
     assert blocks in kept and b"\xe2\x9c\x95 keeps line order" in kept
     assert kept.count("\u2713 adds item".encode()) <= 16  # a window each side at most, of 60
+
+
+def test_python_linters_findings_are_kept() -> None:
+    # a CI script's flake8 7.5, pylint 4.1 and ruff 0.17 (concise) on one file, then 60 passed pytest
+    # tests: the findings hold no trigger word, so no signature saw them and flake8's and pylint's
+    # were summarized (a session's own find)
+    log = (REAL / "python-lint.log").read_bytes()
+    findings = [line for line in log.split(b"\n") if re.match(rb"bad\.py:\d+:\d+:? [A-Z]+\d+", line)]
+    assert len(findings) == 12 + 15 + 7
+    kept = _kept(log)
+    assert all(line in kept for line in findings)
+    assert kept.count(b" PASSED ") <= 16  # a window each side at most, of 60
