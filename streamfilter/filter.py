@@ -68,7 +68,9 @@ class FilterConfig:
 
     Attributes:
         query: the query text; split into terms by ``Query.parse``. A word with no
-            letter or digit (``[-]``, ``=====``) is matched literally and keeps its lines.
+            letter or digit (``[-]``, ``=====``) is matched literally and keeps its lines;
+            so is a word of letters and digits (an error code, ``F401``), as a whole word
+            in any case.
         window_lines: N, most lines packed into a window.
         window_chars: M, most characters packed into a window.
         max_line_bytes: scoring cap per line in bytes (the line is still emitted whole).
@@ -233,12 +235,17 @@ class StreamFilter:
         keep_block_buffers()  # the stages' block-sized buffers reuse heap pages (see _heap)
         self.source = source
         self._selection = selection
-        self.query = Query.parse(cfg.query)
+        words = cfg.query.split()
+        # an error code ("F401", "E0308") would be two terms, a letter and a number, each found
+        # anywhere ("def f0", "E7"): it is matched whole, as a word in any case, and keeps its lines
+        codes = [w for w in words if w.isalnum() and any(c.isalpha() for c in w) and any(c.isdigit() for c in w)]
+        self.query = Query.parse(" ".join(w for w in words if w not in codes))
         self.stats = FilterStats()
         self.notices: list[Notice] = []
         # a query word with no letters or digits ("[-]", "=====") cannot be a BM25 term: such
         # words are matched literally and keep their lines, like --protect patterns
-        symbols = tuple(re.escape(word) for word in cfg.query.split() if not any(ch.isalnum() for ch in word))
+        symbols = tuple(re.escape(word) for word in words if not any(ch.isalnum() for ch in word))
+        symbols += tuple(rf"(?i)\b{re.escape(code)}\b" for code in codes)
         # --protect patterns take their lines from the built-ins (never repeat-capped); query
         # symbols do not (a "=====" word must not take pytest's section header from its signature)
         self._signatures = SignatureSet(extra=cfg.protect + symbols, first=len(cfg.protect))

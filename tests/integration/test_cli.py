@@ -392,6 +392,17 @@ def test_a_query_word_without_letters_is_matched_literally() -> None:
     assert b"step 50 ok" not in proc.stdout
 
 
+def test_an_error_code_in_the_query_is_matched_whole() -> None:
+    # "F401" was the terms "f" and "401", each found anywhere: windows of "f 7 ok" and "took 401 ms"
+    # outscored the finding (a fresh-user helper's find, on ruff's output)
+    noise = b"".join(b"f %d ok\n" % i + b"took 401 ms\n" + b"step %d\n" % i * 6 for i in range(40))
+    data = noise + b"lint: f401 `os` imported but unused\n" + noise
+    proc = run_cli("filter", "--query", "F401", "--head", "0", "--tail", "0", stdin=data)
+    assert proc.returncode == 0, proc.stderr
+    assert b"lint: f401 `os` imported but unused\n" in proc.stdout
+    assert proc.stdout.count(b"took 401 ms\n") <= 2 and b"f 7 ok" not in proc.stdout  # its window at most
+
+
 @pytest.mark.parametrize("pattern", ["", "x*", "^", "$", r"\A"])
 def test_protect_patterns_that_match_empty_strings_match_every_line(pattern: str) -> None:
     data = b"".join(b"line %d\n" % i for i in range(50)) + b"last"
