@@ -27,6 +27,7 @@ import glob
 import math
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -38,7 +39,7 @@ from .filter import MAX_COUNT, MIN_LINE_BYTES, FilterConfig
 from .output import FORMATS
 from .score import PARAMETER_RANGES
 
-__all__ = ("ConfigError", "DaemonConfig", "SinkConfig", "SourceConfig", "load_config", "resolved")
+__all__ = ("ConfigError", "DaemonConfig", "SinkConfig", "SourceConfig", "check_places", "load_config", "resolved")
 
 
 class ConfigError(StreamfilterError):
@@ -402,6 +403,34 @@ def _check_conflicts(check: _Checker, sources: list[SourceConfig], sinks: list[S
                 raise check.fail(
                     f"sink[{i - 1}].path", f"{sink.path} is read by source[{j}] (the daemon would read its own output)"
                 )
+
+
+def check_places(config: DaemonConfig) -> list[str]:
+    """What would stop the daemon from opening the config's sinks or binding its sockets now, found
+    touching nothing: a missing or unwritable directory, a file sink that is a directory, a socket
+    path taken by something else (``check-config`` warns; it is no error, as a directory may be
+    made before the daemon starts, such as systemd's ``RuntimeDirectory=``).
+
+    Returns:
+        one message per place, as ``PATH: KEY: what``.
+    """
+    out = []
+    places = [(f"sink[{i - 1}].path", s.type, s.path) for i, s in enumerate(config.sinks) if s.type in ("file", "unix")]
+    places += [(f"source[{i}].path", "unix", s.path) for i, s in enumerate(config.sources) if s.type == "unix"]
+    for key, kind, path in places:
+        parent = os.path.dirname(path)
+        what = ""
+        if not os.path.isdir(parent):
+            what = f"its directory {parent} {'is not a directory' if os.path.exists(parent) else 'does not exist'}"
+        elif not os.path.exists(path) and not os.access(parent, os.W_OK | os.X_OK):
+            what = f"its directory {parent} is not writable"
+        elif kind == "file" and os.path.isdir(path):
+            what = "is a directory"
+        elif kind == "unix" and os.path.exists(path) and not stat.S_ISSOCK(os.stat(path).st_mode):
+            what = "exists and is not a socket, which the daemon will not replace"
+        if what:
+            out.append(f"{config.path}: {key}: {path}: {what}")
+    return out
 
 
 def resolved(config: DaemonConfig) -> dict[str, Any]:

@@ -138,7 +138,8 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
 
 
 def test_a_source_or_sink_that_cannot_be_opened_is_named_with_its_path_and_the_reason(tmp_path: Path) -> None:
-    """These pass check-config (the paths may exist later); the daemon says which one failed, exit 1."""
+    """These pass check-config (the paths may exist later), which warns of the missing directory; the
+    daemon says which one failed, exit 1."""
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
@@ -160,6 +161,25 @@ def test_a_source_or_sink_that_cannot_be_opened_is_named_with_its_path_and_the_r
             done = run_cli("daemon", "--config", str(write_config(tmp_path, body)))
             assert done.returncode == 1, (body, done.stderr)
             assert f"streamfilter: error: {message}\n".encode() in done.stderr, (body, done.stderr)
+            checked = run_cli("check-config", str(write_config(tmp_path, body)))
+            assert checked.returncode == 0 and json.loads(checked.stdout)["sources"], checked.stderr
+            said = f"its directory {missing} does not exist; the daemon would fail to open it now\n"
+            assert (said.encode() in checked.stderr) == ("no-such-dir" in body), (body, checked.stderr)
+
+
+def test_check_config_warns_of_a_socket_path_taken_by_a_file(tmp_path: Path) -> None:
+    # the daemon refuses such a path (a fresh-user helper met it on a reload); check-config said nothing
+    (tmp_path / "in.sock").write_bytes(b"")
+    config = write_config(tmp_path, f'[[source]]\nname = "s"\ntype = "unix"\npath = "{tmp_path}/in.sock"\n')
+    done = run_cli("check-config", str(config))
+    assert done.returncode == 0
+    assert (
+        done.stderr
+        == (
+            f"streamfilter: warning: {config}: source[0].path: {tmp_path}/in.sock: exists and is not a socket, "
+            "which the daemon will not replace; the daemon would fail to open it now\n"
+        ).encode()
+    )
 
 
 # -- files -----------------------------------------------------------------------------------------
