@@ -26,11 +26,12 @@ from ._heap import keep_block_buffers
 from .budget import Selection
 from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
 from .lines import LineSplitter
+from .normalize import strip_ansi
 from .prepare import BlockFacts, Preparer
 from .records import LineBlock, Run, WindowTrace
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
-from .signatures import SignatureSet
+from .signatures import LEAD_IN, SignatureSet
 from .summarize import DropSummary
 from .tokens import Query
 
@@ -55,6 +56,7 @@ MAX_TRACES = 256  # window traces kept per run with explain; the rest are counte
 # logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
 # labelled as needed in the corpus with up to 5 frames; progress bars redraw by the dozen
 REDRAW_FRAMES = 9
+LEAD_LINES = 20  # most lead-in lines (``signatures.LEAD_IN``) a protected line keeps before it
 MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
 
 Int64Array = npt.NDArray[np.int64]
@@ -610,6 +612,7 @@ class StreamFilter:
             self._signatures.record[ids],
             section_end,
         )
+        first = self._lead_ins(hits, first)
         marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)
@@ -640,7 +643,7 @@ class StreamFilter:
             rel = int(self._hits[0]) - p.base
             open_from = self._segmenter_closed if rel >= assigned else int(p.window[rel])
             start = int(np.searchsorted(p.window[:assigned], open_from))
-            limit = min(limit, p.base + min(start, rel - cfg.context_lines))
+            limit = min(limit, p.base + min(start, rel - cfg.context_lines - LEAD_LINES))
         n = limit - p.base
         runs: list[Run] = []
         if n <= 0:
@@ -684,6 +687,22 @@ class StreamFilter:
             self._close_runs(runs)
         self._trim(n)
         return runs
+
+    def _lead_ins(self, hits: Int64Array, first: Int64Array) -> Int64Array:
+        """Each hit's first kept line (pending indexes, shape ``(h,)``), moved back over the lead-in
+        lines right before it (``LEAD_IN``: where a compiler's diagnostic comes from), within the
+        hit's record and at most ``LEAD_LINES`` before it."""
+        records = self._p.record
+        out = first.copy()
+        for k, (hit, start) in enumerate(zip(hits.tolist(), first.tolist(), strict=True)):
+            line = start - 1
+            while line >= max(0, hit - LEAD_LINES) and records[line] == records[hit]:
+                a, b = self._line_start(line) - self._buf_start, int(self._p.ends[line]) - self._buf_start
+                if LEAD_IN.match(strip_ansi(bytes(self._buf[a:b]))) is None:
+                    break
+                line -= 1
+            out[k] = line + 1
+        return out
 
     def _cut_waits(self) -> int:
         """The first window whose decision waits for a cut not known yet: one with a query term

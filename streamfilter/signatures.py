@@ -26,7 +26,15 @@ from .errors import UsageError
 from .normalize import gather_lines
 from .tokens import KeySet, TokenTable, token_key
 
-__all__ = ("DEFAULT_SIGNATURES", "EXIT_VERDICTS", "Signature", "SignatureSet", "first_bytes", "required_literal")
+__all__ = (
+    "DEFAULT_SIGNATURES",
+    "EXIT_VERDICTS",
+    "LEAD_IN",
+    "Signature",
+    "SignatureSet",
+    "first_bytes",
+    "required_literal",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,18 @@ EXIT_VERDICTS = (
     r"exit(?:ed)? (?:with )?(?:code|status):? [1-9]",
     r"exited with [1-9]",
     r"returned non-zero exit status",
+)
+
+# The lines a compiler prints before a diagnostic to say where it comes from, matched at a line's
+# start (escapes removed): gcc's and clang's "In file included from a.h:3," and its indented
+# "from b.cpp:1:" lines, "a.cpp: In function 'int f()':", "a.h:5:7: In instantiation of '...':" and
+# its "required from ..." chain down to "t.cpp:8:9:   required from here". A protected line keeps
+# those right before it (``StreamFilter``: at most ``LEAD_LINES``), as it keeps its frames after it.
+LEAD_IN = re.compile(
+    rb"[ \t]*(?:In file included from \S|from \S+:\d+[,:][ \t\r]*$"
+    rb"|\S+: (?:In (?:(?:static )?member )?function|In constructor|In destructor|In instantiation of"
+    rb"|In lambda function|In substitution of|At global scope|At top level)\b"
+    rb"|\S+:\d+:\d+:[ \t]+required (?:from|by)\b)"
 )
 
 # Case-sensitive unless (?i:...).

@@ -10,7 +10,7 @@ import pytest
 
 from streamfilter.filter import FilterConfig, StreamFilter
 from streamfilter.segment import line_layout
-from streamfilter.signatures import DEFAULT_SIGNATURES, SignatureSet, first_bytes, required_literal
+from streamfilter.signatures import DEFAULT_SIGNATURES, LEAD_IN, SignatureSet, first_bytes, required_literal
 from streamfilter.tokens import token_table
 
 LINES = [
@@ -403,3 +403,38 @@ def test_python_linters_findings_are_kept() -> None:
     kept = _kept(log)
     assert all(line in kept for line in findings)
     assert kept.count(b" PASSED ") <= 16  # a window each side at most, of 60
+
+
+def test_a_compiler_errors_lead_in_lines_are_kept_with_it() -> None:
+    # g++ 12, two template errors: the second one's "In file included from", "In instantiation of"
+    # and "required from" chain (where the error comes from) was summarized; only "required from
+    # here", its one line of context, was kept
+    log = (REAL / "gpp-template-errors.log").read_bytes()
+    start = log.index(b"In file included from /usr/include/c++/12/bits/stl_algobase.h:71:")
+    chain = log[
+        start : log.index(
+            b"error: no match for \xe2\x80\x98operator<\xe2\x80\x99 (operand types are \xe2\x80\x98K\xe2\x80\x99"
+        )
+    ]
+    assert chain.count(b"required from") == 5
+    assert chain in _kept(log)
+    sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0))
+    pieces = [r for i in range(0, len(log), 7) for r in sf.feed(log[i : i + 7])] + sf.flush()
+    assert b"".join(r.data for r in pieces if r.decision == "keep") == _kept(log)  # however it is chunked
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"In file included from /usr/include/c++/12/bits/stl_algobase.h:64,",
+        b"                 from t.cpp:1:",
+        b"t.cpp: In function \xe2\x80\x98int main()\xe2\x80\x99:",
+        b"src/a.cc: In member function \xe2\x80\x98void A::f()\xe2\x80\x99:",
+        b"/usr/include/c++/12/bits/predefined_ops.h: In instantiation of \xe2\x80\x98constexpr bool f()\xe2\x80\x99:",
+        b"/usr/include/c++/12/bits/stl_algo.h:1809:14:   required from \xe2\x80\x98void std::sort()\xe2\x80\x99",
+        b"t.cpp:10:12:   required from here",
+    ],
+)
+def test_lead_in_lines(line: bytes) -> None:
+    assert LEAD_IN.match(line) is not None
+    assert LEAD_IN.match(b"INFO " + line.lstrip()) is None
