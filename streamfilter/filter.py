@@ -259,6 +259,7 @@ class StreamFilter:
         # where the stateless stages run: here, or a worker that computes them ahead
         self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
         self._repeats = RepeatGate(cfg.max_repeats)
+        self._last_shape = b""  # the shape of the stream's last line so far (with its line end)
         self._p = _Pending(base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
         self._buf = bytearray()  # raw bytes of pending lines
         self._buf_start = start_byte  # stream offset of _buf[0]
@@ -482,6 +483,11 @@ class StreamFilter:
         repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
         if hits.shape[0]:
             shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
+            for k in np.flatnonzero(self._signatures.shape_above[ids]).tolist():
+                # told apart by the line above too (ruff's "  --> a.py:3:1" under its code and message)
+                i = int(hits[k])
+                above = facts.shapes[int(facts.shape_ends[i - 2]) if i > 1 else 0 : int(facts.shape_ends[i - 1])]
+                shapes[k] = (above if i else self._last_shape) + shapes[k]
             gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
             fresh = np.ones(hits.shape[0], dtype=bool)
             if gated.any():
@@ -492,6 +498,8 @@ class StreamFilter:
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
         p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (self._shapes_start + len(self._shapes))))
         self._shapes += facts.shapes
+        if n:
+            self._last_shape = facts.shapes[int(facts.shape_ends[n - 2]) if n > 1 else 0 : int(facts.shape_ends[n - 1])]
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.repeat = np.concatenate((p.repeat, repeats))

@@ -62,6 +62,9 @@ class Signature:
             lines the trigger prefilter lets through: for a signature with no trigger
             word whose finders share a literal rare enough to rule out most blocks
             at once (``.py:``).
+        shape_above: its repeats (``FilterConfig.max_repeats``) are told apart by the
+            shape of the line above it too: for a location line under its finding
+            (ruff's ``  --> a.py:3:1``), whose own shape is the same for every finding.
     """
 
     name: str
@@ -71,6 +74,7 @@ class Signature:
     section: bool = False
     record: bool = False
     anywhere: bool = False
+    shape_above: bool = False
 
 
 def _s(name: str, pattern: str, *, section: bool = False, record: bool = False) -> Signature:
@@ -85,8 +89,11 @@ def _f(
     section: bool = False,
     record: bool = False,
     anywhere: bool = False,
+    shape_above: bool = False,
 ) -> Signature:
-    return Signature(name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record, anywhere)
+    return Signature(
+        name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record, anywhere, shape_above
+    )
 
 
 _EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|Exception)(?::|\b.{0,300}$)"
@@ -220,6 +227,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r"\.py:\d+:\d+(?::? [A-Z]{1,4}\d{2,4}\b|\r?$)",  # one regex: half the time of two
         line=r"(?:--> )?\S+\.py:\d+:\d+",
         anywhere=True,
+        shape_above=True,
     ),
     # JavaScript Standard Style (standard, semistandard, ts-standard) heads its findings so:
     # "standard: Use JavaScript Standard Style (https://standardjs.com)", then "  file:1:2: ..."
@@ -562,6 +570,7 @@ class SignatureSet:
         self._first = first
         self.section = np.asarray([s.section for s in sigs], dtype=bool)
         self.record = np.asarray([s.record for s in sigs], dtype=bool)
+        self.shape_above = np.asarray([s.shape_above for s in sigs], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead
