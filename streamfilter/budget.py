@@ -10,7 +10,8 @@ passes over the same bytes:
    filter runs again with the chosen line ranges (``Selection``) as its decisions:
    every other line is in a DROP run and its summary, so accounting stays exact.
 
-Order of choice: protected units first, then scored windows, then the last lines,
+Order of choice: protected units first (those of a line the user asked for, by
+``--protect`` or an error code in the query, before the others), then scored windows, then the last lines,
 then the head (on 119 corpus cases at 1000 tokens, mean recall 0.636 in this order,
 0.612 with the last lines second, 0.406 with them first). Within each kind, the next
 unit is the one of highest maximal marginal relevance (Carbonell & Goldstein 1998):
@@ -58,6 +59,8 @@ from .records import Run
 from .summarize import line_shapes
 
 __all__ = (
+    "ASKED_PREFIX",
+    "ASKED_RELEVANCE",
     "BUDGET_SUMMARY_CHARS",
     "LAMBDA",
     "MAX_CANDIDATES",
@@ -80,6 +83,8 @@ LAMBDA = 0.7  # MMR's weight of relevance against redundancy (0.5: 0.688, 0.9: 0
 # 0.95: 0.404 / 0.572 / 0.729 / 0.821 ("error failed" at 500 / 1000 / 2000: 0.514 / 0.679 / 0.793
 # with 0.5, 0.517 / 0.679 / 0.796 with 0.8)
 PROTECTED_FLOOR = 0.8
+ASKED_PREFIX = "protected:user"  # the reason of a line the user asked for (SignatureSet names them user1, ...)
+ASKED_RELEVANCE = 2.0  # over any other unit's (at most 1), whatever the redundancy
 MAX_PER_SHAPE = 3  # units chosen whose first lines share a shape
 REF_BYTES_PER_TOKEN = 3  # bytes of a DROP summary's ref per token (corpus paths with offsets and CRC: about 3.4)
 # a DROP summary's most characters before its ref when a budget chooses: its range and counts, and
@@ -159,6 +164,8 @@ class Unit:
         shapes: CRC-32s of the masked shapes of its first ``_MAX_SHAPES_PER_UNIT`` lines.
         key: CRC-32 of its first line's shape (the ``MAX_PER_SHAPE`` cap).
         solid: shape ``(lines,)``, bool: the line holds more than spaces, tabs and line ends.
+        asked: a protected unit whose line the user asked for (``--protect``, an error code
+            in the query): chosen before the other protected units.
     """
 
     first_line: int
@@ -169,6 +176,7 @@ class Unit:
     shapes: frozenset[int]
     key: int
     solid: npt.NDArray[np.bool_]
+    asked: bool = False
 
     @property
     def last_line(self) -> int:
@@ -239,6 +247,7 @@ class UnitPool:
         solid_before = np.concatenate(([0], np.cumsum(~_SPACE[data], dtype=np.int64)))
         tokens_before = token_prefix(run.data)
         starts: list[tuple[int, int, float]] = []  # (first line, kind, score) of each unit
+        asked: set[int] = set()  # first lines of the units the user asked for
         for trace in run.traces:
             kind = _kind(trace.reason)
             first = max(trace.first_line, run.first_line)
@@ -258,6 +267,8 @@ class UnitPool:
             if kind == TAIL and starts and starts[-1][1] == TAIL:  # the last lines are one unit
                 continue
             starts.append((first, SCORED if kind is None else kind, trace.score))
+            if trace.reason.startswith(ASKED_PREFIX):
+                asked.add(first)
         if not starts or starts[0][0] != run.first_line:
             starts.insert(0, (run.first_line, SCORED, 0.0))
         bounds = [first - run.first_line for first, _, _ in starts] + [run.lines]
@@ -278,7 +289,8 @@ class UnitPool:
             costs = tokens_before[ends[a:b]] - tokens_before[lo]
             key = shapes[0] if shapes else 0
             n_bytes = int(ends[b - 1]) - lo
-            self.units.append(Unit(first, n_bytes, costs, kind, score, frozenset(shapes), key, solid))
+            unit = Unit(first, n_bytes, costs, kind, score, frozenset(shapes), key, solid, first in asked)
+            self.units.append(unit)
             self._held += n_bytes
 
     def _order(self) -> list[int]:
@@ -288,7 +300,7 @@ class UnitPool:
         for i, u in enumerate(self.units):
             repeat = seen.get(u.key, 0)
             seen[u.key] = repeat + 1
-            rank.append((u.kind, repeat >= MAX_PER_SHAPE, -u.score, u.first_line, i))
+            rank.append((u.kind, not u.asked, repeat >= MAX_PER_SHAPE, -u.score, u.first_line, i))
         return [r[-1] for r in sorted(rank)]
 
     def _prune(self) -> None:
@@ -328,6 +340,7 @@ class UnitPool:
         best = max((u.score for u in units), default=0.0)
         floor = PROTECTED_FLOOR if kind == PROTECTED else 0.0
         relevance = [floor + (1 - floor) * (u.score / best if best > 0 else 0.0) for u in units]
+        relevance = [ASKED_RELEVANCE if u.asked else r for u, r in zip(units, relevance, strict=True)]
         # units whose first lines share a shape: the first of them gets the best relevance of all
         # (later copies score a little higher as the stream's statistics grow)
         best_of: dict[int, float] = {}

@@ -72,7 +72,7 @@ class FilterConfig:
         query: the query text; split into terms by ``Query.parse``. A word with no
             letter or digit (``[-]``, ``=====``) is matched literally and keeps its lines;
             so is a word of letters and digits (an error code, ``F401``), as a whole word
-            in any case.
+            in any case, and its lines are never repeat-capped, as ``protect``'s.
         window_lines: N, most lines packed into a window.
         window_chars: M, most characters packed into a window.
         max_line_bytes: scoring cap per line in bytes (the line is still emitted whole).
@@ -247,10 +247,10 @@ class StreamFilter:
         # a query word with no letters or digits ("[-]", "=====") cannot be a BM25 term: such
         # words are matched literally and keep their lines, like --protect patterns
         symbols = tuple(re.escape(word) for word in words if not any(ch.isalnum() for ch in word))
-        symbols += tuple(rf"(?i)\b{re.escape(code)}\b" for code in codes)
-        # --protect patterns take their lines from the built-ins (never repeat-capped); query
-        # symbols do not (a "=====" word must not take pytest's section header from its signature)
-        self._signatures = SignatureSet(extra=cfg.protect + symbols, first=len(cfg.protect))
+        asked = cfg.protect + tuple(rf"(?i)\b{re.escape(code)}\b" for code in codes)
+        # --protect patterns and error codes take their lines from the built-ins (never repeat-capped);
+        # query symbols do not (a "=====" word must not take pytest's section header from its signature)
+        self._signatures = SignatureSet(extra=asked + symbols, first=len(asked))
         self._splitter = LineSplitter(start_line, start_byte)
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars, first_index=start_line - 1)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)

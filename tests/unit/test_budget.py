@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -257,3 +258,15 @@ def test_a_failures_lead_in_is_never_chosen_without_the_failure_line() -> None:
         _, runs = budgeted(data, FilterConfig(), budget)
         kept = kept_lines(runs)
         assert 1 not in kept or first_warning in kept, budget
+
+
+@pytest.mark.parametrize("asked", [{"protect": ("E0505",)}, {"query": "E0505"}])
+def test_a_line_the_user_asked_for_is_chosen_first(asked: dict[str, Any]) -> None:
+    # cargo 1.95 on five errors (E0308, E0425, E0004, E0505, E0609): the E0505 error, asked for
+    # by --protect or as a code in the query, lost to the others at 300-500 tokens (a fresh-user
+    # helper's find); its line is rust-error's too, and a built-in signature's rank decided
+    data = (Path(__file__).resolve().parents[1] / "data" / "cargo-five-errors.log").read_bytes()
+    _, runs = budgeted(data, FilterConfig(**asked), 300)
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert b"error[E0505]: cannot move out of `v` because it is borrowed\n" in kept
+    assert text_tokens(runs) <= 300
