@@ -56,6 +56,7 @@ import numpy.typing as npt
 
 from .normalize import strip_ansi
 from .records import Run
+from .signatures import LEAD_IN, LEAD_LINES
 from .summarize import line_shapes
 
 __all__ = (
@@ -166,6 +167,8 @@ class Unit:
         solid: shape ``(lines,)``, bool: the line holds more than spaces, tabs and line ends.
         asked: a protected unit whose line the user asked for (``--protect``, an error code
             in the query): chosen before the other protected units.
+        lead: lines of a compiler's lead-in (``signatures.LEAD_IN``) before its failure line,
+            chosen only with the whole unit.
     """
 
     first_line: int
@@ -177,6 +180,7 @@ class Unit:
     key: int
     solid: npt.NDArray[np.bool_]
     asked: bool = False
+    lead: int = 0
 
     @property
     def last_line(self) -> int:
@@ -248,6 +252,12 @@ class UnitPool:
         tokens_before = token_prefix(run.data)
         starts: list[tuple[int, int, float]] = []  # (first line, kind, score) of each unit
         asked: set[int] = set()  # first lines of the units the user asked for
+        leads: dict[int, int] = {}  # a unit's first line -> lines of its lead-in
+
+        def line_of(number: int) -> bytes:
+            at = number - run.first_line
+            return run.data[int(ends[at - 1]) if at else 0 : int(ends[at])]
+
         for trace in run.traces:
             kind = _kind(trace.reason)
             first = max(trace.first_line, run.first_line)
@@ -256,8 +266,15 @@ class UnitPool:
             if kind == PROTECTED and trace.hit_line > run.last_line:
                 kind = None  # the window's failure line is in the next run: these lines lead up to it
             elif kind == PROTECTED and trace.hit_line:
-                # the unit starts at the failure line: lines before it in its window go with the unit before
+                # the unit starts at the failure line: lines before it in its window go with the unit
+                # before, but for its lead-in (where a compiler's diagnostic comes from): alone it was
+                # chosen without the error line
                 first = max(first, trace.hit_line)
+                if first == trace.hit_line:  # (not a window after its failure line's)
+                    floor = max(run.first_line, first - LEAD_LINES, starts[-1][0] + 1 if starts else 0)
+                    while first > floor and LEAD_IN.match(strip_ansi(line_of(first - 1))):
+                        first -= 1
+                    leads[first] = trace.hit_line - first
             if kind is None and starts:
                 if trace.score > starts[-1][2]:
                     starts[-1] = (starts[-1][0], starts[-1][1], trace.score)
@@ -289,7 +306,9 @@ class UnitPool:
             costs = tokens_before[ends[a:b]] - tokens_before[lo]
             key = shapes[0] if shapes else 0
             n_bytes = int(ends[b - 1]) - lo
-            unit = Unit(first, n_bytes, costs, kind, score, frozenset(shapes), key, solid, first in asked)
+            unit = Unit(
+                first, n_bytes, costs, kind, score, frozenset(shapes), key, solid, first in asked, leads.get(first, 0)
+            )
             self.units.append(unit)
             self._held += n_bytes
 
@@ -436,8 +455,8 @@ class _Chosen:
 
     def fit(self, unit: Unit, budget: float, kind: int) -> tuple[int, int] | None:
         """The unit's lines (0-based first, end) that fit in ``budget``: all of them; else, for a
-        protected unit its first lines (from its failure line), for the tail its last ones; None if
-        no part fits or the part is only blank lines."""
+        protected unit its first lines from its failure line (its lead-in goes only with the
+        whole), for the tail its last ones; None if no part fits or the part is only blank lines."""
         n = int(unit.costs.shape[0])
         total = float(unit.costs[-1])
         if self.cost(unit.first_line, unit.last_line, total) <= budget:
@@ -451,9 +470,11 @@ class _Chosen:
             return None
         if kind != PROTECTED:
             return None
-        room = budget - self.cost(unit.first_line, unit.first_line, 0)
-        k = int(np.searchsorted(unit.costs, room, side="right"))
-        return (0, k) if k > 0 and unit.solid[:k].any() else None
+        a = unit.lead  # a part starts at the failure line: its lead-in goes only with the whole
+        start = float(unit.costs[a - 1]) if a else 0.0
+        room = budget - self.cost(unit.first_line + a, unit.first_line + a, 0)
+        k = int(np.searchsorted(unit.costs, start + room, side="right"))
+        return (a, k) if k > a and unit.solid[a:k].any() else None
 
     def add(self, unit: Unit, a: int, b: int) -> None:
         """Choose lines ``a..b-1`` (0-based in ``unit``)."""

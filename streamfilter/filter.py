@@ -31,7 +31,7 @@ from .prepare import BlockFacts, Preparer
 from .records import LineBlock, Run, WindowTrace
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
-from .signatures import LEAD_IN, SignatureSet
+from .signatures import LEAD_IN, LEAD_LINES, SignatureSet
 from .summarize import DropSummary
 from .tokens import Query
 
@@ -56,7 +56,6 @@ MAX_TRACES = 256  # window traces kept per run with explain; the rest are counte
 # logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
 # labelled as needed in the corpus with up to 5 frames; progress bars redraw by the dozen
 REDRAW_FRAMES = 9
-LEAD_LINES = 20  # most lead-in lines (``signatures.LEAD_IN``) a protected line keeps before it
 MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
 
 Int64Array = npt.NDArray[np.int64]

@@ -30,6 +30,7 @@ __all__ = (
     "DEFAULT_SIGNATURES",
     "EXIT_VERDICTS",
     "LEAD_IN",
+    "LEAD_LINES",
     "Signature",
     "SignatureSet",
     "first_bytes",
@@ -109,7 +110,8 @@ EXIT_VERDICTS = (
 # start (escapes removed): gcc's and clang's "In file included from a.h:3," and its indented
 # "from b.cpp:1:" lines, "a.cpp: In function 'int f()':", "a.h:5:7: In instantiation of '...':" and
 # its "required from ..." chain down to "t.cpp:8:9:   required from here". A protected line keeps
-# those right before it (``StreamFilter``: at most ``LEAD_LINES``), as it keeps its frames after it.
+# those right before it, at most LEAD_LINES, as it keeps its frames after it.
+LEAD_LINES = 20
 LEAD_IN = re.compile(
     rb"[ \t]*(?:In file included from \S|from \S+:\d+[,:][ \t\r]*$"
     rb"|\S+: (?:In (?:(?:static )?member )?function|In constructor|In destructor|In instantiation of"
@@ -550,7 +552,8 @@ class SignatureSet:
         signatures: the built-in signatures (ids ``0 .. len-1``).
         extra: user regexes, matched anywhere in a line (ids after the built-ins).
         first: a line matching one of the first ``first`` extra patterns gets that
-            pattern's id even when a built-in signature matches it too.
+            pattern's id even when a built-in signature matches it too. They are named
+            ``user1``, ... (the patterns asked for); the later extras ``query1``, ...
 
     Raises:
         UsageError: a user pattern that is not a valid regular expression.
@@ -565,7 +568,9 @@ class SignatureSet:
                 re.compile(pattern)
             except re.error as exc:
                 raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
-            sigs.append(Signature(f"user{i + 1}", find=(pattern.encode("utf-8", "surrogateescape"),)))
+            # the first ``first`` are the ones asked for (user1, ...), the rest a query's symbols (query1, ...)
+            name = f"user{i + 1}" if i < first else f"query{i - first + 1}"
+            sigs.append(Signature(name, find=(pattern.encode("utf-8", "surrogateescape"),)))
         self.names: tuple[str, ...] = tuple(s.name for s in sigs)
         self._first = first
         self.section = np.asarray([s.section for s in sigs], dtype=bool)

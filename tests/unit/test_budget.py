@@ -23,6 +23,7 @@ from streamfilter.budget import (
 )
 from streamfilter.filter import FilterConfig, StreamFilter
 from streamfilter.records import Run
+from streamfilter.signatures import LEAD_IN
 from tests.property.test_filter_properties import CONFIGS, input_lines, streams
 
 # what the choice counts for a summary line (the CLI adds its ref's length / REF_BYTES_PER_TOKEN)
@@ -270,3 +271,18 @@ def test_a_line_the_user_asked_for_is_chosen_first(asked: dict[str, Any]) -> Non
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert b"error[E0505]: cannot move out of `v` because it is borrowed\n" in kept
     assert text_tokens(runs) <= 300
+
+
+def test_a_compilers_lead_in_is_chosen_only_with_its_error_line() -> None:
+    # g++ 12, four template errors each after an "In instantiation of ... required from here"
+    # chain: the chain went with the unit before it, and was chosen alone (a fresh-user helper's
+    # find, on a make -j2 -k build at 800 tokens)
+    data = (Path(__file__).resolve().parents[1] / "data" / "gpp-template-errors.log").read_bytes()
+    lines = data.split(b"\n")
+    for budget in range(200, 1700, 50):
+        _, runs = budgeted(data, FilterConfig(), budget)
+        kept = kept_lines(runs)
+        for number in sorted(kept):
+            if LEAD_IN.match(lines[number - 1]):
+                after = next(n for n in range(number + 1, len(lines) + 1) if not LEAD_IN.match(lines[n - 1]))
+                assert after in kept, (budget, number)
