@@ -305,7 +305,7 @@ async def _report_status(notifier: Notifier, totals: Totals) -> None:
         return
     while True:
         await anyio.sleep(STATUS_SECONDS)
-        notifier.send(f"STATUS={totals.describe() or 'no input yet'}")
+        notifier.send(f"STATUS={totals.describe()}")
 
 
 async def _second_signal(signals: AsyncIterator[int]) -> None:

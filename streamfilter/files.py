@@ -489,6 +489,8 @@ class FileSource:
             self._add(path, at_startup=True)
         if not self.magic and self.source.path not in self.followers:
             self._add(self.source.path, at_startup=False)
+        elif not self.followers:
+            self._warn_if_no_directory()
         for follower in list(self.followers.values()):
             await follower.opened.wait()
         self._tg.start_soon(self._watch)
@@ -498,6 +500,14 @@ class FileSource:
             for path in self._matches():
                 if path not in self.followers:
                     self._add(path, at_startup=False)
+
+    def _warn_if_no_directory(self) -> None:
+        """A glob that matches nothing yet: say so when its directory is missing, as for a plain path."""
+        fixed = os.path.dirname(self.source.path)
+        while glob.has_magic(fixed):
+            fixed = os.path.dirname(fixed)
+        if not os.path.isdir(fixed):
+            self._log.warning("source.directory_missing", directory=fixed)
 
     def _matches(self) -> list[str]:
         if not self.magic:

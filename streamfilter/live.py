@@ -54,9 +54,13 @@ class Totals:
         row[2] += dropped
 
     def describe(self) -> str:
-        """One line: ``NAME: N lines in, K kept, D dropped; ...``."""
-        return "; ".join(
-            f"{name}: {n} line{'s' * (n != 1)} in, {k} kept, {d} dropped" for name, (n, k, d) in self.by_source.items()
+        """One line: ``NAME: N lines in, K kept, D dropped; ...``, or ``no input yet``."""
+        return (
+            "; ".join(
+                f"{name}: {n} line{'s' * (n != 1)} in, {k} kept, {d} dropped"
+                for name, (n, k, d) in self.by_source.items()
+            )
+            or "no input yet"
         )
 
 

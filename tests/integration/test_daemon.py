@@ -183,6 +183,26 @@ def test_check_config_warns_of_a_socket_path_taken_by_a_file(tmp_path: Path) -> 
 
 
 # -- files -----------------------------------------------------------------------------------------
+def test_a_glob_in_a_missing_directory_is_warned_about_and_still_waited_for(tmp_path: Path) -> None:
+    # a plain path said so, a glob nothing (a fresh-user helper's find); and a daemon stopped before
+    # any input logged "totals": ""
+    out = tmp_path / "out.jsonl"
+    later = tmp_path / "later"
+    live = start(
+        tmp_path,
+        f'[[source]]\nname = "ci"\ntype = "file"\npath = "{later}/*.log"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    assert live.log_event("source.directory_missing")["directory"] == str(later)
+    assert live.stop() == 0
+    assert live.log_event("daemon.stopped")["totals"] == "no input yet"
+    live = start(tmp_path, out.parent.joinpath("streamfilter.toml").read_text())
+    later.mkdir()
+    (later / "build.log").write_bytes(b"ERROR: it came\n")
+    live.wait_for(lambda: out.exists() and b"ERROR: it came" in out.read_bytes(), 10)
+    assert live.stop() == 0
+
+
 def test_B34_glob_reads_new_files_from_their_start_and_existing_ones_from_their_end(tmp_path: Path) -> None:
     """B34: old.log (present at start) is not replayed; build.log, created later, is read whole."""
     (tmp_path / "old.log").write_bytes(b"".join(b"OLD%03d historical line\n" % i for i in range(1, 101)))
