@@ -765,7 +765,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BaseExceptionGroup as group:  # from the daemon's task groups: report the first cause
             raise first_cause(group) from None
     except StreamfilterError as exc:
-        sys.stderr.write(f"streamfilter: error: {exc}\n")
+        sys.stderr.writelines(f"streamfilter: error: {line}\n" for line in str(exc).splitlines() or [""])
         return exc.exit_code
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): not an error of ours; keep Python from

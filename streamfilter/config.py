@@ -164,11 +164,15 @@ class _Checker:
         return value
 
     def known(self, table: Mapping[str, Any], allowed: set[str], key: str) -> None:
+        """Raise one ``ConfigError`` that names every unknown key of ``table``, a line each."""
+        lines = []
         for name in table:
             if name not in allowed:
                 close = difflib.get_close_matches(name, sorted(allowed), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(sorted(allowed))}"
-                raise self.fail(f"{key}.{name}" if key else name, f"unknown key{hint}")
+                lines.append(str(self.fail(f"{key}.{name}" if key else name, f"unknown key{hint}")))
+        if lines:
+            raise ConfigError("\n".join(lines))
 
     def typed(self, value: object, kind: type | tuple[type, ...], key: str) -> Any:
         # bool is an int in Python; a config's true is not a count
@@ -336,7 +340,7 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
     Raises:
         ConfigError: the file is unreadable or not TOML, or a key is unknown, of the wrong
             type, out of range, or refers to something that does not exist (message names
-            the file and the dotted key).
+            the file and the dotted key; a line for each table in error).
     """
     name = os.fspath(path)
     check = _Checker(name)
@@ -348,31 +352,53 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{name}: not valid TOML: {exc}") from None
     check.known(doc, {"defaults", "source", "sink"}, "")
-    defaults = check.table(doc.get("defaults", {}), "defaults")
-    check.known(defaults, set(_FILTER_KEYS) | set(_TIMING_KEYS) | {"start_at", "sinks", "checkpoint"}, "defaults")
-    base, timing = _settings(check, defaults, FilterConfig(), Timing(), "defaults")
-    shared = {k: defaults[k] for k in ("start_at", "sinks", "checkpoint") if k in defaults}
+    # each table is checked whatever the ones before it hold, so one run names a mistake in each
+    # (a table's first; and every unknown key of it); what refers to a table in error is not checked
+    errors: list[str] = []
+    base, timing, shared = FilterConfig(), Timing(), {}
+    try:
+        defaults = check.table(doc.get("defaults", {}), "defaults")
+        check.known(defaults, set(_FILTER_KEYS) | set(_TIMING_KEYS) | {"start_at", "sinks", "checkpoint"}, "defaults")
+        base, timing = _settings(check, defaults, FilterConfig(), Timing(), "defaults")
+        shared = {k: defaults[k] for k in ("start_at", "sinks", "checkpoint") if k in defaults}
+    except ConfigError as exc:
+        errors.append(str(exc))
+    sinks = [SinkConfig("stdout", "stdout")]
+    sinks_ok = True
+    for i, table in enumerate(check.typed(doc.get("sink", []), list, "sink")):
+        try:
+            sink = _sink(check, check.table(table, f"sink[{i}]"), i)
+            if any(s.name == sink.name for s in sinks):
+                raise check.fail(f"sink[{i}].name", f"{sink.name!r} is used twice")
+            sinks.append(sink)
+        except ConfigError as exc:
+            errors.append(str(exc))
+            sinks_ok = False
+    # the shared keys are checked where they are written, so an error names defaults.KEY
+    if shared and not errors:
+        try:
+            checked = _source(check, {"type": "stdin", **shared}, 0, base, timing, "defaults")
+            _check_sink_names(check, checked.sinks, "defaults", sinks)
+        except ConfigError as exc:
+            errors.append(str(exc))
+            shared = {}
     raw_sources = check.typed(doc.get("source", []), list, "source")
     if not raw_sources:
-        raise check.fail("source", "no sources: add at least one [[source]] table")
-    sinks = [SinkConfig("stdout", "stdout")]
-    for i, table in enumerate(check.typed(doc.get("sink", []), list, "sink")):
-        sink = _sink(check, check.table(table, f"sink[{i}]"), i)
-        if any(s.name == sink.name for s in sinks):
-            raise check.fail(f"sink[{i}].name", f"{sink.name!r} is used twice")
-        sinks.append(sink)
-    # the shared keys are checked where they are written, so an error names defaults.KEY
-    if shared:
-        checked = _source(check, {"type": "stdin", **shared}, 0, base, timing, "defaults")
-        _check_sink_names(check, checked.sinks, "defaults", sinks)
+        errors.append(str(check.fail("source", "no sources: add at least one [[source]] table")))
     sources: list[SourceConfig] = []
     for i, table in enumerate(raw_sources):
-        merged = {**shared, **check.table(table, f"source[{i}]")}
-        source = _source(check, merged, i, base, timing)
-        if any(s.name == source.name for s in sources):
-            raise check.fail(f"source[{i}].name", f"{source.name!r} is used twice")
-        _check_sink_names(check, source.sinks, f"source[{i}]", sinks)
-        sources.append(source)
+        try:
+            merged = {**shared, **check.table(table, f"source[{i}]")}
+            source = _source(check, merged, i, base, timing)
+            if any(s.name == source.name for s in sources):
+                raise check.fail(f"source[{i}].name", f"{source.name!r} is used twice")
+            if sinks_ok:
+                _check_sink_names(check, source.sinks, f"source[{i}]", sinks)
+            sources.append(source)
+        except ConfigError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise ConfigError("\n".join(errors))
     if sum(s.type == "stdin" for s in sources) > 1:
         raise check.fail("source", "stdin can be read by one source only")
     _check_conflicts(check, sources, sinks)

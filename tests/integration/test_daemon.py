@@ -675,3 +675,25 @@ def test_expand_gives_back_the_dropped_bytes_of_a_socket_stream(tmp_path: Path) 
         assert back.returncode == 0, back.stderr
         assert back.stdout == payload[drop["start_byte"] : drop["end_byte"]]
     assert live.stop() == 0
+
+
+def test_check_config_names_a_mistake_in_each_table_at_once(tmp_path: Path) -> None:
+    # it stopped at the first, so four typos took four runs (a fresh-user helper's find)
+    config = write_config(
+        tmp_path,
+        '[defaults]\nqurey = "error"\n[[source]]\nname = "a"\ntyp = "file"\nfiel = "x"\n'
+        '[[source]]\nname = "b"\ntype = "file"\npath = "/tmp/x.log"\nidle_second = 1\nsinks = ["out"]\n'
+        '[[sink]]\nname = "out"\ntype = "fle"\npath = "/tmp/o.log"\n',
+    )
+    done = run_cli("check-config", str(config))
+    assert done.returncode == 78 and done.stdout == b""
+    lines = done.stderr.decode().splitlines()
+    assert [line.split(": ")[3] for line in lines] == [
+        "defaults.qurey",
+        "sink[0].type",
+        "source[0].typ",
+        "source[0].fiel",
+        "source[1].idle_second",
+    ]
+    assert all(line.startswith(f"streamfilter: error: {config}: ") for line in lines)
+    assert "did you mean 'idle_seconds'?" in lines[-1] and "no sink named" not in done.stderr.decode()
