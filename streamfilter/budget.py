@@ -169,6 +169,8 @@ class Unit:
             in the query): chosen before the other protected units.
         lead: lines of a compiler's lead-in (``signatures.LEAD_IN``) before its failure line,
             chosen only with the whole unit.
+        leads_in: shape ``(lines,)``, bool: the line is a lead-in line; a part of the unit
+            never ends with one.
     """
 
     first_line: int
@@ -179,8 +181,9 @@ class Unit:
     shapes: frozenset[int]
     key: int
     solid: npt.NDArray[np.bool_]
-    asked: bool = False
-    lead: int = 0
+    asked: bool
+    lead: int
+    leads_in: npt.NDArray[np.bool_]
 
     @property
     def last_line(self) -> int:
@@ -288,6 +291,15 @@ class UnitPool:
                 asked.add(first)
         if not starts or starts[0][0] != run.first_line:
             starts.insert(0, (run.first_line, SCORED, 0.0))
+        # a unit's last lines that lead in to a diagnostic after it are a unit of their own (a
+        # lead-in, chosen only with the unit after it)
+        ends_at = [first for first, _, _ in starts[1:]] + [run.last_line + 1]
+        for j in range(len(starts) - 1, -1, -1):
+            cut = ends_at[j]
+            while cut - 1 > starts[j][0] and LEAD_IN.match(strip_ansi(line_of(cut - 1))):
+                cut -= 1
+            if cut < ends_at[j]:
+                starts.insert(j + 1, (cut, SCORED, 0.0))
         bounds = [first - run.first_line for first, _, _ in starts] + [run.lines]
         # blank lines alone (a stream's last line, say) join the unit before: alone they would be
         # left out, and cost a summary line where keeping them costs next to nothing
@@ -306,8 +318,19 @@ class UnitPool:
             costs = tokens_before[ends[a:b]] - tokens_before[lo]
             key = shapes[0] if shapes else 0
             n_bytes = int(ends[b - 1]) - lo
+            leads_in = np.asarray([LEAD_IN.match(strip_ansi(line_of(first + j))) is not None for j in range(b - a)])
             unit = Unit(
-                first, n_bytes, costs, kind, score, frozenset(shapes), key, solid, first in asked, leads.get(first, 0)
+                first,
+                n_bytes,
+                costs,
+                kind,
+                score,
+                frozenset(shapes),
+                key,
+                solid,
+                first in asked,
+                leads.get(first, 0),
+                leads_in,
             )
             self.units.append(unit)
             self._held += n_bytes
@@ -474,6 +497,8 @@ class _Chosen:
         start = float(unit.costs[a - 1]) if a else 0.0
         room = budget - self.cost(unit.first_line + a, unit.first_line + a, 0)
         k = int(np.searchsorted(unit.costs, start + room, side="right"))
+        while k > a + 1 and unit.leads_in[k - 1]:
+            k -= 1  # a lead-in of the next diagnostic, without it
         return (a, k) if k > a and unit.solid[a:k].any() else None
 
     def add(self, unit: Unit, a: int, b: int) -> None:
