@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -56,11 +57,10 @@ import numpy.typing as npt
 
 from .normalize import strip_ansi
 from .records import Run
-from .signatures import LEAD_IN, LEAD_LINES
+from .signatures import DEFAULT_SIGNATURES, LEAD_IN, LEAD_LINES
 from .summarize import line_shapes
 
 __all__ = (
-    "ASKED_PREFIX",
     "ASKED_RELEVANCE",
     "BUDGET_SUMMARY_CHARS",
     "LAMBDA",
@@ -84,7 +84,6 @@ LAMBDA = 0.7  # MMR's weight of relevance against redundancy (0.5: 0.688, 0.9: 0
 # 0.95: 0.404 / 0.572 / 0.729 / 0.821 ("error failed" at 500 / 1000 / 2000: 0.514 / 0.679 / 0.793
 # with 0.5, 0.517 / 0.679 / 0.796 with 0.8)
 PROTECTED_FLOOR = 0.8
-ASKED_PREFIX = "protected:user"  # the reason of a line the user asked for (SignatureSet names them user1, ...)
 ASKED_RELEVANCE = 2.0  # over any other unit's (at most 1), whatever the redundancy
 MAX_PER_SHAPE = 3  # units chosen whose first lines share a shape
 REF_BYTES_PER_TOKEN = 3  # bytes of a DROP summary's ref per token (corpus paths with offsets and CRC: about 3.4)
@@ -168,7 +167,7 @@ class Unit:
         asked: a protected unit whose line the user asked for (``--protect``, an error code
             in the query): chosen before the other protected units.
         lead: lines of a compiler's lead-in (``signatures.LEAD_IN``) before its failure line,
-            chosen only with the whole unit.
+            chosen only with the failure line.
         leads_in: shape ``(lines,)``, bool: the line is a lead-in line; a part of the unit
             never ends with one.
     """
@@ -208,6 +207,10 @@ class Selection:
         return chosen
 
 
+# signatures whose line belongs with the line above it (ruff's "  --> a.py:3:1" under its code)
+_ABOVE = frozenset(s.name for s in DEFAULT_SIGNATURES if s.shape_above)
+
+
 def _kind(reason: str) -> int | None:
     """The kind of unit a window with this reason starts (None: it continues the unit before it)."""
     if reason.startswith("protected:"):
@@ -226,10 +229,15 @@ class UnitPool:
         budget: the output budget, in estimated tokens (``estimate_tokens``).
         drop_tokens: the estimated tokens of one DROP run's summary line.
         max_bytes: most bytes of units held (default: 48 bytes per token of budget, at least 4 MiB).
+        asked: regexes of the lines the user asked for (``filter.asked_patterns``): each such
+            line starts a unit chosen before the other protected ones.
     """
 
-    def __init__(self, budget: float, drop_tokens: float, max_bytes: int | None = None) -> None:
+    def __init__(
+        self, budget: float, drop_tokens: float, max_bytes: int | None = None, asked: tuple[str, ...] = ()
+    ) -> None:
         self.budget = budget
+        self._asked = [re.compile(p.encode("utf-8", "surrogateescape")) for p in asked]
         self.drop_tokens = drop_tokens
         self.max_bytes = max_bytes if max_bytes is not None else max(int(48 * budget), 4 << 20)
         self.units: list[Unit] = []
@@ -274,10 +282,14 @@ class UnitPool:
                 # chosen without the error line
                 first = max(first, trace.hit_line)
                 if first == trace.hit_line:  # (not a window after its failure line's)
-                    floor = max(run.first_line, first - LEAD_LINES, starts[-1][0] + 1 if starts else 0)
+                    floor = max(run.first_line, starts[-1][0] + 1 if starts else 0)
+                    if trace.reason.removeprefix("protected:") in _ABOVE and first > floor:
+                        first -= 1  # the finding's code and message, over its location line
+                    head = first
+                    floor = max(floor, trace.hit_line - LEAD_LINES)
                     while first > floor and LEAD_IN.match(strip_ansi(line_of(first - 1))):
                         first -= 1
-                    leads[first] = trace.hit_line - first
+                    leads[first] = head - first
             if kind is None and starts:
                 if trace.score > starts[-1][2]:
                     starts[-1] = (starts[-1][0], starts[-1][1], trace.score)
@@ -287,10 +299,20 @@ class UnitPool:
             if kind == TAIL and starts and starts[-1][1] == TAIL:  # the last lines are one unit
                 continue
             starts.append((first, SCORED if kind is None else kind, trace.score))
-            if trace.reason.startswith(ASKED_PREFIX):
-                asked.add(first)
         if not starts or starts[0][0] != run.first_line:
             starts.insert(0, (run.first_line, SCORED, 0.0))
+        # a line asked for starts a unit, wherever in its window (whose first hit may be a built-in's)
+        for number in range(run.first_line, run.last_line + 1) if self._asked else ():
+            text = strip_ansi(line_of(number)).rstrip(b"\n").removesuffix(b"\r")
+            if any(regex.search(text) for regex in self._asked):
+                at = bisect.bisect_right([first for first, _, _ in starts], number) - 1
+                unit_first = starts[at][0]
+                if number - unit_first <= leads.get(unit_first, -1):  # its failure line, or a lead-in to it
+                    asked.add(unit_first)
+                    continue
+                if unit_first != number:
+                    starts.insert(at + 1, (number, PROTECTED, starts[at][2]))
+                asked.add(number)
         # a unit's last lines that lead in to a diagnostic after it are a unit of their own (a
         # lead-in, chosen only with the unit after it)
         ends_at = [first for first, _, _ in starts[1:]] + [run.last_line + 1]
@@ -399,7 +421,7 @@ class UnitPool:
             # a failure line whose next lines are another unit (a pytest "E" line, then its location
             # lines, which often score higher): it gets that unit's relevance, and comes first
             for j, k in itertools.pairwise(by_line):
-                if units[k].first_line == units[j].last_line + 1 and own[k] >= relevance[j]:
+                if units[k].first_line == units[j].last_line + 1 and own[k] >= relevance[j] and not units[k].asked:
                     relevance[j], lifted[j] = own[k], True
         redundancy = [chosen.redundancy(u) for u in units]
 
@@ -478,8 +500,9 @@ class _Chosen:
 
     def fit(self, unit: Unit, budget: float, kind: int) -> tuple[int, int] | None:
         """The unit's lines (0-based first, end) that fit in ``budget``: all of them; else, for a
-        protected unit its first lines from its failure line (its lead-in goes only with the
-        whole), for the tail its last ones; None if no part fits or the part is only blank lines."""
+        protected unit its first lines, with its lead-in if they reach past its failure line, else from
+        its failure line on; for the tail its last ones; None if no part fits or the part is only
+        blank lines."""
         n = int(unit.costs.shape[0])
         total = float(unit.costs[-1])
         if self.cost(unit.first_line, unit.last_line, total) <= budget:
@@ -493,13 +516,17 @@ class _Chosen:
             return None
         if kind != PROTECTED:
             return None
-        a = unit.lead  # a part starts at the failure line: its lead-in goes only with the whole
-        start = float(unit.costs[a - 1]) if a else 0.0
-        room = budget - self.cost(unit.first_line + a, unit.first_line + a, 0)
-        k = int(np.searchsorted(unit.costs, start + room, side="right"))
-        while k > a + 1 and unit.leads_in[k - 1]:
-            k -= 1  # a lead-in of the next diagnostic, without it
-        return (a, k) if k > a and unit.solid[a:k].any() else None
+        # its first lines with its lead-in (where the diagnostic comes from) if they reach past its
+        # failure line, else from its failure line on
+        for a, least in ((0, unit.lead + 1), (unit.lead, unit.lead + 1)):
+            start = float(unit.costs[a - 1]) if a else 0.0
+            room = budget - self.cost(unit.first_line + a, unit.first_line + a, 0)
+            k = int(np.searchsorted(unit.costs, start + room, side="right"))
+            while k > a + 1 and unit.leads_in[k - 1]:
+                k -= 1  # a lead-in of the next diagnostic, without it
+            if k >= least and unit.solid[a:k].any():
+                return a, k
+        return None
 
     def add(self, unit: Unit, a: int, b: int) -> None:
         """Choose lines ``a..b-1`` (0-based in ``unit``)."""

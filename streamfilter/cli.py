@@ -31,7 +31,7 @@ from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, check_places
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError, first_cause
 from .expand import Archive, Ref, RefError, archive_refs, expand, ref_of
-from .filter import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig, StreamFilter
+from .filter import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig, StreamFilter, asked_patterns
 from .output import FORMATS, end_event, render
 from .records import Run
 from .worker import FactsWorker, worth_a_worker
@@ -497,7 +497,7 @@ def _budgeted(
     # the chosen output's summaries are short: each piece kept apart costs one
     terse = replace(config, summary_chars=min(config.summary_chars, BUDGET_SUMMARY_CHARS))
     drop_tokens = terse.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
-    pool = UnitPool(tokens, drop_tokens)
+    pool = UnitPool(tokens, drop_tokens, asked=asked_patterns(config))
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
         own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens))

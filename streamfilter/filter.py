@@ -44,6 +44,7 @@ __all__ = (
     "FilterStats",
     "Notice",
     "StreamFilter",
+    "asked_patterns",
 )
 
 # the largest count (lines, bytes, tokens, windows) a setting may hold: the stages add counts in
@@ -125,6 +126,20 @@ class FilterConfig:
     def lookahead_lines(self) -> int:
         """Lines that must follow a line before it is decided."""
         return max(self.tail_lines, self.context_lines + max(self.extend_lines, self.section_lines))
+
+
+def _is_code(word: str) -> bool:
+    """A query word of letters and digits, an error code (``F401``, ``E0308``): as terms it would be
+    a letter and a number, each found anywhere (``def f0``, ``E7``)."""
+    return word.isalnum() and any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
+
+
+def asked_patterns(config: FilterConfig) -> tuple[str, ...]:
+    """The regexes of the lines the user asked for: ``config.protect``, then each error code of the
+    query as a whole word in any case. They keep their lines, are never repeat-capped, and a token
+    budget chooses them first (``budget.UnitPool``)."""
+    codes = (rf"(?i)\b{re.escape(w)}\b" for w in config.query.split() if _is_code(w))
+    return config.protect + tuple(codes)
 
 
 @dataclass(slots=True)
@@ -237,16 +252,14 @@ class StreamFilter:
         self.source = source
         self._selection = selection
         words = cfg.query.split()
-        # an error code ("F401", "E0308") would be two terms, a letter and a number, each found
-        # anywhere ("def f0", "E7"): it is matched whole, as a word in any case, and keeps its lines
-        codes = [w for w in words if w.isalnum() and any(c.isalpha() for c in w) and any(c.isdigit() for c in w)]
+        codes = [w for w in words if _is_code(w)]
         self.query = Query.parse(" ".join(w for w in words if w not in codes))
         self.stats = FilterStats()
         self.notices: list[Notice] = []
         # a query word with no letters or digits ("[-]", "=====") cannot be a BM25 term: such
         # words are matched literally and keep their lines, like --protect patterns
         symbols = tuple(re.escape(word) for word in words if not any(ch.isalnum() for ch in word))
-        asked = cfg.protect + tuple(rf"(?i)\b{re.escape(code)}\b" for code in codes)
+        asked = asked_patterns(cfg)
         # --protect patterns and error codes take their lines from the built-ins (never repeat-capped);
         # query symbols do not (a "=====" word must not take pytest's section header from its signature)
         self._signatures = SignatureSet(extra=asked + symbols, first=len(asked))
