@@ -351,10 +351,13 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
         raise ConfigError(f"{name}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{name}: not valid TOML: {exc}") from None
-    check.known(doc, {"defaults", "source", "sink"}, "")
     # each table is checked whatever the ones before it hold, so one run names a mistake in each
     # (a table's first; and every unknown key of it); what refers to a table in error is not checked
     errors: list[str] = []
+    try:
+        check.known(doc, {"defaults", "source", "sink"}, "")
+    except ConfigError as exc:
+        errors.append(str(exc))
     base, timing, shared = FilterConfig(), Timing(), {}
     try:
         defaults = check.table(doc.get("defaults", {}), "defaults")

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import anyio
-from anyio.abc import Listener, SocketListener, SocketStream, TaskGroup, TaskStatus
+from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ._logging import get_logger
@@ -64,6 +64,8 @@ async def _socket_source(
             else:
                 host, _, port = source.address.rpartition(":")
                 listener = await anyio.create_tcp_listener(local_host=host, local_port=int(port))
+                bound = listener.extra(SocketAttribute.local_address)  # the port chosen for port 0
+                where = f"[{bound[0]}]:{bound[1]}" if ":" in str(bound[0]) else f"{bound[0]}:{bound[1]}"
         except OSError as exc:
             raise StreamfilterError(
                 f"source {source.name!r}: cannot listen on {where}: {exc.strerror or exc}"

@@ -683,12 +683,13 @@ def test_check_config_names_a_mistake_in_each_table_at_once(tmp_path: Path) -> N
         tmp_path,
         '[defaults]\nqurey = "error"\n[[source]]\nname = "a"\ntyp = "file"\nfiel = "x"\n'
         '[[source]]\nname = "b"\ntype = "file"\npath = "/tmp/x.log"\nidle_second = 1\nsinks = ["out"]\n'
-        '[[sink]]\nname = "out"\ntype = "fle"\npath = "/tmp/o.log"\n',
+        '[[sink]]\nname = "out"\ntype = "fle"\npath = "/tmp/o.log"\n[[sinks]]\nname = "x"\n',
     )
     done = run_cli("check-config", str(config))
     assert done.returncode == 78 and done.stdout == b""
     lines = done.stderr.decode().splitlines()
     assert [line.split(": ")[3] for line in lines] == [
+        "sinks",
         "defaults.qurey",
         "sink[0].type",
         "source[0].typ",
@@ -697,3 +698,19 @@ def test_check_config_names_a_mistake_in_each_table_at_once(tmp_path: Path) -> N
     ]
     assert all(line.startswith(f"streamfilter: error: {config}: ") for line in lines)
     assert "did you mean 'idle_seconds'?" in lines[-1] and "no sink named" not in done.stderr.decode()
+
+
+def test_a_tcp_source_on_port_0_logs_the_port_it_got(tmp_path: Path) -> None:
+    # it logged "listen": "127.0.0.1:0", so a client could not find it (a fresh-user helper's find)
+    out = tmp_path / "out.jsonl"
+    live = start(
+        tmp_path,
+        f'[[source]]\nname = "t"\ntype = "tcp"\naddress = "127.0.0.1:0"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    host, _, port = live.log_event("source.opened")["listen"].rpartition(":")
+    assert host == "127.0.0.1" and int(port) > 0
+    with socket.create_connection((host, int(port))) as client:
+        client.sendall(b"ERROR: over tcp\n")
+    live.wait_for(lambda: "ERROR: over tcp" in kept(live.events(out)), 10)
+    assert live.stop() == 0
