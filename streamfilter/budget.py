@@ -269,6 +269,12 @@ class UnitPool:
             at = number - run.first_line
             return run.data[int(ends[at - 1]) if at else 0 : int(ends[at])]
 
+        # which lines lead in to a compiler's diagnostic (``LEAD_IN``), by index in the run
+        leading = np.asarray(
+            [LEAD_IN.match(strip_ansi(line_of(n))) is not None for n in range(run.first_line, run.last_line + 1)],
+            dtype=bool,
+        )
+
         for trace in run.traces:
             kind = _kind(trace.reason)
             first = max(trace.first_line, run.first_line)
@@ -287,7 +293,7 @@ class UnitPool:
                         first -= 1  # the finding's code and message, over its location line
                     head = first
                     floor = max(floor, trace.hit_line - LEAD_LINES)
-                    while first > floor and LEAD_IN.match(strip_ansi(line_of(first - 1))):
+                    while first > floor and leading[first - 1 - run.first_line]:
                         first -= 1
                     leads[first] = head - first
             if kind is None and starts:
@@ -318,7 +324,7 @@ class UnitPool:
         ends_at = [first for first, _, _ in starts[1:]] + [run.last_line + 1]
         for j in range(len(starts) - 1, -1, -1):
             cut = ends_at[j]
-            while cut - 1 > starts[j][0] and LEAD_IN.match(strip_ansi(line_of(cut - 1))):
+            while cut - 1 > starts[j][0] and leading[cut - 1 - run.first_line]:
                 cut -= 1
             if cut < ends_at[j]:
                 starts.insert(j + 1, (cut, SCORED, 0.0))
@@ -340,7 +346,6 @@ class UnitPool:
             costs = tokens_before[ends[a:b]] - tokens_before[lo]
             key = shapes[0] if shapes else 0
             n_bytes = int(ends[b - 1]) - lo
-            leads_in = np.asarray([LEAD_IN.match(strip_ansi(line_of(first + j))) is not None for j in range(b - a)])
             unit = Unit(
                 first,
                 n_bytes,
@@ -352,7 +357,7 @@ class UnitPool:
                 solid,
                 first in asked,
                 leads.get(first, 0),
-                leads_in,
+                leading[a:b],
             )
             self.units.append(unit)
             self._held += n_bytes

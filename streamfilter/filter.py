@@ -498,8 +498,7 @@ class StreamFilter:
             for k in np.flatnonzero(self._signatures.shape_above[ids]).tolist():
                 # told apart by the line above too (ruff's "  --> a.py:3:1" under its code and message)
                 i = int(hits[k])
-                above = facts.shapes[int(facts.shape_ends[i - 2]) if i > 1 else 0 : int(facts.shape_ends[i - 1])]
-                shapes[k] = (above if i else self._last_shape) + shapes[k]
+                shapes[k] = (facts.line_shape(i - 1) if i else self._last_shape) + shapes[k]
             gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
             fresh = np.ones(hits.shape[0], dtype=bool)
             if gated.any():
@@ -511,7 +510,7 @@ class StreamFilter:
         p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (self._shapes_start + len(self._shapes))))
         self._shapes += facts.shapes
         if n:
-            self._last_shape = facts.shapes[int(facts.shape_ends[n - 2]) if n > 1 else 0 : int(facts.shape_ends[n - 1])]
+            self._last_shape = facts.line_shape(n - 1)
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.repeat = np.concatenate((p.repeat, repeats))

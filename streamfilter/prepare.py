@@ -69,6 +69,10 @@ class BlockFacts:
     section_stops: Int64Array
     verdicts: Int64Array
 
+    def line_shape(self, i: int) -> bytes:
+        """The shape text of the block's line ``i`` (0-based), with its line end."""
+        return self.shapes[int(self.shape_ends[i - 1]) if i else 0 : int(self.shape_ends[i])]
+
     def matches(self, block: LineBlock) -> bool:
         """Whether these are the facts of ``block`` (same first line, line count and length)."""
         return (
