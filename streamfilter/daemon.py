@@ -31,7 +31,7 @@ from .expand import state_dir
 from .files import FileSource
 from .live import Totals, archived_stream
 from .sinks import Sink, StdoutSink, open_sink
-from .sockets import bind_unix, serve_socket_source
+from .sockets import SocketInUseError, bind_unix, serve_socket_source
 from .systemd import Notifier, listen_fds
 
 __all__ = ("run_daemon",)
@@ -70,6 +70,8 @@ async def _socket_source(
             raise StreamfilterError(
                 f"source {source.name!r}: cannot listen on {where}: {exc.strerror or exc}"
             ) from None
+        except SocketInUseError as exc:  # (its message names the path)
+            raise StreamfilterError(f"source {source.name!r}: {exc}") from None
     log.info("source.opened", listen=where)
     task_status.started()
     try:
@@ -180,6 +182,8 @@ class _Running:
                     raise StreamfilterError(
                         f"sink {sink_config.name!r}: cannot open {sink_config.path}: {exc.strerror or exc}"
                     ) from None
+                except SocketInUseError as exc:  # (its message names the path)
+                    raise StreamfilterError(f"sink {sink_config.name!r}: {exc}") from None
         for name, sink in self.sinks.items():
             writers = [s for s in self.config.sources if name in s.sinks]
             sink.shared = len(writers) > 1 or any(_streams_at_once(s) for s in writers)

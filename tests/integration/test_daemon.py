@@ -155,7 +155,16 @@ def test_a_source_or_sink_that_cannot_be_opened_is_named_with_its_path_and_the_r
         + f'sinks = ["o"]\n[[sink]]\nname = "o"\ntype = "file"\npath = "{missing}/out.txt"\n': (
             f"sink 'o': cannot open {missing}/out.txt: No such file or directory"
         ),
+        # a path taken by a file: the message named no sink or source (a fresh-user helper's find)
+        unix.format(tmp_path / "s.sock")
+        + f'sinks = ["u"]\n[[sink]]\nname = "u"\ntype = "unix"\npath = "{tmp_path}/plain"\n': (
+            f"sink 'u': {tmp_path}/plain exists and is not a socket; refusing to replace it"
+        ),
+        unix.format(
+            tmp_path / "plain"
+        ): f"source 's': {tmp_path}/plain exists and is not a socket; refusing to replace it",
     }
+    (tmp_path / "plain").write_bytes(b"")
     with taken:
         for body, message in cases.items():
             done = run_cli("daemon", "--config", str(write_config(tmp_path, body)))
