@@ -39,7 +39,16 @@ from .filter import MAX_COUNT, MIN_LINE_BYTES, FilterConfig
 from .output import FORMATS
 from .score import PARAMETER_RANGES
 
-__all__ = ("ConfigError", "DaemonConfig", "SinkConfig", "SourceConfig", "check_places", "load_config", "resolved")
+__all__ = (
+    "ConfigError",
+    "DaemonConfig",
+    "SinkConfig",
+    "SourceConfig",
+    "check_places",
+    "glob_directory",
+    "load_config",
+    "resolved",
+)
 
 
 class ConfigError(StreamfilterError):
@@ -277,7 +286,7 @@ def _source(
             os.path.realpath(check.resolve(check.typed(r, str, f"{key}.roots[{j}]"))) for j, r in enumerate(roots)
         )
     elif kind == "file":
-        values["roots"] = (os.path.realpath(os.path.dirname(_fixed_prefix(values["path"]))),)
+        values["roots"] = (os.path.realpath(glob_directory(values["path"])),)
     if "mode" in table:
         values["mode"] = _mode(check, table["mode"], f"{key}.mode")
     values["max_line_bytes"] = filt.max_line_bytes  # the source's own, or [defaults]'
@@ -300,13 +309,14 @@ def _path(check: _Checker, value: object, key: str) -> str:
     return check.resolve(path)
 
 
-def _fixed_prefix(path: str) -> str:
-    """The part of a glob before its first wildcard component."""
+def glob_directory(path: str) -> str:
+    """The directory of a path or glob: the components before its last one, or before its first
+    wildcard component (``/logs/*/a.log`` -> ``/logs``)."""
     parts = Path(path).parts
     for j, part in enumerate(parts):
         if glob.has_magic(part):
-            return str(Path(*parts[:j], "x"))
-    return path
+            return str(Path(*parts[:j]))
+    return os.path.dirname(path)
 
 
 def _sink(check: _Checker, table: Mapping[str, Any], i: int) -> SinkConfig:

@@ -45,7 +45,7 @@ from watchfiles._rust_notify import WatchfilesRustInternalError  # (not re-expor
 
 from ._logging import get_logger
 from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, ReadPosition, fingerprint
-from .config import SourceConfig
+from .config import SourceConfig, glob_directory
 from .expand import ref_of
 from .live import LiveStream, Totals
 from .records import Run
@@ -503,9 +503,7 @@ class FileSource:
 
     def _warn_if_no_directory(self) -> None:
         """A glob that matches nothing yet: say so when its directory is missing, as for a plain path."""
-        fixed = os.path.dirname(self.source.path)
-        while glob.has_magic(fixed):
-            fixed = os.path.dirname(fixed)
+        fixed = glob_directory(self.source.path)
         if not os.path.isdir(fixed):
             self._log.warning("source.directory_missing", directory=fixed)
 
