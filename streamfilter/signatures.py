@@ -231,6 +231,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         anywhere=True,
         shape_above=True,
     ),
+    # pylint's verdict after its findings, below a perfect score (pylint then exits non-zero)
+    _s("pylint-rating", r"Your code has been rated at (?!10\.00/)"),
     # JavaScript Standard Style (standard, semistandard, ts-standard) heads its findings so:
     # "standard: Use JavaScript Standard Style (https://standardjs.com)", then "  file:1:2: ..."
     _f("standard-lint", r": Use JavaScript Standard Style", r": Use Semicolons For All!"),
@@ -325,7 +327,7 @@ TRIGGER_WORDS = (
     "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
-    "conditional mismatched unbound terminated can died illegal executing "
+    "conditional mismatched unbound terminated can died illegal executing rated "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

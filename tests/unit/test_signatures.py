@@ -64,6 +64,7 @@ LINES = [
     ("python-lint", b"bad.py:8:15: E0602: Undefined variable 'undefined_name' (undefined-variable)"),  # pylint 4.1
     ("python-lint", b"bad.py:1:8: F401 [*] `os` imported but unused"),  # ruff 0.17, concise
     ("python-lint", b" --> bad.py:1:8"),  # ruff, full: under "F401 [*] `os` imported but unused"
+    ("pylint-rating", b"Your code has been rated at 0.00/10 (previous run: 0.00/10, +0.00)"),  # pylint 4.1
     ("found-errors", b"Found 2 errors in 1 file (checked 16 source files)"),
     ("phpunit-failure", b"FAILURES!"),
     ("phpunit-failures", b"There were 2 failures:"),
@@ -191,6 +192,7 @@ def test_noise_is_not_protected() -> None:
         b"retry [fail] count 0",
         b"    while executing the setup step",
         b"compiling 12 files",
+        b"Your code has been rated at 10.00/10 (previous run: 9.50/10, +0.50)",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
     assert lines == [], names
@@ -402,6 +404,7 @@ def test_python_linters_findings_are_kept() -> None:
     assert len(findings) == 12 + 15 + 7
     kept = _kept(log)
     assert all(line in kept for line in findings)
+    assert b"\nYour code has been rated at 0.00/10 " in kept  # pylint's verdict, 60 lines before the end
     assert kept.count(b" PASSED ") <= 16  # a window each side at most, of 60
 
 
