@@ -851,6 +851,9 @@ class StreamFilter:
         shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
         lengths = self._lengths(a, b)
         over = lengths[lengths > cfg.max_line_bytes]
+        repeats, held = int(p.repeat[a:b].sum()), int(p.hit[a:b].sum())
+        if self._selection is not None:  # the lines a repeat is "like" may be left out too
+            repeats, held = 0, held + repeats
         self._open.add(
             end - start,
             shapes,
@@ -858,10 +861,10 @@ class StreamFilter:
             int(p.term[a:b].sum()),
             int(p.warnings[a:b].sum()),
             p.frames[a:b],
-            int(p.repeat[a:b].sum()),
+            repeats,
             int(over.shape[0]),
             int(over.max()) if over.shape[0] else 0,
-            int(p.hit[a:b].sum()),  # (protected lines are dropped only by a budget's selection)
+            held,  # (protected lines are dropped only by a budget's selection)
         )
         with memoryview(self._buf) as view:
             self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)

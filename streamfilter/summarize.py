@@ -208,7 +208,8 @@ class DropSummary:
         first_line: 1-based first line of the run.
         start_byte: stream offset of the run's first byte.
         top_shapes: K, most shapes named in the summary.
-        max_chars: longest summary, in characters.
+        max_chars: longest summary, in characters; its head (range, counts) and the count of
+            failure lines left out by a budget are never cut, so a summary may be longer.
     """
 
     def __init__(self, first_line: int, start_byte: int, top_shapes: int = 3, max_chars: int = 240) -> None:
@@ -256,8 +257,9 @@ class DropSummary:
                 not protected, their shape having been kept ``max_repeats`` times.
             long_lines: how many of them are over the scoring cap (``max_line_bytes``).
             longest: the longest of those, in bytes.
-            failure_lines: how many of them carry a failure signature and were protected, but
-                left out by a token budget (``--budget-tokens``).
+            failure_lines: how many of them carry a failure signature, left out by a token
+                budget (``--budget-tokens``): protected ones and repeats alike, since the
+                lines a repeat is like may be left out too.
         """
         self.repeated_failures += repeated_failures
         self.failure_lines += failure_lines
@@ -354,7 +356,9 @@ class DropSummary:
             parts.append(f"{'+' * bool(parts)}{others} {'other ' * bool(parts)}shape{'s' * (others != 1)}")
         pieces = [p for p in (*facts, *parts) if p]
         text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
-        while len(text) > self.max_chars and pieces:  # a short max_chars: whole facts give way, last first
+        # a short max_chars: whole facts give way, last first; the count of failure lines left out
+        # by a budget never does (a reader must know an error is in there)
+        while len(text) > self.max_chars and len(pieces) > bool(self.failure_lines):
             pieces.pop()
             text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
         return text  # (the head, with the range and the counts, is never cut)

@@ -482,6 +482,27 @@ def test_failure_lines_past_the_repeat_cap_are_named_in_the_summary() -> None:
     assert set(failures) <= kept | duplicate and len(set(failures) & duplicate) == sum(counted)
 
 
+def test_under_a_budget_a_summary_counts_every_failure_line_it_holds() -> None:
+    # pylint's 1799 findings of one shape: a terse summary said "42 failure lines" for a range that
+    # held 1790 (the protected ones the budget left out; the repeats' "more failure lines like ones
+    # kept" did not fit, and the lines they are like were left out too) - a helper's find
+    data = b"************* Module pkg.mod\n" + b"".join(
+        b"pkg/mod.py:%d:0: C0301: Line too long (%d/100) (line-too-long)\n" % (i, 100 + i % 50) for i in range(1, 1800)
+    )
+    proc = run_cli("filter", "--budget-tokens", "300", "--format", "jsonl", stdin=data)
+    assert proc.returncode == 0
+    events = [json.loads(x) for x in proc.stdout.splitlines()]
+    text = run_cli("filter", "--budget-tokens", "300", stdin=data).stdout.decode()
+    summaries = re.findall(r"\[streamfilter: dropped lines (\d+)-(\d+) .*", text)
+    assert summaries
+    for first, last in summaries:
+        held = int(last) - int(first) + 1  # every line but the first is a finding
+        line = next(x for x in text.splitlines() if x.startswith(f"[streamfilter: dropped lines {first}-{last} "))
+        assert f": {held} failure lines" in line, line
+    kept = sum(e["last_line"] - e["first_line"] + 1 for e in events if e["event"] == "keep")
+    assert kept + sum(int(b) - int(a) + 1 for a, b in summaries) == 1800
+
+
 def test_protect_keeps_every_line_it_matches_past_the_repeat_cap() -> None:
     # the lines also match a built-in signature (FATAL), whose repeats past max_repeats are not protected
     data = b"".join(b"noise %d\n" % i * 20 + b"FATAL probe %d\n" % i for i in range(200))
