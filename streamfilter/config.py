@@ -45,9 +45,11 @@ __all__ = (
     "SinkConfig",
     "SourceConfig",
     "check_places",
+    "check_use",
     "glob_directory",
     "load_config",
     "resolved",
+    "unused_sinks",
 )
 
 
@@ -469,6 +471,38 @@ def check_places(config: DaemonConfig) -> list[str]:
             what = "exists and is not a socket, which the daemon will not replace"
         if what:
             out.append(f"{config.path}: {key}: {path}: {what}")
+    return out
+
+
+def unused_sinks(config: DaemonConfig) -> list[str]:
+    """Names of the sinks no source writes to (the implicit ``stdout`` sink aside), in config order."""
+    used = {name for s in config.sources for name in s.sinks}
+    return [s.name for s in config.sinks if s.name not in used and s.type != "stdout"]
+
+
+def check_use(config: DaemonConfig) -> list[str]:
+    """What in a valid config does nothing, found touching nothing (``check-config`` warns; the
+    daemon warns of the first at start and refuses the files of the second as it meets them): a
+    sink no source lists, and a file source whose path lies outside its ``roots``.
+
+    Returns:
+        one message per finding, as ``PATH: KEY: what``.
+    """
+    out = []
+    unused = set(unused_sinks(config))
+    for i, sink in enumerate(config.sinks):
+        if sink.name in unused:
+            what = f"{sink.name!r} is in no source's sinks, so nothing is written to it"
+            out.append(f"{config.path}: sink[{i - 1}]: {what}")
+    for i, source in enumerate(config.sources):
+        if source.type != "file":
+            continue
+        real = os.path.realpath(glob_directory(source.path))
+        if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in source.roots):
+            out.append(
+                f"{config.path}: source[{i}].path: {source.path} lies outside its roots ({', '.join(source.roots)}): "
+                "the daemon refuses every file it matches that is not a symlink into one"
+            )
     return out
 
 

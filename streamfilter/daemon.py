@@ -25,7 +25,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ._logging import get_logger
 from .checkpoint import CheckpointStore
-from .config import ConfigError, DaemonConfig, SourceConfig, load_config
+from .config import ConfigError, DaemonConfig, SourceConfig, load_config, unused_sinks
 from .errors import StreamfilterError, first_cause
 from .expand import state_dir
 from .files import FileSource
@@ -171,9 +171,9 @@ class _Running:
             for source in self.config.sources:
                 if source.type == "file" and source.checkpoint:
                     checkpoints.claim(source.name)  # before anything is opened or read
+        for name in unused_sinks(self.config):
+            get_logger().warning("config.unused_sink", sink=name, hint="no source lists it in its sinks")
         used = {name for s in self.config.sources for name in s.sinks}
-        for unused in [s.name for s in self.config.sinks if s.name not in used and s.type != "stdout"]:
-            get_logger().warning("config.unused_sink", sink=unused, hint="no source lists it in its sinks")
         for sink_config in self.config.sinks:
             if sink_config.name in used:
                 try:

@@ -191,6 +191,32 @@ def test_check_config_warns_of_a_socket_path_taken_by_a_file(tmp_path: Path) -> 
     )
 
 
+def test_check_config_warns_of_an_unused_sink_and_of_a_path_outside_its_roots(tmp_path: Path) -> None:
+    # the daemon warns of the first at start and refuses the second's files one by one; check-config
+    # said nothing of either (a helper's find)
+    (tmp_path / "logs").mkdir()
+    body = (
+        f'[[source]]\nname = "app"\ntype = "file"\npath = "{tmp_path}/logs/*.log"\n'
+        f'roots = ["{tmp_path}/elsewhere"]\nsinks = ["out"]\n'
+        f'[[source]]\nname = "ok"\ntype = "file"\npath = "{tmp_path}/logs/b.log"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{tmp_path}/out.txt"\n'
+        f'[[sink]]\nname = "spare"\ntype = "file"\npath = "{tmp_path}/spare.txt"\n'
+    )
+    config = write_config(tmp_path, body)
+    done = run_cli("check-config", str(config))
+    assert done.returncode == 0 and json.loads(done.stdout)["sinks"]
+    assert done.stderr.decode().splitlines() == [
+        f"streamfilter: warning: {config}: sink[1]: 'spare' is in no source's sinks, so nothing is written to it",
+        f"streamfilter: warning: {config}: source[0].path: {tmp_path}/logs/*.log lies outside its roots "
+        f"({tmp_path}/elsewhere): the daemon refuses every file it matches that is not a symlink into one",
+    ]
+    # with the sink used and the roots holding the path: no warning
+    fixed = body.replace(f'"{tmp_path}/elsewhere"', f'"{tmp_path}"')
+    fixed = fixed.replace('sinks = ["out"]', 'sinks = ["out", "spare"]', 1)
+    again = run_cli("check-config", str(write_config(tmp_path, fixed)))
+    assert again.returncode == 0 and again.stderr == b"", again.stderr
+
+
 # -- files -----------------------------------------------------------------------------------------
 def test_a_glob_in_a_missing_directory_is_warned_about_and_still_waited_for(tmp_path: Path) -> None:
     # a plain path said so, a glob nothing (a fresh-user helper's find); and a daemon stopped before
