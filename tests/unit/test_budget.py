@@ -238,6 +238,22 @@ def test_each_failure_keeps_its_exception_line_and_a_bigger_budget_keeps_what_a_
     assert found[0] and all(f == set(exceptions) for f in found[3:])  # from 500 on, both failures whole
 
 
+def test_a_section_header_that_does_not_fit_whole_waits_for_the_failure_line_after_it() -> None:
+    # pytest 9 -v: 200 tests, one failing assertion, one KeyError. The FAILURES header's unit (the
+    # header, the test's name, its source) gets the relevance of the "E" line after it and came
+    # first; cut to its first lines, it left no room for the "E" line: at 150 tokens the output held
+    # a bare "=== FAILURES ===" and a test name (a fresh-user helper's find)
+    data = (Path(__file__).resolve().parents[1] / "data" / "pytest-one-of-200.log").read_bytes()
+    for budget in (150, 200, 300, 500):
+        _, runs = budgeted(data, FilterConfig(), budget)
+        kept = b"".join(r.data for r in runs if r.decision == "keep")
+        assert b"E       AssertionError: boom at 137\n" in kept, budget
+        assert text_tokens(runs) <= budget
+    # with room for the whole header unit it comes with its failure line, as before
+    _, runs = budgeted(data, FilterConfig(), 200)
+    assert b"=================================== FAILURES ===" in b"".join(r.data for r in runs if r.decision == "keep")
+
+
 def test_a_terse_first_error_is_chosen_before_verbose_later_ones() -> None:
     # g++ 12 on a std::map and a std::sort of a type with no operator<: four errors, the first
     # (std::less, at line 8) scored lowest by BM25 (thin statistics, fewer query terms); with a
