@@ -334,6 +334,8 @@ def _follow(args: argparse.Namespace) -> int:
     path = os.path.abspath(args.file)
     if os.path.isdir(path):
         raise InputError(f"cannot follow {args.file}: Is a directory")
+    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO, a device: it has no offsets to follow
+        raise InputError(f"cannot follow {args.file}: not a regular file (read it with `streamfilter filter`)")
     source = SourceConfig(
         name=args.file,
         type="file",

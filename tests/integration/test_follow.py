@@ -389,3 +389,19 @@ def test_a_file_name_that_is_not_utf8_beside_the_followed_file_does_not_stop_it(
         f.write(b"ERROR: app failed\n")
     live.wait_for(lambda: "app failed" in kept_text(live.events()), 10, "the line after it")
     assert live.stop() == 0
+
+
+def test_a_fifo_or_a_directory_is_refused_at_once(tmp_path: Path) -> None:
+    # a FIFO was refused as a file (file.refused) and follow then waited forever, printing nothing
+    # (a fresh-user helper's find); `filter` reads a FIFO
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path, reason in (
+        (fifo, "not a regular file (read it with `streamfilter filter`)"),
+        (tmp_path, "Is a directory"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "streamfilter", "follow", str(path)], capture_output=True, timeout=60
+        )
+        assert done.returncode == 2 and done.stdout == b"", done.stderr
+        assert done.stderr == f"streamfilter: error: cannot follow {path}: {reason}\n".encode()
