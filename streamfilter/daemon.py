@@ -137,8 +137,13 @@ async def _stdin_source(
 class _Running:
     """The sources and sinks of one config, running in their own task group."""
 
-    def __init__(self, config: DaemonConfig, totals: Totals, inherited: dict[str, socket.socket]) -> None:
+    def __init__(
+        self, config: DaemonConfig, totals: Totals, inherited: dict[str, socket.socket], before: _Running | None = None
+    ) -> None:
         self.config = config
+        # standard output outlives a reload: its ``==> NAME <==`` labels go on from the last config's
+        stdout = [s for s in before.sinks.values() if isinstance(s, StdoutSink)] if before else []
+        self._stdout_labels = (stdout[0].last_stream, stdout[0].fresh) if stdout else None
         self.totals = totals
         self.inherited = inherited
         self.scope = anyio.CancelScope()
@@ -185,6 +190,8 @@ class _Running:
                 except SocketInUseError as exc:  # (its message names the path)
                     raise StreamfilterError(f"sink {sink_config.name!r}: {exc}") from None
         for name, sink in self.sinks.items():
+            if isinstance(sink, StdoutSink) and self._stdout_labels is not None:
+                sink.last_stream, sink.fresh = self._stdout_labels
             writers = [s for s in self.config.sources if name in s.sinks]
             sink.shared = len(writers) > 1 or any(_streams_at_once(s) for s in writers)
         # sockets first: one that is taken (another daemon has it) fails the start before any
@@ -253,7 +260,7 @@ async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> i
                 log.info("daemon.reloading", config=config.path)
                 running.stop()
                 await running.finished.wait()
-                running = _Running(new, totals, inherited)
+                old, running = running, _Running(new, totals, inherited, running)
                 failed: BaseException | None = None
                 try:
                     await tg.start(running.run)
@@ -263,7 +270,7 @@ async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> i
                     # the file checked, but a sink or source of it cannot be opened: the old
                     # config starts again (its files resume from their checkpoints)
                     log.error("reload.failed", error=str(failed), kept=config.path)
-                    running = _Running(config, totals, inherited)
+                    running = _Running(config, totals, inherited, old)
                     await tg.start(running.run)
                     notifier.send("READY=1", "STATUS=reload failed: a source or sink cannot open; the old config runs")
                     continue

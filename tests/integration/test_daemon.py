@@ -650,6 +650,34 @@ def test_sighup_with_a_bad_config_keeps_the_old_one_and_a_good_one_is_taken(tmp_
     assert kept(live.events(out)).count("ERROR step failed") == 1  # resumed from the checkpoint
 
 
+def test_standard_outputs_labels_go_on_across_a_reload(tmp_path: Path) -> None:
+    # after a SIGHUP the stream that wrote last was labelled again, with no blank line before its
+    # label (a fresh-user helper's find): the new config's stdout sink started as if nothing was written
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_bytes(b"")
+    b.write_bytes(b"")
+    config = "".join(
+        f'[[source]]\nname = "{p.stem}"\ntype = "file"\npath = "{p}"\nstart_at = "beginning"\nsinks = ["stdout"]\n'
+        for p in (a, b)
+    )
+    live = start(tmp_path, f'[defaults]\nquery = "failed"\ntail_lines = 0\n{config}')
+    for path, line in ((a, b"ERROR a failed\n"), (b, b"ERROR b failed\n")):
+        with path.open("ab") as f:
+            f.write(line)
+        live.wait_for(lambda line=line: line in live.output(), 10)
+    live.proc.send_signal(signal.SIGHUP)
+    live.log_event("daemon.reloaded")
+    for path, line in ((b, b"ERROR b failed again\n"), (a, b"ERROR a failed again\n")):
+        with path.open("ab") as f:
+            f.write(line)
+        live.wait_for(lambda line=line: line in live.output(), 10)
+    assert live.stop() == 0
+    assert live.output() == (
+        b"==> a <==\nERROR a failed\n\n==> b <==\nERROR b failed\nERROR b failed again\n"
+        b"\n==> a <==\nERROR a failed again\n"
+    )
+
+
 def test_connections_are_numbered_on_across_a_reload(tmp_path: Path) -> None:
     """Two connections, one before and one after a SIGHUP, were both "tools#1" in the same sink."""
     sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
