@@ -63,7 +63,10 @@ async def _start(argv: Sequence[str], separate: bool) -> Process:
     except FileNotFoundError:
         raise CommandError(argv[0], "command not found", 127) from None
     except PermissionError:
-        raise CommandError(argv[0], "permission denied", 126) from None
+        # exec of a directory fails with EACCES too: say which it is, as bash does
+        folder = os.sep in argv[0] and await anyio.Path(argv[0]).is_dir()
+        reason = "is a directory" if folder else "permission denied"
+        raise CommandError(argv[0], reason, 126) from None
 
 
 def _terminal_sent_it() -> bool:

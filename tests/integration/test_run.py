@@ -140,6 +140,16 @@ def test_no_command_and_a_missing_command() -> None:
     assert missing.returncode == 127 and b"command not found" in missing.stderr
 
 
+def test_a_directory_or_a_file_that_is_not_executable_as_the_command(tmp_path: Path) -> None:
+    # both fail exec with EACCES; a directory was "permission denied" (a fresh-user helper's find)
+    (tmp_path / "notes.txt").write_bytes(b"hello\n")
+    for command, reason in ((f"{tmp_path}/", "is a directory"), (f"{tmp_path}/notes.txt", "permission denied")):
+        done = run_cli("run", "--", command)
+        assert done.returncode == 126, done.stderr
+        assert done.stdout == f"[streamfilter: {command}: {reason} (status 126)]\n".encode()
+        assert done.stderr == f"streamfilter: error: {command}: {reason}\n".encode()
+
+
 # -- envelopes ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("transport", ["unix", "tcp"])
 def test_send_runs_are_kept_apart_with_their_own_queries_and_statuses(tmp_path: Path, transport: str) -> None:
