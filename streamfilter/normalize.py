@@ -129,7 +129,8 @@ class NormalizedBlock:
 
     Attributes:
         text: bytes with exactly as many lines as the raw block; escapes removed,
-            a leading ISO-8601 timestamp (``2026-05-07T17:30:12.8056437Z ``) removed,
+            a leading ISO-8601 timestamp (``2026-05-07T17:30:12.8056437Z ``) and docker
+            compose's service prefix (``web-1  | ``), in either order, removed,
             each carriage-return redraw reduced to its last frame, each line over
             the cap reduced to its first and last ``cap // 2`` bytes. Case is kept
             (the tokenizer needs it to split ``ValueError``) and folded there.
@@ -299,6 +300,8 @@ def normalize_block(
     stamped = _timestamp_lines(text, ends)
     if stamped.shape[0]:
         text, ends = _strip_timestamps(text, ends, stamped)
+        # a CI runner's timestamp before compose's prefix (GitHub Actions running docker compose)
+        text, ends = _strip_service_prefixes(text, ends)
     frames = np.zeros(n_lines, dtype=np.int32)
     if b"\r" in text:
         text = _collapse_redraws(text, n_lines, frames)

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamfilter.filter import FilterConfig, StreamFilter
 from streamfilter.normalize import (
     _SERVICE_PREFIX,
     _TIMESTAMP_PREFIX,
@@ -93,6 +95,12 @@ def test_long_line_is_capped_for_scoring_only() -> None:
             (b"    3 | int g2(long y) {", b"    3 | int g2(long y) {"),  # a compiler's source line
             (b"x-1 |no space after the bar", b"x-1 |no space after the bar"),
         ],
+        [  # both, in either order: GitHub Actions running docker compose (a fresh-user helper's find:
+            # the timestamp first kept compose's prefix, and most of a jest run's failures were dropped)
+            (b"2026-05-07T17:30:12.8056437Z web-1  |   \xe2\x97\x8f math > adds", b"  \xe2\x97\x8f math > adds"),
+            (b"web-1  | 2026-05-07T17:30:12.805Z FAIL src/bad.test.js", b"FAIL src/bad.test.js"),
+            (b"2026-05-07T17:30:12.8056437Z File      | % Stmts", b"File      | % Stmts"),
+        ],
     ],
 )
 def test_line_prefixes_are_not_part_of_the_scoring_text(pairs: list[tuple[bytes, bytes]]) -> None:
@@ -170,3 +178,18 @@ def test_escapes_and_timestamps_removed_as_by_the_two_regexes(pieces: list[bytes
     norm = normalize_block(data, n_lines, 1 << 20)
     assert norm.text == expected
     assert norm.ends.tolist() == _line_ends(expected, n_lines).tolist()
+
+
+@pytest.mark.parametrize("log", ["jest-verbose.log", "pytest-budget.log", "unittest-lists.log"])
+@pytest.mark.parametrize(
+    "prefix", [b"2026-05-07T17:30:12.8056437Z ", b"web-1  | ", b"2026-05-07T17:30:12.8056437Z web-1  | "]
+)
+def test_a_prefix_on_every_line_changes_no_decision(log: str, prefix: bytes) -> None:
+    data = (Path(__file__).resolve().parents[1] / "data" / log).read_bytes()
+    prefixed = b"".join(prefix + line for line in data.splitlines(keepends=True))
+
+    def decisions(text: bytes) -> list[tuple[str, int, int]]:
+        sf = StreamFilter(FilterConfig())
+        return [(r.decision, r.first_line, r.last_line) for r in sf.feed(text) + sf.flush()]
+
+    assert decisions(prefixed) == decisions(data)
