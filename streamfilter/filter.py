@@ -128,17 +128,25 @@ class FilterConfig:
         return max(self.tail_lines, self.context_lines + max(self.extend_lines, self.section_lines))
 
 
+# letters or digits joined by . _ / \ - (inside a word): a name, not words
+_JOINED = re.compile(r"[^\W_][._/\\-]+[^\W_]|[^\W_]_|_[^\W_]")
+
+
 def _is_code(word: str) -> bool:
-    """A query word of letters and digits, an error code (``F401``, ``E0308``): as terms it would be
-    a letter and a number, each found anywhere (``def f0``, ``E7``)."""
-    return word.isalnum() and any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
+    """A query word matched whole: an error code, letters and digits (``F401``, ``E0308``), whose
+    terms would be a letter and a number, each found anywhere (``def f0``, ``E7``); or a name of
+    parts joined by ``. _ / \\ -`` (``payment_service``, ``settings.yaml``, ``test_ok[17]``),
+    whose parts are never counted as terms inside such a name (``tokens.is_counted``)."""
+    if word.isalnum():
+        return any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
+    return _JOINED.search(word) is not None
 
 
 def asked_patterns(config: FilterConfig) -> tuple[str, ...]:
-    """The regexes of the lines the user asked for: ``config.protect``, then each error code of the
-    query as a whole word in any case. They keep their lines, are never repeat-capped, and a token
-    budget chooses them first (``budget.UnitPool``)."""
-    codes = (rf"(?i)\b{re.escape(w)}\b" for w in config.query.split() if _is_code(w))
+    """The regexes of the lines the user asked for: ``config.protect``, then each error code or
+    name of the query (``_is_code``) as a whole word in any case. They keep their lines, are never
+    repeat-capped, and a token budget chooses them first (``budget.UnitPool``)."""
+    codes = (rf"(?i)(?<!\w){re.escape(w)}(?!\w)" for w in config.query.split() if _is_code(w))
     return config.protect + tuple(codes)
 
 

@@ -403,6 +403,32 @@ def test_an_error_code_in_the_query_is_matched_whole() -> None:
     assert proc.stdout.count(b"took 401 ms\n") <= 2 and b"f 7 ok" not in proc.stdout  # its window at most
 
 
+@pytest.mark.parametrize(
+    ("word", "line"),
+    [
+        ("payment_service", b"WARN retrying connection to payment_service\n"),
+        ("settings.yaml", b"DEBUG loaded config from settings.yaml\n"),
+        ("test_ok[17]", b"tests/t.py::test_ok[17] PASSED\n"),
+        ("TestMany.test_ok_17", b"test_ok_17 (t.TestMany.test_ok_17) ... ok\n"),
+    ],
+)
+def test_a_name_in_the_query_is_matched_whole(word: str, line: bytes) -> None:
+    # a name's parts are never counted inside a name (test_error_handling.py is no error), so a
+    # query of one matched nothing, silently (a fresh-user helper's find)
+    noise = b"".join(
+        b"INFO request %d handled user=u%d test_ok[%d] settings %d\n" % (i, i, i + 100, i) for i in range(300)
+    )
+    data = noise + line + noise
+    proc = run_cli(
+        "filter", "--query", word, "--head", "0", "--tail", "0", "--format", "jsonl", "--explain", stdin=data
+    )
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(x) for x in proc.stdout.splitlines()]
+    kept = [e for e in events if e["event"] == "keep"]
+    assert len(kept) == 1 and line.decode() in kept[0]["text"] and kept[0]["lines"] <= 8  # its window
+    assert any(w["reason"] == "protected:user1" for w in kept[0]["windows"])
+
+
 @pytest.mark.parametrize("pattern", ["", "x*", "^", "$", r"\A"])
 def test_protect_patterns_that_match_empty_strings_match_every_line(pattern: str) -> None:
     data = b"".join(b"line %d\n" % i for i in range(50)) + b"last"
