@@ -47,7 +47,7 @@ class BlockFacts:
         shape_ends: int64, end offset of each line in ``shapes``.
         warnings: int64, ``summarize.warn_counts`` per line.
         section_stops: int64, 0-based lines that end a failure section before them: those
-            whose first non-blank bytes are ``===`` (pytest's banners) or ``test result: ``
+            whose first non-blank bytes are ``===`` (pytest's banners), ``⎯`` (vitest's rules) or ``test result: ``
             (cargo's verdict after its failures list), and rules of 20 or more ``-``
             (unittest's, between one report and the next).
         verdicts: int64, 0-based lines among ``hits`` that report a command's non-zero
@@ -145,19 +145,24 @@ _RULE = re.compile(rb"-{20,}[ \t\r]*")  # unittest's, after each report
 
 
 def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout) -> Int64Array:
-    """Lines whose first non-blank bytes are ``===`` or cargo's ``test result: ``, and rules of ``-``."""
+    """Lines whose first non-blank bytes are ``===``, vitest's ``⎯`` or cargo's ``test result: ``, and
+    rules of ``-``."""
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     first = layout.first
     head = np.minimum(first, n - 1)
-    lines = np.flatnonzero(~layout.blank & (first + 2 < n) & ((arr[head] == 0x3D) | (arr[head] == 0x2D)))
+    lines = np.flatnonzero(
+        ~layout.blank & (first + 2 < n) & ((arr[head] == 0x3D) | (arr[head] == 0x2D) | (arr[head] == 0xE2))
+    )
     at = first[lines]
     three = (arr[at + 1] == arr[at]) & (arr[at + 2] == arr[at])
-    equals = three & (arr[at] == 0x3D)
+    # and "⎯" (U+23AF, E2 8E AF): vitest's rules, between one failure report and the next
+    vitest = (arr[at] == 0xE2) & (arr[at + 1] == 0x8E) & (arr[at + 2] == 0xAF)
+    equals = (three & (arr[at] == 0x3D)) | vitest
     # a line that starts with three dashes is a rule when dashes fill it (few lines are looked at)
-    dashes = three & ~equals
+    dashes = three & (arr[at] == 0x2D)
     spans = zip(lines[dashes].tolist(), at[dashes].tolist(), ends[lines[dashes]].tolist(), strict=True)
     rules = [line for line, a, e in spans if _RULE.fullmatch(text, a, e - (text[e - 1 : e] == b"\n"))]
     stops = np.union1d(lines[equals], np.asarray(rules, dtype=np.int64))

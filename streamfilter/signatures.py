@@ -146,6 +146,9 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # JS: npm, jest, mocha, tsc
     _s("npm-err", r"npm (?:ERR!|error)"),
     _s("jest-bullet", r"● "),
+    # vitest's failure report: " FAIL  a.test.js > suite > test", its message, the diff of expected
+    # and received, the "❯ a.test.js:3:48" location and its code frame, to its "⎯⎯⎯[1/3]⎯" rule
+    _s("vitest-fail", r"FAIL  \S[^\n]{0,500} > ", section=True),
     _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?(?: to (?:be|equal|match)\w*)?:"),
     _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from streamfilter.filter import FilterConfig, StreamFilter
+from streamfilter.normalize import strip_ansi
 from streamfilter.segment import line_layout
 from streamfilter.signatures import DEFAULT_SIGNATURES, LEAD_IN, SignatureSet, first_bytes, required_literal
 from streamfilter.tokens import token_table
@@ -65,6 +66,7 @@ LINES = [
     ("python-lint", b"bad.py:1:8: F401 [*] `os` imported but unused"),  # ruff 0.17, concise
     ("python-lint", b" --> bad.py:1:8"),  # ruff, full: under "F401 [*] `os` imported but unused"
     ("pylint-rating", b"Your code has been rated at 0.00/10 (previous run: 0.00/10, +0.00)"),  # pylint 4.1
+    ("vitest-fail", b" FAIL  vt/bad.test.js > math > adds wrong"),  # vitest 4.1
     ("found-errors", b"Found 2 errors in 1 file (checked 16 source files)"),
     ("phpunit-failure", b"FAILURES!"),
     ("phpunit-failures", b"There were 2 failures:"),
@@ -455,3 +457,17 @@ def test_each_ruff_finding_is_told_apart_by_its_code_and_message() -> None:
     sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0))
     pieces = [r for i in range(0, len(log), 97) for r in sf.feed(log[i : i + 97])] + sf.flush()
     assert b"".join(r.data for r in pieces if r.decision == "keep") == kept  # however it is chunked
+
+
+def test_a_vitest_report_is_kept_to_its_rule_with_its_diff_and_location() -> None:
+    # vitest 4.1 --reporter=verbose: 240 passed tests, 3 failed. Its diff of expected and received
+    # and its "❯ file:line:col" location come after blank lines, past the reach of a continuation,
+    # and were summarized (a fresh-user helper's find)
+    log = (REAL / "vitest-verbose.log").read_bytes()
+    kept = strip_ansi(_kept(log))
+    for line in (b"- Expected", b"+ Received", b"- 5", b"+ 4", b'-   "age": 4,', b'+   "age": 3,'):
+        assert b"\n" + line + b"\n" in kept, line
+    for location in (b" \xe2\x9d\xaf vt/bad.test.js:3:48\n", b" \xe2\x9d\xaf vt/bad.test.js:4:56\n"):
+        assert location in kept  # and the code frame's caret under it
+    assert kept.count(b"|                                                ^") == 1
+    assert strip_ansi(log).count(b" \xe2\x9c\x93 ") == 240 and kept.count(b" \xe2\x9c\x93 ") <= 16  # passed
