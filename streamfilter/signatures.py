@@ -104,6 +104,7 @@ EXIT_VERDICTS = (
     r"exit(?:ed)? (?:with )?(?:code|status):? [1-9]",
     r"exited with [1-9]",
     r"returned non-zero exit status",
+    r"exited with non-zero status",  # GNU time's
 )
 
 # The lines a compiler prints before a diagnostic to say where it comes from, matched at a line's
@@ -175,6 +176,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     ),
     _f("compiler-warning", r": warning\b", r": Warning\b", line=r"\S+:\d+:(?:\d+:)? [Ww]arning\b", max_hits=10),
     _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)"),
+    # make's own errors in a makefile: "Makefile:12: *** missing separator.  Stop."
+    _f("make-stop", r": \*\*\* ", line=r"\S+:\d+: \*\*\* .*Stop\."),
     _f(
         "linker-error",
         r"undefined reference to",
@@ -277,7 +280,23 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r": unbound variable",  # set -u
         r": line \d+: +\d+ (?:Killed|Terminated|Aborted)",  # bash's report of a killed job
         r"Permission denied",
+        r"No space left on device",
     ),
+    # a service or host that cannot be reached: "psql: could not connect to server: Connection refused",
+    # "dial tcp 127.0.0.1:5432: connect: connection refused", "getaddrinfo ENOTFOUND", git's and apt's
+    # "Could not resolve host", "Temporary failure in name resolution"
+    _f(
+        "network-error",
+        r"[Cc]onnection refused",
+        r"ECONNREFUSED",
+        r"ENOTFOUND",
+        r"[Cc]ould not resolve host",
+        r"Temporary failure in name resolution",
+        r"Network is unreachable",
+    ),
+    _f("tls-error", r"x509: ", r"certificate verify failed"),
+    _f("git-rejected", r"! \[rejected\]", r"! \[remote rejected\]"),
+    _s("docker-error", r"docker: (?:Error|invalid)"),
     _s("curl-error", r"curl: \(\d+\) "),
     _f("out-of-memory", r"Out of memory: Kill"),  # the kernel's OOM killer
     # .NET / MSBuild, PHP, Elixir, Swift's XCTest, Node
@@ -330,7 +349,8 @@ TRIGGER_WORDS = (
     "segmentation dumped such found timed timeout exceeded killed exit exited offenses warning warnings sanitizer "
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
-    "conditional mismatched unbound terminated can died illegal executing rated "
+    "conditional mismatched unbound terminated can died illegal executing rated stop space refused "
+    "econnrefused enotfound resolve resolution unreachable certificate rejected "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

@@ -67,6 +67,17 @@ LINES = [
     ("python-lint", b" --> bad.py:1:8"),  # ruff, full: under "F401 [*] `os` imported but unused"
     ("pylint-rating", b"Your code has been rated at 0.00/10 (previous run: 0.00/10, +0.00)"),  # pylint 4.1
     ("vitest-fail", b" FAIL  vt/bad.test.js > math > adds wrong"),  # vitest 4.1
+    # a fresh-user helper's lines, each dropped in 200 lines of noise
+    ("make-stop", b"Makefile:12: *** missing separator.  Stop."),  # GNU make 4.3
+    ("command-failed", b"cp: error writing 'out.bin': No space left on device"),
+    ("network-error", b"psql: could not connect to server: Connection refused"),
+    ("network-error", b"dial tcp 127.0.0.1:5432: connect: connection refused"),
+    ("network-error", b"unable to resolve host github.com: Temporary failure in name resolution"),
+    ("network-error", b"ssh: Could not resolve hostname github.com: Temporary failure in name resolution"),
+    ("tls-error", b"x509: certificate signed by unknown authority"),
+    ("git-rejected", b" ! [rejected]        main -> main (fetch first)"),
+    ("docker-error", b"docker: invalid reference format."),
+    ("exit-status", b"Command exited with non-zero status 1"),  # GNU time
     ("found-errors", b"Found 2 errors in 1 file (checked 16 source files)"),
     ("phpunit-failure", b"FAILURES!"),
     ("phpunit-failures", b"There were 2 failures:"),
