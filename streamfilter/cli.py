@@ -58,7 +58,10 @@ class _Parser(argparse.ArgumentParser):
 
 # options a user of filter may reach for with follow or run, each with why they are filter's only
 _FILTER_ONLY = {
-    "--budget-tokens": "a budget is decided over the whole input; these write as it comes",
+    "--budget-tokens": (
+        "a budget is decided over the whole input; these write as it comes. For a command's output: "
+        "streamfilter run --tee FILE -- CMD >/dev/null, then streamfilter filter --budget-tokens N FILE"
+    ),
     "--explain": "decision traces are for filter's JSONL",
 }
 

@@ -131,6 +131,8 @@ def test_stdin_and_dash_read_standard_input() -> None:
         (("filter", "--no-such-option", "-"), b"unrecognized arguments"),
         # (a fresh-user helper's find: "unrecognized arguments" said nothing of where the option is)
         (("run", "--budget-tokens", "300", "--", "true"), b"--budget-tokens is an option of filter only"),
+        # and what to do instead (a fresh-user helper ran into it)
+        (("run", "--budget-tokens", "300", "--", "true"), b"then streamfilter filter --budget-tokens N FILE"),
         (("follow", "--explain", "x.log"), b"--explain is an option of filter only"),
     ],
 )
