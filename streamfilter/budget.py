@@ -336,7 +336,10 @@ class UnitPool:
         ends_at = [first for first, _, _ in starts[1:]] + [run.last_line + 1]
         for j in range(len(starts) - 1, -1, -1):
             cut = ends_at[j]
-            while cut - 1 > starts[j][0] and leading[cut - 1 - run.first_line]:
+            # (never into the unit's own lead-in and failure line, which may read as a lead-in too:
+            # g++'s "t.cpp:19:45:   required from here" asked for by -q t.cpp)
+            floor = starts[j][0] + leads.get(starts[j][0], 0)
+            while cut - 1 > floor and leading[cut - 1 - run.first_line]:
                 cut -= 1
             if cut < ends_at[j]:
                 starts.insert(j + 1, (cut, SCORED, 0.0))

@@ -348,3 +348,20 @@ def test_a_template_errors_part_keeps_where_it_comes_from_when_that_fits() -> No
         assert part is not None and part[0] == 0 and part[1] > unit.lead
         part = _Chosen(pool.lines, DROP_TOKENS).fit(unit, with_lead - 2, PROTECTED)
         assert part is None or part[0] == unit.lead  # too little room for the chain: from the error on
+
+
+def test_a_failure_line_that_reads_as_a_lead_in_stays_in_its_unit() -> None:
+    # g++'s "t.cpp:19:45:   required from here", asked for by -q t.cpp under its "required from"
+    # chain: the unit's trailing lead-in lines were cut off as a unit of their own, the failure line
+    # with them, and choosing the rest (its lead-in, past its end) raised IndexError: no output at
+    # all (a fresh-user helper's find)
+    chain = ", ".join(["std::pair<const _Key, _Tp>"] * 20)
+    data = (
+        f"/usr/include/b.h:800:45:   required from 'f<{chain}>'\n"
+        f"/usr/include/c.h:984:20:   required from 'g<{chain}>'\n"
+        "t.cpp:19:45:   required from here\n"
+    ).encode()
+    for budget in (100, 150, 300, 600):
+        _, runs = budgeted(data, FilterConfig(query="t.cpp"), budget)
+        assert b"t.cpp:19:45:   required from here\n" in b"".join(r.data for r in runs if r.decision == "keep")
+        assert text_tokens(runs) <= budget
