@@ -328,6 +328,11 @@ class UnitPool:
                 if number - unit_first <= leads.get(unit_first, -1):  # its failure line, or a lead-in to it
                     asked.add(unit_first)
                     continue
+                if unit_first in asked and leading[unit_first - run.first_line : number - run.first_line].all():
+                    # the line an asked lead-in leads into (--protect '^a\.c' matches "a.c: In function"
+                    # and the error under it): one unit, its lead-in chosen only with it
+                    leads[unit_first] = number - unit_first
+                    continue
                 if unit_first != number:
                     starts.insert(at + 1, (number, PROTECTED, starts[at][2]))
                 asked.add(number)

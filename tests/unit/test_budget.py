@@ -365,3 +365,18 @@ def test_a_failure_line_that_reads_as_a_lead_in_stays_in_its_unit() -> None:
         _, runs = budgeted(data, FilterConfig(query="t.cpp"), budget)
         assert b"t.cpp:19:45:   required from here\n" in b"".join(r.data for r in runs if r.decision == "keep")
         assert text_tokens(runs) <= budget
+
+
+def test_an_asked_lead_in_is_chosen_only_with_the_line_it_leads_into() -> None:
+    # --protect '^main\.c' matches gcc's "main.c: In function 'main':" and the finding under it: each
+    # started a unit, and at 150 tokens the lead-in was chosen alone (a fresh-user helper's find)
+    data = (Path(__file__).resolve().parents[1] / "data" / "make-gcc-warnings.log").read_bytes()
+    lead = data[: data.index(b"main.c: In function")].count(b"\n") + 1
+    chosen_alone = []
+    for budget in range(70, 420, 5):  # (here 75-105 took it alone; the CLI's refs cost more: 150)
+        _, runs = budgeted(data, FilterConfig(protect=(r"^main\.c",)), budget)
+        kept = kept_lines(runs)
+        if lead in kept and lead + 1 not in kept:
+            chosen_alone.append(budget)
+        assert text_tokens(runs) <= budget
+    assert chosen_alone == []
