@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -380,3 +381,18 @@ def test_an_asked_lead_in_is_chosen_only_with_the_line_it_leads_into() -> None:
             chosen_alone.append(budget)
         assert text_tokens(runs) <= budget
     assert chosen_alone == []
+
+
+def test_the_users_own_errors_come_before_errors_inside_system_headers() -> None:
+    # g++ 12 -Wall on a file whose std::unordered_map<Foo, int>, std::sort of a map and += on a
+    # struct fail deep in libstdc++: its 279 lines hold three t.cpp errors; from 300 to 2000 tokens
+    # only one was kept, the rest of the budget on <hashtable.h> and <stl_function.h> (a fresh-user
+    # helper's find)
+    data = (Path(__file__).resolve().parents[1] / "data" / "gpp-user-errors.log").read_bytes()
+    own = [line for line in data.split(b"\n") if re.match(rb"t\.cpp:\d+:\d+: error", line)]
+    assert len(own) == 3
+    for budget, least in ((300, 2), (600, 2), (1000, 3), (2000, 3)):
+        _, runs = budgeted(data, FilterConfig(), budget)
+        kept = b"".join(r.data for r in runs if r.decision == "keep")
+        assert sum(line + b"\n" in kept for line in own) >= least, budget
+        assert text_tokens(runs) <= budget
