@@ -466,9 +466,12 @@ class UnitPool:
         if kind == PROTECTED:
             # a failure line whose next lines are another unit (a pytest "E" line, then its location
             # lines, which often score higher): it gets that unit's relevance, and comes first
+            # (less its own library discount: a g++ error inside <stl_heap.h> lifted by the
+            # "make: *** ... Error 1" line after it had come before the user's own error)
             for j, k in itertools.pairwise(by_line):
-                if units[k].first_line == units[j].last_line + 1 and own[k] >= relevance[j] and not units[k].asked:
-                    relevance[j], lifted[j] = own[k], True
+                lift = own[k] - (LIBRARY_PENALTY if units[j].library and not units[j].asked else 0.0)
+                if units[k].first_line == units[j].last_line + 1 and lift >= relevance[j] and not units[k].asked:
+                    relevance[j], lifted[j] = lift, True
         redundancy = [chosen.redundancy(u) for u in units]
 
         def mmr(j: int) -> tuple[float, bool, float, int]:

@@ -396,3 +396,16 @@ def test_the_users_own_errors_come_before_errors_inside_system_headers() -> None
         kept = b"".join(r.data for r in runs if r.decision == "keep")
         assert sum(line + b"\n" in kept for line in own) >= least, budget
         assert text_tokens(runs) <= budget
+
+
+def test_a_library_error_lifted_by_makes_line_keeps_its_discount() -> None:
+    # make -k of 15 files with g++ 12, one a template error in the user's widget.cpp reported on
+    # through libstdc++: the last error, inside <stl_heap.h>, was lifted by the "make: *** ...
+    # Error 1" line after it to that line's relevance, over the user's own error, which was left out
+    # at 300 and 1000 tokens (a fresh-user helper's find)
+    data = (Path(__file__).resolve().parents[1] / "data" / "make-gpp-template-error.log").read_bytes()
+    own = next(line for line in data.split(b"\n") if line.startswith(b"widget.cpp:6:87: error:"))
+    for budget in (300, 1000):
+        _, runs = budgeted(data, FilterConfig(), budget)
+        assert own + b"\n" in b"".join(r.data for r in runs if r.decision == "keep"), budget
+        assert text_tokens(runs) <= budget
