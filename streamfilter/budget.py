@@ -313,15 +313,16 @@ class UnitPool:
                 # chosen without the error line
                 first = max(first, trace.hit_line)
                 if first == trace.hit_line:  # (not a window after its failure line's)
+                    name = trace.reason.removeprefix("protected:")
                     floor = max(run.first_line, starts[-1][0] + 1 if starts else 0)
-                    if trace.reason.removeprefix("protected:") in _ABOVE and first > floor:
+                    if name in _ABOVE and first > floor:
                         first -= 1  # the finding's code and message, over its location line
                     head = first
                     floor = max(floor, trace.hit_line - LEAD_LINES)
                     while first > floor and leading[first - 1 - run.first_line]:
                         first -= 1
                     leads[first] = head - first
-                    if trace.reason.removeprefix("protected:") in _SECTION:
+                    if name in _SECTION:
                         heads.add(first)
             if kind is None and starts:
                 if trace.score > starts[-1][2]:
@@ -457,10 +458,9 @@ class UnitPool:
             first_of.setdefault(units[j].key, j)
         for key, j in first_of.items():
             relevance[j] = best_of[key]
-        if kind == PROTECTED:  # a failure reported inside a library comes after the user's own
-            relevance = [
-                r - LIBRARY_PENALTY if u.library and not u.asked else r for u, r in zip(units, relevance, strict=True)
-            ]
+        # a failure reported inside a library comes after the user's own, lifted or not (below)
+        discount = [LIBRARY_PENALTY if kind == PROTECTED and u.library and not u.asked else 0.0 for u in units]
+        relevance = [r - d for r, d in zip(relevance, discount, strict=True)]
         own = list(relevance)
         lifted = [False] * len(units)
         if kind == PROTECTED:
@@ -469,7 +469,7 @@ class UnitPool:
             # (less its own library discount: a g++ error inside <stl_heap.h> lifted by the
             # "make: *** ... Error 1" line after it had come before the user's own error)
             for j, k in itertools.pairwise(by_line):
-                lift = own[k] - (LIBRARY_PENALTY if units[j].library and not units[j].asked else 0.0)
+                lift = own[k] - discount[j]
                 if units[k].first_line == units[j].last_line + 1 and lift >= relevance[j] and not units[k].asked:
                     relevance[j], lifted[j] = lift, True
         redundancy = [chosen.redundancy(u) for u in units]

@@ -112,6 +112,10 @@ class SourceConfig:
     filter: FilterConfig = field(default_factory=FilterConfig)
     timing: Timing = field(default_factory=Timing)
 
+    def in_roots(self, real: str) -> bool:
+        """Whether ``real``, a path with its symlinks resolved, is one of ``roots`` or lies under one."""
+        return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots)
+
 
 @dataclass(frozen=True, slots=True)
 class SinkConfig:
@@ -497,8 +501,7 @@ def check_use(config: DaemonConfig) -> list[str]:
     for i, source in enumerate(config.sources):
         if source.type != "file":
             continue
-        real = os.path.realpath(glob_directory(source.path))
-        if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in source.roots):
+        if not source.in_roots(os.path.realpath(glob_directory(source.path))):
             out.append(
                 f"{config.path}: source[{i}].path: {source.path} lies outside its roots ({', '.join(source.roots)}): "
                 "the daemon refuses every file it matches that is not a symlink into one"

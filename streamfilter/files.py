@@ -222,7 +222,7 @@ class FileFollower:
             reason = "not a regular file"
         else:
             real = os.path.realpath(f"/proc/self/fd/{fd}")
-            if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.source.roots):
+            if not self.source.in_roots(real):
                 reason = "resolves outside the source's roots"
             elif real.startswith(_PSEUDO_FILES):
                 # its size reads 0 whatever it holds: every read would look like a truncation
