@@ -128,14 +128,15 @@ class FilterConfig:
         return max(self.tail_lines, self.context_lines + max(self.extend_lines, self.section_lines))
 
 
-# letters or digits joined by . _ / \ - (inside a word): a name, not words
-_JOINED = re.compile(r"[^\W_][._/\\-]+[^\W_]|[^\W_]_|_[^\W_]")
+# letters or digits joined by . _ / \ - or :: (inside a word): a name, not words
+_JOINED = re.compile(r"[^\W_](?:[._/\\-]|::)+[^\W_]|[^\W_]_|_[^\W_]")
 
 
 def _is_code(word: str) -> bool:
     """A query word matched whole: an error code, letters and digits (``F401``, ``E0308``), whose
     terms would be a letter and a number, each found anywhere (``def f0``, ``E7``); or a name of
-    parts joined by ``. _ / \\ -`` (``payment_service``, ``settings.yaml``, ``test_ok[17]``),
+    parts joined by ``. _ / \\ -`` or ``::`` (``payment_service``, ``settings.yaml``, ``test_ok[17]``,
+    ``tests::t07``),
     whose parts are never counted as terms inside such a name (``tokens.is_counted``)."""
     if word.isalnum():
         return any(c.isalpha() for c in word) and any(c.isdigit() for c in word)

@@ -117,14 +117,18 @@ def is_counted(lower: bytes, start: int, end: int) -> bool:
 
     It does not when it names a zero count (``Failures: 0``, ``errors=0``,
     ``0 failed``), or when it is one component of a compound identifier joined by
-    ``. _ / \\ -`` (``org.example.error.Foo``, ``--error-format``, ``errors.go``,
-    ``test_error_path``): such names are everywhere in build logs and say nothing
+    ``. _ / \\ -`` or ``::`` (``org.example.error.Foo``, ``--error-format``, ``errors.go``,
+    ``test_error_path``, ``tests::error_path``): such names are everywhere in build logs and say nothing
     about a failure. ``ValueError`` (a case split) and ``error:`` still count.
     """
     if start >= 2 and lower[start - 1] in _JOINERS and lower[start - 2] in _ALNUM:
         return False
+    if start >= 3 and lower[start - 2 : start] == b"::" and lower[start - 3] in _ALNUM:
+        return False
     after = lower[end] if end < len(lower) else 10
     if after in _JOINERS and end + 1 < len(lower) and lower[end + 1] in _ALNUM:
+        return False
+    if after == 58 and lower[end : end + 2] == b"::" and end + 2 < len(lower) and lower[end + 2] in _ALNUM:
         return False
     if after not in _ZERO_NEXT and (start == 0 or lower[start - 1] not in _ZERO_NEXT):
         return True  # neither "<term>: 0" nor "0 <term>" can follow or precede

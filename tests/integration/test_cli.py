@@ -412,6 +412,7 @@ def test_an_error_code_in_the_query_is_matched_whole() -> None:
         ("settings.yaml", b"DEBUG loaded config from settings.yaml\n"),
         ("test_ok[17]", b"tests/t.py::test_ok[17] PASSED\n"),
         ("TestMany.test_ok_17", b"test_ok_17 (t.TestMany.test_ok_17) ... ok\n"),
+        ("tests::t07", b"test tests::t07 ... FAILED\n"),
     ],
 )
 def test_a_name_in_the_query_is_matched_whole(word: str, line: bytes) -> None:

@@ -76,7 +76,7 @@ def test_zero_counts_and_identifier_parts_are_not_occurrences() -> None:
     text = (
         b"Tests run: 3, Failures: 0, Errors: 0\n0 failed, 2 errors\nfailed=0 errors=10\n"
         b"org.example.error.Foo --error-format=json test_error_path errors.go\n"
-        b"ValueError: x\nerror: y\nBuild failed.\n"
+        b"ValueError: x\nerror: y\nBuild failed.\ntests::error_path io::Error::new failed: 2\n"
     )
     _, tf = count_terms(text, ends_of(text), q)
-    assert tf.tolist() == [[0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [1, 0], [0, 1]]
+    assert tf.tolist() == [[0, 0], [1, 0], [1, 0], [0, 0], [1, 0], [1, 0], [0, 1], [0, 1]]
