@@ -5,7 +5,7 @@ Rules, in order of strength:
 * A record is a run of lines that belong together. A blank line ends it, unless
   the next non-blank line is indented deeper than the record's first line or
   continues an exception chain (``Caused by:``, ``During handling of the above
-  exception``, nose's ``>> end captured stdout <<``); such blank lines stay
+  exception``, nose's ``>> end captured stdout <<``, Go's ``goroutine 7 [running]:``); such blank lines stay
   inside the record. Blank lines that end a record are held and start the next
   window, so they never ride along with a kept record.
 * A line indented deeper than its record's first line continues it (stack
@@ -13,7 +13,8 @@ Rules, in order of strength:
   column-0 line of a trace (``ValueError: ...``, ``Caused by: ...``, ``... 12
   more``, Ruby's ``app/x.rb:12:in `f'`` frames and ``Did you mean?``, Pester's
   ``Expected:``, ``Actual  :`` and ``at f, a.ps1:16``, node's ``+ actual - expected`` and the
-  ``+``/``-`` lines of its diff, gcc's and clang's ``a.c:3:1: note: ...``
+  ``+``/``-`` lines of its diff, Go's frames (``pkg.(*T).F(0x0)``, ``created by ...``),
+  gcc's and clang's ``a.c:3:1: note: ...``
   and ``a.cpp:9:8:   required from here``) right after such lines or
   after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines (cargo's
   ``   Compiling x``: a capitalised word ending at column 12) and a test's line in a verbose list
@@ -85,6 +86,18 @@ _COLUMN0_TRACES = (
     # rustc's sub-diagnostics at column 0 ("help: use `Option::map_or` ...", "note: method defined
     # here", each with its "  --> " and "   |" lines) go on with the error or warning before them
     ((), (b"help: ", b"note: "), re.compile(rb"\n(?:help|note): ")),
+    # Go's frames: each function at column 0 ("pkg/orders.(*Ledger).Refund(0x0, {0xc0001a2b40, 0x8})",
+    # "testing.tRunner.func1()", "created by testing.(*T).Run in goroutine 1"), its place indented
+    # under it ("\t/src/a.go:57 +0x3d"); the mark is in the frame's own line, so no chunking hides it
+    (
+        (re.compile(rb"\((?:0x|\{0x|\.\.\.\))|\(\)\r*$|created by ", re.MULTILINE),),
+        (),
+        re.compile(
+            rb"\n(?:created by |panic\(|[\w\-/]*\.[\w.\-/]*(?:\(\*?[\w.\-\[\]]+\)\.[\w.\-\[\]]+)?"
+            rb"\((?:0x|\{0x|\.\.\.\)|\)\r*$))",
+            re.MULTILINE,
+        ),
+    ),
     # gcc's and clang's notes on a diagnostic (``a.cpp:3:17: note: candidate: ...``) and the
     # template instantiation lines after it (``a.cpp:9:8:   required from here``)
     (
@@ -99,6 +112,7 @@ _GUTTER_LINE = re.compile(rb"\n\d{1,7} +\| ")
 _CHAIN_LINE = re.compile(
     rb"\n(?:Caused by:|During handling of the above exception|The above exception was the direct cause"
     rb"|Traceback \(most recent call last\)"
+    rb"|goroutine \d+ \["  # Go's stack of each goroutine, after a blank line under "panic: ..."
     rb"|-+ >> (?:begin|end) captured \w+ << -+)"  # nose's captured output after a failure
 )
 
@@ -111,7 +125,7 @@ _TRACE_WORDS = KeySet.of(
     for w in b"error exception exit interrupt warning failure throwable suppressed goroutine but rb mean".split()
 )
 # every line _CHAIN_LINE matches starts with one of these
-_CHAIN_PREFIXES = (b"Caus", b"Duri", b"The ", b"Trac", b"----")
+_CHAIN_PREFIXES = (b"Caus", b"Duri", b"The ", b"Trac", b"----", b"goro")
 
 
 @dataclass(frozen=True, slots=True)

@@ -482,3 +482,19 @@ def test_a_vitest_report_is_kept_to_its_rule_with_its_diff_and_location() -> Non
         assert location in kept  # and the code frame's caret under it
     assert kept.count(b"|                                                ^") == 1
     assert strip_ansi(log).count(b" \xe2\x9c\x93 ") == 240 and kept.count(b" \xe2\x9c\x93 ") <= 16  # passed
+
+
+def test_a_go_panic_is_kept_with_the_stack_of_its_goroutine() -> None:
+    # go test -v (the format of Go 1.22) on a nil pointer in a test, between 120 passed tests each
+    # side: the stack comes after a blank line, each function at column 0 above its place
+    log = (REAL / "go-test-panic.log").read_bytes()
+    stack = log[log.index(b"panic: runtime error") : log.index(b"\n\ngoroutine 300 [")]
+    assert b"\ngoroutine 214 [running]:\n" in stack and b"orders.(*Ledger).Refund(0x0" in stack
+    for text in (log, log.replace(b"\n", b"\r\n")):
+        kept = _kept(text)
+        assert stack.replace(b"\n", b"\n" if text is log else b"\r\n") in kept
+        assert b"--- PASS: TestItem31 " not in kept and b"--- PASS: TestHandler100 " not in kept
+    # the mark that finds a frame ("ledger.go:57 +0x3d") is in a later chunk than some frames
+    sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0))
+    runs = [r for i in range(0, len(log), 97) for r in sf.feed(log[i : i + 97])] + sf.flush()
+    assert b"".join(r.data for r in runs if r.decision == "keep") == _kept(log)
