@@ -21,7 +21,7 @@ from .records import LineBlock
 from .segment import LineLayout, line_layout
 from .signatures import EXIT_VERDICTS, SignatureSet
 from .summarize import mask_shapes, shape_text, warn_counts
-from .tokens import Query, count_terms, token_table
+from .tokens import KeySet, Query, TokenTable, count_terms, token_key, token_table
 
 __all__ = ("BlockFacts", "Preparer")
 
@@ -48,8 +48,9 @@ class BlockFacts:
         warnings: int64, ``summarize.warn_counts`` per line.
         section_stops: int64, 0-based lines that end a failure section before them: those
             whose first non-blank bytes are ``===`` (pytest's banners), ``⎯`` (vitest's rules) or ``test result: ``
-            (cargo's verdict after its failures list), and rules of 20 or more ``-``
-            (unittest's, between one report and the next).
+            (cargo's verdict after its failures list), rules of 20 or more ``-``
+            (unittest's, between one report and the next), and pre-commit's line for
+            each hook (``mypy.....Passed``).
         verdicts: int64, 0-based lines among ``hits`` that report a command's non-zero
             exit (``exit code 1``, ``exited with 2``, ``returned non-zero exit status``).
     """
@@ -131,7 +132,7 @@ class Preparer:
             masked,
             shape_ends.astype(np.int64),
             warn_counts(norm.text, norm.ends),
-            _section_stops(norm.text, norm.ends, layout),
+            _section_stops(norm.text, norm.ends, layout, table),
             verdicts,
         )
 
@@ -142,11 +143,15 @@ _EXIT_VERDICT = re.compile("|".join(EXIT_VERDICTS).encode())
 
 _VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list
 _RULE = re.compile(rb"-{20,}[ \t\r]*")  # unittest's, after each report
+# pre-commit's line for each hook: "ruff.....Passed", "check json....(no files to check)Skipped",
+# looked for only in lines whose last token is its status
+_HOOK_LINE = re.compile(rb"\S[^\n]*\.\.\.\.(?:\([^\n)]*\))?(?:Passed|Failed|Skipped)[ \t\r]*$", re.MULTILINE)
+_HOOK_STATUS = KeySet.of(token_key(w) for w in (b"passed", b"failed", b"skipped"))
 
 
-def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout) -> Int64Array:
-    """Lines whose first non-blank bytes are ``===``, vitest's ``⎯`` or cargo's ``test result: ``, and
-    rules of ``-``."""
+def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: TokenTable) -> Int64Array:
+    """Lines whose first non-blank bytes are ``===``, vitest's ``⎯`` or cargo's ``test result: ``,
+    rules of ``-``, and pre-commit's hook lines."""
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
@@ -170,5 +175,14 @@ def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout) -> Int64Ar
         # the "\n" before each such line is at the line's offset in text
         found = [m.start() for m in _VERDICT_LINE.finditer(b"\n" + text)]
         stops = np.union1d(stops, np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right"))
+    status, _ = table.find(_HOOK_STATUS)
+    if status.shape[0]:
+        last = np.cumsum(table.per_line) - 1  # each line's last token (of a line with tokens)
+        lines = table.line_of(status)
+        lines = lines[last[lines] == status]
+        begins = np.where(lines > 0, ends[np.maximum(lines - 1, 0)], 0)
+        spans = zip(lines.tolist(), begins.tolist(), ends[lines].tolist(), strict=True)
+        hooks = [line for line, a, e in spans if _HOOK_LINE.match(text, a, e)]
+        stops = np.union1d(stops, np.asarray(hooks, dtype=np.int64))
     result: Int64Array = stops.astype(np.int64)
     return result

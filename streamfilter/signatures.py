@@ -117,7 +117,8 @@ LEAD_IN = re.compile(
     rb"[ \t]*(?:In file included from \S|from \S+:\d+[,:][ \t\r]*$"
     rb"|\S+: (?:In (?:(?:static )?member )?function|In constructor|In destructor|In instantiation of"
     rb"|In lambda function|In substitution of|At global scope|At top level)\b"
-    rb"|\S+:\d+:\d+:[ \t]+required (?:from|by)\b)"
+    rb"|\S+:\d+:\d+:[ \t]+required (?:from|by)\b"
+    rb"|\[warn\] \S+[ \t\r]*$)"  # prettier's files, before "[warn] Code style issues found in 2 files."
 )
 
 # Case-sensitive unless (?i:...).
@@ -144,6 +145,13 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("junit-counts", r"Tests run: [^\n]*(?:Failures: [1-9]|Errors: [1-9])"),
     _s("gradle-task-failed", r"> Task \S+ FAILED"),
     _f("scalatest-failed", r"\*\*\* FAILED \*\*\*"),
+    # kotlinc's errors: "e: file:///src/Cart.kt:42:17 Unresolved reference 'x'." (Kotlin 2), and
+    # "e: /src/Cart.kt: (42, 17): Unresolved reference: x" (Kotlin 1); not its "w: " warnings
+    _f(
+        "kotlin-error",
+        r"\.kts?(?::\d+:\d+ |: \(\d+, \d+\): )",
+        line=r"e: (?:file://)?\S+\.kts?(?::\d+:\d+|: \(\d+, \d+\)):? ",
+    ),
     # JS: npm, jest, mocha, tsc
     _s("npm-err", r"npm (?:ERR!|error)"),
     _s("jest-bullet", r"● "),
@@ -174,7 +182,15 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r": Error\b",
         line=r"(?:\S+:\d+:(?:\d+:)? [Ee]rror\b|.*: (?:fatal )?error:)",
     ),
-    _f("compiler-warning", r": warning\b", r": Warning\b", line=r"\S+:\d+:(?:\d+:)? [Ww]arning\b", max_hits=10),
+    # and Sphinx's "index.rst:4: WARNING: toctree contains reference to nonexisting document" (-W fails on them)
+    _f(
+        "compiler-warning",
+        r": warning\b",
+        r": Warning\b",
+        r": WARNING: ",
+        line=r"\S+:\d+:(?:\d+:)? (?:[Ww]arning\b|WARNING: )",
+        max_hits=10,
+    ),
     _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)"),
     # make's own errors in a makefile: "Makefile:12: *** missing separator.  Stop."
     _f("make-stop", r": \*\*\* ", line=r"\S+:\d+: \*\*\* .*Stop\."),
@@ -228,6 +244,21 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # awesome_bot's link report: "Issues :-(", then "> Links" and the failing links
     _s("link-check-issues", r"Issues :-\(", record=True),
     _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
+    # stylelint's findings under their file: "  2:3  ✖  Unknown property "colr"  property-no-unknown"
+    _f("stylelint-error", "✖", line=r"\d+:\d+\s+✖\s", anywhere=True),
+    # formatters' checks: black's "would reformat src/a.py", ruff format's "Would reformat: src/a.py",
+    # prettier's "[warn] Code style issues found in 2 files." (the files' "[warn] src/a.js" lead in to it)
+    _s("format-check", r"(?:would reformat |Would reformat: |\[warn\] Code style issues)"),
+    # codespell's "docs/index.rst:3: recieve ==> receive"
+    _f("codespell", " ==> ", line=r"\S+:\d+: \S+ ==> \S", anywhere=True),
+    # pre-commit's failed hook ("mypy.........Failed"), its "- hook id:" and the hook's output, to
+    # the next hook's line (a section stop)
+    _f("pre-commit-failed", r"\.\.\.\.Failed", line=r"\S[^\n]*?\.{4,}Failed[ \t\r]*$", section=True),
+    # Django's system checks: "shop.Coupon.amount: (fields.E130) DecimalFields must define ..."
+    _f("django-check", r"\.E\d{3}\) ", line=r"\S+: \((?:\w+\.)+E\d{3}\) ", anywhere=True),
+    # Robot Framework's failed test or suite, "Login With Expired Token     | FAIL |", then its
+    # message, to the rule under it
+    _f("robot-fail", r"\| FAIL \|", line=r".*\| FAIL \|[ \t\r]*$", section=True),
     # Python's linters: flake8's, pycodestyle's, pylint's and ruff's "bad.py:8:16: F821 undefined name 'x'",
     # and ruff's full form, the code and message over "  --> bad.py:8:16" (kept as its context line)
     _f(
@@ -299,6 +330,16 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("docker-error", r"docker: (?:Error|invalid)"),
     _s("curl-error", r"curl: \(\d+\) "),
     _f("out-of-memory", r"Out of memory: Kill"),  # the kernel's OOM killer
+    # a Kubernetes pod that does not run, in kubectl's table or events
+    _f(
+        "pod-error",
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "OOMKilled",
+        "CreateContainerConfigError",
+        anywhere=True,
+    ),
     # .NET / MSBuild, PHP, Elixir, Swift's XCTest, Node
     _f("dotnet-error", r"error CS\d{4}", r"error MSB\d{4}", r"Build FAILED\.", r"Unhandled exception\. "),
     _f("php-error", r"PHP Fatal error:", r"PHP Parse error:"),
@@ -350,7 +391,7 @@ TRIGGER_WORDS = (
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
     "conditional mismatched unbound terminated can died illegal executing rated stop space refused "
-    "econnrefused enotfound resolve resolution unreachable certificate rejected "
+    "econnrefused enotfound resolve resolution unreachable certificate rejected reformat kt kts "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

@@ -260,3 +260,16 @@ def test_numpy_segmentation_equals_the_line_loop(
         assert g.windows.tolist() == w.windows.tolist()
         assert g.records.tolist() == w.records.tolist()
         assert g.cont.tolist() == w.cont.tolist()
+
+
+def test_sqlalchemys_statement_and_link_stay_with_its_exception() -> None:
+    text = (
+        b"Traceback (most recent call last):\n"
+        b'  File "/w/sqlalchemy/engine/default.py", line 1192, in do_execute\n'
+        b"    cursor.execute(statement, parameters)\n"
+        b"sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) no such table: orders\n"
+        b"[SQL: ALTER TABLE orders ADD COLUMN total NUMERIC(10, 2)]\n"
+        b"(Background on this error at: https://sqlalche.me/e/21/e3q8)\n"
+        b"+ docker logs ci-postgres-1\n"
+    )
+    assert windows(text, n=3) == [[1, 2, 3, 4, 5, 6], [7]]

@@ -498,3 +498,67 @@ def test_a_go_panic_is_kept_with_the_stack_of_its_goroutine() -> None:
     sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0))
     runs = [r for i in range(0, len(log), 97) for r in sf.feed(log[i : i + 97])] + sf.flush()
     assert b"".join(r.data for r in runs if r.decision == "keep") == _kept(log)
+
+
+# each a tool's real output (kotlinc's in Kotlin 2's format), as a fresh-user helper saw it summarized
+FIELD_REPORTS = [
+    (  # gradle: kotlinc's "e: " errors, no query word in them
+        b"e: file:///w/app/src/main/kotlin/com/acme/shop/Cart.kt:42:17 Unresolved reference 'percentOff'.\n"
+        b"e: file:///w/app/src/main/kotlin/com/acme/shop/Cart.kt:57:9 Type mismatch: inferred type is String?\n",
+        [b"Cart.kt:42:17 Unresolved reference", b"Cart.kt:57:9 Type mismatch"],
+    ),
+    (  # prettier --check, then stylelint's findings under their file
+        b"$ npx prettier --check .\nChecking formatting...\n[warn] src/m42.js\n[warn] src/m99.js\n"
+        b"[warn] Code style issues found in 2 files. Run Prettier with --write to fix.\n"
+        b"$ npx stylelint 'css/**/*.css'\n\ncss/c30.css\n"
+        b'  2:3   \xe2\x9c\x96  Unknown property "colr"                        property-no-unknown\n'
+        b"  3:12  \xe2\x9c\x96  Disallowed unit                                length-zero-no-unit\n\n"
+        b"\xe2\x9c\x96 2 problems (2 errors, 0 warnings)\n",
+        [b"[warn] src/m42.js\n[warn] src/m99.js\n", b"css/c30.css\n", b'Unknown property "colr"', b"Disallowed unit"],
+    ),
+    (  # black --check
+        b"would reformat /w/app/billing.py\n",
+        [b"would reformat /w/app/billing.py"],
+    ),
+    (  # Sphinx -W
+        b"/w/docs/index.rst:4: WARNING: toctree contains reference to nonexisting document 'missing_page'\n",
+        [b"nonexisting document 'missing_page'"],
+    ),
+    (  # Django's system checks
+        b"shop.Coupon.amount: (fields.E130) DecimalFields must define a 'decimal_places' attribute.\n"
+        b"shop.Coupon.order: (fields.E300) Field defines a relation with model 'Ordr', which is either not "
+        b"installed, or is abstract.\n\n",
+        [b"(fields.E130) DecimalFields", b"(fields.E300) Field defines"],
+    ),
+    (  # Robot Framework: the failed test's message is the line under it
+        b"Check Item 69                                                         | PASS |\n" + b"-" * 78 + b"\n"
+        b"Login With Expired Token                                              | FAIL |\n"
+        b"login returned 401: token expired: 401 != 200\n" + b"-" * 78 + b"\n",
+        [b"| FAIL |\nlogin returned 401: token expired: 401 != 200\n"],
+    ),
+    (  # pre-commit: a failed hook's output, after its "- hook id:" lines and a blank line
+        b"ruff.....................................................................Passed\n"
+        b"codespell................................................................Failed\n"
+        b"- hook id: codespell\n- exit code: 65\n\n"
+        b"app/billing.py:9: Charg ==> Charge\ndocs/index.rst:3: recieve ==> receive\n\n"
+        b"pretty format json.......................................................Failed\n"
+        b"- hook id: pretty-format-json\n- exit code: 1\n\n"
+        b"File config/settings.json is not pretty-formatted\n\n"
+        b"shellcheck...............................................................Passed\n",
+        [b"Charg ==> Charge\ndocs/index.rst:3: recieve ==> receive", b"settings.json is not pretty-formatted"],
+    ),
+    (  # kubectl get pods
+        b"shop-web-5c7b9-0001d      1/1     Running            0             5m\n"
+        b"shop-api-7d9f8c6b5-x2k9q    0/1     CrashLoopBackOff   5 (40s ago)   5m\n",
+        [b"shop-api-7d9f8c6b5-x2k9q    0/1     CrashLoopBackOff"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("report", "needed"), FIELD_REPORTS)
+def test_a_tools_findings_with_no_query_word_are_kept(report: bytes, needed: list[bytes]) -> None:
+    noise = b"".join(b"npm http fetch GET 200 https://registry.npmjs.org/pkg-%d 179ms\n" % i for i in range(200))
+    kept = _kept(noise + report + noise)
+    for line in needed:
+        assert line in kept
+    assert b"/pkg-20 " not in kept and b"/pkg-180 " not in kept
