@@ -14,6 +14,7 @@ run envelope (``envelope``), so the daemon filters it as one run with its own qu
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shlex
@@ -29,7 +30,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
 
 from .config import SinkConfig, SourceConfig, Timing
-from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of
+from .envelope import PREFIX, SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of
 from .errors import StreamfilterError, UsageError
 from .expand import ref_of
 from .filter import FilterConfig
@@ -44,6 +45,9 @@ READ_BYTES = 1 << 16
 # would); only a pause lets the pending lines out early
 RUN_TIMING = Timing(max_delay_seconds=3600.0)
 GRACE_SECONDS = 0.5  # after a stop signal and CMD's exit, how long its pipes are still read
+# send: CMD's output kept after it is sent, to filter here what a stopping daemon did not read
+REPLAY_BYTES = 16 << 20
+REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to read it and close
 
 
 class CommandError(StreamfilterError):
@@ -230,16 +234,18 @@ async def send_command(
     if query:
         start["query"] = query
     link = _Link(connect)
-    async with connect:
+    here: LiveStream | None = None  # the rest of the output, once the daemon is gone
+    async with connect, anyio.create_task_group() as replies:
+        replies.start_soon(link.read_replies)
         await link.send(control_line("run-start", **start))
         try:
             process = await _start(argv, separate=False)
         except CommandError as exc:
             await link.send(control_line("run-end", run=run, nonce=nonce, status=exc.exit_code))
+            replies.cancel_scope.cancel()
             raise
         assert process.stdout is not None
         ended_with_newline = True
-        here: LiveStream | None = None  # the rest of the output, once the daemon is gone
         async with anyio.create_task_group() as tg:
             tg.start_soon(_forward_signals, process)
             while True:
@@ -247,32 +253,45 @@ async def send_command(
                     data = await process.stdout.receive(READ_BYTES)
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     break
-                await link.send(data, output=True)
+                handed = await link.send(data, output=True)
                 if link.lost is not None:
-                    here = _filtered_here(argv, query)
-                    await here.marker(
-                        f"the daemon connection was lost ({link.lost}); the output from byte {link.sent} on "
-                        f"(line {link.lines + 1}; numbered from 1 here) is filtered here"
-                    )
-                    await here.feed(data)
+                    here = await _filter_the_rest(link, argv, query, b"" if handed else data)
                     await _pump(here, process.stdout, None)
                     break
                 ended_with_newline = data.endswith(b"\n")
             returncode = await process.wait()
             tg.cancel_scope.cancel()
         await process.aclose()  # as in run_command
-        # the control line must start a line of its own
-        tail = b"" if ended_with_newline else b"\n"
-        await link.send(tail + control_line("run-end", run=run, nonce=nonce, status=status_of(returncode)))
+        if here is None:
+            # the control line must start a line of its own
+            tail = b"" if ended_with_newline else b"\n"
+            await link.send(tail + control_line("run-end", run=run, nonce=nonce, status=status_of(returncode)))
+            await link.finish()  # the daemon has read it all, or said how much it read
+            if link.lost is not None:
+                here = await _filter_the_rest(link, argv, query, b"")
+        replies.cancel_scope.cancel()
     if here is not None:
         await here.end(here.filter.config.tail_lines if returncode != 0 else SUCCESS_TAIL_LINES)
         await here.marker(exit_text(_command_text(argv), returncode), "exit", status=status_of(returncode))
     if link.lost is not None:
         sys.stderr.write(
             f"streamfilter: warning: the daemon connection was lost ({link.lost}); "
-            f"output from byte {link.sent} on was not sent{' (it is filtered here)' if here else ''}\n"
+            f"output from byte {link.rest()[0]} on was not sent{' (it is filtered here)' if here else ''}\n"
         )
     return status_of(returncode)
+
+
+async def _filter_the_rest(link: _Link, argv: Sequence[str], query: str | None, unsent: bytes) -> LiveStream:
+    """A stream filtered here, fed what the daemon did not read of CMD's output so far (``_Link.rest``)
+    and ``unsent``, the bytes that were not handed to the connection."""
+    here = _filtered_here(argv, query)
+    byte, line, replay = link.rest()
+    await here.marker(
+        f"the daemon connection was lost ({link.lost}); the output from byte {byte} on "
+        f"(line {line + 1}; numbered from 1 here) is filtered here"
+    )
+    await here.feed(replay + unsent)
+    return here
 
 
 def _command_text(argv: Sequence[str]) -> str:
@@ -297,7 +316,9 @@ class _Link:
     """The connection to the daemon; once it breaks, sends are dropped (CMD goes on).
 
     ``sent`` counts bytes of CMD's output handed to the connection (not the control lines),
-    ``lines`` the line ends among them.
+    ``lines`` the line ends among them. A daemon that stops while the run goes on replies how
+    many bytes it read (``{"type": "stop", "received": N}``, of all the connection's bytes): the
+    bytes after those, kept here (the last ``REPLAY_BYTES``), are filtered here (``rest``).
     """
 
     def __init__(self, stream: ByteStream) -> None:
@@ -305,17 +326,89 @@ class _Link:
         self.sent = 0
         self.lines = 0
         self.lost: str | None = None
+        self.received: int | None = None  # CMD's output bytes the daemon read, from its stop reply
+        self._before = 0  # bytes of control lines sent before CMD's output
+        self._replay = bytearray()  # the last bytes of CMD's output sent...
+        self._replay_from = 0  # ...from this byte on...
+        self._replay_lines = 0  # ...after this many line ends
+        self._closed = anyio.Event()  # the daemon closed the connection (or it broke)
 
-    async def send(self, data: bytes, output: bool = False) -> None:
+    async def send(self, data: bytes, output: bool = False) -> bool:
+        """Hand ``data`` to the connection; False (and not sent) once the connection is lost."""
+        if self.lost is not None:
+            return False
+        try:
+            await self.stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            self.lost = str(exc) or "the daemon closed it"
+            return False
+        if not output:
+            self._before += 0 if self.sent else len(data)
+            return True
+        self.sent += len(data)
+        self.lines += data.count(b"\n")
+        self._replay += data
+        over = len(self._replay) - REPLAY_BYTES
+        if over > 0:
+            self._replay_lines += self._replay.count(b"\n", 0, over)
+            del self._replay[:over]
+            self._replay_from += over
+        return True
+
+    async def read_replies(self) -> None:
+        """Read what the daemon sends until it closes: a stop reply ends the link."""
+        buffer = b""
+        try:
+            while True:
+                buffer += await self.stream.receive(READ_BYTES)
+                *replies, buffer = buffer.split(b"\n")
+                for reply in replies:
+                    received = _stop_reply(reply)
+                    if received is not None and self.lost is None:
+                        self.received = min(self.sent, max(0, received - self._before))
+                        self.lost = "the daemon stopped"
+                buffer = buffer[-MAX_REPLY_BYTES:]
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+        finally:
+            self._closed.set()
+
+    async def finish(self) -> None:
+        """After the run's end: close the sending side and wait (``REPLY_SECONDS`` at most) for the
+        daemon to close, having read it all, or to reply how much it read."""
         if self.lost is not None:
             return
         try:
-            await self.stream.send(data)
-            if output:
-                self.sent += len(data)
-                self.lines += data.count(b"\n")
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self.lost = str(exc) or "the daemon closed it"
+            await self.stream.send_eof()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return
+        with anyio.move_on_after(REPLY_SECONDS):
+            await self._closed.wait()
+
+    def rest(self) -> tuple[int, int, bytes]:
+        """``(byte, line_ends, data)``: where in CMD's output the daemon stopped reading (the line
+        ends before it), and the bytes sent from there; without a stop reply, or when those bytes are
+        no longer kept, where sending stopped and no bytes."""
+        received = self.received
+        if received is None or received < self._replay_from:
+            return self.sent, self.lines, b""
+        k = received - self._replay_from
+        return received, self._replay_lines + self._replay.count(b"\n", 0, k), bytes(self._replay[k:])
+
+
+MAX_REPLY_BYTES = 4096  # of a reply line not yet ended
+
+
+def _stop_reply(line: bytes) -> int | None:
+    """The ``received`` count of a daemon's stop reply line, or None for any other line."""
+    if not line.startswith(PREFIX):
+        return None
+    try:
+        reply = json.loads(line[len(PREFIX) :])
+    except ValueError:
+        return None
+    received = reply.get("received") if isinstance(reply, dict) and reply.get("type") == "stop" else None
+    return received if isinstance(received, int) and not isinstance(received, bool) else None
 
 
 def parse_socket(text: str) -> tuple[str, str, int]:

@@ -22,7 +22,7 @@ from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, T
 from structlog.typing import FilteringBoundLogger
 
 from ._logging import get_logger
-from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter, printable
+from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter, control_line, printable
 from .errors import StreamfilterError
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ __all__ = ("LineCap", "SocketInUseError", "bind_unix", "serve_socket_source")
 READ_BYTES = 1 << 16
 FINISH_SECONDS = 10.0  # most time a closing connection's stream gets to write what it holds
 DRAIN_SECONDS = 0.5  # at a stop, how long a connection is still read for what its peer sent
+REPLY_SECONDS = 2.0  # at a stop, how long a send client gets to read the reply and close
 
 
 class SocketInUseError(StreamfilterError):
@@ -269,6 +270,7 @@ async def serve_socket_source(
         cap = LineCap(max_line_bytes)
         envelopes = EnvelopeSplitter()
         ended = False  # the peer closed (else the daemon is stopping)
+        received = 0  # bytes read from the peer, all of them taken
         async with conn:
             try:
                 while True:
@@ -282,6 +284,7 @@ async def serve_socket_source(
                             ended = True
                             break
                     if data:
+                        received += len(data)
                         await streams.take(envelopes.feed(cap.feed(data)))
                         _warn_cut(log, cap, stream_name, peer)
                     else:
@@ -293,15 +296,32 @@ async def serve_socket_source(
                         with anyio.move_on_after(DRAIN_SECONDS):
                             try:
                                 while data := await conn.receive(READ_BYTES):
+                                    received += len(data)
                                     await streams.take(envelopes.feed(cap.feed(data)))
                             except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
-                                pass
+                                ended = True
+                        if not ended and streams.run is not None and streams.nonce is not None:
+                            await _reply_stop(conn, received)
                     await streams.take(envelopes.feed(cap.flush()) + envelopes.flush())
                     _warn_cut(log, cap, stream_name, peer)
                     await streams.end()  # (an unterminated last line is counted then)
                     log.info("connection.closed", stream=stream_name, peer=peer, lines=streams.ended_lines)
 
     await listener.serve(handle, task_group)
+
+
+async def _reply_stop(conn: SocketStream, received: int) -> None:
+    """Tell a ``send`` client, whose run goes on, how many of its bytes were read (``{"type": "stop",
+    "received": N}``): it filters the rest itself. What it sends after that is read and dropped until
+    it closes, so the reply is not lost to a reset (a TCP peer that writes to a closed socket)."""
+    with anyio.move_on_after(REPLY_SECONDS):
+        try:
+            await conn.send(control_line("stop", received=received))
+            await conn.send_eof()
+            while await conn.receive(READ_BYTES):
+                pass
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
+            pass
 
 
 def _peer(conn: SocketStream) -> str:
