@@ -315,6 +315,10 @@ class StreamFilter:
         # and the line that settle(partial=True) let out, whose rest is still to come
         self._carry = 0
         self._carry_bridged = False  # the carry crossed its one gap already
+        # a section head applied at a settle before its end came in: its lines still to come
+        # (at most this many) are kept up to a section stop (not the one at line _section_ignore)
+        self._section_carry = 0
+        self._section_ignore = -1
         self._last_keep = False
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._tail_now = cfg.tail_lines
@@ -571,6 +575,12 @@ class StreamFilter:
                 upto = min(end, self._carry)
                 p.forced[a : a + upto] = True
                 self._carry = 0 if upto < k else self._carry - upto
+            if self._section_carry:
+                later = self._stops[(self._stops >= assignment.first_line) & (self._stops != self._section_ignore)]
+                stop = int(later[0]) - assignment.first_line if later.shape[0] else k
+                upto = min(k, stop, self._section_carry)
+                p.forced[a : a + upto] = True
+                self._section_carry = 0 if stop < k else self._section_carry - upto
             top = int(assignment.windows[-1]) + 1 - self._w_base
             grow = top - self._w_score.shape[0]
             if grow > 0:
@@ -609,8 +619,9 @@ class StreamFilter:
         self._scored = closed
 
     # -- decisions -----------------------------------------------------------------------
-    def _apply_hits(self, final: bool, upto: int = -1) -> None:
-        """Protect around the hits whose reach is known (all if ``final``; all before line index ``upto``)."""
+    def _apply_hits(self, final: bool, upto: int = -1, settling: bool = False) -> None:
+        """Protect around the hits whose reach is known (all if ``final``; all before line index ``upto``;
+        ``settling``: a settle applies them, not the stream's end)."""
         cfg, p = self.config, self._p
         assigned = self._assigned - p.base
         reach = max(cfg.extend_lines, cfg.section_lines)
@@ -629,12 +640,19 @@ class StreamFilter:
         stops = np.append(self._stops - p.base, assigned + 1)  # (a sentinel: none)
         nxt = np.minimum(np.searchsorted(stops, hits + 1, side="right"), stops.shape[0] - 1)
         section_end = stops[nxt] - 1
+        section = self._signatures.section[ids]
+        if settling:  # a section whose end has not come in goes on in the lines to come
+            going = section & (nxt == stops.shape[0] - 1) & (hits + cfg.section_lines >= assigned)
+            if going.any():
+                head = int(hits[going].max())
+                self._section_carry = max(self._section_carry, head + cfg.section_lines - assigned + 1)
+                self._section_ignore = p.base + head + 1  # a rule right under the head
         first, last = protected_ranges(
             hits,
             p.cont[:assigned],
             cfg.context_lines,
             cfg.extend_lines,
-            self._signatures.section[ids],
+            section,
             cfg.section_lines,
             p.record[:assigned],
             self._signatures.record[ids],
@@ -658,7 +676,7 @@ class StreamFilter:
     def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
-        self._apply_hits(final or (settle and not hold), upto=total - hold if settle else -1)
+        self._apply_hits(final or (settle and not hold), upto=total - hold if settle else -1, settling=settle)
         assigned = self._assigned - p.base
         if final or settle:
             limit = total - hold

@@ -378,3 +378,38 @@ def test_a_line_with_query_terms_paused_before_its_signature_is_judged_whole() -
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert b"W1 L00040 step 40 failed with exit code 3 in module_1\n" in kept
     assert not any(r.rest for r in runs)
+
+
+PYTEST_FAILURES = b"""collected 3 items
+tests/t.py::test_a PASSED
+tests/t.py::test_x FAILED
+=================================== FAILURES ===================================
+____________________________________ test_x ____________________________________
+    def test_x():
+        data = load()
+>       assert data["qty"] == 3
+E       KeyError: 'qty'
+tests/t.py:7: KeyError
+----------------------------- Captured stdout call -----------------------------
+loading fixture from /srv/data.json
+connected to db on attempt 2
+=========================== short test summary info ============================
+FAILED tests/t.py::test_x - KeyError: 'qty'
+"""
+
+
+def test_a_section_written_line_by_line_keeps_its_lines_to_its_stop() -> None:
+    """pytest's FAILURES section written a line at a time, settled after each (follow of a slow
+    writer): its head was applied with no line after it, so the test's name and source and its
+    captured output were summarized (a fresh-user helper's find); the lines to come are the
+    section's up to its stop, as when the section is read whole."""
+    sf = StreamFilter(FilterConfig(tail_lines=0))
+    noise = b"".join(b"post step %d ok\n" % i for i in range(40))
+    runs: list[Run] = []
+    for line in PYTEST_FAILURES.splitlines(keepends=True) + noise.splitlines(keepends=True):
+        runs += sf.feed(line) + sf.settle(partial=True)
+    runs += sf.flush()
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    section = PYTEST_FAILURES[PYTEST_FAILURES.index(b"====") : PYTEST_FAILURES.index(b"=" * 27 + b" short")]
+    assert section in kept and b"connected to db on attempt 2\n" in section
+    assert b"post step 3 ok" not in kept
