@@ -25,7 +25,7 @@ import numpy.typing as npt
 from ._heap import keep_block_buffers
 from .budget import Selection
 from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
-from .lines import LineSplitter
+from .lines import LineSplitter, utf8_cut
 from .normalize import strip_ansi
 from .prepare import BlockFacts, Preparer
 from .records import LineBlock, Run, WindowTrace
@@ -321,6 +321,7 @@ class StreamFilter:
         self._section_ignore = -1
         self._last_keep = False
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
+        self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
         self._tail_now = cfg.tail_lines
         self._done = False
 
@@ -338,7 +339,7 @@ class StreamFilter:
     @property
     def held_bytes(self) -> int:
         """Bytes of an unterminated last line held back (``settle(partial=True)`` lets them out)."""
-        return self._splitter.pending_bytes
+        return self._splitter.pending_bytes + len(self._rest_held)
 
     # -- input ---------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> list[Run]:
@@ -347,7 +348,7 @@ class StreamFilter:
             raise RuntimeError("feed() after flush()")
         runs: list[Run] = []
         if self._rest is not None:
-            chunk = self._take_rest(chunk, runs)
+            chunk = self._take_rest(self._rest_held + chunk, runs)
         block = self._splitter.feed(chunk)
         if block is not None:
             self._ingest(block)
@@ -398,12 +399,20 @@ class StreamFilter:
         self._close_runs(runs, close_drop)
         return runs
 
-    def _settle(self, force: bool, hold_lines: int = 0, close_drop: bool = True, close: bool = True) -> list[Run]:
+    def _settle(
+        self, force: bool, hold_lines: int = 0, close_drop: bool = True, close: bool = True, whole: bool = False
+    ) -> list[Run]:
         """``settle``, letting an unterminated last line out if ``force`` (without ``close``, the
-        open runs stay open)."""
+        open runs stay open): up to its last whole UTF-8 character, unless ``whole`` (so a
+        character is never split between the line and its rest)."""
         if self._done:
             return []
-        forced = self._splitter.force() if force else None
+        forced = None
+        pending = self._splitter.pending if force else b""
+        cut = len(pending) if whole else utf8_cut(pending)
+        if cut:  # (a line that is so far one unfinished character waits for it)
+            self._rest_held = pending[cut:]
+            forced = self._splitter.force(cut)
         if forced is not None:
             self._ingest(forced)
         self._assign(self._segmenter.close())
@@ -422,7 +431,10 @@ class StreamFilter:
         The last line does not run into the next file's first, and no run spans the boundary
         (each DROP run lies in one file, so its ref can point into it). Records go on.
         """
-        runs = self._settle(force=True)
+        runs: list[Run] = []
+        if self._rest is not None and self._rest_held:
+            self._take_rest(self._rest_held, runs, whole=True)
+        runs += self._settle(force=True, whole=True)
         self._rest = None
         return runs
 
@@ -436,14 +448,20 @@ class StreamFilter:
         facts = self._facts_of(text)
         return bool(facts.hits.shape[0] or facts.tf.sum())
 
-    def _take_rest(self, chunk: bytes, runs: list[Run]) -> bytes:
-        """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk``."""
+    def _take_rest(self, chunk: bytes, runs: list[Run], whole: bool = False) -> bytes:
+        """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk`` (the bytes
+        held from the last chunk first); the rest of ``chunk`` is returned. Without a line end, the
+        last bytes of a character not yet whole wait for the next chunk, unless ``whole``."""
         assert self._rest is not None
         line, kept = self._rest
         nl = chunk.find(b"\n")
         rest = chunk if nl < 0 else chunk[: nl + 1]
+        self._rest_held = b""
+        if nl < 0 and not whole:
+            cut = utf8_cut(rest)
+            rest, self._rest_held = rest[:cut], rest[cut:]
         if not rest:
-            return chunk
+            return chunk[len(self._rest_held) :]
         # the rest is judged too: "Running tests... " let out, then "FAILED" must not be summarized
         kept = kept or self._matters(rest)
         self._rest = None if nl >= 0 else (line, kept)
@@ -462,7 +480,7 @@ class StreamFilter:
             summary = f"[streamfilter: dropped the rest of line {line} ({len(rest)} B)]" if rest.strip() else ""
             crc = f"{zlib.crc32(rest):08x}"
             runs.append(Run("drop", line, line, start, start + len(rest), summary=summary, checksum=crc, rest=True))
-        return chunk[len(rest) :]
+        return chunk[len(rest) + len(self._rest_held) :]
 
     def flush(self, tail_lines: int | None = None) -> list[Run]:
         """End of the stream: decide and return every remaining run.
@@ -474,6 +492,9 @@ class StreamFilter:
         if self._done:
             return []
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
+        held: list[Run] = []
+        if self._rest is not None and self._rest_held:  # a character the stream ended inside
+            self._take_rest(self._rest_held, held, whole=True)
         block = self._splitter.flush()
         if block is not None:
             self._ingest(block)
@@ -484,7 +505,7 @@ class StreamFilter:
         if self._last_long is not None:
             more = self._long_lines - MAX_LONG_LINE_NOTICES
             self.notices.append(replace(self._last_long, count=more))
-        return self._emit(final=True)
+        return held + self._emit(final=True)
 
     def _ingest(self, block: LineBlock) -> None:
         p = self._p

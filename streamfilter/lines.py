@@ -11,7 +11,19 @@ import numpy as np
 
 from .records import LineBlock
 
-__all__ = ("LineSplitter",)
+__all__ = ("LineSplitter", "utf8_cut")
+
+
+def utf8_cut(data: bytes) -> int:
+    """Bytes of ``data`` up to its last whole UTF-8 character: ``len(data)`` less the 1-3 bytes of a
+    multi-byte character begun at its end and not finished (other bytes, valid or not, count whole)."""
+    n = len(data)
+    for back in range(1, min(4, n) + 1):
+        byte = data[n - back]
+        if byte & 0xC0 != 0x80:  # not a continuation byte: the character's first byte
+            size = 2 if 0xC0 <= byte < 0xE0 else 3 if 0xE0 <= byte < 0xF0 else 4 if 0xF0 <= byte < 0xF8 else 1
+            return n - back if size > back else n
+    return n
 
 
 class LineSplitter:
@@ -65,13 +77,19 @@ class LineSplitter:
         self._partial = bytearray()
         return self._emit(data, complete=False)
 
-    def force(self) -> LineBlock | None:
+    def force(self, upto: int | None = None) -> LineBlock | None:
         """A live stream went quiet: return the partial line as a line, though the stream goes on.
 
         The bytes that later complete that line are not a line of their own: the
         caller takes them off the front of the next chunk and passes them to ``skip``.
+        With ``upto``, only the partial line's first ``upto`` bytes are let out (None if 0); the
+        caller holds the others (``pending`` before the call), the start of the line's rest.
         """
-        return self.flush()
+        if upto is None:
+            return self.flush()
+        data = bytes(self._partial[:upto])
+        self._partial = bytearray()
+        return self._emit(data, complete=False) if data else None
 
     def skip(self, n_bytes: int) -> None:
         """Advance the stream offset past ``n_bytes`` that belong to an already emitted line."""

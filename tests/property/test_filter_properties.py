@@ -413,3 +413,27 @@ def test_a_section_written_line_by_line_keeps_its_lines_to_its_stop() -> None:
     section = PYTEST_FAILURES[PYTEST_FAILURES.index(b"====") : PYTEST_FAILURES.index(b"=" * 27 + b" short")]
     assert section in kept and b"connected to db on attempt 2\n" in section
     assert b"post step 3 ok" not in kept
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["ERROR: café failed ", "日本語 ", "naïve 🙂 ", "ok ", "\n", "  at é.f()\n"]), max_size=12
+    ),
+    st.lists(st.integers(min_value=1, max_value=200), max_size=10),
+)
+def test_a_line_let_out_at_pauses_is_never_cut_inside_a_character(pieces: list[str], cuts: list[int]) -> None:
+    # follow let a kept line out at a pause in the middle of "é": its JSONL text and its rest's
+    # each got U+FFFD (a fresh-user helper's find); the pieces now end on whole characters
+    data = ("INFO start\n" + "".join(pieces)).encode()
+    sf = StreamFilter(FilterConfig(tail_lines=0, query="failed"))
+    runs: list[Run] = []
+    at = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        runs += sf.feed(data[at:cut]) + sf.settle(partial=True)
+        at = max(at, cut)
+    runs += sf.flush()
+    assert [r.start_byte for r in runs] == [0] + [r.end_byte for r in runs[:-1]] and runs[-1].end_byte == len(data)
+    for r in runs:
+        data[r.start_byte : r.end_byte].decode("utf-8")  # each run's bytes are whole characters
+        assert r.decision == "drop" or r.data == data[r.start_byte : r.end_byte]

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from streamfilter.lines import LineSplitter
+from streamfilter.lines import LineSplitter, utf8_cut
 
 
 def split_all(chunks: list[bytes]) -> list[tuple[int, int, bytes]]:
@@ -54,3 +55,21 @@ def test_ends_dtype_and_offsets() -> None:
     assert block is not None
     assert block.ends.dtype == np.int64
     assert list(block.ends) == [2, 3, 6]
+
+
+@pytest.mark.parametrize(
+    ("data", "cut"),
+    [
+        (b"", 0),
+        (b"caf", 3),
+        (b"caf\xc3", 3),
+        (b"caf\xc3\xa9", 5),
+        (b"\xe6\x97", 0),
+        (b"a\xf0\x9f\x99", 1),
+        (b"a\xf0\x9f\x99\x82", 5),
+        (b"bad \xff", 5),  # not a character's first byte: counted whole
+        (b"\x80\x80\x80\x80", 4),
+    ],
+)
+def test_utf8_cut_leaves_out_a_character_begun_at_the_end(data: bytes, cut: int) -> None:
+    assert utf8_cut(data) == cut
