@@ -78,7 +78,30 @@ ROTATE_WAIT_SECONDS = 5.0
 # file goes quiet would otherwise queue them without bound; past this, the path is opened
 # again once the queue has drained (the files in between are not read)
 MAX_QUEUED_FILES = 8
+MAX_LEFT_FILES = 1024  # files left after a rotation, remembered per source (the oldest forgotten first)
 _PSEUDO_FILES = ("/proc/", "/sys/")
+
+
+class LeftFiles:
+    """The files a source's followers left after a rotation, and how far each was read, so a file
+    that another path of the source names then (a glob's ``app.1.log``) goes on from there instead
+    of being read again. At most ``MAX_LEFT_FILES``, the oldest forgotten first."""
+
+    def __init__(self) -> None:
+        self._left: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def leave(self, file: tuple[int, int], offset: int, line: int) -> None:
+        """``file`` (device, inode) was read up to byte ``offset``, where its line ``line`` (1-based) starts."""
+        self._left.pop(file, None)
+        self._left[file] = (offset, line)
+        if len(self._left) > MAX_LEFT_FILES:
+            del self._left[next(iter(self._left))]
+
+    def resume(self, file: tuple[int, int], size: int) -> tuple[int, int] | None:
+        """``(offset, line)`` to go on from in ``file`` of ``size`` bytes, or None (not left, or now
+        shorter than what was read: another file's content)."""
+        left = self._left.get(file)
+        return left if left is not None and left[0] <= size else None
 
 
 class FileFollower:
@@ -95,6 +118,8 @@ class FileFollower:
         totals: where the stream's counts are added.
         claim: asks whether this follower may read the file ``(device, inode)``: a file
             reached by two paths of one source (a symlink to another matched file) is read once.
+        left: the source's record of files its followers left after a rotation (``LeftFiles``):
+            a file found there goes on where the follower that left it stopped.
     """
 
     def __init__(
@@ -107,6 +132,7 @@ class FileFollower:
         at_startup: bool,
         totals: Totals | None = None,
         claim: Callable[[tuple[int, int], FileFollower], bool] | None = None,
+        left: LeftFiles | None = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -116,6 +142,8 @@ class FileFollower:
         self.at_startup = at_startup
         self.totals = totals
         self.claim = claim
+        self.left = left
+        self._line0 = 1  # the stream's line number of the current file's first line
         self.current: tuple[int, int] | None = None  # (device, inode) of the file being read
         self.stream: LiveStream | None = None
         self.opened = anyio.Event()  # set once the first open was tried
@@ -156,6 +184,8 @@ class FileFollower:
                 await self._follow(fd)
                 if not os.fstat(fd).st_nlink:
                     self.current = None  # deleted: its inode may be given to a new file once closed
+                elif self.left is not None and self.stream is not None:
+                    self.left.leave(self.current, self._pos.offset, self.stream.emitted_line - self._line0 + 1)
                 os.close(fd)
                 fd = None
         finally:
@@ -244,9 +274,12 @@ class FileFollower:
             log = self._log.warning if self._rotation.get("capped") else self._log.info
             log("file.rotated", ino=info.st_ino, **self._rotation)
             # the new file's byte 0 follows the old file's last byte read (in stream offsets,
-            # which start at the checkpoint's offset when the old file was resumed)
-            self._base += self._pos.offset
-            self._set_position(fd, 0)
+            # which start at the checkpoint's offset when the old file was resumed); a file another
+            # path of the source was reading goes on where that path left it
+            offset, line = self._resume_left(info)
+            self._base += self._pos.offset - offset
+            self._line0 = self.stream.emitted_line - line + 1
+            self._set_position(fd, offset)
             return
         offset, line = 0, 1
         rest_of: tuple[int, bool] | None = None
@@ -262,10 +295,24 @@ class FileFollower:
                 self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
         elif self.at_startup and self.source.start_at == "end":
             offset = info.st_size
+        else:
+            offset, line = self._resume_left(info)
         self._set_position(fd, offset)
         self._base = 0
+        self._line0 = 1
         self.stream = self._new_stream(line, offset, rest_of)
         self._log.info("source.opened", offset=offset, line=line, ino=info.st_ino)
+
+    def _resume_left(self, info: os.stat_result) -> tuple[int, int]:
+        """``(offset, line)`` to read the file ``info`` from: where another path of the source left
+        it after a rotation (``LeftFiles``), else its start."""
+        left = self.left.resume((info.st_dev, info.st_ino), info.st_size) if self.left is not None else None
+        if left is None:
+            return 0, 1
+        self._log.info(
+            "file.resumed", ino=info.st_ino, offset=left[0], line=left[1], reason="read up to there by another path"
+        )
+        return left
 
     def _new_stream(self, line: int, offset: int, rest_of: tuple[int, bool] | None = None) -> LiveStream:
         stream = LiveStream(
@@ -475,6 +522,7 @@ class FileSource:
         self._tg = task_group
         self.magic = glob.has_magic(source.path)
         self.followers: dict[str, FileFollower] = {}
+        self._left = LeftFiles()
         self._log = get_logger().bind(source=source.name)
         self._stop = anyio.Event()  # the current directory watch's stop event
         self._watch_failed = ""  # why the directory watch last failed (logged once per cause)
@@ -515,7 +563,7 @@ class FileSource:
     def _add(self, path: str, at_startup: bool) -> None:
         name = f"{self.source.name}:{path}" if self.magic else self.source.name
         follower = FileFollower(
-            path, self.source, name, self.sinks, self.checkpoints, at_startup, self.totals, self._claim
+            path, self.source, name, self.sinks, self.checkpoints, at_startup, self.totals, self._claim, self._left
         )
         self.followers[path] = follower
         if not at_startup and os.path.exists(path):  # (a missing path is followed until it appears)

@@ -263,6 +263,33 @@ def test_B34_glob_reads_new_files_from_their_start_and_existing_ones_from_their_
     assert any(e.get("event") == "file.found" and e.get("path") == str(build) for e in live.logs())
 
 
+def test_a_file_rotated_to_a_name_the_glob_also_matches_is_not_read_again(tmp_path: Path) -> None:
+    # logs/*.log, app.log renamed to app.1.log half-way: app.1.log was found by the glob and read
+    # from byte 0 once the app.log follower left it, 100 of 200 lines twice (a fresh-user helper's find)
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    log = logs / "app.log"
+    log.write_bytes(b"")
+    live = start(
+        tmp_path,
+        f'[defaults]\nstart_at = "beginning"\n[[source]]\nname = "ci"\ntype = "file"\npath = "{logs}/*.log"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    with log.open("ab", buffering=0) as f:
+        f.write(b"".join(b"L%06d worker ok\n" % i for i in range(1, 101)))
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 100, 10)
+    log.rename(logs / "app.1.log")
+    with log.open("ab", buffering=0) as f:
+        f.write(b"".join(b"L%06d worker ok\n" % i for i in range(101, 201)))
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) >= 200, 15)
+    time.sleep(2.5)  # the rotation's quiet second, then a rescan: app.1.log would be read again by now
+    assert live.stop() == 0
+    events = live.events(out)
+    assert [(e["first_line"], e["last_line"]) for e in runs(events, f"ci:{log}")][-1][1] == 200  # one stream
+    assert runs(events, f"ci:{logs}/app.1.log") == []  # nothing read there: the rest of it was empty
+    assert sum(e["lines"] for e in runs(events)) == 200
+
+
 def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
     body = file_to_jsonl(log, out, 'query = "failed"\n')
