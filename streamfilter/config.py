@@ -153,6 +153,15 @@ class DaemonConfig:
 _FILTER_KEYS = {f.name: f for f in fields(FilterConfig) if f.name not in ("explain", "group_windows")}
 _TIMING_KEYS = {f.name: f for f in fields(Timing)}
 _SOURCE_KEYS = {"name", "type", "path", "address", "start_at", "roots", "mode", "max_line_bytes", "checkpoint", "sinks"}
+# the source keys that only some types have (a key of another type is a mistake, said as such)
+_KEY_TYPES = {
+    "path": ("file", "unix"),
+    "address": ("tcp",),
+    "start_at": ("file",),
+    "roots": ("file",),
+    "checkpoint": ("file",),
+    "mode": ("unix",),
+}
 _SOURCE_TYPES = ("file", "unix", "tcp", "stdin")
 _SINK_KEYS = {f.name for f in fields(SinkConfig)}
 _SINK_TYPES = ("stdout", "file", "unix")
@@ -281,8 +290,10 @@ def _source(
     if kind == "tcp":
         address = check.typed(table.get("address", ""), str, f"{key}.address")
         host, _, port = address.rpartition(":")
-        if not port.isdigit() or not 0 <= int(port) <= 65535:
+        if not port.isdigit():
             raise check.fail(f"{key}.address", f"must be HOST:PORT or :PORT, not {address!r}")
+        if int(port) > 65535:
+            raise check.fail(f"{key}.address", f"the port must be 0-65535, not {int(port)}")
         values["address"] = f"{host or '127.0.0.1'}:{int(port)}"
     if "start_at" in table:
         values["start_at"] = check.choice(table["start_at"], ("beginning", "end"), f"{key}.start_at")
@@ -407,8 +418,13 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
     sources: list[SourceConfig] = []
     for i, table in enumerate(raw_sources):
         try:
-            merged = {**shared, **check.table(table, f"source[{i}]")}
-            source = _source(check, merged, i, base, timing)
+            own = check.table(table, f"source[{i}]")
+            source = _source(check, {**shared, **own}, i, base, timing)
+            for own_key, types in _KEY_TYPES.items():  # (in the source's own table: [defaults] serve them all)
+                if own_key in own and source.type not in types:
+                    raise check.fail(
+                        f"source[{i}].{own_key}", f"only a {' or '.join(types)} source has one, not {source.type}"
+                    )
             if any(s.name == source.name for s in sources):
                 raise check.fail(f"source[{i}].name", f"{source.name!r} is used twice")
             if sinks_ok:

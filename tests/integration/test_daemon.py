@@ -102,6 +102,15 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
         file + "context_lines = 99999999999999999999\n": "source[0].context_lines: must be 0 to 1099511627776",
         file + "max_line_bytes = 1\n": "source[0].max_line_bytes: must be 64 to 1099511627776, not 1",
         '[[source]]\ntype = "tcp"\naddress = "localhost"\n': "source[0].address: must be HOST:PORT",
+        '[[source]]\ntype = "tcp"\naddress = ":99999"\n': "source[0].address: the port must be 0-65535, not 99999",
+        # a key of another type of source was silently ignored (a fresh-user helper's find)
+        file + 'address = ":9000"\n': "source[0].address: only a tcp source has one, not file",
+        '[[source]]\ntype = "tcp"\naddress = ":9000"\nstart_at = "beginning"\n': (
+            "source[0].start_at: only a file source has one, not tcp"
+        ),
+        '[[source]]\ntype = "unix"\npath = "/run/a.sock"\nroots = ["/run"]\n': (
+            "source[0].roots: only a file source has one, not unix"
+        ),
         '[[source]]\ntype = "file"\npath = ""\n': "source[0].path: must not be empty",
         '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "file"\npath = " "\n': (
             "sink[0].path: must not be empty"
