@@ -333,12 +333,18 @@ def _follow(args: argparse.Namespace) -> int:
     import anyio
 
     from .daemon import run_daemon
+    from .files import PSEUDO_FILES
 
     path = os.path.abspath(args.file)
     if os.path.isdir(path):
         raise InputError(f"cannot follow {args.file}: Is a directory")
     if os.path.exists(path) and not os.path.isfile(path):  # a FIFO, a device: it has no offsets to follow
         raise InputError(f"cannot follow {args.file}: not a regular file (read it with `streamfilter filter`)")
+    if os.path.realpath(path).startswith(PSEUDO_FILES):  # refused when opened: it would be waited for forever
+        raise InputError(
+            f"cannot follow {args.file}: a /proc or /sys file, whose size is not known "
+            "(read it with `streamfilter filter`)"
+        )
     source = SourceConfig(
         name=args.file,
         type="file",

@@ -51,7 +51,7 @@ from .live import LiveStream, Totals
 from .records import Run
 from .sinks import Sink
 
-__all__ = ("FileFollower", "FileSource")
+__all__ = ("PSEUDO_FILES", "FileFollower", "FileSource", "LeftFiles")
 
 READ_BYTES = 1 << 18  # per read: one feed of this many bytes is the longest the event loop is held
 ACTIVE_POLL_SECONDS = 0.004  # stat interval while a file grew within the last second
@@ -79,7 +79,7 @@ ROTATE_WAIT_SECONDS = 5.0
 # again once the queue has drained (the files in between are not read)
 MAX_QUEUED_FILES = 8
 MAX_LEFT_FILES = 1024  # files left after a rotation, remembered per source (the oldest forgotten first)
-_PSEUDO_FILES = ("/proc/", "/sys/")
+PSEUDO_FILES = ("/proc/", "/sys/")  # their sizes read 0 whatever they hold
 
 
 class LeftFiles:
@@ -254,7 +254,7 @@ class FileFollower:
             real = os.path.realpath(f"/proc/self/fd/{fd}")
             if not self.source.in_roots(real):
                 reason = "resolves outside the source's roots"
-            elif real.startswith(_PSEUDO_FILES):
+            elif real.startswith(PSEUDO_FILES):
                 # its size reads 0 whatever it holds: every read would look like a truncation
                 reason = "a /proc or /sys file (its size is not known, so it cannot be followed)"
         if reason is None and self.claim is not None and not self.claim((info.st_dev, info.st_ino), self):

@@ -391,14 +391,18 @@ def test_a_file_name_that_is_not_utf8_beside_the_followed_file_does_not_stop_it(
     assert live.stop() == 0
 
 
-def test_a_fifo_or_a_directory_is_refused_at_once(tmp_path: Path) -> None:
-    # a FIFO was refused as a file (file.refused) and follow then waited forever, printing nothing
-    # (a fresh-user helper's find); `filter` reads a FIFO
+def test_a_fifo_a_directory_or_a_proc_file_is_refused_at_once(tmp_path: Path) -> None:
+    # a FIFO or /proc/self/status was refused as a file (file.refused) and follow then waited
+    # forever, printing nothing (fresh-user helpers' finds); `filter` reads them
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     for path, reason in (
         (fifo, "not a regular file (read it with `streamfilter filter`)"),
         (tmp_path, "Is a directory"),
+        (
+            Path("/proc/self/status"),
+            "a /proc or /sys file, whose size is not known (read it with `streamfilter filter`)",
+        ),
     ):
         done = subprocess.run(
             [sys.executable, "-m", "streamfilter", "follow", str(path)], capture_output=True, timeout=60
