@@ -48,7 +48,8 @@ class BlockFacts:
         warnings: int64, ``summarize.warn_counts`` per line.
         section_stops: int64, 0-based lines that end a failure section before them: those
             whose first non-blank bytes are ``===`` (pytest's banners), ``⎯`` (vitest's rules) or ``test result: ``
-            (cargo's verdict after its failures list), rules of 20 or more ``-``
+            (cargo's verdict after its failures list), ``Finished in `` at column 0 (RSpec's
+            and minitest's, after their failures), rules of 20 or more ``-``
             (unittest's, between one report and the next), and pre-commit's line for
             each hook (``mypy.....Passed``).
         verdicts: int64, 0-based lines among ``hits`` that report a command's non-zero
@@ -142,6 +143,7 @@ _EXIT_VERDICT = re.compile("|".join(EXIT_VERDICTS).encode())
 
 
 _VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list
+_FINISHED_LINE = re.compile(rb"\nFinished in \d")  # RSpec's and minitest's, after their failures
 _RULE = re.compile(rb"-{20,}[ \t\r]*")  # unittest's, after each report
 # pre-commit's line for each hook: "ruff.....Passed", "check json....(no files to check)Skipped",
 # looked for only in lines whose last token is its status
@@ -151,7 +153,7 @@ _HOOK_STATUS = KeySet.of(token_key(w) for w in (b"passed", b"failed", b"skipped"
 
 def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: TokenTable) -> Int64Array:
     """Lines whose first non-blank bytes are ``===``, vitest's ``⎯`` or cargo's ``test result: ``,
-    rules of ``-``, and pre-commit's hook lines."""
+    RSpec's ``Finished in 4.2 seconds``, rules of ``-``, and pre-commit's hook lines."""
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
@@ -171,10 +173,11 @@ def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: Tok
     spans = zip(lines[dashes].tolist(), at[dashes].tolist(), ends[lines[dashes]].tolist(), strict=True)
     rules = [line for line, a, e in spans if _RULE.fullmatch(text, a, e - (text[e - 1 : e] == b"\n"))]
     stops = np.union1d(lines[equals], np.asarray(rules, dtype=np.int64))
-    if b"test result: " in text:
-        # the "\n" before each such line is at the line's offset in text
-        found = [m.start() for m in _VERDICT_LINE.finditer(b"\n" + text)]
-        stops = np.union1d(stops, np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right"))
+    for literal, regex in ((b"test result: ", _VERDICT_LINE), (b"Finished in ", _FINISHED_LINE)):
+        if literal in text:
+            # the "\n" before each such line is at the line's offset in text
+            found = [m.start() for m in regex.finditer(b"\n" + text)]
+            stops = np.union1d(stops, np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right"))
     status, _ = table.find(_HOOK_STATUS)
     if status.shape[0]:
         last = np.cumsum(table.per_line) - 1  # each line's last token (of a line with tokens)

@@ -18,7 +18,8 @@ Rules, in order of strength:
   and ``a.cpp:9:8:   required from here``) right after such lines or
   after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines (cargo's
   ``   Compiling x``: a capitalised word ending at column 12) and a test's line in a verbose list
-  (jest's and mocha's ``    ✓ adds (2 ms)``, ``    ✕ throws``) count as column 0.
+  (jest's and mocha's ``    ✓ adds (2 ms)``, ``    ✕ throws``, dotnet test's ``  Passed T.Adds [< 1 ms]``)
+  count as column 0.
   Indentation after a level tag (sbt's ``[info] ``, Maven's ``[ERROR] ``) is counted
   from the tag's end.
   A line indented less than the record's first line starts a new record.
@@ -205,6 +206,30 @@ def _test_lines(arr: npt.NDArray[np.uint8], first: Int64Array, indent: Int64Arra
     return marked
 
 
+# dotnet test's verbose list: "  Passed Shop.Tests.CartTests.Adds_1 [< 1 ms]", "  Failed ... [12 ms]"
+_VSTEST_LINE = re.compile(rb"(?:Passed|Failed|Skipped) \S[^\n]* \[[^\]\n]*\][ \t\r]*\n?")
+
+
+def _vstest_lines(
+    text: bytes, arr: npt.NDArray[np.uint8], first: Int64Array, ends: Int64Array, indent: Int64Array
+) -> Int64Array:
+    """Indented lines of a test result in dotnet test's verbose list (``_VSTEST_LINE``)."""
+    n = arr.shape[0]
+    maybe = np.flatnonzero((indent > 0) & (first + 8 < n))
+    if maybe.shape[0] == 0:
+        return maybe.astype(np.int64)
+    head, second = arr[first[maybe]], arr[first[maybe] + 1]
+    maybe = maybe[
+        (((head == 0x50) | (head == 0x46)) & (second == 0x61)) | ((head == 0x53) & (second == 0x6B))
+    ]  # Pa Fa Sk
+    found = [
+        i
+        for i, a, e in zip(maybe.tolist(), first[maybe].tolist(), ends[maybe].tolist(), strict=True)
+        if _VSTEST_LINE.fullmatch(text, a, e)
+    ]
+    return np.asarray(found, dtype=np.int64)
+
+
 def _blank_byte(b: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
     """Elementwise: space, tab, CR, VT or FF (comparisons: cheaper than a table lookup)."""
     blank: npt.NDArray[np.bool_] = (b == 0x20) | (b == 0x09) | ((b - np.uint8(0x0B)) < 3)
@@ -355,6 +380,7 @@ def line_layout(text: bytes, ends: Int64Array, table: TokenTable | None = None) 
     indent[_status_lines(arr, starts, first, indent)] = 0
     # a test in a verbose list is a report of its own, not part of the failure that heads its file
     indent[_test_lines(arr, first, indent)] = 0
+    indent[_vstest_lines(text, arr, first, ends, indent)] = 0
     tags = _level_tags(arr, starts, newline_free_end)
     tagged = np.flatnonzero(tags)
     if tagged.shape[0]:

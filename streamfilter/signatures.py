@@ -254,8 +254,9 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # pre-commit's failed hook ("mypy.........Failed"), its "- hook id:" and the hook's output, to
     # the next hook's line (a section stop)
     _f("pre-commit-failed", r"\.\.\.\.Failed", line=r"\S[^\n]*?\.{4,}Failed[ \t\r]*$", section=True),
-    # Django's system checks: "shop.Coupon.amount: (fields.E130) DecimalFields must define ..."
-    _f("django-check", r"\.E\d{3}\) ", line=r"\S+: \((?:\w+\.)+E\d{3}\) ", anywhere=True),
+    # Django's system checks: "ERRORS:", then "shop.Coupon.amount: (fields.E130) DecimalFields must
+    # define ..." a line each, to a blank line
+    _s("django-check", r"ERRORS:\r?$", record=True),
     # Robot Framework's failed test or suite, "Login With Expired Token     | FAIL |", then its
     # message, to the rule under it
     _f("robot-fail", r"\| FAIL \|", line=r".*\| FAIL \|[ \t\r]*$", section=True),
@@ -338,7 +339,6 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         "ErrImagePull",
         "OOMKilled",
         "CreateContainerConfigError",
-        anywhere=True,
     ),
     # .NET / MSBuild, PHP, Elixir, Swift's XCTest, Node
     _f("dotnet-error", r"error CS\d{4}", r"error MSB\d{4}", r"Build FAILED\.", r"Unhandled exception\. "),
@@ -391,7 +391,7 @@ TRIGGER_WORDS = (
     "caused wrong make gmake ninja cmake go rspec denied abort aborted recent ts tsx severity issues not "
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
     "conditional mismatched unbound terminated can died illegal executing rated stop space refused "
-    "econnrefused enotfound resolve resolution unreachable certificate rejected reformat kt kts "
+    "econnrefused enotfound resolve resolution unreachable certificate rejected reformat kt kts crash pull "
     "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)

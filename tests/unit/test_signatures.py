@@ -524,12 +524,6 @@ FIELD_REPORTS = [
         b"/w/docs/index.rst:4: WARNING: toctree contains reference to nonexisting document 'missing_page'\n",
         [b"nonexisting document 'missing_page'"],
     ),
-    (  # Django's system checks
-        b"shop.Coupon.amount: (fields.E130) DecimalFields must define a 'decimal_places' attribute.\n"
-        b"shop.Coupon.order: (fields.E300) Field defines a relation with model 'Ordr', which is either not "
-        b"installed, or is abstract.\n\n",
-        [b"(fields.E130) DecimalFields", b"(fields.E300) Field defines"],
-    ),
     (  # Robot Framework: the failed test's message is the line under it
         b"Check Item 69                                                         | PASS |\n" + b"-" * 78 + b"\n"
         b"Login With Expired Token                                              | FAIL |\n"
@@ -562,3 +556,46 @@ def test_a_tools_findings_with_no_query_word_are_kept(report: bytes, needed: lis
     for line in needed:
         assert line in kept
     assert b"/pkg-20 " not in kept and b"/pkg-180 " not in kept
+
+
+def test_a_dotnet_test_failure_in_its_verbose_list_keeps_its_report_not_the_list() -> None:
+    # dotnet test -v n: every result is an indented line of one record, so the failure's report
+    # went on through the next 150 passed tests as its continuation (a fresh-user helper's find)
+    passed = b"".join(b"  Passed Shop.Tests.CartTests.Adds_%d [< 1 ms]\n" % i for i in range(150))
+    report = (
+        b"  Failed Shop.Tests.OrderTests.Total_AppliesCoupon [12 ms]\n  Error Message:\n"
+        b"   Assert.Equal() Failure: Values differ\nExpected: 18.00\nActual:   20.00\n  Stack Trace:\n"
+        b"     at Shop.Tests.OrderTests.Total_AppliesCoupon() in /src/Shop.Tests/OrderTests.cs:line 42\n"
+    )
+    log = b"Starting test execution, please wait...\n" + passed + report + passed.replace(b"Adds_", b"Removes_")
+    kept = _kept(log)
+    assert report in kept
+    assert b"Adds_100 " not in kept and b"Removes_10 " not in kept and kept.count(b"\n") < 20
+
+
+def test_an_rspec_failures_list_ends_at_its_timing_line() -> None:
+    # RSpec's "Failures:" section went on 150 lines, through its coverage report (a fresh-user
+    # helper's find): "Finished in 48.21 seconds" ends it, as "test result:" ends cargo's
+    failures = (
+        b"Failures:\n\n  1) Order#total with a coupon subtracts the discount\n"
+        b"     Failure/Error: expect(order.total).to eq(Money.new(1800))\n\n"
+        b"       expected: #<Money fractional:1800 currency:USD>\n"
+        b"            got: #<Money fractional:2000 currency:USD>\n\n"
+        b"     # ./spec/models/order_spec.rb:42:in `block (4 levels) in <top (required)>'\n\n"
+    )
+    coverage = b"".join(b"  app/models/m%d.rb  90.0%%  %d / 302 LOC\n" % (i, i) for i in range(120))
+    log = b"Randomized with seed 41234\n" + b"." * 100 + b"\n\n" + failures
+    log += b"Finished in 48.21 seconds (files took 3.42 seconds to load)\n652 examples, 1 failure\n\n"
+    log += b"Coverage report generated for RSpec to /app/coverage.\n" + coverage
+    kept = _kept(log)
+    assert failures.rstrip(b"\n") in kept
+    assert b"m60.rb" not in kept
+
+
+def test_djangos_system_check_errors_are_kept() -> None:
+    # manage.py test on a model with three field errors, then a GitLab job's after_script: the
+    # issues under "ERRORS:" scored under the cut (a fresh-user helper's find)
+    log = (REAL / "django-checks-ci.log").read_bytes()
+    issues = log[log.index(b"ERRORS:\n") : log.index(b"\n\nSystem check identified 3 issues")]
+    assert issues.count(b"(fields.E") == 3
+    assert issues in _kept(log)
