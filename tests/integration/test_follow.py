@@ -301,8 +301,10 @@ def test_in_text_a_kept_unterminated_last_line_ends_before_the_rotated_files_fir
 
 def test_a_proc_file_is_refused_not_read_as_truncated_again_and_again(tmp_path: Path) -> None:
     """Its size reads 0 whatever it holds: it was taken as truncated after every read (about
-    100 markers a second)."""
-    live = follow(tmp_path, Path("/proc/self/status"))
+    100 markers a second). (`follow` refuses it at once; a daemon's file source logs it.)"""
+    config = tmp_path / "sf.toml"
+    config.write_text('[[source]]\nname = "p"\ntype = "file"\npath = "/proc/self/status"\nstart_at = "beginning"\n')
+    live = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "state")})
     refused = live.log_event("file.refused")
     assert "/proc or /sys" in refused["reason"]
     time.sleep(0.3)
