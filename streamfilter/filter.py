@@ -337,6 +337,11 @@ class StreamFilter:
         return self._rest
 
     @property
+    def rest_held(self) -> int:
+        """Bytes of the rest of a line let out early, held for its end or a settle that lets them out."""
+        return len(self._rest_held)
+
+    @property
     def held_bytes(self) -> int:
         """Bytes of an unterminated last line held back (``settle(partial=True)`` lets them out)."""
         return self._splitter.pending_bytes + len(self._rest_held)
@@ -354,7 +359,9 @@ class StreamFilter:
             self._ingest(block)
         return runs + self._emit(final=False)
 
-    def settle(self, partial: bool = False, hold_lines: int = 0, close_drop: bool = True) -> list[Run]:
+    def settle(
+        self, partial: bool = False, hold_lines: int = 0, close_drop: bool = True, rest: bool = True
+    ) -> list[Run]:
         """The stream went quiet: decide every complete line now, and close the open runs.
 
         The look-ahead is not waited for: the open window is closed (a line that
@@ -369,7 +376,9 @@ class StreamFilter:
         its own (another waits for its end, where it is judged whole); bytes that
         arrive later up to its ``\\n`` are the rest of that line, a run of their own with
         ``Run.rest`` set (same line number, next bytes): KEEP if the line was kept or the
-        rest has a signature or a query term, else DROP.
+        rest has a signature or a query term, else DROP. The rest's bytes wait for the line's end
+        or a settle with ``partial`` and ``rest`` (one that lets them out; a caller paces them so,
+        and a line written a byte at a time is not a run a byte).
 
         With ``hold_lines``, the last that many lines stay undecided (and ``partial`` is
         ignored): a stream whose end applies the tail rule (a command's run) keeps them
@@ -387,8 +396,11 @@ class StreamFilter:
         # end, where it is judged whole (a failure written in two parts keeps its start, a
         # signature split by the pause is still found, and a line written piece by piece gets one
         # summary, not one per piece)
+        let_out: list[Run] = []
+        if partial and rest and not hold_lines and self._rest is not None and self._rest_held:
+            self._take_rest(self._rest_held, let_out, let_out=True)
         if not (partial and not hold_lines and self._splitter.pending_bytes > 0):
-            return self._settle(False, hold_lines, close_drop)
+            return let_out + self._settle(False, hold_lines, close_drop)
         facts = self._facts_of(self._splitter.pending)
         if facts.hits.shape[0]:  # protected: kept
             return self._settle(True, hold_lines, close_drop)
@@ -448,17 +460,18 @@ class StreamFilter:
         facts = self._facts_of(text)
         return bool(facts.hits.shape[0] or facts.tf.sum())
 
-    def _take_rest(self, chunk: bytes, runs: list[Run], whole: bool = False) -> bytes:
+    def _take_rest(self, chunk: bytes, runs: list[Run], whole: bool = False, let_out: bool = False) -> bytes:
         """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk`` (the bytes
-        held from the last chunk first); the rest of ``chunk`` is returned. Without a line end, the
-        last bytes of a character not yet whole wait for the next chunk, unless ``whole``."""
+        held before it first); the rest of ``chunk`` is returned. Without a line end the bytes are
+        held (``_rest_held``), unless ``let_out`` (then all but the last bytes of a character not yet
+        whole are taken) or ``whole`` (all of them)."""
         assert self._rest is not None
         line, kept = self._rest
         nl = chunk.find(b"\n")
         rest = chunk if nl < 0 else chunk[: nl + 1]
         self._rest_held = b""
         if nl < 0 and not whole:
-            cut = utf8_cut(rest)
+            cut = utf8_cut(rest) if let_out else 0
             rest, self._rest_held = rest[:cut], rest[cut:]
         if not rest:
             return chunk[len(self._rest_held) :]

@@ -32,6 +32,9 @@ RefMaker = Callable[[Run], str]
 # an open DROP run is summarized at a pause once it is this old: a stream that trickles (a line
 # every 70 ms, each after a pause) gets about a summary a second, not one per line
 DROP_SUMMARY_SECONDS = 1.0
+# the rest of a line let out early comes out at most this often until its end (a line written a
+# byte at a time is a few runs, not one a byte)
+REST_SECONDS = 1.0
 
 
 class Totals:
@@ -135,6 +138,7 @@ class LiveStream:
         self._fed_ends_line = True  # the last byte fed is a line end (or nothing was fed)
         self._last_kept = False  # the last run written was KEEP
         self._drop_since: float | None = None  # when the open DROP run was first seen open
+        self._rest_out = 0.0  # when a line, or a piece of its rest, was last let out early
 
     async def feed(self, chunk: bytes) -> None:
         """The next bytes; writes the runs they decide (waits while a sink is full)."""
@@ -158,6 +162,8 @@ class LiveStream:
         quiet = self._last + self.timing.idle_seconds
         if self._unsettled or (self.filter.held_bytes and not self._partial_out):
             return quiet
+        if self.filter.rest_held:
+            return max(quiet, self._rest_out + REST_SECONDS)
         if self._drop_since is not None:  # only an open DROP run waits: for its age
             return max(quiet, self._drop_since + DROP_SUMMARY_SECONDS)
         return None
@@ -172,7 +178,11 @@ class LiveStream:
         self._unsettled = False
         self._partial_out = self.filter.held_bytes > 0
         old = self._drop_since is not None and now >= self._drop_since + DROP_SUMMARY_SECONDS
-        await self._write(self.filter.settle(partial=True, hold_lines=self._hold, close_drop=old))
+        rest = now >= self._rest_out + REST_SECONDS
+        runs = self.filter.settle(partial=True, hold_lines=self._hold, close_drop=old, rest=rest)
+        if self.filter.rest_of is not None and runs and runs[-1].last_line == self.filter.rest_of[0]:
+            self._rest_out = now  # a line, or its rest, let out
+        await self._write(runs)
 
     @property
     def written_inside_line(self) -> tuple[int, bool] | None:

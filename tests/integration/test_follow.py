@@ -61,6 +61,25 @@ def test_B16_follow_append_then_quiet_shows_the_error_record_without_a_successor
     assert "ERROR writing artifact\n  caused by: no space left on device\n  at upload()\n" in kept_text(gen)
 
 
+def test_a_kept_line_written_a_byte_at_a_time_is_a_few_runs_not_one_a_byte(tmp_path: Path) -> None:
+    # its first bytes are let out at a pause (they hold a signature); the rest came out at every
+    # pause after that, a JSONL event a byte (a fresh-user helper's find: 28 for one line); it now
+    # comes at most once a second until the line's end
+    log = tmp_path / "job.log"
+    log.write_bytes(b"INFO start\n")
+    live = follow(tmp_path, log, "--tail", "0")
+    line = b"ERROR: upload failed after 3 retries\n"
+    with log.open("ab", buffering=0) as f:
+        for i in range(len(line)):
+            f.write(line[i : i + 1])
+            time.sleep(0.07)  # (longer than the idle time: a pause after every byte)
+    live.wait_for(lambda: line.decode() in kept_text(live.events()), 10)
+    assert live.stop() == 0
+    pieces = [e for e in live.events() if e["event"] == "keep" and e["first_line"] == 2]
+    assert "".join(e["text"] for e in pieces) == line.decode()
+    assert 2 <= len(pieces) <= 6  # (the line took about 2.6 s)
+
+
 def test_B06_unterminated_last_line_goes_out_once_and_its_newline_completes_it(tmp_path: Path) -> None:
     """B06 with its steps.sh: the ERROR record with an unterminated last line is one KEEP run while the
     writer is quiet; the late newline completes that line and adds no line of its own."""
