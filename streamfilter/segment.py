@@ -18,7 +18,8 @@ Rules, in order of strength:
   and ``a.cpp:9:8:   required from here``) right after such lines or
   after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines (cargo's
   ``   Compiling x``: a capitalised word ending at column 12) and a test's line in a verbose list
-  (jest's and mocha's ``    ✓ adds (2 ms)``, ``    ✕ throws``, dotnet test's ``  Passed T.Adds [< 1 ms]``)
+  (jest's and mocha's ``    ✓ adds (2 ms)``, ``    ✕ throws``, dotnet test's ``  Passed T.Adds [< 1 ms]``,
+  behave's ``  Scenario: add item``)
   count as column 0.
   Indentation after a level tag (sbt's ``[info] ``, Maven's ``[ERROR] ``) is counted
   from the tag's end.
@@ -206,22 +207,26 @@ def _test_lines(arr: npt.NDArray[np.uint8], first: Int64Array, indent: Int64Arra
     return marked
 
 
-# dotnet test's verbose list: "  Passed Shop.Tests.CartTests.Adds_1 [< 1 ms]", "  Failed ... [12 ms]"
-_VSTEST_LINE = re.compile(rb"(?:Passed|Failed|Skipped) \S[^\n]* \[[^\]\n]*\][ \t\r]*\n?")
+# dotnet test's verbose list: "  Passed Shop.Tests.CartTests.Adds_1 [< 1 ms]", "  Failed ... [12 ms]";
+# and a scenario of behave's (and other Gherkin runners') report: "  Scenario: add item 32  # a.feature:163"
+_VSTEST_LINE = re.compile(
+    rb"(?:(?:Passed|Failed|Skipped) \S[^\n]* \[[^\]\n]*\][ \t\r]*|Scenario(?: Outline)?: [^\n]*)\n?"
+)
 
 
 def _vstest_lines(
     text: bytes, arr: npt.NDArray[np.uint8], first: Int64Array, ends: Int64Array, indent: Int64Array
 ) -> Int64Array:
-    """Indented lines of a test result in dotnet test's verbose list (``_VSTEST_LINE``)."""
+    """Indented lines of a test result in dotnet test's verbose list, or a Gherkin scenario's first line
+    (``_VSTEST_LINE``)."""
     n = arr.shape[0]
     maybe = np.flatnonzero((indent > 0) & (first + 8 < n))
     if maybe.shape[0] == 0:
         return maybe.astype(np.int64)
     head, second = arr[first[maybe]], arr[first[maybe] + 1]
-    maybe = maybe[
-        (((head == 0x50) | (head == 0x46)) & (second == 0x61)) | ((head == 0x53) & (second == 0x6B))
-    ]  # Pa Fa Sk
+    pa_fa = ((head == 0x50) | (head == 0x46)) & (second == 0x61)
+    sk_sc = (head == 0x53) & ((second == 0x6B) | (second == 0x63))
+    maybe = maybe[pa_fa | sk_sc]
     found = [
         i
         for i, a, e in zip(maybe.tolist(), first[maybe].tolist(), ends[maybe].tolist(), strict=True)

@@ -599,3 +599,16 @@ def test_djangos_system_check_errors_are_kept() -> None:
     issues = log[log.index(b"ERRORS:\n") : log.index(b"\n\nSystem check identified 3 issues")]
     assert issues.count(b"(fields.E") == 3
     assert issues in _kept(log)
+
+
+def test_a_behave_step_traceback_is_kept_with_its_scenario_not_the_feature() -> None:
+    # behave 1.2 on a feature of 60 scenarios: each is indented under the feature, one record, so a
+    # step's traceback went on through the next scenarios as its continuation (173 of 332 lines
+    # kept; a fresh-user helper's find); a scenario's first line counts as column 0
+    log = (REAL / "behave-steps.log").read_bytes()
+    scenario = log[log.index(b"  Scenario: apply coupon to cart") : log.index(b"  Scenario: add item 33 ")]
+    assert b"KeyError: 'SAVE10'" in scenario
+    sf = StreamFilter(FilterConfig(tail_lines=0))
+    kept = b"".join(r.data for r in sf.feed(log) + sf.flush() if r.decision == "keep")
+    assert scenario.rstrip(b"\n") in kept and b"ASSERT FAILED: expected 46 got 45" in kept
+    assert b"Scenario: add item 34 " not in kept and b"Scenario: add item 36 " not in kept
