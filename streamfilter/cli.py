@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, BinaryIO, ClassVar, NoReturn, cast
 
 from . import __version__
-from ._logging import configure_logging, log_notices
+from ._logging import configure_logging, get_logger, log_notices
 from .budget import BUDGET_SUMMARY_CHARS, REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
 from .checkpoint import ReadPosition
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, check_places, check_use, load_config, resolved
@@ -779,6 +779,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise first_cause(group) from None
     except StreamfilterError as exc:
         sys.stderr.writelines(f"streamfilter: error: {line}\n" for line in str(exc).splitlines() or [""])
+        _failed(args.command, str(exc), exc.exit_code)
         return exc.exit_code
     except BrokenPipeError:
         # the reader went away (e.g. `| head`): not an error of ours; keep Python from
@@ -791,7 +792,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a socket or file the daemon could not open
         where = f" {exc.filename}" if exc.filename else ""
         sys.stderr.write(f"streamfilter: error:{where} {exc.strerror or exc}\n")
+        _failed(args.command, f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc), 1)
         return 1
+
+
+def _failed(command: str, error: str, exit_code: int) -> None:
+    """A daemon that cannot start or go on says so in its own logs too (``daemon.failed``, a JSON
+    line in the journal beside its other events), after the plain line."""
+    if command == "daemon":
+        get_logger().error("daemon.failed", error=error, exit_code=exit_code)
 
 
 if __name__ == "__main__":

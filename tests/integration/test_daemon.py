@@ -813,3 +813,13 @@ def test_a_tcp_source_on_port_0_logs_the_port_it_got(tmp_path: Path) -> None:
         client.sendall(b"ERROR: over tcp\n")
     live.wait_for(lambda: "ERROR: over tcp" in kept(live.events(out)), 10)
     assert live.stop() == 0
+
+
+def test_a_daemon_that_cannot_start_says_so_in_its_json_logs_too(tmp_path: Path) -> None:
+    # its fatal errors were a plain line only, among the JSON events of its logs (a fresh-user helper's find)
+    done = run_cli("daemon", "--config", str(write_config(tmp_path, '[[source]]\ntype = "stdin"\nquer = "x"\n')))
+    assert done.returncode == 78
+    lines = done.stderr.decode().splitlines()
+    assert lines[0].startswith("streamfilter: error: ") and "source[0].quer: unknown key" in lines[0]
+    event = json.loads(lines[1])
+    assert event["event"] == "daemon.failed" and event["exit_code"] == 78 and "source[0].quer" in event["error"]
