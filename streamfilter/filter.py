@@ -437,6 +437,15 @@ class StreamFilter:
             self._rest = (forced.first_line, self._last_keep)
         return runs
 
+    def drop_partial(self, n_bytes: int) -> bool:
+        """Forget the unterminated last line if it is exactly ``n_bytes`` long and none of it was let
+        out (a ``send`` client filters it whole itself once a stopping daemon replied that it read
+        up to its start); whether it was forgotten."""
+        if self._rest is not None or self._splitter.pending_bytes != n_bytes or not n_bytes:
+            return False
+        self._splitter.discard()
+        return True
+
     def end_line(self) -> list[Run]:
         """A boundary in the stream (a rotated file's end): settle, and end an unterminated last line here.
 

@@ -91,6 +91,12 @@ class LineSplitter:
         self._partial = bytearray()
         return self._emit(data, complete=False) if data else None
 
+    def discard(self) -> int:
+        """Forget the partial line held back (its bytes will be read again elsewhere); its length."""
+        n = len(self._partial)
+        self._partial = bytearray()
+        return n
+
     def skip(self, n_bytes: int) -> None:
         """Advance the stream offset past ``n_bytes`` that belong to an already emitted line."""
         self._offset += n_bytes

@@ -246,8 +246,10 @@ async def send_command(
             raise
         assert process.stdout is not None
         ended_with_newline = True
+        stopped = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_forward_signals, process)
+            tg.start_soon(_forward_signals, process, stopped)
+            tg.start_soon(_give_up_after_a_stop, link, stopped)
             while True:
                 try:
                     data = await process.stdout.receive(READ_BYTES)
@@ -265,8 +267,11 @@ async def send_command(
         if here is None:
             # the control line must start a line of its own
             tail = b"" if ended_with_newline else b"\n"
-            await link.send(tail + control_line("run-end", run=run, nonce=nonce, status=status_of(returncode)))
-            await link.finish()  # the daemon has read it all, or said how much it read
+            with anyio.move_on_after(REPLY_SECONDS) as waited:
+                await link.send(tail + control_line("run-end", run=run, nonce=nonce, status=status_of(returncode)))
+                await link.finish()  # the daemon has read it all, or said how much it read
+            if waited.cancelled_caught:  # (a daemon that does not read: stopped, or stuck)
+                link.give_up(f"the daemon did not read the run's end within {REPLY_SECONDS:g} s")
             if link.lost is not None:
                 here = await _filter_the_rest(link, argv, query, b"")
         replies.cancel_scope.cancel()
@@ -279,6 +284,14 @@ async def send_command(
             f"output from byte {link.rest()[0]} on was not sent{' (it is filtered here)' if here else ''}\n"
         )
     return status_of(returncode)
+
+
+async def _give_up_after_a_stop(link: _Link, stopped: anyio.Event) -> None:
+    """After a stop signal, a daemon that has not read what was sent for ``REPLY_SECONDS`` is given up
+    (a send blocked on a daemon that does not read would hold ``send`` after CMD is gone)."""
+    await stopped.wait()
+    await anyio.sleep(REPLY_SECONDS)
+    link.give_up(f"a stop signal came and the daemon did not read for {REPLY_SECONDS:g} s")
 
 
 async def _filter_the_rest(link: _Link, argv: Sequence[str], query: str | None, unsent: bytes) -> LiveStream:
@@ -332,15 +345,19 @@ class _Link:
         self._replay_from = 0  # ...from this byte on...
         self._replay_lines = 0  # ...after this many line ends
         self._closed = anyio.Event()  # the daemon closed the connection (or it broke)
+        self._sending = anyio.CancelScope()  # the send in progress
 
     async def send(self, data: bytes, output: bool = False) -> bool:
         """Hand ``data`` to the connection; False (and not sent) once the connection is lost."""
         if self.lost is not None:
             return False
         try:
-            await self.stream.send(data)
+            with anyio.CancelScope() as self._sending:
+                await self.stream.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self.lost = str(exc) or "the daemon closed it"
+            self.lost = self.lost or str(exc) or "the daemon closed it"
+            return False
+        if self._sending.cancelled_caught:  # given up (``give_up``) while it waited
             return False
         if not output:
             self._before += 0 if self.sent else len(data)
@@ -384,6 +401,12 @@ class _Link:
             return
         with anyio.move_on_after(REPLY_SECONDS):
             await self._closed.wait()
+
+    def give_up(self, why: str) -> None:
+        """Stop using the connection (a send waiting on it is cancelled, and its data not sent): ``why``."""
+        if self.lost is None:
+            self.lost = why
+        self._sending.cancel()
 
     def rest(self) -> tuple[int, int, bytes]:
         """``(byte, line_ends, data)``: where in CMD's output the daemon stopped reading (the line

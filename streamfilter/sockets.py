@@ -271,6 +271,7 @@ async def serve_socket_source(
         envelopes = EnvelopeSplitter()
         ended = False  # the peer closed (else the daemon is stopping)
         received = 0  # bytes read from the peer, all of them taken
+        unended = 0  # of them, those after the last line end
         async with conn:
             try:
                 while True:
@@ -284,7 +285,7 @@ async def serve_socket_source(
                             ended = True
                             break
                     if data:
-                        received += len(data)
+                        received, unended = _count(data, received, unended)
                         await streams.take(envelopes.feed(cap.feed(data)))
                         _warn_cut(log, cap, stream_name, peer)
                     else:
@@ -296,18 +297,26 @@ async def serve_socket_source(
                         with anyio.move_on_after(DRAIN_SECONDS):
                             try:
                                 while data := await conn.receive(READ_BYTES):
-                                    received += len(data)
+                                    received, unended = _count(data, received, unended)
                                     await streams.take(envelopes.feed(cap.feed(data)))
                             except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
                                 ended = True
                         if not ended and streams.run is not None and streams.nonce is not None:
-                            await _reply_stop(conn, received)
+                            # its unended last line is not taken (send filters it whole) if none of it is out
+                            whole = streams.run.filter.drop_partial(unended)
+                            await _reply_stop(conn, received - unended if whole else received)
                     await streams.take(envelopes.feed(cap.flush()) + envelopes.flush())
                     _warn_cut(log, cap, stream_name, peer)
                     await streams.end()  # (an unterminated last line is counted then)
                     log.info("connection.closed", stream=stream_name, peer=peer, lines=streams.ended_lines)
 
     await listener.serve(handle, task_group)
+
+
+def _count(data: bytes, received: int, unended: int) -> tuple[int, int]:
+    """Bytes read so far, and of them those after the last line end, once ``data`` is read too."""
+    nl = data.rfind(b"\n")
+    return received + len(data), (unended + len(data) if nl < 0 else len(data) - nl - 1)
 
 
 async def _reply_stop(conn: SocketStream, received: int) -> None:

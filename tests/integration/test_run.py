@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -314,17 +315,20 @@ def test_send_survives_the_daemon_going_away(tmp_path: Path) -> None:
     assert "ERROR: the last step failed" in lines and lines[-1].endswith("exited with status 3]")
 
 
-@pytest.mark.parametrize("how", ["stop", "reload"])
-def test_send_loses_no_line_when_the_daemon_stops_mid_run(tmp_path: Path, how: str) -> None:
+@pytest.mark.parametrize(("how", "lines"), [("stop", 3000), ("reload", 3000), ("stop", 300000)])
+def test_send_loses_no_line_when_the_daemon_stops_mid_run(tmp_path: Path, how: str, lines: int) -> None:
     # the daemon read the socket for a moment at its stop, then closed it: the lines still in the
     # socket's buffer were neither in its output nor filtered by send (a fresh-user helper's find:
-    # 3 or 4 lines lost in each of 4 runs); it now replies how much it read, send filters the rest
+    # 3 or 4 lines lost in each of 4 runs); it now replies how much it read, send filters the rest.
+    # Printed fast (not a line at a time), the line the daemon had begun was cut in two, its
+    # start there and its end here (the next helper's find): it is filtered here whole
     daemon, sock, out = unix_daemon(tmp_path)
+    pace = "    time.sleep(0.001)\n" if lines < 10000 else ""
     script = (
         "import sys, time\n"
-        "for i in range(1, 3001):\n"
-        "    print(f'L{i:06d} step ok' if i % 500 else f'L{i:06d} ERROR: step failed', flush=True)\n"
-        "    time.sleep(0.001)\n"
+        f"for i in range(1, {lines + 1}):\n"
+        f"    print(f'L{{i:06d}} step ok' if i % 500 else f'L{{i:06d}} ERROR: step failed', flush={bool(pace)})\n"
+        f"{pace}"
         "sys.exit(2)\n"
     )
     proc = subprocess.Popen(
@@ -353,8 +357,30 @@ def test_send_loses_no_line_when_the_daemon_stops_mid_run(tmp_path: Path, how: s
         int(m[1]) for line in local if (m := re.match(r"\[streamfilter: dropped lines \S+ \((\d+) lines", line))
     )
     shown = [line for line in local if not line.startswith("[streamfilter:")]
-    assert counted + len(shown) == 3000 - runs[-1]["last_line"]
+    assert counted + len(shown) == lines - runs[-1]["last_line"]
     assert shown == [] or shown[0].startswith(f"L{int(where[1]):06d} ") or counted > 0
+
+
+def test_send_does_not_hang_on_a_daemon_that_stopped_reading(tmp_path: Path) -> None:
+    # SIGSTOP stands for a daemon that does not read: send's write waited for it for good, after
+    # its stop signal had ended CMD too (a fresh-user helper's find: 10 minutes)
+    daemon, sock, _ = unix_daemon(tmp_path)
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        script = "import sys\nfor i in range(10**7):\n    print(f'L{i:08d} step ok')\n"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamfilter", "send", "--socket", str(sock), "--", sys.executable, "-c", script],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        time.sleep(3)  # the socket's buffers are full by now
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        assert b"the daemon did not read for 5 s" in err and b"Traceback" not in err, err
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    assert daemon.stop() == 0
 
 
 def test_send_counts_the_bytes_of_cmds_output_it_handed_over_not_its_control_lines(tmp_path: Path) -> None:
