@@ -241,8 +241,8 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
     The range is read twice in ``_READ``-byte pieces (memory stays flat whatever its size):
     once to check its CRC-32, then to write it, so nothing is written unless it checks. When the
     ref's file no longer holds them (rotated: the path names a new file), a file rotated from it
-    in the same directory (``app.log.1``, ``app.log-20261201``; not a compressed one) that holds
-    them is read instead.
+    in the same directory (``app.log.1``, ``app.log-20261201``, ``app.1.log``; ``app.log.2`` for a
+    ref into ``app.log.1`` rotated on; not a compressed one) that holds them is read instead.
 
     Returns:
         The rotated file read instead of the ref's own, or None.
@@ -316,14 +316,19 @@ _COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".lz4")
 
 
 def _rotated_from(path: Path) -> list[Path]:
-    """Files in ``path``'s directory named like rotations of it (``NAME.1``, ``NAME-DATE``), in name order."""
+    """Files in ``path``'s directory named like rotations of it: first ``NAME.1``, ``NAME-DATE``; then
+    the others of its family, by its name's first part (``app.1.log`` and ``app.log.2`` for
+    ``app.log``, ``app.log.2`` for ``app.log.1``, shifted on by a later rotation), in name order."""
     try:
         names = sorted(os.listdir(path.parent))
     except OSError:
         return []
+    stem = path.name.split(".", 1)[0].split("-", 1)[0]
+    own = [n for n in names if n.startswith((path.name + ".", path.name + "-"))]
+    family = [n for n in names if n.startswith((stem + ".", stem + "-")) and n != path.name and n not in own]
     found = []
-    for name in names:
-        if name.startswith((path.name + ".", path.name + "-")) and not name.endswith(_COMPRESSED):
+    for name in own + family:
+        if not name.endswith(_COMPRESSED):
             candidate = path.parent / name
             if candidate.is_file():
                 found.append(candidate)

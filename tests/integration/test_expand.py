@@ -128,6 +128,22 @@ def test_a_ref_into_a_rotated_file_is_read_from_the_file_it_was_rotated_to(tmp_p
     assert got.returncode == 1 and b"changed" in got.stderr and got.stdout == b""
 
 
+def test_a_ref_into_a_file_rotated_on_or_to_a_numbered_name_is_read_there(tmp_path: Path) -> None:
+    # a ref into app.log.1 once logrotate shifted it to app.log.2, and a ref into app.log once it
+    # was renamed app.1.log (a glob's naming): both failed, "no longer exists" (a fresh-user helper's find)
+    for before, after in (("app.log.1", "app.log.2"), ("app.log", "app.1.log")):
+        log = tmp_path / before
+        log.write_bytes(LOG)
+        proc = cli("filter", "--format", "jsonl", "--head", "0", "--tail", "0", str(log), state=tmp_path)
+        first = drops(proc.stdout)[0]
+        log.rename(tmp_path / after)
+        got = cli("expand", str(first["ref"]), state=tmp_path)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == LOG[int(first["start_byte"]) : int(first["end_byte"])]  # type: ignore[call-overload]
+        assert f"read from {tmp_path / after}".encode() in got.stderr
+        (tmp_path / after).unlink()
+
+
 @pytest.mark.parametrize(
     ("bad", "status"), [("nonsense", 2), ("x:1-2:zz", 2), ("x:5-1:00000000", 2), ("stdin-0-0:0-10:00000000", 1)]
 )
