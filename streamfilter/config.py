@@ -343,6 +343,9 @@ def _sink(check: _Checker, table: Mapping[str, Any], i: int) -> SinkConfig:
         raise check.fail(f"{key}.name", "missing: sources refer to sinks by name")
     name = check.typed(table["name"], str, f"{key}.name")
     kind = check.choice(table.get("type", ""), ("file", "unix"), f"{key}.type")
+    for unix_key in ("queue_events", "mode"):
+        if unix_key in table and kind != "unix":
+            raise check.fail(f"{key}.{unix_key}", f"only a unix sink has one, not {kind}")
     values: dict[str, Any] = {"name": name, "type": kind}
     if "path" not in table:
         raise check.fail(f"{key}.path", f"missing: a {kind} sink needs a path")
@@ -419,12 +422,13 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
     for i, table in enumerate(raw_sources):
         try:
             own = check.table(table, f"source[{i}]")
-            source = _source(check, {**shared, **own}, i, base, timing)
+            kind = own.get("type", shared.get("type"))
             for own_key, types in _KEY_TYPES.items():  # (in the source's own table: [defaults] serve them all)
-                if own_key in own and source.type not in types:
+                if kind in _SOURCE_TYPES and own_key in own and kind not in types:
                     raise check.fail(
-                        f"source[{i}].{own_key}", f"only a {' or '.join(types)} source has one, not {source.type}"
+                        f"source[{i}].{own_key}", f"only a {' or '.join(types)} source has one, not {kind}"
                     )
+            source = _source(check, {**shared, **own}, i, base, timing)
             if any(s.name == source.name for s in sources):
                 raise check.fail(f"source[{i}].name", f"{source.name!r} is used twice")
             if sinks_ok:

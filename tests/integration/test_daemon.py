@@ -111,6 +111,10 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
         '[[source]]\ntype = "unix"\npath = "/run/a.sock"\nroots = ["/run"]\n': (
             "source[0].roots: only a file source has one, not unix"
         ),
+        '[[source]]\ntype = "unix"\naddress = ":9000"\n': "source[0].address: only a tcp source has one, not unix",
+        '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "file"\npath = "/o.jsonl"\nqueue_events = 8\n': (
+            "sink[0].queue_events: only a unix sink has one, not file"
+        ),
         '[[source]]\ntype = "file"\npath = ""\n': "source[0].path: must not be empty",
         '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "file"\npath = " "\n': (
             "sink[0].path: must not be empty"
