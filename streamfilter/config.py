@@ -27,6 +27,7 @@ import glob
 import math
 import os
 import re
+import socket
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -473,8 +474,8 @@ def _check_conflicts(check: _Checker, sources: list[SourceConfig], sinks: list[S
 def check_places(config: DaemonConfig) -> list[str]:
     """What would stop the daemon from opening the config's sinks or binding its sockets now, found
     touching nothing: a missing or unwritable directory, a file sink that is a directory, a socket
-    path taken by something else (``check-config`` warns; it is no error, as a directory may be
-    made before the daemon starts, such as systemd's ``RuntimeDirectory=``).
+    path taken by something else, a TCP host that does not resolve (``check-config`` warns; it is no
+    error, as a directory may be made before the daemon starts, such as systemd's ``RuntimeDirectory=``).
 
     Returns:
         one message per place, as ``PATH: KEY: what``.
@@ -495,6 +496,14 @@ def check_places(config: DaemonConfig) -> list[str]:
             what = "exists and is not a socket, which the daemon will not replace"
         if what:
             out.append(f"{config.path}: {key}: {path}: {what}")
+    for i, source in enumerate(config.sources):
+        if source.type == "tcp":
+            host, _, port = source.address.rpartition(":")
+            try:
+                socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+            except (OSError, UnicodeError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                out.append(f"{config.path}: source[{i}].address: {source.address}: cannot be listened on ({why})")
     return out
 
 

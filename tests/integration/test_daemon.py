@@ -204,6 +204,17 @@ def test_check_config_warns_of_a_socket_path_taken_by_a_file(tmp_path: Path) -> 
     )
 
 
+def test_check_config_warns_of_a_tcp_host_that_does_not_resolve(tmp_path: Path) -> None:
+    # it passed, and the daemon then failed to listen (a fresh-user helper's find)
+    config = write_config(tmp_path, '[[source]]\nname = "t"\ntype = "tcp"\naddress = "999.1.1.1:9000"\n')
+    done = run_cli("check-config", str(config))
+    assert done.returncode == 0
+    said = f"streamfilter: warning: {config}: source[0].address: 999.1.1.1:9000: cannot be listened on ("
+    assert done.stderr.decode().startswith(said) and "the daemon would fail to open it now" in done.stderr.decode()
+    ok = run_cli("check-config", str(write_config(tmp_path, '[[source]]\ntype = "tcp"\naddress = ":9000"\n')))
+    assert ok.returncode == 0 and ok.stderr == b"", ok.stderr
+
+
 def test_check_config_warns_of_an_unused_sink_and_of_a_path_outside_its_roots(tmp_path: Path) -> None:
     # the daemon warns of the first at start and refuses the second's files one by one; check-config
     # said nothing of either (a helper's find)
