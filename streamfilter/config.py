@@ -165,6 +165,7 @@ _KEY_TYPES = {
 }
 _SOURCE_TYPES = ("file", "unix", "tcp", "stdin")
 _SINK_KEYS = {f.name for f in fields(SinkConfig)}
+_SINK_KEY_TYPES = {"queue_events": ("unix",), "mode": ("unix",)}
 _SINK_TYPES = ("stdout", "file", "unix")
 MAX_SECONDS = 86400.0  # a day: longer timings are mistakes (milliseconds given as seconds)
 _POSITIVE = {"window_lines", "window_chars", "max_line_bytes", "top_shapes", "summary_chars", "max_keep_event_bytes"}
@@ -318,6 +319,15 @@ def _source(
     return SourceConfig(**values)
 
 
+def _check_key_types(
+    check: _Checker, table: Mapping[str, Any], kind: str, types_of: Mapping[str, tuple[str, ...]], key: str, what: str
+) -> None:
+    """Raise for a key of ``table`` that only other types of ``what`` (source, sink) have."""
+    for name, types in types_of.items():
+        if name in table and kind not in types:
+            raise check.fail(f"{key}.{name}", f"only a {' or '.join(types)} {what} has one, not {kind}")
+
+
 def _path(check: _Checker, value: object, key: str) -> str:
     """An absolute path from a config value (``~`` expanded, a relative one from the config file's
     directory); an empty one is an error (it would name that directory)."""
@@ -344,9 +354,7 @@ def _sink(check: _Checker, table: Mapping[str, Any], i: int) -> SinkConfig:
         raise check.fail(f"{key}.name", "missing: sources refer to sinks by name")
     name = check.typed(table["name"], str, f"{key}.name")
     kind = check.choice(table.get("type", ""), ("file", "unix"), f"{key}.type")
-    for unix_key in ("queue_events", "mode"):
-        if unix_key in table and kind != "unix":
-            raise check.fail(f"{key}.{unix_key}", f"only a unix sink has one, not {kind}")
+    _check_key_types(check, table, kind, _SINK_KEY_TYPES, key, "sink")
     values: dict[str, Any] = {"name": name, "type": kind}
     if "path" not in table:
         raise check.fail(f"{key}.path", f"missing: a {kind} sink needs a path")
@@ -424,11 +432,8 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
         try:
             own = check.table(table, f"source[{i}]")
             kind = own.get("type", shared.get("type"))
-            for own_key, types in _KEY_TYPES.items():  # (in the source's own table: [defaults] serve them all)
-                if kind in _SOURCE_TYPES and own_key in own and kind not in types:
-                    raise check.fail(
-                        f"source[{i}].{own_key}", f"only a {' or '.join(types)} source has one, not {kind}"
-                    )
+            if kind in _SOURCE_TYPES:  # (the source's own keys: [defaults] serve every source that has them)
+                _check_key_types(check, own, kind, _KEY_TYPES, f"source[{i}]", "source")
             source = _source(check, {**shared, **own}, i, base, timing)
             if any(s.name == source.name for s in sources):
                 raise check.fail(f"source[{i}].name", f"{source.name!r} is used twice")

@@ -30,6 +30,8 @@ __all__ = (
     "exit_text",
     "printable",
     "status_of",
+    "stop_received",
+    "stop_reply",
 )
 
 PREFIX = b"\x1estreamfilter "
@@ -108,6 +110,24 @@ class EnvelopeSplitter:
         held = self._maybe + (PREFIX + bytes(self._control) if self._control is not None else b"")
         self._maybe, self._control = b"", None
         return [held] if held else []
+
+
+def stop_reply(received: int) -> bytes:
+    """The daemon's reply to a ``send`` client whose run goes on when the daemon stops: it read
+    ``received`` bytes of the connection (control lines included)."""
+    return control_line("stop", received=received)
+
+
+def stop_received(line: bytes) -> int | None:
+    """The ``received`` count of a ``stop_reply`` line (without its newline), or None for another line."""
+    if not line.startswith(PREFIX):
+        return None
+    try:
+        reply = json.loads(line[len(PREFIX) :])
+    except ValueError:
+        return None
+    received = reply.get("received") if isinstance(reply, dict) and reply.get("type") == "stop" else None
+    return received if isinstance(received, int) and not isinstance(received, bool) else None
 
 
 def status_of(returncode: int) -> int:

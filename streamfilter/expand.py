@@ -324,10 +324,10 @@ def _rotated_from(path: Path) -> list[Path]:
     except OSError:
         return []
     stem = path.name.split(".", 1)[0].split("-", 1)[0]
-    own = [n for n in names if n.startswith((path.name + ".", path.name + "-"))]
-    family = [n for n in names if n.startswith((stem + ".", stem + "-")) and n != path.name and n not in own]
+    family = [n for n in names if n.startswith((stem + ".", stem + "-")) and n != path.name]
+    family.sort(key=lambda n: not n.startswith((path.name + ".", path.name + "-")))  # (stable: name order)
     found = []
-    for name in own + family:
+    for name in family:
         if not name.endswith(_COMPRESSED):
             candidate = path.parent / name
             if candidate.is_file():

@@ -397,8 +397,8 @@ class StreamFilter:
         # signature split by the pause is still found, and a line written piece by piece gets one
         # summary, not one per piece)
         let_out: list[Run] = []
-        if partial and rest and not hold_lines and self._rest is not None and self._rest_held:
-            self._take_rest(self._rest_held, let_out, let_out=True)
+        if partial and rest and not hold_lines:
+            self._let_rest_out(let_out, whole=False)
         if not (partial and not hold_lines and self._splitter.pending_bytes > 0):
             return let_out + self._settle(False, hold_lines, close_drop)
         facts = self._facts_of(self._splitter.pending)
@@ -453,8 +453,7 @@ class StreamFilter:
         (each DROP run lies in one file, so its ref can point into it). Records go on.
         """
         runs: list[Run] = []
-        if self._rest is not None and self._rest_held:
-            self._take_rest(self._rest_held, runs, whole=True)
+        self._let_rest_out(runs, whole=True)
         runs += self._settle(force=True, whole=True)
         self._rest = None
         return runs
@@ -468,6 +467,12 @@ class StreamFilter:
         """Whether ``text`` (part of one line) has a signature or a query term."""
         facts = self._facts_of(text)
         return bool(facts.hits.shape[0] or facts.tf.sum())
+
+    def _let_rest_out(self, runs: list[Run], whole: bool) -> None:
+        """Let the held bytes of a line's rest out into ``runs``: all of them if ``whole``, else up to
+        their last whole character."""
+        if self._rest is not None and self._rest_held:
+            self._take_rest(self._rest_held, runs, whole=whole, let_out=True)
 
     def _take_rest(self, chunk: bytes, runs: list[Run], whole: bool = False, let_out: bool = False) -> bytes:
         """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk`` (the bytes
@@ -515,8 +520,7 @@ class StreamFilter:
             return []
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
         held: list[Run] = []
-        if self._rest is not None and self._rest_held:  # a character the stream ended inside
-            self._take_rest(self._rest_held, held, whole=True)
+        self._let_rest_out(held, whole=True)  # (a character the stream ended inside, say)
         block = self._splitter.flush()
         if block is not None:
             self._ingest(block)

@@ -77,25 +77,21 @@ class LineSplitter:
         self._partial = bytearray()
         return self._emit(data, complete=False)
 
-    def force(self, upto: int | None = None) -> LineBlock | None:
-        """A live stream went quiet: return the partial line as a line, though the stream goes on.
+    def force(self, upto: int) -> LineBlock | None:
+        """A live stream went quiet: return the partial line's first ``upto`` bytes as a line, though
+        the stream goes on (None if ``upto`` is 0).
 
-        The bytes that later complete that line are not a line of their own: the
-        caller takes them off the front of the next chunk and passes them to ``skip``.
-        With ``upto``, only the partial line's first ``upto`` bytes are let out (None if 0); the
-        caller holds the others (``pending`` before the call), the start of the line's rest.
+        The bytes that later complete that line are not a line of their own: the caller holds the
+        partial line's other bytes (``pending`` before the call), takes the next ones off the front
+        of the next chunk, and passes them all to ``skip``.
         """
-        if upto is None:
-            return self.flush()
         data = bytes(self._partial[:upto])
         self._partial = bytearray()
         return self._emit(data, complete=False) if data else None
 
-    def discard(self) -> int:
-        """Forget the partial line held back (its bytes will be read again elsewhere); its length."""
-        n = len(self._partial)
+    def discard(self) -> None:
+        """Forget the partial line held back (its bytes will be read again elsewhere)."""
         self._partial = bytearray()
-        return n
 
     def skip(self, n_bytes: int) -> None:
         """Advance the stream offset past ``n_bytes`` that belong to an already emitted line."""

@@ -14,7 +14,6 @@ run envelope (``envelope``), so the daemon filters it as one run with its own qu
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shlex
@@ -30,7 +29,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
 
 from .config import SinkConfig, SourceConfig, Timing
-from .envelope import PREFIX, SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of
+from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
 from .errors import StreamfilterError, UsageError
 from .expand import ref_of
 from .filter import FilterConfig
@@ -48,6 +47,7 @@ GRACE_SECONDS = 0.5  # after a stop signal and CMD's exit, how long its pipes ar
 # send: CMD's output kept after it is sent, to filter here what a stopping daemon did not read
 REPLAY_BYTES = 16 << 20
 REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to read it and close
+MAX_REPLY_BYTES = 4096  # send: most bytes kept of a daemon's reply line not yet ended
 
 
 class CommandError(StreamfilterError):
@@ -360,7 +360,8 @@ class _Link:
         if self._sending.cancelled_caught:  # given up (``give_up``) while it waited
             return False
         if not output:
-            self._before += 0 if self.sent else len(data)
+            if not self.sent:
+                self._before += len(data)
             return True
         self.sent += len(data)
         self.lines += data.count(b"\n")
@@ -380,7 +381,7 @@ class _Link:
                 buffer += await self.stream.receive(READ_BYTES)
                 *replies, buffer = buffer.split(b"\n")
                 for reply in replies:
-                    received = _stop_reply(reply)
+                    received = stop_received(reply)
                     if received is not None and self.lost is None:
                         self.received = min(self.sent, max(0, received - self._before))
                         self.lost = "the daemon stopped"
@@ -417,21 +418,6 @@ class _Link:
             return self.sent, self.lines, b""
         k = received - self._replay_from
         return received, self._replay_lines + self._replay.count(b"\n", 0, k), bytes(self._replay[k:])
-
-
-MAX_REPLY_BYTES = 4096  # of a reply line not yet ended
-
-
-def _stop_reply(line: bytes) -> int | None:
-    """The ``received`` count of a daemon's stop reply line, or None for any other line."""
-    if not line.startswith(PREFIX):
-        return None
-    try:
-        reply = json.loads(line[len(PREFIX) :])
-    except ValueError:
-        return None
-    received = reply.get("received") if isinstance(reply, dict) and reply.get("type") == "stop" else None
-    return received if isinstance(received, int) and not isinstance(received, bool) else None
 
 
 def parse_socket(text: str) -> tuple[str, str, int]:

@@ -209,16 +209,16 @@ def _test_lines(arr: npt.NDArray[np.uint8], first: Int64Array, indent: Int64Arra
 
 # dotnet test's verbose list: "  Passed Shop.Tests.CartTests.Adds_1 [< 1 ms]", "  Failed ... [12 ms]";
 # and a scenario of behave's (and other Gherkin runners') report: "  Scenario: add item 32  # a.feature:163"
-_VSTEST_LINE = re.compile(
+_LISTED_REPORT = re.compile(
     rb"(?:(?:Passed|Failed|Skipped) \S[^\n]* \[[^\]\n]*\][ \t\r]*|Scenario(?: Outline)?: [^\n]*)\n?"
 )
 
 
-def _vstest_lines(
+def _listed_reports(
     text: bytes, arr: npt.NDArray[np.uint8], first: Int64Array, ends: Int64Array, indent: Int64Array
 ) -> Int64Array:
     """Indented lines of a test result in dotnet test's verbose list, or a Gherkin scenario's first line
-    (``_VSTEST_LINE``)."""
+    (``_LISTED_REPORT``)."""
     n = arr.shape[0]
     maybe = np.flatnonzero((indent > 0) & (first + 8 < n))
     if maybe.shape[0] == 0:
@@ -230,7 +230,7 @@ def _vstest_lines(
     found = [
         i
         for i, a, e in zip(maybe.tolist(), first[maybe].tolist(), ends[maybe].tolist(), strict=True)
-        if _VSTEST_LINE.fullmatch(text, a, e)
+        if _LISTED_REPORT.fullmatch(text, a, e)
     ]
     return np.asarray(found, dtype=np.int64)
 
@@ -385,7 +385,7 @@ def line_layout(text: bytes, ends: Int64Array, table: TokenTable | None = None) 
     indent[_status_lines(arr, starts, first, indent)] = 0
     # a test in a verbose list is a report of its own, not part of the failure that heads its file
     indent[_test_lines(arr, first, indent)] = 0
-    indent[_vstest_lines(text, arr, first, ends, indent)] = 0
+    indent[_listed_reports(text, arr, first, ends, indent)] = 0
     tags = _level_tags(arr, starts, newline_free_end)
     tagged = np.flatnonzero(tags)
     if tagged.shape[0]:

@@ -22,7 +22,7 @@ from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, T
 from structlog.typing import FilteringBoundLogger
 
 from ._logging import get_logger
-from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter, control_line, printable
+from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter, printable, stop_reply
 from .errors import StreamfilterError
 
 if TYPE_CHECKING:
@@ -325,7 +325,7 @@ async def _reply_stop(conn: SocketStream, received: int) -> None:
     it closes, so the reply is not lost to a reset (a TCP peer that writes to a closed socket)."""
     with anyio.move_on_after(REPLY_SECONDS):
         try:
-            await conn.send(control_line("stop", received=received))
+            await conn.send(stop_reply(received))
             await conn.send_eof()
             while await conn.receive(READ_BYTES):
                 pass
