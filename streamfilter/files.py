@@ -448,10 +448,10 @@ class FileFollower:
         replaced, or deleted and made again), or the path is gone and so is the file (deleted:
         it is then read as a rotated file is, until quiet, and closed). A file renamed away with
         no file at the path yet is read on: logrotate makes the new file after the rename."""
-        info = os.fstat(fd)
         try:
             now = os.stat(self.path)
         except FileNotFoundError:
+            info = os.fstat(fd)  # after the stat: a file unlinked between the two still had a link
             if not self._missing_logged:
                 if info.st_nlink:
                     self._log.info("file.renamed", ino=info.st_ino, names=self._names_of(info.st_ino))
@@ -459,6 +459,7 @@ class FileFollower:
                     self._log.info("file.deleted", ino=info.st_ino)
                 self._missing_logged = True
             return not info.st_nlink
+        info = os.fstat(fd)
         return (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino)
 
     async def _wait(self, until: float | None = None) -> None:
