@@ -101,7 +101,7 @@ _EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|
 
 # a command's non-zero exit, as the exit-status signature finds it (``BlockFacts.verdicts`` too)
 EXIT_VERDICTS = (
-    r"exit(?:ed)? (?:with )?(?:code|status):? [1-9]",
+    r"exit(?:ed)? (?:with )?(?:code|status):? [1-9](?!\d*\.\d)",  # not a duration: "exit code: 52.69 ms"
     r"exited with [1-9]",
     r"returned non-zero exit status",
     r"exited with non-zero status",  # GNU time's
@@ -343,7 +343,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # .NET / MSBuild, PHP, Elixir, Swift's XCTest, Node
     _f("dotnet-error", r"error CS\d{4}", r"error MSB\d{4}", r"Build FAILED\.", r"Unhandled exception\. "),
     _f("php-error", r"PHP Fatal error:", r"PHP Parse error:"),
-    _s("elixir-error", r"\*\* \((?:\w+\.)*\w*(?:Error|Exception)\) "),
+    # Elixir's uncaught exceptions and Mix's task errors: "** (Mix) mix format failed due to ..."
+    _s("elixir-error", r"\*\* \((?:Mix|(?:\w+\.)*\w*(?:Error|Exception))\) "),
     _f(
         "xctest-failed",
         r"' failed at ",
@@ -379,6 +380,29 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # (a word of its own: not "test_handles_FAIL")
     _f("verdict-fail", r"FAIL[ \t\r]*$", line=r"(?:.*[\s:\])])?FAIL[ \t\r]*$"),
     _f("failed-colon", r"[Ff]ailed: "),
+    # a diff in a CI log is a check's demand for changes (a formatter's, a linter's, "git diff
+    # --exit-code" after a generator ran): its header, then its hunks, to a blank line
+    _s("diff-output", r"diff --git a/\S", record=True),
+    # a tool's count of its errors, then their list: "Dependabot encountered '1' error(s) during execution"
+    _f("errors-encountered", r"encountered '?[1-9]\d*'? error", record=True),
+    # libyaml's parse errors, as Ruby's Psych, PyYAML and go-yaml word them: "(a.md): found character
+    # that cannot start any token while scanning for the next token at line 5 column 1"
+    _f(
+        "yaml-error",
+        r"found character that cannot start any token",
+        r"did not find expected ",
+        r"mapping values are not allowed in this context",
+        r"found undefined alias",
+    ),
+    # markdownlint's findings: "README.md: 750: MD034/no-bare-urls Bare URL used" (markdownlint-cli),
+    # "README.md:750:5 MD034/no-bare-urls ..." (markdownlint-cli2)
+    _f("markdownlint", r" MD0\d\d/", line=r"\S+:\s?\d+(?::\d+)?:? MD0\d\d/", anywhere=True),
+    # Emacs's backtrace of an uncaught error in batch mode: "Debugger entered--Lisp error: (error ...)",
+    # then its frames, the first "  signal(error (...))"
+    _s("elisp-error", r"(?:Debugger entered--Lisp error: |signal\([\w-]*error \()"),
+    # R CMD check's failed examples: "Running examples in 'x-Ex.R' failed", the example's last lines
+    # and R's "Error in f(x) : ..." to "Execution halted"
+    _s("r-check-failed", r"Running (?:examples|the tests) in .{1,300} failed", section=True),
     _f("assertion", r"AssertionError", r"Assertion failed", r"assert failed", r"assertion failed"),
 )
 
@@ -392,7 +416,7 @@ TRIGGER_WORDS = (
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
     "conditional mismatched unbound terminated can died illegal executing rated stop space refused "
     "econnrefused enotfound resolve resolution unreachable certificate rejected reformat kt kts crash pull "
-    "400 401 403 404 405 408 410 429 500 502 503 504"
+    "mix diff 400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
 

@@ -153,6 +153,22 @@ LINES = [
     ("perl-die", b"Can't locate Foo/Bar.pm in @INC (you may need to install the Foo::Bar module) at t/a.t line 3."),
     ("perl-die", b"Died at script/run.pl line 9, <STDIN> line 2."),
     ("tcl-error", b"    while executing"),
+    # lines only a tail of 25 kept in the corpus's logs (each its kind's real shape)
+    ("elixir-error", b"** (Mix) mix format failed due to --check-formatted."),
+    ("diff-output", b"diff --git a/src/wallet/rpcwallet.cpp b/src/wallet/rpcwallet.cpp"),
+    ("errors-encountered", b"Dependabot encountered '1' error(s) during execution, please check the logs."),
+    (
+        "yaml-error",
+        b"(./th-th/pascal.html.markdown): found character that cannot start any token while scanning for the next"
+        b" token at line 5 column 1",
+    ),
+    ("yaml-error", b"(<unknown>): did not find expected key while parsing a block mapping at line 2 column 1"),
+    ("yaml-error", b"yaml: line 3: mapping values are not allowed in this context"),
+    ("markdownlint", b'react/README.md: 750: MD034/no-bare-urls Bare URL used [Context: "https://x.org/"]'),
+    ("markdownlint", b"README.md:12:81 MD013/line-length Line length [Expected: 80; Actual: 91]"),
+    ("elisp-error", b'Debugger entered--Lisp error: (error "Package `emacs-25.1\' is unavailable")'),
+    ("elisp-error", b'  signal(error ("Could not create connection to elpa.gnu.org:443"))'),
+    ("r-check-failed", b"Running examples in \xe2\x80\x98AnomalyDetection-Ex.R\xe2\x80\x99 failed"),
 ]
 
 
@@ -206,6 +222,10 @@ def test_noise_is_not_protected() -> None:
         b"    while executing the setup step",
         b"compiling 12 files",
         b"Your code has been rated at 10.00/10 (previous run: 9.50/10, +0.50)",
+        # a passed test's name and duration, not an exit verdict
+        b"[ RUN      ] shell functions os_system returns non-zero exit code: 52.69 ms OK",
+        b"Build encountered 0 errors",
+        b"diff --stat shows 3 files",
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
     assert lines == [], names
@@ -545,6 +565,11 @@ FIELD_REPORTS = [
         b"shop-web-5c7b9-0001d      1/1     Running            0             5m\n"
         b"shop-api-7d9f8c6b5-x2k9q    0/1     CrashLoopBackOff   5 (40s ago)   5m\n",
         [b"shop-api-7d9f8c6b5-x2k9q    0/1     CrashLoopBackOff"],
+    ),
+    (  # a whitespace check's diff, to the end of its record
+        b"\ndiff --git a/src/a.cpp b/src/a.cpp\nindex 1c84b51..a6d991c 100644\n--- a/src/a.cpp\n+++ b/src/a.cpp\n"
+        b"@@ -3281,2 +3281,2 @@ static int f()\n-    return 1; \n+    return 1;\n\n",
+        [b"diff --git a/src/a.cpp b/src/a.cpp\nindex 1c84b51..a6d991c 100644\n--- a/src/a.cpp\n", b"+    return 1;\n"],
     ),
 ]
 
