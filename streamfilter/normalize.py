@@ -25,6 +25,13 @@ ANSI_ESCAPE = re.compile(
     rb"|\x1b"
 )
 _LONE_CR = re.compile(rb"\r(?=[^\r\n])")
+# A frame that a later one drew over but that reported a failure ("ERROR: checksum mismatch" in the
+# middle of a download's progress): a terminal hid it, a log reader needs it. The first few such
+# frames go before the last one in the scoring text (the first at the line's start, where anchored
+# signatures look).
+_FAILURE_FRAME = re.compile(rb"(?i)error|fail|fatal|panic|exception|traceback|denied|abort")
+_FAILURE_FRAMES = 3  # most overdrawn frames kept a line (distinct ones, in order)
+_FAILURE_FRAME_BYTES = 300  # most bytes of each
 # A timestamp that CI runners (GitHub Actions, Azure, xcodebuild, many loggers) put before every
 # line hides the line's own indentation and start from segmentation and signatures: scoring
 # text starts after it. The definition (and the tests' reference): ``_stamp_lengths`` reads it
@@ -131,7 +138,8 @@ class NormalizedBlock:
         text: bytes with exactly as many lines as the raw block; escapes removed,
             a leading ISO-8601 timestamp (``2026-05-07T17:30:12.8056437Z ``) and docker
             compose's service prefix (``web-1  | ``), in either order, removed,
-            each carriage-return redraw reduced to its last frame, each line over
+            each carriage-return redraw reduced to its last frame (after the first few
+            frames before it that report a failure, ``_FAILURE_FRAME``), each line over
             the cap reduced to its first and last ``cap // 2`` bytes. Case is kept
             (the tokenizer needs it to split ``ValueError``) and folded there.
         ends: shape ``(n_lines,)``, int64: end offset of each line in ``text``.
@@ -319,7 +327,8 @@ def normalize_block(
 
 
 def _collapse_redraws(text: bytes, n_lines: int, frames: npt.NDArray[np.int32]) -> bytes:
-    """Keep only the text after the last lone ``\\r`` of each line, as a terminal shows it."""
+    """Keep only the text after the last lone ``\\r`` of each line, as a terminal shows it, after
+    the first ``_FAILURE_FRAMES`` distinct frames before it that report a failure."""
     positions = [m.start() for m in _LONE_CR.finditer(text)]
     if not positions:
         return text
@@ -338,9 +347,25 @@ def _collapse_redraws(text: bytes, n_lines: int, frames: npt.NDArray[np.int32]) 
     prev = 0
     for line_start, cr in zip(starts[last].tolist(), pos[last].tolist(), strict=True):
         pieces.append(text[prev:line_start])
+        if _FAILURE_FRAME.search(text, line_start, cr) is not None:
+            pieces.append(_failure_frames(text[line_start:cr]))
         prev = cr + 1
     pieces.append(text[prev:])
     return b"".join(pieces)
+
+
+def _failure_frames(overdrawn: bytes) -> bytes:
+    """The frames of ``overdrawn`` (a line's text before its last lone CR) that report a failure,
+    the first ``_FAILURE_FRAMES`` distinct ones, each cut to ``_FAILURE_FRAME_BYTES``, each
+    followed by two spaces."""
+    kept: list[bytes] = []
+    for frame in overdrawn.split(b"\r"):
+        frame = frame[:_FAILURE_FRAME_BYTES].strip()
+        if frame and frame not in kept and _FAILURE_FRAME.search(frame) is not None:
+            kept.append(frame)
+            if len(kept) == _FAILURE_FRAMES:
+                break
+    return b"".join(frame + b"  " for frame in kept)
 
 
 def _cap_lines(text: bytes, ends: npt.NDArray[np.int64], long_lines: npt.NDArray[np.intp], cap: int) -> bytes:

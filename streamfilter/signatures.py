@@ -290,7 +290,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point
     # Test::More's diagnostics of a failed test: "#   Failed test 'x'", "#   at t/a.t line 3.", "#  got: ..."
     _s("tap-diag-failed", r"#\s+Failed (?:\(TODO\) )?test\b", record=True),
-    _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE) *\]"),
+    _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE|CRITICAL|SEVERE) *\]"),
     # a lowercase level tag, first in its line (s3_website's "[fail] Failed to push the website",
     # beside its "[info]" and "[wait]")
     _f("failure-tag", r"\[fa(?:il(?:ed|ure)?|tal)\] ", line=r"\[fa(?:il(?:ed|ure)?|tal)\] "),
@@ -373,7 +373,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _f("limit-exceeded", r"limit exceeded", r"limit has exceeded", line=r"(?!.*\bnote: )"),
     _s("killed", r"Killed[ \t\r]*$"),
     _s("ci-error", r"(?:##\[error\]|::error)"),
-    _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|Error|Fatal)\b[:!\s]"),
+    # and the log levels above ERROR: Python's CRITICAL, java.util.logging's SEVERE
+    _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|CRITICAL|SEVERE|Error|Fatal)\b[:!\s]"),
     # a test's verdict at the end of its line, and tasty's "  tables:   FAIL (0.06s)"
     _f("test-failed", r"FAILED[ \t\r]*$", r"FAILURE[ \t\r]*$", r"ERROR[ \t\r]*$", r"\bFAIL \(\d[\d.]*m?s\)"),
     # a verdict column at the end of a line ("selections-trim      FAIL", "Test suite test-pandoc: FAIL")
@@ -416,7 +417,7 @@ TRIGGER_WORDS = (
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
     "conditional mismatched unbound terminated can died illegal executing rated stop space refused "
     "econnrefused enotfound resolve resolution unreachable certificate rejected reformat kt kts crash pull "
-    "mix diff 400 401 403 404 405 408 410 429 500 502 503 504"
+    "mix diff critical severe 400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
 

@@ -52,6 +52,16 @@ def test_cr_redraw_keeps_last_frame_and_counts_frames() -> None:
     assert list(norm.frames) == [3, 0]
 
 
+def test_a_failure_a_later_frame_drew_over_goes_before_the_last_frame() -> None:
+    # a terminal hid the error; the scoring text keeps it first, where anchored signatures look
+    bar = b"".join(b"\rDownloading pkg %3d%%" % p for p in range(0, 100, 5))
+    raw = bar + b"\rERROR: checksum mismatch\rretrying...\rERROR: checksum mismatch" + bar + b"\nnext\n"
+    norm = normalize_block(raw, 2, 1 << 20)
+    assert norm.text == b"ERROR: checksum mismatch  Downloading pkg  95%\nnext\n"
+    many = b"".join(b"\rstep %d failed" % i for i in range(50)) + b"\rdone\n"
+    assert normalize_block(many, 1, 1 << 20).text == b"step 0 failed  step 1 failed  step 2 failed  done\n"
+
+
 def test_a_cr_that_starts_its_line_starts_no_frame() -> None:
     raw = b"\rA 10%\rA 50%\rA 100%\n\rjust one\nA 1%\rA 2%\n"
     norm = normalize_block(raw, 3, 1 << 20)

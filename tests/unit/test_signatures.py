@@ -168,6 +168,9 @@ LINES = [
     ("markdownlint", b"README.md:12:81 MD013/line-length Line length [Expected: 80; Actual: 91]"),
     ("elisp-error", b'Debugger entered--Lisp error: (error "Package `emacs-25.1\' is unavailable")'),
     ("elisp-error", b'  signal(error ("Could not create connection to elpa.gnu.org:443"))'),
+    ("generic-error", b"CRITICAL billing: ledger out of balance by 1532.00, halting writes"),  # Python logging
+    ("generic-error", b"SEVERE: database connection pool exhausted"),  # java.util.logging
+    ("bracketed-failure", b"[CRITICAL] disk /dev/sda1 is 100% full"),
     ("r-check-failed", b"Running examples in \xe2\x80\x98AnomalyDetection-Ex.R\xe2\x80\x99 failed"),
 ]
 
@@ -565,6 +568,10 @@ FIELD_REPORTS = [
         b"shop-web-5c7b9-0001d      1/1     Running            0             5m\n"
         b"shop-api-7d9f8c6b5-x2k9q    0/1     CrashLoopBackOff   5 (40s ago)   5m\n",
         [b"shop-api-7d9f8c6b5-x2k9q    0/1     CrashLoopBackOff"],
+    ),
+    (  # an error a download's progress bar drew over
+        b"\rDownloading pkg  10%\rERROR: checksum mismatch for pkg-1.2.tar.gz\rretrying...\rDownloading pkg  95%\n",
+        [b"\rERROR: checksum mismatch for pkg-1.2.tar.gz\rretrying...\rDownloading pkg  95%\n"],
     ),
     (  # a whitespace check's diff, to the end of its record
         b"\ndiff --git a/src/a.cpp b/src/a.cpp\nindex 1c84b51..a6d991c 100644\n--- a/src/a.cpp\n+++ b/src/a.cpp\n"
