@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, BinaryIO, ClassVar, NoReturn, cast
+from typing import IO, Any, BinaryIO, ClassVar, NoReturn, cast
 
 from . import __version__
 from ._logging import configure_logging, get_logger, log_notices
@@ -42,6 +42,11 @@ READ_BYTES = 1 << 20  # bytes read per call from a file or stdin
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # "--budget-token 100" is a typo to report, not "--budget-tokens" to guess
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         # one clear line, not the usage block
         self.exit(2, f"streamfilter: error: {message} (see --help)\n")

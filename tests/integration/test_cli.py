@@ -129,6 +129,8 @@ def test_stdin_and_dash_read_standard_input() -> None:
         (("run", "--context", "99999999999999999999", "--", "true"), b"above the maximum"),
         (("filter", "--format", "xml", "-"), b"invalid choice"),
         (("filter", "--no-such-option", "-"), b"unrecognized arguments"),
+        # a typo of an option is not taken for it (a fresh-user helper's find: it was, silently)
+        (("filter", "--budget-token", "100", "-"), b"unrecognized arguments: --budget-token"),
         # (a fresh-user helper's find: "unrecognized arguments" said nothing of where the option is)
         (("run", "--budget-tokens", "300", "--", "true"), b"--budget-tokens is an option of filter only"),
         # and what to do instead (a fresh-user helper ran into it)
