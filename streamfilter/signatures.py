@@ -118,6 +118,7 @@ LEAD_IN = re.compile(
     rb"|\S+: (?:In (?:(?:static )?member )?function|In constructor|In destructor|In instantiation of"
     rb"|In lambda function|In substitution of|At global scope|At top level)\b"
     rb"|\S+:\d+:\d+:[ \t]+required (?:from|by)\b"
+    rb"|(?:---|\+\+\+) \S+\t"  # diff -u's file lines, over its first hunk
     rb"|\[warn\] \S+[ \t\r]*$)"  # prettier's files, before "[warn] Code style issues found in 2 files."
 )
 
@@ -383,7 +384,9 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _f("failed-colon", r"[Ff]ailed: "),
     # a diff in a CI log is a check's demand for changes (a formatter's, a linter's, "git diff
     # --exit-code" after a generator ran): its header, then its hunks, to a blank line
+    # (and diff -u's hunks: "@@ -1,2 +1,2 @@" under its "--- a.txt\t2026-..." and "+++ b.txt\t..." lead-in)
     _s("diff-output", r"diff --git a/\S", record=True),
+    _f("diff-hunk", r"@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", line=r"@@ ", anywhere=True),
     # a tool's count of its errors, then their list: "Dependabot encountered '1' error(s) during execution"
     _f("errors-encountered", r"encountered '?[1-9]\d*'? error", record=True),
     # libyaml's parse errors, as Ruby's Psych, PyYAML and go-yaml word them: "(a.md): found character

@@ -156,6 +156,7 @@ LINES = [
     # lines only a tail of 25 kept in the corpus's logs (each its kind's real shape)
     ("elixir-error", b"** (Mix) mix format failed due to --check-formatted."),
     ("diff-output", b"diff --git a/src/wallet/rpcwallet.cpp b/src/wallet/rpcwallet.cpp"),
+    ("diff-hunk", b"@@ -1,2 +1,2 @@"),
     ("errors-encountered", b"Dependabot encountered '1' error(s) during execution, please check the logs."),
     (
         "yaml-error",
@@ -472,6 +473,8 @@ def test_a_compiler_errors_lead_in_lines_are_kept_with_it() -> None:
         b"/usr/include/c++/12/bits/predefined_ops.h: In instantiation of \xe2\x80\x98constexpr bool f()\xe2\x80\x99:",
         b"/usr/include/c++/12/bits/stl_algo.h:1809:14:   required from \xe2\x80\x98void std::sort()\xe2\x80\x99",
         b"t.cpp:10:12:   required from here",
+        b"--- expected.txt\t2026-12-02 12:28:54.965744558 +0000",  # diff -u's, over its first hunk
+        b"+++ actual.txt\t2026-12-02 12:28:54.965744558 +0000",
     ],
 )
 def test_lead_in_lines(line: bytes) -> None:
@@ -572,6 +575,14 @@ FIELD_REPORTS = [
     (  # an error a download's progress bar drew over
         b"\rDownloading pkg  10%\rERROR: checksum mismatch for pkg-1.2.tar.gz\rretrying...\rDownloading pkg  95%\n",
         [b"\rERROR: checksum mismatch for pkg-1.2.tar.gz\rretrying...\rDownloading pkg  95%\n"],
+    ),
+    (  # diff -u of an expected and an actual output
+        b"--- e.txt\t2026-12-02 12:28:54.965744558 +0000\n+++ a.txt\t2026-12-02 12:28:54.965744558 +0000\n"
+        b"@@ -1,2 +1,2 @@\n-total: 3\n+total: 4\n done\n\n",
+        [
+            b"--- e.txt\t2026-12-02 12:28:54.965744558 +0000\n+++ a.txt\t",
+            b"@@ -1,2 +1,2 @@\n-total: 3\n+total: 4\n done\n",
+        ],
     ),
     (  # a whitespace check's diff, to the end of its record
         b"\ndiff --git a/src/a.cpp b/src/a.cpp\nindex 1c84b51..a6d991c 100644\n--- a/src/a.cpp\n+++ b/src/a.cpp\n"
