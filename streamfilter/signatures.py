@@ -384,8 +384,9 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _f("failed-colon", r"[Ff]ailed: "),
     # a diff in a CI log is a check's demand for changes (a formatter's, a linter's, "git diff
     # --exit-code" after a generator ran): its header, then its hunks, to a blank line
-    # (and diff -u's hunks: "@@ -1,2 +1,2 @@" under its "--- a.txt\t2026-..." and "+++ b.txt\t..." lead-in)
     _s("diff-output", r"diff --git a/\S", record=True),
+    # diff -u's hunk, "@@ -1,2 +1,2 @@", under its "--- a.txt\t2026-..." and "+++ b.txt\t..." lead-in, to
+    # the end of its window (not a record: with no blank line after it, the record is the noise too)
     _f("diff-hunk", r"@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", line=r"@@ ", anywhere=True),
     # a tool's count of its errors, then their list: "Dependabot encountered '1' error(s) during execution"
     _f("errors-encountered", r"encountered '?[1-9]\d*'? error", record=True),
