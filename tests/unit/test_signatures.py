@@ -169,6 +169,7 @@ LINES = [
     ("markdownlint", b"README.md:12:81 MD013/line-length Line length [Expected: 80; Actual: 91]"),
     ("elisp-error", b'Debugger entered--Lisp error: (error "Package `emacs-25.1\' is unavailable")'),
     ("elisp-error", b'  signal(error ("Could not create connection to elpa.gnu.org:443"))'),
+    # a fresh-user helper's log levels above ERROR
     ("generic-error", b"CRITICAL billing: ledger out of balance by 1532.00, halting writes"),  # Python logging
     ("generic-error", b"SEVERE: database connection pool exhausted"),  # java.util.logging
     ("bracketed-failure", b"[CRITICAL] disk /dev/sda1 is 100% full"),
@@ -226,8 +227,7 @@ def test_noise_is_not_protected() -> None:
         b"    while executing the setup step",
         b"compiling 12 files",
         b"Your code has been rated at 10.00/10 (previous run: 9.50/10, +0.50)",
-        # a passed test's name and duration, not an exit verdict
-        b"[ RUN      ] shell functions os_system returns non-zero exit code: 52.69 ms OK",
+        b"[ RUN      ] shell functions os_system returns non-zero exit code: 52.69 ms OK",  # a duration
         b"Build encountered 0 errors",
         b"diff --stat shows 3 files",
     ]
