@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streamfilter.expand import Ref  # noqa: E402
+from streamfilter.expand import Ref, TextRefs  # noqa: E402
 from streamfilter.filter import FilterConfig, StreamFilter  # noqa: E402
 from streamfilter.output import render  # noqa: E402
 
@@ -48,10 +48,14 @@ def score_case(args: tuple[Path, str | None, dict[str, str]]) -> dict[str, objec
         runs += sf.feed(data[i : i + (1 << 20)])
     runs += sf.flush()
     source = str(meta_path.with_suffix(".log").resolve())  # the CLI's refs point into the file
+    text_refs = TextRefs()  # as the CLI writes them: the source named once in a row
     out = sum(
         len(
             render(
-                r, "text", "-", str(Ref(source, r.start_byte, r.end_byte, r.checksum)) if r.decision == "drop" else ""
+                r,
+                "text",
+                "-",
+                text_refs(str(Ref(source, r.start_byte, r.end_byte, r.checksum))) if r.decision == "drop" else "",
             )
         )
         for r in runs

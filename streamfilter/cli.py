@@ -30,7 +30,7 @@ from .checkpoint import ReadPosition
 from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, check_places, check_use, load_config, resolved
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError, first_cause
-from .expand import Archive, Ref, RefError, archive_refs, expand, ref_of
+from .expand import Archive, Ref, RefError, TextRefs, archive_refs, expand, ref_of
 from .filter import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig, StreamFilter, asked_patterns
 from .output import FORMATS, end_event, render
 from .records import Run
@@ -103,6 +103,7 @@ _COUNTS = (
     ("--window-chars", "window_chars", 1, "M", "most characters in a window"),
     ("--head", "head_lines", 0, "H", "first lines always kept"),
     ("--tail", "tail_lines", 0, "T", "last lines always kept"),
+    ("--found-tail", "found_tail_lines", 0, "T", "last lines always kept once a failure signature kept a line"),
     ("--context", "context_lines", 0, "C", "lines kept before a protected line, within its record"),
     (
         "--max-line-bytes",
@@ -635,6 +636,7 @@ class _Writer:
 
     def __init__(self, out: IO[bytes], fmt: str, name: str, refs: _Refs, limit: float | None = None) -> None:
         self.out, self.fmt, self.name, self.refs = out, fmt, name, refs
+        self.text_refs = TextRefs()  # (JSONL's refs are whole; a budget counts the text's)
         self.live = False  # flush after each batch (the input is a pipe or terminal)
         self.limit = limit
         self.written = 0.0
@@ -644,9 +646,11 @@ class _Writer:
         for run in runs:
             if not self.within_limit():
                 return
-            data = render(run, self.fmt, self.name, self.refs.of(run))
+            ref = self.refs.of(run)
+            text_ref = self.text_refs(ref)
+            data = render(run, self.fmt, self.name, text_ref if self.fmt == "text" else ref)
             if self.limit is not None:
-                text = data if self.fmt == "text" else render(run, "text", "", self.refs.of(run))
+                text = data if self.fmt == "text" else render(run, "text", "", text_ref)
                 self.written += estimate_tokens(text)
                 if not self.within_limit():
                     return

@@ -28,7 +28,17 @@ from ._logging import get_logger
 from .errors import StreamfilterError
 from .records import Run
 
-__all__ = ("ARCHIVE_BYTES", "Archive", "Ref", "RefError", "archive_refs", "expand", "ref_of", "state_dir")
+__all__ = (
+    "ARCHIVE_BYTES",
+    "Archive",
+    "Ref",
+    "RefError",
+    "TextRefs",
+    "archive_refs",
+    "expand",
+    "ref_of",
+    "state_dir",
+)
 
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
 _REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
@@ -40,6 +50,8 @@ _ESCAPES = (
     | {0xDC00 + b: f"\\x{b:02x}" for b in range(0x80, 0x100)}
     | {ord("\\"): "\\\\"}
 )
+# a ref in text output whose source is that of the ref before it (``TextRefs``)
+_SHORT = re.compile(r"@\d+-\d+:[0-9a-f]{8}")
 _UNESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2})")
 
 
@@ -86,6 +98,11 @@ class Ref:
             RefError: the text is not a ref.
         """
         m = _REF.fullmatch(text)
+        if m is None and _SHORT.fullmatch(text):
+            raise RefError(
+                f"{text!r} is a ref without its source: put the source of the full ref above it in the"
+                f" output before it, SOURCE:{text[1:]}"
+            )
         if m is None or int(m["end"]) < int(m["start"]):
             raise RefError(f"{text!r} is not a streamfilter ref (SOURCE:START-END:CRC32)")
         source = _UNESCAPE.sub(_unescape, m["source"])
@@ -161,6 +178,29 @@ def ref_of(source: str, run: Run, base: int = 0) -> str:
     if run.decision != "drop" or not run.checksum or run.start_byte < base:
         return ""
     return str(Ref(source, run.start_byte - base, run.end_byte - base, run.checksum))
+
+
+class TextRefs:
+    """The refs of one text output, each source named once in a row: a ref whose source is the one
+    the ref before it named is written ``@START-END:CRC`` (a source is an absolute path, often the
+    longest part of a summary line, and the same for every DROP run of a stream).
+
+    For an output read from its start (standard output, a file); a reader that may come in
+    between (a socket's subscriber) gets whole refs.
+    """
+
+    def __init__(self) -> None:
+        self._source: str | None = None
+
+    def __call__(self, ref: str) -> str:
+        """``ref`` as this output writes it next (``""`` stays ``""``)."""
+        m = _REF.fullmatch(ref)
+        if m is None:
+            return ref
+        if m["source"] == self._source:
+            return "@" + ref[m.end("source") + 1 :]
+        self._source = m["source"]
+        return ref
 
 
 def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:

@@ -80,6 +80,9 @@ class FilterConfig:
         tail_lines: T, last lines of the stream always kept, up to the first of them that
             reports a command's non-zero exit (``BlockFacts.verdicts``): what a CI runner
             prints after it is its cleanup.
+        found_tail_lines: the tail's T once a failure signature other than an exit verdict has
+            protected a line of the stream: the tail is the safety net for failures no signature
+            knows, and after a known one it need only show how the run ended.
         context_lines: C, lines kept before each protected hit (within its record).
         extend_lines: most lines a protected hit keeps after it, through its continuation lines.
         section_lines: lines kept after a signature that heads a section of failure
@@ -106,6 +109,7 @@ class FilterConfig:
     max_line_bytes: int = 1 << 20
     head_lines: int = 0
     tail_lines: int = 25
+    found_tail_lines: int = 10
     context_lines: int = 1
     extend_lines: int = 150
     section_lines: int = 150
@@ -116,7 +120,7 @@ class FilterConfig:
     delta: float = 1.0
     group_windows: int = 32
     top_shapes: int = 3
-    summary_chars: int = 140
+    summary_chars: int = 100
     max_keep_event_bytes: int = 1 << 20
     min_drop_lines: int = 2
     explain: bool = False
@@ -323,6 +327,7 @@ class StreamFilter:
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
         self._tail_now = cfg.tail_lines
+        self._found = False  # a signature other than an exit verdict protected a line (found_tail_lines)
         self._done = False
 
     @property
@@ -519,6 +524,8 @@ class StreamFilter:
         if self._done:
             return []
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
+        if self._found:
+            self._tail_now = min(self._tail_now, self.config.found_tail_lines)
         held: list[Run] = []
         self._let_rest_out(held, whole=True)  # (a character the stream ended inside, say)
         block = self._splitter.flush()
@@ -565,6 +572,7 @@ class StreamFilter:
                 fresh[gated] = self._repeats.admit([s for s, g in zip(shapes, gated.tolist(), strict=True) if g])
             repeats[hits[~fresh]] = True
             hits, ids = hits[fresh], ids[fresh]
+        self._found = self._found or bool(self._signatures.failure[ids].any())
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
         p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (self._shapes_start + len(self._shapes))))
@@ -738,6 +746,8 @@ class StreamFilter:
             start = int(np.searchsorted(p.window[:assigned], open_from))
             limit = min(limit, p.base + min(start, rel - cfg.context_lines - LEAD_LINES))
         n = limit - p.base
+        if not (final or settle) and n > 0:  # whole windows only (a scored window is judged whole)
+            n = int(np.searchsorted(p.window[:assigned], p.window[n])) if n < assigned else n
         runs: list[Run] = []
         if n <= 0:
             if final:  # everything was decided before (a settle that left a DROP run open)
@@ -748,8 +758,9 @@ class StreamFilter:
         w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1
         window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._w_base
         cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids, pending=np.inf)
-        w_keep = (self._w_prot[w_lo:w_hi] >= 0) | (self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut))
-        keep = w_keep[wrel - w_lo] | p.forced[:n]
+        w_prot = self._w_prot[w_lo:w_hi] >= 0
+        w_keep = w_prot | (self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut))
+        keep = self._window_lines(w_keep, w_prot, wrel - w_lo, n) | p.forced[:n]
         head = cfg.head_lines - p.base
         if head > 0:
             keep[:head] = True
@@ -780,6 +791,32 @@ class StreamFilter:
             self._close_runs(runs)
         self._trim(n)
         return runs
+
+    def _window_lines(
+        self, w_keep: npt.NDArray[np.bool_], w_prot: npt.NDArray[np.bool_], wrel: Int64Array, n: int
+    ) -> npt.NDArray[np.bool_]:
+        """Shape ``(n,)``: the pending lines ``0..n-1`` their windows keep (``w_keep``, ``w_prot``: per
+        window, whether kept and whether for a signature; ``wrel``: each line's index into them;
+        a batch holds whole windows, ``_emit``).
+
+        A window with a failure signature keeps all its lines. One kept for its score alone keeps
+        the lines in it that hold a query term, each with the continuation lines after it (a
+        wrapped message, a trace under it): its other lines only made its score, and showing
+        them would cost more than the summary that counts them.
+        """
+        p = self._p
+        keep = w_keep[wrel]
+        scored = keep & ~w_prot[wrel]
+        if scored.any():
+            window = p.window[:n]
+            starts = ~p.cont[:n]
+            starts[0] = True
+            starts[1:] |= window[1:] != window[:-1]
+            index = np.arange(n, dtype=np.int64)
+            start_at = np.maximum.accumulate(np.where(starts, index, 0))
+            term_at = np.maximum.accumulate(np.where(p.term[:n], index, -1))
+            keep &= ~scored | (term_at >= start_at)
+        return keep
 
     def _lead_ins(self, hits: Int64Array, first: Int64Array) -> Int64Array:
         """Each hit's first kept line (pending indexes, shape ``(h,)``), moved back over the lead-in

@@ -232,6 +232,11 @@ class LiveStream:
                 sink.open_line = None
                 await sink.send(b"\n")
 
+    def _ref(self, sink: Sink, run: Run) -> str:
+        """The ref of ``run`` as ``sink`` writes it (``Sink.text_refs``)."""
+        ref = self.refs(run)
+        return sink.text_refs(ref) if sink.text_refs is not None and sink.format == "text" else ref
+
     def _line_start(self, sink: Sink) -> bytes:
         """What goes before this stream's output in text ``sink``: a line end when another
         stream's unterminated line is the last thing there (which then has none open), so the
@@ -271,9 +276,11 @@ class LiveStream:
             for sink in self.sinks:
                 data = rendered.get(sink.format)
                 if data is None:
-                    data = rendered[sink.format] = b"".join(
-                        render(run, sink.format, self.source, self.refs(run), self.extra) for run in runs
+                    data = b"".join(
+                        render(run, sink.format, self.source, self._ref(sink, run), self.extra) for run in runs
                     )
+                    if sink.format != "text" or sink.text_refs is None:  # (abbreviated refs are a sink's own)
+                        rendered[sink.format] = data
                 if sink.format == "text":
                     data = self._line_start(sink) + data
                     sink.open_line = self if not data.endswith(b"\n") else None

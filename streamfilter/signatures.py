@@ -66,6 +66,8 @@ class Signature:
         shape_above: its repeats (``FilterConfig.max_repeats``) are told apart by the
             shape of the line above it too: for a location line under its finding
             (ruff's ``  --> a.py:3:1``), whose own shape is the same for every finding.
+        verdict: the line reports that a command failed, not what failed (``exit code 1``): it
+            does not count as a failure found (``FilterConfig.found_tail_lines``).
     """
 
     name: str
@@ -76,6 +78,7 @@ class Signature:
     record: bool = False
     anywhere: bool = False
     shape_above: bool = False
+    verdict: bool = False
 
 
 def _s(name: str, pattern: str, *, section: bool = False, record: bool = False) -> Signature:
@@ -91,9 +94,10 @@ def _f(
     record: bool = False,
     anywhere: bool = False,
     shape_above: bool = False,
+    verdict: bool = False,
 ) -> Signature:
     return Signature(
-        name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record, anywhere, shape_above
+        name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record, anywhere, shape_above, verdict
     )
 
 
@@ -160,6 +164,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     # and received, the "❯ a.test.js:3:48" location and its code frame, to its "⎯⎯⎯[1/3]⎯" rule
     _s("vitest-fail", r"FAIL  \S[^\n]{0,500} > ", section=True),
     _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
+    # jest's and vitest's counts at the end of a run with failures ("Tests:       1 failed, 41 passed")
+    _s("jest-summary", r"(?:Test Suites|Tests|Test Files): +[1-9]\d* failed"),
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?(?: to (?:be|equal|match)\w*)?:"),
     _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),
     # plain "src/a.ts(5,1): error TS2304: ..." and --pretty "src/a.ts:5:1 - error TS2304: ..."
@@ -302,6 +308,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         "exit-status",
         *EXIT_VERDICTS,
         r'" failed\.',  # Travis: 'The command "make test" failed. Retrying, 2 of 3.'
+        verdict=True,
     ),
     _f(
         "command-failed",
@@ -671,6 +678,7 @@ class SignatureSet:
         self.section = np.asarray([s.section for s in sigs], dtype=bool)
         self.record = np.asarray([s.record for s in sigs], dtype=bool)
         self.shape_above = np.asarray([s.shape_above for s in sigs], dtype=bool)
+        self.failure = np.asarray([not s.verdict for s in sigs], dtype=bool)  # a hit counts as a failure found
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead

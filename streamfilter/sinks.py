@@ -22,6 +22,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ._logging import get_logger
 from .config import SinkConfig
 from .errors import StreamfilterError
+from .expand import TextRefs
 from .sockets import bind_unix
 
 __all__ = ("FileSink", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
@@ -56,6 +57,8 @@ class Sink:
         last_stream: the name of the stream that wrote a ``==> NAME <==`` here last, or None.
         fresh: nothing was written here yet (a file sink: the file was empty when opened), so
             the first ``==> NAME <==`` needs no blank line before it.
+        text_refs: how a text sink read from its start writes refs (``expand.TextRefs``: a
+            source named once in a row); None where a reader may come in between (a subscriber).
     """
 
     def __init__(self, config: SinkConfig) -> None:
@@ -65,6 +68,7 @@ class Sink:
         self.shared = False
         self.last_stream: str | None = None
         self.fresh = True
+        self.text_refs: TextRefs | None = TextRefs()
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` (whole rendered events), waiting while the sink is full."""
@@ -173,6 +177,7 @@ class SubscriberSink(Sink):
 
     def __init__(self, config: SinkConfig, task_group: TaskGroup) -> None:
         super().__init__(config)
+        self.text_refs = None  # a subscriber may connect at any point: each ref names its source
         self.path = config.path
         self.queue_events = config.queue_events
         self._mode = config.mode

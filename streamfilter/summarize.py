@@ -331,7 +331,7 @@ class DropSummary:
         if not ranked:
             ranked = [(shape.strip() or b"blank", count) for shape, count in common]
         # room for the count of the shapes not named (none needed when there is one shape)
-        reserve = len(f"; +{len(self._shapes) + 1} other shapes") if len(self._shapes) + bool(self._other) > 1 else 0
+        reserve = len(f"; +{len(self._shapes) + 1} more") if len(self._shapes) + bool(self._other) > 1 else 0
         # facts first, so a long shape list never pushes them out of the line; but the most
         # frequent shape gets room too: the count of warning mentions, then that of lines with
         # query terms (the least telling facts, an error's words telling more than a warning's)
@@ -353,7 +353,7 @@ class DropSummary:
             budget -= len(piece) + 2
         others = len(self._shapes) - len(parts) + (1 if self._other else 0)
         if others > 0:  # with no room to name one, the count of shapes is still given
-            parts.append(f"{'+' * bool(parts)}{others} {'other ' * bool(parts)}shape{'s' * (others != 1)}")
+            parts.append(f"+{others} more" if parts else f"{others} shape{'s' * (others != 1)}")
         pieces = [p for p in (*facts, *parts) if p]
         text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
         # a short max_chars: whole facts give way, last first; the count of failure lines left out

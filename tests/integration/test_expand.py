@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from streamfilter.expand import Archive, Ref, RefError, archive_refs
+from streamfilter.expand import Archive, Ref, RefError, TextRefs, archive_refs
 from streamfilter.filter import FilterConfig, StreamFilter
 
 LOG = (
@@ -71,10 +71,14 @@ def test_text_summaries_carry_the_ref_too_each_on_one_line(tmp_path: Path, name:
     summaries = [x for x in out if x.startswith(b"[streamfilter: dropped")]
     assert len(summaries) == 2 and all(x.endswith(b"]") for x in summaries)
     assert set(out) - set(summaries) - {b""} <= set(LOG.split(b"\n"))  # no piece of a summary on a line of its own
-    for summary in summaries:
-        ref = Ref.parse(summary.rsplit(b"; ref ", 1)[1][:-1].decode())
-        assert ref.source == str(log)
-        got = cli("expand", str(ref), state=tmp_path)
+    first = Ref.parse(summaries[0].rsplit(b"; ref ", 1)[1][:-1].decode())
+    assert first.source == str(log)
+    # the second names the same source: it is written @START-END:CRC, whole with the first's source
+    short = summaries[1].rsplit(b"; ref ", 1)[1][:-1].decode()
+    assert short.startswith("@")
+    for text in (str(first), str(first).rsplit(":", 2)[0] + ":" + short[1:]):
+        ref = Ref.parse(text)
+        got = cli("expand", text, state=tmp_path)
         assert got.returncode == 0, got.stderr
         assert got.stdout == LOG[ref.start : ref.end]
 
@@ -145,13 +149,16 @@ def test_a_ref_into_a_file_rotated_on_or_to_a_numbered_name_is_read_there(tmp_pa
 
 
 @pytest.mark.parametrize(
-    ("bad", "status"), [("nonsense", 2), ("x:1-2:zz", 2), ("x:5-1:00000000", 2), ("stdin-0-0:0-10:00000000", 1)]
+    ("bad", "status"),
+    [("nonsense", 2), ("x:1-2:zz", 2), ("x:5-1:00000000", 2), ("@0-10:00000000", 2), ("stdin-0-0:0-10:00000000", 1)],
 )
 def test_unknown_or_malformed_refs_are_clear_errors(bad: str, status: int, tmp_path: Path) -> None:
     """Not a ref: a usage error (2); a ref to nothing there: 1."""
     got = cli("expand", bad, state=tmp_path)
     assert got.returncode == status and got.stdout == b""
     assert got.stderr.count(b"\n") == 1 and b"streamfilter: error:" in got.stderr
+    if bad.startswith("@"):  # an abbreviated ref from text output: say how to make it whole
+        assert b"SOURCE:0-10:00000000" in got.stderr
 
 
 def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(tmp_path: Path) -> None:
@@ -200,3 +207,10 @@ def test_drop_runs_past_the_archive_limit_have_no_ref_and_say_why_once(
     assert len(without) > 1 and len(without) < len(drops)  # (several DROP runs: some before the limit)
     (full,) = [e for e in logs if e["event"] == "archive.full"]
     assert full["archived_bytes"] == 1000 and full["first_line_without_ref"] == without[0].first_line
+
+
+def test_text_refs_name_a_source_once_in_a_row() -> None:
+    refs = TextRefs()
+    a1, a2 = str(Ref("/logs/a.log", 0, 10, "0000000a")), str(Ref("/logs/a.log", 20, 30, "0000000b"))
+    b1 = str(Ref("stdin-1-2", 0, 5, "0000000c"))
+    assert [refs(r) for r in (a1, a2, "", b1, a2)] == [a1, "@20-30:0000000b", "", b1, a2]

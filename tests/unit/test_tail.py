@@ -60,3 +60,26 @@ def test_a_short_last_drop_run_joins_the_keep_run_before_it() -> None:
     runs = runs_of(data, tail_lines=0)
     assert runs[-1].decision == "keep" and runs[-1].data.endswith(VERDICT + b"\n")
     assert (runs[-1].last_line, runs[-1].end_byte) == (412, len(data))
+
+
+FAILURE = b"ERROR: could not open config.yaml\n"
+TAIL = b"".join(b"finishing step %d\n" % i for i in range(30))
+
+
+def test_once_a_failure_is_found_the_tail_is_the_found_tail() -> None:
+    # the failure a signature keeps came first: the tail need only show how the run ended
+    runs = runs_of(NOISE + FAILURE + NOISE + TAIL, tail_lines=25, found_tail_lines=10)
+    out = kept(runs)
+    assert FAILURE in out
+    assert out.endswith(b"".join(b"finishing step %d\n" % i for i in range(20, 30)))
+    assert b"finishing step 19\n" not in out
+    assert sum(r.last_line - r.first_line + 1 for r in runs) == 831
+    assert runs_of(NOISE + FAILURE + NOISE + TAIL, chunk=13, tail_lines=25, found_tail_lines=10) == runs
+
+
+def test_an_exit_verdict_alone_is_no_failure_found() -> None:
+    # "exited with 2" says that a command failed, not what: the whole tail stays the safety net
+    data = NOISE + VERDICT + NOISE + TAIL
+    out = kept(runs_of(data, tail_lines=25, found_tail_lines=10))
+    assert out.endswith(b"".join(b"finishing step %d\n" % i for i in range(5, 30)))
+    assert b"finishing step 4\n" not in out
