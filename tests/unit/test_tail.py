@@ -1,7 +1,11 @@
-"""The tail rule: the last T lines are kept up to the first that reports a non-zero exit; a short
-last DROP run joins the KEEP run before it."""
+"""The tail rule: the last T lines are kept up to the first that reports a non-zero exit (the last
+found_tail_lines once a failure was found); a short last DROP run joins the KEEP run before it. And
+what a window kept for its score alone keeps: its query-term lines and the continuation lines after them."""
 
 from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamfilter.filter import FilterConfig, Run, StreamFilter
 
@@ -11,8 +15,8 @@ VERDICT = b'The command "make test" exited with 2.\n'
 CLEANUP = b"".join(b"uploading cache part %d of 12\n" % i for i in range(12))
 
 
-def runs_of(data: bytes, chunk: int = 1 << 20, **settings: object) -> list[Run]:
-    sf = StreamFilter(FilterConfig(query="nothing", **settings))  # type: ignore[arg-type]
+def runs_of(data: bytes, chunk: int = 1 << 20, query: str = "nothing", **settings: object) -> list[Run]:
+    sf = StreamFilter(FilterConfig(query=query, **settings))  # type: ignore[arg-type]
     runs: list[Run] = []
     for i in range(0, len(data), chunk):
         runs += sf.feed(data[i : i + chunk])
@@ -83,3 +87,56 @@ def test_an_exit_verdict_alone_is_no_failure_found() -> None:
     out = kept(runs_of(data, tail_lines=25, found_tail_lines=10))
     assert out.endswith(b"".join(b"finishing step %d\n" % i for i in range(5, 30)))
     assert b"finishing step 4\n" not in out
+
+
+SCORE_NOISE = b"".join(b"compiling unit %d of 300 in module core\n" % i for i in range(300))
+# one dense window: the query's term in its 4th line, a continuation under it
+WINDOW = (
+    b"reading cache index\n"
+    b"resolving dependency graph\n"
+    b"checking lockfile\n"
+    b"upload timeout while sending artifact bundle\n"
+    b"    retry 1 of 3 scheduled\n"
+    b"writing summary report\n"
+)
+
+
+def test_a_scored_window_keeps_its_term_line_and_the_continuation_after_it() -> None:
+    runs = runs_of(SCORE_NOISE + b"\n" + WINDOW + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0)
+    assert kept(runs) == b"upload timeout while sending artifact bundle\n    retry 1 of 3 scheduled\n"
+    # the window's other lines are in the DROP runs around it, counted, not lost
+    assert sum(r.lines for r in runs) == 300 + 1 + 6 + 1 + 300
+    drops = [r for r in runs if r.decision == "drop"]
+    assert drops[0].last_line == 300 + 1 + 3 and drops[1].first_line == 300 + 1 + 6
+
+
+def test_a_window_with_a_failure_signature_keeps_all_its_lines() -> None:
+    failing = WINDOW.replace(b"checking lockfile\n", b"Traceback (most recent call last):\n")
+    out = kept(runs_of(SCORE_NOISE + b"\n" + failing + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0))
+    assert failing.replace(b"writing summary report\n", b"") in out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lines=st.lists(
+        st.sampled_from(
+            [
+                b"upload timeout in step\n",
+                b"    at frame one\n",
+                b"plain progress line\n",
+                b"\n",
+                b"  indented note with timeout\n",
+                b"another plain line here\n",
+            ]
+        ),
+        min_size=1,
+        max_size=300,
+    ),
+    chunk=st.integers(min_value=1, max_value=97),
+)
+def test_scored_lines_do_not_depend_on_chunking(lines: list[bytes], chunk: int) -> None:
+    data = b"".join(lines)
+    whole = runs_of(data, query="timeout", tail_lines=0)
+    assert runs_of(data, chunk=chunk, query="timeout", tail_lines=0) == whole
+    assert b"".join(r.data for r in whole if r.decision == "keep") == kept(whole)
+    assert sum(r.lines for r in whole) == len(lines)
