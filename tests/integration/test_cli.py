@@ -74,7 +74,7 @@ def test_example_log_keeps_both_failures_and_summarizes_the_passes() -> None:
     assert b"E       FileNotFoundError: [Errno 2] No such file or directory" in out
     assert b"2 failed, 71 passed" in out
     summaries = [line for line in out.split(b"\n") if line.startswith(b"[streamfilter: dropped lines ")]
-    assert any(b"PASSED" in line for line in summaries)
+    assert any(b"test_parse_many" in line for line in summaries)  # the passes, by their most frequent shape
     assert len(out) < EXAMPLE.stat().st_size
 
 
