@@ -70,9 +70,12 @@ def test_a_failing_command_keeps_its_failure_and_its_last_lines() -> None:
     evs = events(done.stdout)
     text = kept(evs)
     assert "ERROR: test_parse failed" in text
-    for i in range(16, 41):  # the last 25 lines (the default --tail) are kept on failure
-        assert f"INFO cleanup step {i}\n" in text
+    # the failure was found: the last 10 lines (--found-tail) are kept, not the last 25 (--tail)
+    assert all(f"INFO cleanup step {i}\n" in text for i in range(31, 41))
+    assert "INFO cleanup step 20\n" not in text
     assert sum(e["lines"] for e in evs if e["event"] in ("keep", "drop")) == 441
+    wide = kept(events(run_cli("run", "--format", "jsonl", "--found-tail", "25", "--", "sh", "-c", script).stdout))
+    assert all(f"INFO cleanup step {i}\n" in wide for i in range(16, 41))
     # the same output from a command that succeeds keeps only --success-tail lines of its end
     ok = events(run_cli("run", "--format", "jsonl", "--", "sh", "-c", script.replace("exit 1", "exit 0")).stdout)
     assert "INFO cleanup step 30\n" not in kept(ok) and "INFO cleanup step 40\n" in kept(ok)
