@@ -80,9 +80,10 @@ class FilterConfig:
         tail_lines: T, last lines of the stream always kept, up to the first of them that
             reports a command's non-zero exit (``BlockFacts.verdicts``): what a CI runner
             prints after it is its cleanup.
-        found_tail_lines: the tail's T once a failure signature other than an exit verdict has
-            protected a line of the stream: the tail is the safety net for failures no signature
-            knows, and after a known one it need only show how the run ended.
+        found_tail_lines: the tail's T (at most ``tail_lines``) once a built-in failure signature
+            that is no verdict (``Signature.verdict``) has protected a line of the stream: the tail
+            is the safety net for failures no signature knows, and after a known one it need only
+            show how the run ended.
         context_lines: C, lines kept before each protected hit (within its record).
         extend_lines: most lines a protected hit keeps after it, through its continuation lines.
         section_lines: lines kept after a signature that heads a section of failure
@@ -800,9 +801,10 @@ class StreamFilter:
         a batch holds whole windows, ``_emit``).
 
         A window with a failure signature keeps all its lines. One kept for its score alone keeps
-        the lines in it that hold a query term, each with the continuation lines after it (a
-        wrapped message, a trace under it): its other lines only made its score, and showing
-        them would cost more than the summary that counts them.
+        each line in it that holds a query term with the line it continues and that line's
+        continuation lines (a message with its wrapped lines, a trace's header with its frames,
+        within the window): its other lines only made its score, and showing them would cost
+        more than the summary that counts them.
         """
         p = self._p
         keep = w_keep[wrel]
@@ -812,10 +814,9 @@ class StreamFilter:
             starts = ~p.cont[:n]
             starts[0] = True
             starts[1:] |= window[1:] != window[:-1]
-            index = np.arange(n, dtype=np.int64)
-            start_at = np.maximum.accumulate(np.where(starts, index, 0))
-            term_at = np.maximum.accumulate(np.where(p.term[:n], index, -1))
-            keep &= ~scored | (term_at >= start_at)
+            group = np.cumsum(starts) - 1
+            has_term = np.bincount(group, weights=p.term[:n], minlength=int(group[-1]) + 1) > 0
+            keep &= ~scored | has_term[group]
         return keep
 
     def _lead_ins(self, hits: Int64Array, first: Int64Array) -> Int64Array:
@@ -904,8 +905,10 @@ class StreamFilter:
                 reason = "head" if first < why.head else "tail" if why.tail <= first < why.tail_end else "context"
         elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
             reason = "budget"  # kept on its own, not chosen within the token budget
-        elif prot >= 0 or why.window_keep[rel - why.w_lo]:
+        elif prot >= 0:
             reason = "weak-line"  # an over-long or redrawn line in a kept window
+        elif why.window_keep[rel - why.w_lo]:  # kept for its score: these lines hold no query term
+            reason = "weak-line" if p.term[lines].any() else "no-term"
         elif p.repeat[lines].any():
             reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
         elif self._w_term[rel]:

@@ -56,7 +56,8 @@ class WindowTrace:
             and a score at or above the cut), ``head``, ``tail``, ``context`` (lines
             kept around a protected line) or ``short-gap`` (a DROP run too short
             to summarize); for DROP: ``below-cut`` (a query term, score below the
-            cut), ``no-term``, ``weak-line`` (an over-long or carriage-return
+            cut), ``no-term`` (none of its lines here holds a query term, also the lines of a
+            window kept for its score that no term line keeps), ``weak-line`` (an over-long or carriage-return
             redrawn line in a kept window: such lines are kept only when protected
             themselves), ``duplicate`` (a failure line in it was not protected: its
             shape had been kept ``max_repeats`` times), or ``budget`` (kept on its own,

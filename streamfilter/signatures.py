@@ -66,8 +66,9 @@ class Signature:
         shape_above: its repeats (``FilterConfig.max_repeats``) are told apart by the
             shape of the line above it too: for a location line under its finding
             (ruff's ``  --> a.py:3:1``), whose own shape is the same for every finding.
-        verdict: the line reports that a command failed, not what failed (``exit code 1``): it
-            does not count as a failure found (``FilterConfig.found_tail_lines``).
+        verdict: the line says that a command or a run failed, not what failed (``exit code 1``,
+            make's ``*** [all] Error 1``, ``BUILD FAILED``, a run's failed counts), or it warns:
+            it is no failure found (``FilterConfig.found_tail_lines``).
     """
 
     name: str
@@ -81,8 +82,8 @@ class Signature:
     verdict: bool = False
 
 
-def _s(name: str, pattern: str, *, section: bool = False, record: bool = False) -> Signature:
-    return Signature(name, pattern.encode(), section=section, record=record)
+def _s(name: str, pattern: str, *, section: bool = False, record: bool = False, verdict: bool = False) -> Signature:
+    return Signature(name, pattern.encode(), section=section, record=record, verdict=verdict)
 
 
 def _f(
@@ -137,7 +138,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+", section=True),
     # unittest: "FAIL: test_x (pkg.Case.test_x)", a rule, the traceback, the message and its diff
     _s("unittest-report", r"(?:FAIL|ERROR): \w+ \([\w.]+\)", section=True),
-    _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$"),
+    _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$", verdict=True),
     _s("pytest-failed", r"(?:FAILED|ERROR) \S+::"),
     _f("pytest-verbose-failed", r" FAILED\b", r" ERROR\b", line=r"\S+::\S+.*? (?:FAILED|ERROR)\b"),
     _f("pytest-location", r"\.py:\d+: ", line=r"\S+\.py:\d+: (?:in \S+|\w*(?:Error|Exception))"),
@@ -145,10 +146,10 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("java-exception", r"(?:Exception in thread|Caused by:)"),
     _s("maven-error", r"\[ERROR\]"),
     _s("sbt-error", r"\[error\]"),
-    _s("build-failure", r"(?:BUILD FAILURE|BUILD FAILED|FAILURE: Build failed|\* What went wrong:)"),
+    _s("build-failure", r"(?:BUILD FAILURE|BUILD FAILED|FAILURE: Build failed|\* What went wrong:)", verdict=True),
     _f("junit-failure", r"<<< (?:FAILURE|ERROR)!"),
-    _s("junit-counts", r"Tests run: [^\n]*(?:Failures: [1-9]|Errors: [1-9])"),
-    _s("gradle-task-failed", r"> Task \S+ FAILED"),
+    _s("junit-counts", r"Tests run: [^\n]*(?:Failures: [1-9]|Errors: [1-9])", verdict=True),
+    _s("gradle-task-failed", r"> Task \S+ FAILED", verdict=True),
     _f("scalatest-failed", r"\*\*\* FAILED \*\*\*"),
     # kotlinc's errors: "e: file:///src/Cart.kt:42:17 Unresolved reference 'x'." (Kotlin 2), and
     # "e: /src/Cart.kt: (42, 17): Unresolved reference: x" (Kotlin 1); not its "w: " warnings
@@ -165,7 +166,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("vitest-fail", r"FAIL  \S[^\n]{0,500} > ", section=True),
     _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
     # jest's and vitest's counts at the end of a run with failures ("Tests:       1 failed, 41 passed")
-    _s("jest-summary", r"(?:Test Suites|Tests|Test Files): +[1-9]\d* failed"),
+    _s("jest-summary", r"(?:Test Suites|Tests|Test Files): +[1-9]\d* failed", verdict=True),
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?(?: to (?:be|equal|match)\w*)?:"),
     _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),
     # plain "src/a.ts(5,1): error TS2304: ..." and --pretty "src/a.ts:5:1 - error TS2304: ..."
@@ -197,8 +198,10 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r": WARNING: ",
         line=r"\S+:\d+:(?:\d+:)? (?:[Ww]arning\b|WARNING: )",
         max_hits=10,
+        verdict=True,
     ),
-    _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped|CMake Error)"),
+    _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped)", verdict=True),
+    _s("cmake-error", r"CMake Error"),
     # make's own errors in a makefile: "Makefile:12: *** missing separator.  Stop."
     _f("make-stop", r": \*\*\* ", line=r"\S+:\d+: \*\*\* .*Stop\."),
     _f(
@@ -277,7 +280,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         shape_above=True,
     ),
     # pylint's verdict after its findings, below a perfect score (pylint then exits non-zero)
-    _s("pylint-rating", r"Your code has been rated at (?!10\.00/)"),
+    _s("pylint-rating", r"Your code has been rated at (?!10\.00/)", verdict=True),
     # JavaScript Standard Style (standard, semistandard, ts-standard) heads its findings so:
     # "standard: Use JavaScript Standard Style (https://standardjs.com)", then "  file:1:2: ..."
     _f("standard-lint", r": Use JavaScript Standard Style", r": Use Semicolons For All!"),
@@ -291,7 +294,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     ),
     _s("phpunit-failure", r"FAILURES!"),
     # PHPUnit's verdict counts of a run with failures or errors (after "FAILURES!" or "ERRORS!")
-    _s("phpunit-counts", r"Tests: \d+, Assertions: \d+, [^\n]{0,100}\b(?:Failures|Errors): [1-9]"),
+    _s("phpunit-counts", r"Tests: \d+, Assertions: \d+, [^\n]{0,100}\b(?:Failures|Errors): [1-9]", verdict=True),
     _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),
     _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point
@@ -678,7 +681,8 @@ class SignatureSet:
         self.section = np.asarray([s.section for s in sigs], dtype=bool)
         self.record = np.asarray([s.record for s in sigs], dtype=bool)
         self.shape_above = np.asarray([s.shape_above for s in sigs], dtype=bool)
-        self.failure = np.asarray([not s.verdict for s in sigs], dtype=bool)  # a hit counts as a failure found
+        # a hit is a failure found: not a verdict, nor a pattern asked for (what a user wants kept)
+        self.failure = np.asarray([not s.verdict and i < len(signatures) for i, s in enumerate(sigs)], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead

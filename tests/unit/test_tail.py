@@ -108,6 +108,17 @@ def test_a_scored_window_keeps_its_term_line_and_the_continuation_after_it() -> 
     assert sum(r.lines for r in runs) == 300 + 1 + 6 + 1 + 300
     drops = [r for r in runs if r.decision == "drop"]
     assert drops[0].last_line == 300 + 1 + 3 and drops[1].first_line == 300 + 1 + 6
+    # explained: the window is "score" where kept, "no-term" where its other lines are dropped
+    explained = runs_of(SCORE_NOISE + b"\n" + WINDOW + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0, explain=True)
+    window = [(r.decision, t.reason) for r in explained for t in r.traces if t.last_line >= 302 and t.first_line <= 307]
+    assert window == [("drop", "no-term"), ("keep", "score"), ("drop", "no-term")]
+
+
+def test_an_indented_term_line_keeps_the_line_it_continues() -> None:
+    window = WINDOW.replace(b"upload timeout while sending artifact bundle\n", b"upload of artifact bundle\n")
+    window = window.replace(b"    retry 1 of 3 scheduled\n", b"    gave up after a timeout\n")
+    runs = runs_of(SCORE_NOISE + b"\n" + window + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0)
+    assert kept(runs) == b"upload of artifact bundle\n    gave up after a timeout\n"
 
 
 def test_a_window_with_a_failure_signature_keeps_all_its_lines() -> None:
