@@ -77,9 +77,9 @@ class FilterConfig:
         window_chars: M, most characters packed into a window.
         max_line_bytes: scoring cap per line in bytes (the line is still emitted whole).
         head_lines: H, first lines of the stream always kept.
-        tail_lines: T, last lines of the stream always kept, up to the first of them that
-            reports a command's non-zero exit (``BlockFacts.verdicts``): what a CI runner
-            prints after it is its cleanup.
+        tail_lines: T, last lines of the stream always kept; when one of them reports a
+            command's non-zero exit (``BlockFacts.verdicts``), the T lines up to the first such
+            line instead: what a CI runner prints after it is its cleanup.
         found_tail_lines: the tail's T (at most ``tail_lines``) once a built-in failure signature
             that is no verdict (``Signature.verdict``) has protected a line of the stream: the tail
             is the safety net for failures no signature knows, and after a known one it need only
@@ -110,7 +110,7 @@ class FilterConfig:
     max_line_bytes: int = 1 << 20
     head_lines: int = 0
     tail_lines: int = 25
-    found_tail_lines: int = 10
+    found_tail_lines: int = 5
     context_lines: int = 1
     extend_lines: int = 150
     section_lines: int = 150
@@ -765,11 +765,14 @@ class StreamFilter:
         head = cfg.head_lines - p.base
         if head > 0:
             keep[:head] = True
-        tail = max(0, n - self._tail_now) if final and self._tail_now > 0 else n
-        # the tail ends at its first exit verdict: what a CI runner prints after a command failed
-        # is its cleanup (the lines a signature protects there are kept all the same)
-        verdicts = self._verdicts[self._verdicts >= p.base + tail] - p.base
-        tail_end = min(n, int(verdicts[0]) + 1) if verdicts.shape[0] else n
+        tail = tail_end = n
+        if final and self._tail_now > 0:
+            # the tail ends at the first exit verdict of the last tail_lines lines: what a CI runner
+            # prints after a command failed is its cleanup (the lines a signature protects there are
+            # kept all the same); its lines are the ones before it
+            verdicts = self._verdicts[self._verdicts >= p.base + max(0, n - cfg.tail_lines)] - p.base
+            tail_end = min(n, int(verdicts[0]) + 1) if verdicts.shape[0] else n
+            tail = max(0, tail_end - self._tail_now)
         keep[tail:tail_end] = True
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or

@@ -110,6 +110,7 @@ EXIT_VERDICTS = (
     r"exited with [1-9]",
     r"returned non-zero exit status",
     r"exited with non-zero status",  # GNU time's
+    r'" failed \d+ times\.',  # Travis, after the retries: 'The command "git clone ..." failed 3 times.'
 )
 
 # The lines a compiler prints before a diagnostic to say where it comes from, matched at a line's

@@ -81,6 +81,17 @@ def test_once_a_failure_is_found_the_tail_is_the_found_tail() -> None:
     assert runs_of(NOISE + FAILURE + NOISE + TAIL, chunk=13, tail_lines=25, found_tail_lines=10) == runs
 
 
+def test_the_tail_is_the_lines_up_to_the_verdict_not_the_cleanup_after_it() -> None:
+    data = NOISE + BEFORE + VERDICT + CLEANUP
+    out = kept(runs_of(data, tail_lines=25))
+    # the 24 lines before the verdict (14 of NOISE's), not the 12 of cleanup after it
+    assert b"Downloading artifact 386 of 400" in out and b"Downloading artifact 385 of 400" not in out
+    found = kept(runs_of(NOISE + FAILURE + NOISE + BEFORE + VERDICT + CLEANUP, tail_lines=25, found_tail_lines=5))
+    # found: the 5 lines up to the verdict (its window is kept too, as a signature's), not the last 5
+    assert b"".join(b"checking module %d\n" % i for i in range(6, 10)) + VERDICT in found
+    assert b"uploading cache part 11" not in found
+
+
 def test_an_exit_verdict_alone_is_no_failure_found() -> None:
     # "exited with 2" says that a command failed, not what: the whole tail stays the safety net
     data = NOISE + VERDICT + NOISE + TAIL
