@@ -57,6 +57,9 @@ MAX_TRACES = 256  # window traces kept per run with explain; the rest are counte
 # logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
 # labelled as needed in the corpus with up to 5 frames; progress bars redraw by the dozen
 REDRAW_FRAMES = 9
+# the stream's last lines, kept with a tail that ends at an earlier exit verdict: what came after a
+# retried command's "exited with 1" may be the failure, and a CI runner's last line is its verdict
+LAST_LINES = 2
 MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
 
 Int64Array = npt.NDArray[np.int64]
@@ -81,9 +84,9 @@ class FilterConfig:
             command's non-zero exit (``BlockFacts.verdicts``), the T lines up to the first such
             line instead: what a CI runner prints after it is its cleanup.
         found_tail_lines: the tail's T (at most ``tail_lines``) once a built-in failure signature
-            that is no verdict (``Signature.verdict``) has protected a line of the stream: the tail
-            is the safety net for failures no signature knows, and after a known one it need only
-            show how the run ended.
+            that shows what failed (``Signature.found``) has protected a line of the stream: the
+            tail is the safety net for failures no signature knows, and after a known one it need
+            only show how the run ended.
         context_lines: C, lines kept before each protected hit (within its record).
         extend_lines: most lines a protected hit keeps after it, through its continuation lines.
         section_lines: lines kept after a signature that heads a section of failure
@@ -328,7 +331,7 @@ class StreamFilter:
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
         self._tail_now = cfg.tail_lines
-        self._found = False  # a signature other than an exit verdict protected a line (found_tail_lines)
+        self._found = False  # a signature that shows what failed protected a line (found_tail_lines)
         self._done = False
 
     @property
@@ -773,6 +776,7 @@ class StreamFilter:
             verdicts = self._verdicts[self._verdicts >= p.base + max(0, n - cfg.tail_lines)] - p.base
             tail_end = min(n, int(verdicts[0]) + 1) if verdicts.shape[0] else n
             tail = max(0, tail_end - self._tail_now)
+            keep[max(0, n - LAST_LINES) : n] = True  # a run's last words, even after such a verdict
         keep[tail:tail_end] = True
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or

@@ -66,9 +66,11 @@ class Signature:
         shape_above: its repeats (``FilterConfig.max_repeats``) are told apart by the
             shape of the line above it too: for a location line under its finding
             (ruff's ``  --> a.py:3:1``), whose own shape is the same for every finding.
-        verdict: the line says that a command or a run failed, not what failed (``exit code 1``,
-            make's ``*** [all] Error 1``, ``BUILD FAILED``, a run's failed counts), or it warns:
-            it is no failure found (``FilterConfig.found_tail_lines``).
+        found: a hit is a failure found, after which the tail can be short
+            (``FilterConfig.found_tail_lines``). False for a line that says only that a command or
+            a run failed (``exit code 1``, make's ``*** [all] Error 1``, ``BUILD FAILED``, a run's
+            failed counts), that warns, or that a script may well get past (a missing file, git's
+            ``fatal:`` from a probe such as ``git describe``).
     """
 
     name: str
@@ -79,11 +81,11 @@ class Signature:
     record: bool = False
     anywhere: bool = False
     shape_above: bool = False
-    verdict: bool = False
+    found: bool = True
 
 
-def _s(name: str, pattern: str, *, section: bool = False, record: bool = False, verdict: bool = False) -> Signature:
-    return Signature(name, pattern.encode(), section=section, record=record, verdict=verdict)
+def _s(name: str, pattern: str, *, section: bool = False, record: bool = False, found: bool = True) -> Signature:
+    return Signature(name, pattern.encode(), section=section, record=record, found=found)
 
 
 def _f(
@@ -95,10 +97,10 @@ def _f(
     record: bool = False,
     anywhere: bool = False,
     shape_above: bool = False,
-    verdict: bool = False,
+    found: bool = True,
 ) -> Signature:
     return Signature(
-        name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record, anywhere, shape_above, verdict
+        name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record, anywhere, shape_above, found
     )
 
 
@@ -139,7 +141,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+", section=True),
     # unittest: "FAIL: test_x (pkg.Case.test_x)", a rule, the traceback, the message and its diff
     _s("unittest-report", r"(?:FAIL|ERROR): \w+ \([\w.]+\)", section=True),
-    _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$", verdict=True),
+    _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$", found=False),
     _s("pytest-failed", r"(?:FAILED|ERROR) \S+::"),
     _f("pytest-verbose-failed", r" FAILED\b", r" ERROR\b", line=r"\S+::\S+.*? (?:FAILED|ERROR)\b"),
     _f("pytest-location", r"\.py:\d+: ", line=r"\S+\.py:\d+: (?:in \S+|\w*(?:Error|Exception))"),
@@ -147,10 +149,10 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("java-exception", r"(?:Exception in thread|Caused by:)"),
     _s("maven-error", r"\[ERROR\]"),
     _s("sbt-error", r"\[error\]"),
-    _s("build-failure", r"(?:BUILD FAILURE|BUILD FAILED|FAILURE: Build failed|\* What went wrong:)", verdict=True),
+    _s("build-failure", r"(?:BUILD FAILURE|BUILD FAILED|FAILURE: Build failed|\* What went wrong:)", found=False),
     _f("junit-failure", r"<<< (?:FAILURE|ERROR)!"),
-    _s("junit-counts", r"Tests run: [^\n]*(?:Failures: [1-9]|Errors: [1-9])", verdict=True),
-    _s("gradle-task-failed", r"> Task \S+ FAILED", verdict=True),
+    _s("junit-counts", r"Tests run: [^\n]*(?:Failures: [1-9]|Errors: [1-9])", found=False),
+    _s("gradle-task-failed", r"> Task \S+ FAILED", found=False),
     _f("scalatest-failed", r"\*\*\* FAILED \*\*\*"),
     # kotlinc's errors: "e: file:///src/Cart.kt:42:17 Unresolved reference 'x'." (Kotlin 2), and
     # "e: /src/Cart.kt: (42, 17): Unresolved reference: x" (Kotlin 1); not its "w: " warnings
@@ -167,7 +169,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("vitest-fail", r"FAIL  \S[^\n]{0,500} > ", section=True),
     _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
     # jest's and vitest's counts at the end of a run with failures ("Tests:       1 failed, 41 passed")
-    _s("jest-summary", r"(?:Test Suites|Tests|Test Files): +[1-9]\d* failed", verdict=True),
+    _s("jest-summary", r"(?:Test Suites|Tests|Test Files): +[1-9]\d* failed", found=False),
     _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?(?: to (?:be|equal|match)\w*)?:"),
     _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),
     # plain "src/a.ts(5,1): error TS2304: ..." and --pretty "src/a.ts:5:1 - error TS2304: ..."
@@ -199,9 +201,9 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r": WARNING: ",
         line=r"\S+:\d+:(?:\d+:)? (?:[Ww]arning\b|WARNING: )",
         max_hits=10,
-        verdict=True,
+        found=False,
     ),
-    _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped)", verdict=True),
+    _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped)", found=False),
     _s("cmake-error", r"CMake Error"),
     # make's own errors in a makefile: "Makefile:12: *** missing separator.  Stop."
     _f("make-stop", r": \*\*\* ", line=r"\S+:\d+: \*\*\* .*Stop\."),
@@ -281,7 +283,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         shape_above=True,
     ),
     # pylint's verdict after its findings, below a perfect score (pylint then exits non-zero)
-    _s("pylint-rating", r"Your code has been rated at (?!10\.00/)", verdict=True),
+    _s("pylint-rating", r"Your code has been rated at (?!10\.00/)", found=False),
     # JavaScript Standard Style (standard, semistandard, ts-standard) heads its findings so:
     # "standard: Use JavaScript Standard Style (https://standardjs.com)", then "  file:1:2: ..."
     _f("standard-lint", r": Use JavaScript Standard Style", r": Use Semicolons For All!"),
@@ -295,7 +297,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     ),
     _s("phpunit-failure", r"FAILURES!"),
     # PHPUnit's verdict counts of a run with failures or errors (after "FAILURES!" or "ERRORS!")
-    _s("phpunit-counts", r"Tests: \d+, Assertions: \d+, [^\n]{0,100}\b(?:Failures|Errors): [1-9]", verdict=True),
+    _s("phpunit-counts", r"Tests: \d+, Assertions: \d+, [^\n]{0,100}\b(?:Failures|Errors): [1-9]", found=False),
     _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
     _s("pester-failure", r"\[-\] "),
     _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point
@@ -312,7 +314,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         "exit-status",
         *EXIT_VERDICTS,
         r'" failed\.',  # Travis: 'The command "make test" failed. Retrying, 2 of 3.'
-        verdict=True,
+        found=False,
     ),
     _f(
         "command-failed",
@@ -325,6 +327,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
         r": line \d+: +\d+ (?:Killed|Terminated|Aborted)",  # bash's report of a killed job
         r"Permission denied",
         r"No space left on device",
+        found=False,
     ),
     # a service or host that cannot be reached: "psql: could not connect to server: Connection refused",
     # "dial tcp 127.0.0.1:5432: connect: connection refused", "getaddrinfo ENOTFOUND", git's and apt's
@@ -372,7 +375,7 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = (
     _s("apt-error", r"E: (?:Unable to |Failed to |Sub-process |Could not )"),
     _s("rake-aborted", r"rake aborted!"),
     # git and tools like it: "fatal: not a git repository (or any of the parent directories): .git"
-    _s("fatal-line", r"fatal(?: error)?: "),  # and clang's and Go's runtime's "fatal error: ..."
+    _s("fatal-line", r"fatal(?: error)?: ", found=False),  # and clang's and Go's runtime's "fatal error: ..."
     _f(
         "timed-out",
         r"imed out",
@@ -683,7 +686,7 @@ class SignatureSet:
         self.record = np.asarray([s.record for s in sigs], dtype=bool)
         self.shape_above = np.asarray([s.shape_above for s in sigs], dtype=bool)
         # a hit is a failure found: not a verdict, nor a pattern asked for (what a user wants kept)
-        self.failure = np.asarray([not s.verdict and i < len(signatures) for i, s in enumerate(sigs)], dtype=bool)
+        self.failure = np.asarray([s.found and i < len(signatures) for i, s in enumerate(sigs)], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead

@@ -4,6 +4,7 @@ what a window kept for its score alone keeps: its query-term lines and the conti
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,10 +32,14 @@ def test_the_tail_ends_at_the_first_exit_verdict_in_it() -> None:
     data = NOISE + BEFORE + VERDICT + CLEANUP
     runs = runs_of(data, tail_lines=25)
     assert BEFORE + VERDICT in kept(runs)  # the 10 lines before it are tail lines too
-    # the cleanup after the verdict's window (a signature keeps its window) is summarized
-    last = runs[-1]
-    assert last.decision == "drop" and last.last_line == 423 and last.first_line > 412
-    assert b"uploading cache part 11" not in kept(runs)
+    # the cleanup after the verdict's window (a signature keeps its window) is summarized, but for
+    # the stream's last 2 lines
+    drop, last = runs[-2:]
+    assert drop.decision == "drop" and drop.last_line == 421 and drop.first_line > 412
+    assert last.decision == "keep" and kept(runs).endswith(
+        b"uploading cache part 10 of 12\nuploading cache part 11 of 12\n"
+    )
+    assert b"uploading cache part 9" not in kept(runs)
     assert sum(r.last_line - r.first_line + 1 for r in runs) == 423
     assert runs_of(data, chunk=7, tail_lines=25) == runs
 
@@ -89,7 +94,29 @@ def test_the_tail_is_the_lines_up_to_the_verdict_not_the_cleanup_after_it() -> N
     found = kept(runs_of(NOISE + FAILURE + NOISE + BEFORE + VERDICT + CLEANUP, tail_lines=25, found_tail_lines=5))
     # found: the 5 lines up to the verdict (its window is kept too, as a signature's), not the last 5
     assert b"".join(b"checking module %d\n" % i for i in range(6, 10)) + VERDICT in found
-    assert b"uploading cache part 11" not in found
+    assert b"uploading cache part 9" not in found
+
+
+def test_the_last_lines_after_a_retried_commands_verdict_are_kept() -> None:
+    # "exited with 1, retrying" in the last lines: the tail ends there, but the run's last words stay
+    retry = b"attempt 1: uploader exited with 1, retrying in 2s\n"
+    end = b"uploader: server replied 'quota reached'\nattempt 2: giving up\n"
+    out = kept(runs_of(NOISE + retry + CLEANUP + end, tail_lines=25))
+    assert retry in out and out.endswith(end)
+    assert b"uploading cache part 11\n" not in out
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"rm: cannot remove 'build/x': No such file or directory\n",
+        b"fatal: No names found, cannot describe anything.\n",
+    ],
+)
+def test_a_message_a_script_gets_past_is_no_failure_found(line: bytes) -> None:
+    # kept, but the whole tail stays: the run's real failure may be in a format no signature knows
+    out = kept(runs_of(NOISE + line + NOISE + TAIL, tail_lines=25, found_tail_lines=5))
+    assert line in out and out.endswith(b"".join(b"finishing step %d\n" % i for i in range(5, 30)))
 
 
 def test_an_exit_verdict_alone_is_no_failure_found() -> None:
