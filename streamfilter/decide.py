@@ -76,16 +76,27 @@ class CutTracker:
         history: how many recent term-bearing window scores Otsu sees.
         min_samples: below this many term-bearing windows in the history, the
             cut is the floor (every window with a query term is kept).
+        wait_groups: while the history holds fewer than ``min_samples`` scores, a group's cut
+            waits for up to this many more groups: a term a stream's first lines share with
+            ordinary prose (``useful error messages`` in a CI machine's setup) is not kept for
+            want of windows to compare it with, and a query whose terms stay rare still keeps
+            every window that has one (the decision's look-ahead grows by as many windows).
 
     State is bounded by ``history`` scores and the cuts of undecided groups.
     """
 
     def __init__(
-        self, min_score: float = 0.0, group_windows: int = 32, history: int = 1024, min_samples: int = 4
+        self,
+        min_score: float = 0.0,
+        group_windows: int = 32,
+        history: int = 1024,
+        min_samples: int = 4,
+        wait_groups: int = 8,
     ) -> None:
         self.min_score = min_score
         self.group = group_windows
         self.min_samples = min_samples
+        self.wait_groups = wait_groups
         # the recent term-bearing scores, in no order (Otsu's threshold does not depend on it): a
         # ring of floats overwritten oldest first, so no Python float is made per window
         self._ring = np.zeros(history, dtype=np.float64)
@@ -140,6 +151,8 @@ class CutTracker:
     def _close_group(self) -> None:
         self._closed += 1
         self._pending = 0
+        if self._filled < self.min_samples and self._closed - 1 - self.known_groups < self.wait_groups:
+            return  # too few scores to cut by yet: wait for more windows
         self._set_cuts(self._closed - 1)  # the group before this one now has the windows after it
 
     def _set_cuts(self, upto: int) -> None:

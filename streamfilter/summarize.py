@@ -319,9 +319,9 @@ class DropSummary:
         if self.warning_lines:
             facts.append(warnings)
         if self.progress_lines:
+            # (the frames collapsed, not all frames: with the head it fits in a short summary)
             facts.append(
-                f"{_count(self.progress_lines, 'progress line')}: {self.frames} frames, "
-                f"{self.frames - self.progress_lines} collapsed"
+                f"{_count(self.progress_lines, 'progress line')}: {self.frames - self.progress_lines} frames collapsed"
             )
         # blank lines and bare "<*>" say little: counted among the other shapes, named only when
         # the run has no other shape to name ("95× <*>" for a run of numbers, "4975× blank")

@@ -44,7 +44,7 @@ def test_otsu_matches_a_brute_force_search() -> None:
 
 
 def test_cut_per_group_uses_the_floor_until_enough_samples() -> None:
-    tracker = CutTracker(min_score=0.5, group_windows=4, history=16, min_samples=4)
+    tracker = CutTracker(min_score=0.5, group_windows=4, history=16, min_samples=4, wait_groups=0)
     tracker.add(np.asarray([1.0, 2.0, 0.0, 1.0]), np.asarray([True, False, False, False]))
     assert tracker.known_groups == 0  # a group's cut waits for the next group
     tracker.add(np.asarray([1.0, 1.0]), np.asarray([False, False]))
@@ -57,6 +57,21 @@ def test_cut_per_group_uses_the_floor_until_enough_samples() -> None:
     assert 1.1 < tracker.cuts(np.asarray([4]))[0] <= 9.0  # group 1 with group 2's windows: 5 samples
     tracker.flush()
     assert tracker.known_groups == 3 and 1.1 < tracker.cuts(np.asarray([11]))[0] <= 9.0
+
+
+def test_too_few_samples_wait_for_more_groups_then_fall_back_to_the_floor() -> None:
+    tracker = CutTracker(min_score=0.0, group_windows=4, history=64, min_samples=4, wait_groups=2)
+    tracker.add(np.asarray([3.0, 0.0, 0.0, 0.0]), np.asarray([True, False, False, False]))
+    tracker.add(np.zeros(4), np.zeros(4, dtype=bool))  # the next group, no term: group 0 waits
+    assert tracker.known_groups == 0
+    tracker.add(np.zeros(4), np.zeros(4, dtype=bool))  # waited: the floor, for the groups before this
+    assert tracker.known_groups == 2 and tracker.cuts(np.asarray([0, 7])).tolist() == [0.0, 0.0]
+    # the same start, but more term windows come within the wait: the lone 3.0 is cut by them
+    tracker = CutTracker(min_score=0.0, group_windows=4, history=64, min_samples=4, wait_groups=2)
+    tracker.add(np.asarray([3.0, 0.0, 0.0, 0.0]), np.asarray([True, False, False, False]))
+    tracker.add(np.zeros(4), np.zeros(4, dtype=bool))
+    tracker.add(np.asarray([9.0, 8.5, 9.5, 2.5]), np.asarray([True, True, True, True]))
+    assert tracker.known_groups == 2 and 3.0 < tracker.cuts(np.asarray([0]))[0] <= 8.5
 
 
 def test_a_sparse_first_group_is_cut_with_the_windows_after_it() -> None:
@@ -76,7 +91,7 @@ def test_a_sparse_first_group_is_cut_with_the_windows_after_it() -> None:
 def test_cut_sees_the_latest_history_scores_whatever_the_batches(
     windows: list[tuple[float, bool]], batches: list[int]
 ) -> None:
-    tracker = CutTracker(min_score=0.25, group_windows=3, history=7, min_samples=2)
+    tracker = CutTracker(min_score=0.25, group_windows=3, history=7, min_samples=2, wait_groups=0)
     recent: deque[float] = deque(maxlen=7)  # the history, kept in order
     expected: list[float] = []
     i = 0

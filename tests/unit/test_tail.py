@@ -159,6 +159,19 @@ def test_an_indented_term_line_keeps_the_line_it_continues() -> None:
     assert kept(runs) == b"upload of artifact bundle\n    gave up after a timeout\n"
 
 
+PROSE = b"Allow some information gathering to give useful error messages\n"
+FAILURES = b"".join(b"\nstep %d: upload error, server said %d\n" % (i, 500 + i) for i in range(6))
+
+
+def test_an_early_term_in_prose_is_cut_with_the_windows_that_come_later() -> None:
+    # the query's term in a setup line, then the real failures 100 windows on: the first is cut by them
+    out = kept(runs_of(PROSE + SCORE_NOISE + FAILURES + SCORE_NOISE, query="error", tail_lines=0))
+    assert PROSE not in out and b"step 0: upload error, server said 500\n" in out
+    # a term that stays rare: every window with it is kept (two of them here)
+    out = kept(runs_of(PROSE + SCORE_NOISE + FAILURES[:60] + SCORE_NOISE, query="error", tail_lines=0))
+    assert PROSE in out and b"step 0: upload error" in out
+
+
 def test_a_window_with_a_failure_signature_keeps_all_its_lines() -> None:
     failing = WINDOW.replace(b"checking lockfile\n", b"Traceback (most recent call last):\n")
     out = kept(runs_of(SCORE_NOISE + b"\n" + failing + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0))
