@@ -114,7 +114,7 @@ class Preparer:
             spans = zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)
             texts = [norm.text[a:b].rstrip(b"\n") for a, b in spans]
             shapes = tuple(mask_shapes(b"\n".join(texts) + b"\n").split(b"\n")[: hits.shape[0]])  # line by line
-            exits = [i for i, line in enumerate(texts) if _EXIT_VERDICT.search(line)]
+            exits = [i for i, line in enumerate(texts) if _EXIT_VERDICT.search(line) and not _PASSED.search(line)]
             verdicts = hits[np.asarray(exits, dtype=np.int64)].astype(np.int64)
         masked = shape_text(norm.text)
         shape_ends = np.flatnonzero(np.frombuffer(masked, dtype=np.uint8) == 0x0A) + 1
@@ -140,6 +140,8 @@ class Preparer:
 
 # a command's non-zero exit (the exit-status signature's forms but Travis's "failed. Retrying")
 _EXIT_VERDICT = re.compile("|".join(EXIT_VERDICTS).encode())
+# a check that passed, whose name says "exit code 2" ("cli returns exit code 2 ... ok"): no verdict
+_PASSED = re.compile(r"(?:\bok|\bPASSED|\bpassed|✓|✔)[ \t\r]*$".encode())
 
 
 _VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list

@@ -119,6 +119,14 @@ def test_a_message_a_script_gets_past_is_no_failure_found(line: bytes) -> None:
     assert line in out and out.endswith(b"".join(b"finishing step %d\n" % i for i in range(5, 30)))
 
 
+def test_a_passed_check_named_for_an_exit_code_is_no_verdict() -> None:
+    # in the last 25 lines, before the run's real failure and the 2 last lines
+    check = b"check 41: cli returns exit code 2 for a missing file ... ok\n"
+    end = b"coverage: 71.3% of statements (required: 80.0%)\n" + b"checks done\nbye\n"
+    out = kept(runs_of(NOISE + check + TAIL[: TAIL.index(b"finishing step 15")] + end, tail_lines=25))
+    assert out.endswith(check + TAIL[: TAIL.index(b"finishing step 15")] + end)
+
+
 def test_an_exit_verdict_alone_is_no_failure_found() -> None:
     # "exited with 2" says that a command failed, not what: the whole tail stays the safety net
     data = NOISE + VERDICT + NOISE + TAIL
