@@ -203,6 +203,7 @@ class _WindowFacts:
     head: int  # pending lines below this are head lines
     tail: int  # pending lines from this on are tail lines...
     tail_end: int  # ...up to this one (the tail's first exit verdict, or all)
+    last: int  # pending lines from this on are the stream's last lines (LAST_LINES), kept with the tail
     natural: npt.NDArray[np.bool_] | None  # with a selection: each pending line's own decision
 
 
@@ -768,7 +769,7 @@ class StreamFilter:
         head = cfg.head_lines - p.base
         if head > 0:
             keep[:head] = True
-        tail = tail_end = n
+        tail = tail_end = last = n
         if final and self._tail_now > 0:
             # the tail ends at the first exit verdict of the last tail_lines lines: what a CI runner
             # prints after a command failed is its cleanup (the lines a signature protects there are
@@ -776,7 +777,8 @@ class StreamFilter:
             verdicts = self._verdicts[self._verdicts >= p.base + max(0, n - cfg.tail_lines)] - p.base
             tail_end = min(n, int(verdicts[0]) + 1) if verdicts.shape[0] else n
             tail = max(0, tail_end - self._tail_now)
-            keep[max(0, n - LAST_LINES) : n] = True  # a run's last words, even after such a verdict
+            last = max(0, n - LAST_LINES)
+            keep[last:n] = True  # a run's last words, even after such a verdict
         keep[tail:tail_end] = True
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
@@ -788,7 +790,7 @@ class StreamFilter:
         if self._selection is not None:
             natural, keep = keep, self._selection.mask(p.base + 1, n)
         if cfg.explain:
-            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, tail_end, natural)
+            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, tail_end, last, natural)
         self._build_runs(keep, runs)
         self._last_keep = bool(keep[-1])
         if settle and not hold:
@@ -909,7 +911,8 @@ class StreamFilter:
                 reason = "score"
             else:
                 first = int(lines[0])  # in this run
-                reason = "head" if first < why.head else "tail" if why.tail <= first < why.tail_end else "context"
+                tail = why.tail <= first < why.tail_end or first >= why.last
+                reason = "head" if first < why.head else "tail" if tail else "context"
         elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
             reason = "budget"  # kept on its own, not chosen within the token budget
         elif prot >= 0:

@@ -59,8 +59,11 @@ def test_explain_names_tail_lines_up_to_the_verdict_only() -> None:
     data = NOISE + BEFORE + VERDICT + CLEANUP
     runs = runs_of(data, tail_lines=25, explain=True)
     tail = [t for r in runs if r.decision == "keep" for t in r.traces if t.reason == "tail"]
-    assert tail and max(t.last_line for t in tail) <= 411
-    assert all(t.reason != "tail" for t in runs[-1].traces)
+    # up to the verdict (line 411), and the stream's last 2 lines (422-423), not the cleanup between
+    assert (
+        tail and max(t.last_line for t in tail[:-1]) <= 411 and (tail[-1].first_line, tail[-1].last_line) == (422, 423)
+    )
+    assert all(t.reason != "tail" for t in runs[-2].traces)
 
 
 def test_a_short_last_drop_run_joins_the_keep_run_before_it() -> None:
@@ -104,6 +107,8 @@ def test_the_last_lines_after_a_retried_commands_verdict_are_kept() -> None:
     out = kept(runs_of(NOISE + retry + CLEANUP + end, tail_lines=25))
     assert retry in out and out.endswith(end)
     assert b"uploading cache part 11\n" not in out
+    explained = runs_of(NOISE + retry + CLEANUP + end, tail_lines=25, explain=True)
+    assert explained[-1].decision == "keep" and explained[-1].traces[-1].reason == "tail"
 
 
 @pytest.mark.parametrize(
