@@ -577,7 +577,8 @@ class StreamFilter:
                 fresh[gated] = self._repeats.admit([s for s, g in zip(shapes, gated.tolist(), strict=True) if g])
             repeats[hits[~fresh]] = True
             hits, ids = hits[fresh], ids[fresh]
-        self._found = self._found or bool(self._signatures.failure[ids].any())
+        if not self._found:
+            self._found = bool(self._signatures.found[ids].any())
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
         p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (self._shapes_start + len(self._shapes))))

@@ -70,7 +70,7 @@ class Signature:
             (``FilterConfig.found_tail_lines``). False for a line that says only that a command or
             a run failed (``exit code 1``, make's ``*** [all] Error 1``, ``BUILD FAILED``, a run's
             failed counts), that warns, or that a script may well get past (a missing file, git's
-            ``fatal:`` from a probe such as ``git describe``).
+            ``fatal:`` from a probe such as ``git describe``), and for ``--protect`` patterns.
     """
 
     name: str
@@ -679,14 +679,14 @@ class SignatureSet:
                 raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
             # the first ``first`` are the ones asked for (user1, ...), the rest a query's symbols (query1, ...)
             name = f"user{i + 1}" if i < first else f"query{i - first + 1}"
-            sigs.append(Signature(name, find=(pattern.encode("utf-8", "surrogateescape"),)))
+            # a pattern asked for is what a user wants kept, not a failure found
+            sigs.append(Signature(name, find=(pattern.encode("utf-8", "surrogateescape"),), found=False))
         self.names: tuple[str, ...] = tuple(s.name for s in sigs)
         self._first = first
         self.section = np.asarray([s.section for s in sigs], dtype=bool)
         self.record = np.asarray([s.record for s in sigs], dtype=bool)
         self.shape_above = np.asarray([s.shape_above for s in sigs], dtype=bool)
-        # a hit is a failure found: not a verdict, nor a pattern asked for (what a user wants kept)
-        self.failure = np.asarray([s.found and i < len(signatures) for i, s in enumerate(sigs)], dtype=bool)
+        self.found = np.asarray([s.found for s in sigs], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead

@@ -132,6 +132,12 @@ def test_a_passed_check_named_for_an_exit_code_is_no_verdict() -> None:
     assert out.endswith(check + TAIL[: TAIL.index(b"finishing step 15")] + end)
 
 
+def test_a_protect_pattern_is_no_failure_found() -> None:
+    line = b"Build started for release 4.2\n"
+    out = kept(runs_of(line + NOISE + TAIL, tail_lines=25, found_tail_lines=5, protect=("^Build started",)))
+    assert out.startswith(line) and out.endswith(b"".join(b"finishing step %d\n" % i for i in range(5, 30)))
+
+
 def test_an_exit_verdict_alone_is_no_failure_found() -> None:
     # "exited with 2" says that a command failed, not what: the whole tail stays the safety net
     data = NOISE + VERDICT + NOISE + TAIL
