@@ -8,8 +8,13 @@ names now:
   ``ROTATE_QUIET_SECONDS``, at most ``ROTATE_WAIT_SECONDS`` after the rotation was seen (a
   writer goes on writing to its open file until it reopens the path), and its unterminated
   last line is ended there; then the new file is read from byte 0 **as the same stream** (line
-  numbers and records go on). The new file is opened as soon as it is seen (files that replace
-  it in turn while the old one is waited for are queued too), so no generation is skipped;
+  numbers and records go on). An old file still written to at that cap (a writer that never
+  reopens its log) is read on by a **late reader**, as a stream of its own
+  (``<stream>@<inode>``), until it has been quiet for ``LATE_QUIET_SECONDS`` or is deleted and
+  quiet; at most ``MAX_LATE_FILES`` per path at once (past that, what is written later to the
+  old file is not read, and ``file.rotated`` says ``capped``). The new file is opened as soon
+  as it is seen (files that replace it in turn while the old one is waited for are queued
+  too), so no generation is skipped;
 * the same inode but shorter than what was read (copytruncate, ``>``), or the same inode whose
   first bytes or the bytes just before the read offset changed (a rewrite in place that kept
   or grew the size): a **new generation**: the old one is flushed, a marker line says what
@@ -72,8 +77,13 @@ FINISH_SECONDS = 10.0  # most time a stopping stream gets to write what it holds
 ROTATE_QUIET_SECONDS = 1.0
 # ... but at most this long after the rotation was seen (seconds; Fluent Bit's Rotate_Wait
 # default): a writer that never reopens would otherwise hold the new file back for good.
-# What it writes to the old file later is not read (``file.rotated`` says ``capped``).
+# What it writes to the old file later is read by a late reader (``FileFollower._read_late``).
 ROTATE_WAIT_SECONDS = 5.0
+# a late reader stops once its file has not grown for this long (seconds), or for
+# ``ROTATE_QUIET_SECONDS`` once the file is deleted; a writer that logs less often than this to a
+# file it never reopens has its later lines lost
+LATE_QUIET_SECONDS = 60.0
+MAX_LATE_FILES = 4  # late readers per followed path at once (open descriptors)
 # files queued behind the one being read (open descriptors): a path replaced faster than each
 # file goes quiet would otherwise queue them without bound; past this, the path is opened
 # again once the queue has drained (the files in between are not read)
@@ -160,13 +170,21 @@ class FileFollower:
         self._next: list[tuple[int, os.stat_result]] = []
         self._rotation: dict[str, object] = {}  # facts of the last rotation, for ``file.rotated``
         self._skipped = -1  # inode of the last replacement not queued (the queue was full)
+        self._late: TaskGroup | None = None  # where late readers run (``run``'s own task group)
+        self._late_files = 0  # late readers running
 
     def hint(self) -> None:
         """Something changed in the path's directory: look now."""
         self._wake.set()
 
     async def run(self) -> None:
-        """Follow the path until cancelled; then decide and write what is pending, save the checkpoint."""
+        """Follow the path until cancelled; then decide and write what is pending, save the checkpoint.
+        Late readers of rotated files (``_read_late``) run beside it and end with it."""
+        async with anyio.create_task_group() as late:
+            self._late = late
+            await self._run()
+
+    async def _run(self) -> None:
         fd: int | None = None
         try:
             if self.checkpoints is not None:
@@ -386,8 +404,58 @@ class FileFollower:
             await self._wait(min(until, now + ACTIVE_POLL_SECONDS))
         capped = now < last_change + ROTATE_QUIET_SECONDS
         self._rotation = {"old_ino": os.fstat(fd).st_ino, "late_bytes": late, "waited_seconds": round(now - seen, 3)}
-        if capped:
+        if capped and self._late is not None and self._late_files < MAX_LATE_FILES:
+            # still written to: read on beside the new file, by a descriptor of its own
+            self._late_files += 1
+            self._late.start_soon(self._read_late, os.dup(fd), self._pos.offset)
+            self._rotation["late_reader"] = True
+        elif capped:
             self._rotation["capped"] = True
+
+    async def _read_late(self, fd: int, offset: int) -> None:
+        """Read a rotated file that is still written to, from ``offset`` (bytes), as a stream of its own
+        named ``<stream>@<inode>``, until it has been quiet for ``LATE_QUIET_SECONDS`` (or for
+        ``ROTATE_QUIET_SECONDS`` once deleted) or the follower stops; then end the stream and close ``fd``."""
+        info = os.fstat(fd)
+        ino, start = info.st_ino, offset
+        stream = LiveStream(
+            f"{self.stream_name}@{ino}",
+            self.source.filter,
+            self.source.timing,
+            self.sinks,
+            lambda run: ref_of(next(iter(self._names_of(ino)), self.path), run, 0),
+            1,
+            offset,
+            totals=self.totals,
+            totals_key=self.source.name,
+        )
+        self._log.info("file.late_reader", ino=ino, offset=offset)
+        quiet_since, reason = time.monotonic(), "stopped"
+        try:
+            while True:
+                data = os.pread(fd, READ_BYTES, offset)
+                now = time.monotonic()
+                if data:
+                    offset += len(data)
+                    quiet_since = now
+                    await stream.feed(data)
+                    await anyio.lowlevel.checkpoint()
+                    continue
+                info = os.fstat(fd)
+                if info.st_size < offset:
+                    reason = "truncated"
+                    break
+                if now - quiet_since >= (LATE_QUIET_SECONDS if info.st_nlink else ROTATE_QUIET_SECONDS):
+                    reason = "quiet" if info.st_nlink else "deleted"
+                    break
+                await anyio.sleep(self.source.timing.poll_seconds)
+                await stream.tick()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_SECONDS):
+                await stream.end()
+            os.close(fd)
+            self._late_files -= 1
+            self._log.info("file.late_reader_closed", ino=ino, reason=reason, bytes=offset - start)
 
     def _queue_replacement(self, fd: int) -> None:
         """Open and queue the file the path names now, if it is neither ``fd`` nor queued already

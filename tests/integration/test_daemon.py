@@ -409,6 +409,37 @@ def test_restart_after_a_rotation_with_late_writes_loses_and_repeats_nothing(tmp
     assert text.index("late 0") < text.index("new: finished") < text.index("ERROR again")
 
 
+def test_a_writer_that_never_reopens_its_rotated_log_loses_nothing(tmp_path: Path) -> None:
+    """logrotate without copytruncate, and a program that goes on writing to the renamed file for
+    12 s, past the 5 s the follower waits before it moves to the new file: a late reader reads the
+    renamed file on as a stream of its own, and every line is read once."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = file_to_jsonl(log, out, 'protect = ["line \\\\d+"]\ntail_lines = 0\n')
+    log.write_bytes(b"")
+    live = start(tmp_path, body)
+    with log.open("ab", buffering=0) as old:
+        old.write(b"".join(b"before line %d\n" % i for i in range(20)))
+        live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 20, 5)
+        log.rename(tmp_path / "app.log.1")
+        log.write_bytes(b"".join(b"new line %d\n" % i for i in range(10)))
+        end = time.monotonic() + 12
+        written = 0
+        while time.monotonic() < end:
+            old.write(b"".join(b"late line %d\n" % (written + k) for k in range(10)))
+            written += 10
+            time.sleep(0.05)
+    live.wait_for(lambda: kept(live.events(out)).count("late line") == written, 20)
+    assert live.stop() == 0
+    events = live.events(out)
+    text = kept(events)
+    for i in range(written):
+        assert text.count(f"late line {i}\n") == 1
+    assert text.count("new line 9\n") == 1 and text.count("before line 0\n") == 1
+    late = {e["source"] for e in runs(events)} - {"app"}
+    assert len(late) == 1 and late.pop().startswith("app@")
+    assert live.log_event("file.rotated")["late_reader"] is True
+
+
 def test_restart_after_a_rotation_while_down_reads_the_rest_of_the_rotated_file_first(tmp_path: Path) -> None:
     """The daemon stopped, the file got more lines and was rotated (renamed), a new one was
     started: on restart the renamed file is found by its inode, its rest is read, then the new file."""
