@@ -27,7 +27,17 @@ from . import __version__
 from ._logging import configure_logging, get_logger, log_notices
 from .budget import BUDGET_SUMMARY_CHARS, REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
 from .checkpoint import ReadPosition
-from .config import DaemonConfig, SinkConfig, SourceConfig, Timing, check_places, check_use, load_config, resolved
+from .config import (
+    DaemonConfig,
+    SinkConfig,
+    SourceConfig,
+    Timing,
+    check_access,
+    check_places,
+    check_use,
+    load_config,
+    resolved,
+)
 from .envelope import SUCCESS_TAIL_LINES
 from .errors import InputError, StreamfilterError, UsageError, first_cause
 from .expand import Archive, Ref, RefError, TextRefs, archive_refs, expand, ref_of
@@ -422,7 +432,7 @@ def _check_config(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     for problem in check_places(config):
         sys.stderr.write(f"streamfilter: warning: {problem}; the daemon would fail to open it now\n")
-    for problem in check_use(config):
+    for problem in check_use(config) + check_access(config):
         sys.stderr.write(f"streamfilter: warning: {problem}\n")
     resolved_config = resolved(config)
     sys.stdout.write(json.dumps(resolved_config, indent=2) + "\n")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import glob
+import grp
 import math
 import os
 import re
@@ -45,6 +46,7 @@ __all__ = (
     "DaemonConfig",
     "SinkConfig",
     "SourceConfig",
+    "check_access",
     "check_places",
     "check_use",
     "glob_directory",
@@ -92,6 +94,8 @@ class SourceConfig:
         roots: directories a followed file must resolve into (symlinks out are refused);
             default: the directory part of ``path``.
         mode: permission bits of a unix socket (default 0o600).
+        group: the group id a unix socket is given when it is made (its group's members may
+            connect when ``mode`` lets the group write); None keeps the daemon's own group.
         max_line_bytes: longest line taken from a socket; the rest of a longer line is
             discarded and replaced by an ``[N bytes elided]`` marker.
         checkpoint: whether file positions are saved in the state directory.
@@ -107,6 +111,7 @@ class SourceConfig:
     start_at: str = "end"
     roots: tuple[str, ...] = ()
     mode: int = 0o600
+    group: int | None = None
     max_line_bytes: int = 1 << 20
     checkpoint: bool = True
     sinks: tuple[str, ...] = ("stdout",)
@@ -130,6 +135,7 @@ class SinkConfig:
         queue_events: per-subscriber queue (``unix``), in events; a subscriber whose queue
             overflows is told so and disconnected.
         mode: permission bits of a subscriber socket.
+        group: the group id a subscriber socket is given when it is made (None: the daemon's own).
         raw: ``stdout`` on a terminal: write control bytes as they are (default: escaped).
     """
 
@@ -139,6 +145,7 @@ class SinkConfig:
     format: str = "text"
     queue_events: int = 1024
     mode: int = 0o600
+    group: int | None = None
     raw: bool = False
 
 
@@ -153,7 +160,19 @@ class DaemonConfig:
 
 _FILTER_KEYS = {f.name: f for f in fields(FilterConfig) if f.name not in ("explain", "group_windows")}
 _TIMING_KEYS = {f.name: f for f in fields(Timing)}
-_SOURCE_KEYS = {"name", "type", "path", "address", "start_at", "roots", "mode", "max_line_bytes", "checkpoint", "sinks"}
+_SOURCE_KEYS = {
+    "name",
+    "type",
+    "path",
+    "address",
+    "start_at",
+    "roots",
+    "mode",
+    "group",
+    "max_line_bytes",
+    "checkpoint",
+    "sinks",
+}
 # the source keys that only some types have (a key of another type is a mistake, said as such)
 _KEY_TYPES = {
     "path": ("file", "unix"),
@@ -162,10 +181,11 @@ _KEY_TYPES = {
     "roots": ("file",),
     "checkpoint": ("file",),
     "mode": ("unix",),
+    "group": ("unix",),
 }
 _SOURCE_TYPES = ("file", "unix", "tcp", "stdin")
 _SINK_KEYS = {f.name for f in fields(SinkConfig)}
-_SINK_KEY_TYPES = {"queue_events": ("unix",), "mode": ("unix",)}
+_SINK_KEY_TYPES = {"queue_events": ("unix",), "mode": ("unix",), "group": ("unix",)}
 _SINK_TYPES = ("stdout", "file", "unix")
 MAX_SECONDS = 86400.0  # a day: longer timings are mistakes (milliseconds given as seconds)
 _POSITIVE = {"window_lines", "window_chars", "max_line_bytes", "top_shapes", "summary_chars", "max_keep_event_bytes"}
@@ -264,6 +284,19 @@ def _settings(
     return replace(base, **changes), replace(timing, **times)
 
 
+def _group(check: _Checker, value: object, key: str) -> int:
+    """A group name or id, as its id."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value < 1 << 32:
+            raise check.fail(key, f"must be a group name or an id 0 to {(1 << 32) - 1}, not {value}")
+        return value
+    name = check.typed(value, str, key)
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise check.fail(key, f"no group named {name!r} on this machine") from None
+
+
 def _mode(check: _Checker, value: object, key: str) -> int:
     text = check.typed(value, str, key)
     if not re.fullmatch(r"0?[0-7]{3}", text):
@@ -308,6 +341,8 @@ def _source(
         values["roots"] = (os.path.realpath(glob_directory(values["path"])),)
     if "mode" in table:
         values["mode"] = _mode(check, table["mode"], f"{key}.mode")
+    if "group" in table:
+        values["group"] = _group(check, table["group"], f"{key}.group")
     values["max_line_bytes"] = filt.max_line_bytes  # the source's own, or [defaults]'
     if "checkpoint" in table:
         values["checkpoint"] = check.typed(table["checkpoint"], bool, f"{key}.checkpoint")
@@ -368,6 +403,8 @@ def _sink(check: _Checker, table: Mapping[str, Any], i: int) -> SinkConfig:
         values["queue_events"] = count
     if "mode" in table:
         values["mode"] = _mode(check, table["mode"], f"{key}.mode")
+    if "group" in table:
+        values["group"] = _group(check, table["group"], f"{key}.group")
     if "raw" in table:
         values["raw"] = check.typed(table["raw"], bool, f"{key}.raw")
     return SinkConfig(**values)
@@ -509,6 +546,33 @@ def check_places(config: DaemonConfig) -> list[str]:
             except (OSError, UnicodeError) as exc:
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 out.append(f"{config.path}: source[{i}].address: {source.address}: cannot be listened on ({why})")
+    return out
+
+
+def check_access(config: DaemonConfig) -> list[str]:
+    """Who else could use the config's unix sockets, found touching nothing (``check-config`` and the
+    daemon at start warn): a mode that lets any user connect, and a socket directory that other users
+    may write to without the sticky bit (any of them could replace the socket with their own).
+
+    Returns:
+        one message per finding, as ``PATH: KEY: what``.
+    """
+    out = []
+    places = [(f"source[{i}]", s.path, s.mode) for i, s in enumerate(config.sources) if s.type == "unix"]
+    places += [(f"sink[{i - 1}]", s.path, s.mode) for i, s in enumerate(config.sinks) if s.type == "unix"]
+    for key, path, mode in places:
+        if mode & 0o002:
+            out.append(f"{config.path}: {key}.mode: {mode:04o} lets any user on this machine connect to {path}")
+        parent = os.path.dirname(path)
+        try:
+            info = os.stat(parent)
+        except OSError:
+            continue  # (check_places says so)
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+            out.append(
+                f"{config.path}: {key}.path: its directory {parent} can be written by other users "
+                f"({stat.S_IMODE(info.st_mode):04o}, no sticky bit): any of them could replace the socket"
+            )
     return out
 
 

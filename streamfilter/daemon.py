@@ -25,7 +25,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ._logging import get_logger
 from .checkpoint import CheckpointStore
-from .config import ConfigError, DaemonConfig, SourceConfig, load_config, unused_sinks
+from .config import ConfigError, DaemonConfig, SourceConfig, check_access, load_config, unused_sinks
 from .errors import StreamfilterError, first_cause
 from .expand import state_dir
 from .files import FileSource
@@ -60,7 +60,7 @@ async def _socket_source(
         where = source.path if source.type == "unix" else source.address
         try:
             if source.type == "unix":
-                listener = await bind_unix(source.path, source.mode)
+                listener = await bind_unix(source.path, source.mode, source.group)
             else:
                 host, _, port = source.address.rpartition(":")
                 listener = await anyio.create_tcp_listener(local_host=host, local_port=int(port))
@@ -178,6 +178,8 @@ class _Running:
                     checkpoints.claim(source.name)  # before anything is opened or read
         for name in unused_sinks(self.config):
             get_logger().warning("config.unused_sink", sink=name, hint="no source lists it in its sinks")
+        for finding in check_access(self.config):
+            get_logger().warning("config.socket_access", finding=finding)
         used = {name for s in self.config.sources for name in s.sinks}
         for sink_config in self.config.sinks:
             if sink_config.name in used:

@@ -181,6 +181,7 @@ class SubscriberSink(Sink):
         self.path = config.path
         self.queue_events = config.queue_events
         self._mode = config.mode
+        self._group = config.group
         self._tg = task_group
         self._queues: dict[int, MemoryObjectSendStream[bytes]] = {}
         self._scopes: dict[int, anyio.CancelScope] = {}
@@ -190,7 +191,7 @@ class SubscriberSink(Sink):
 
     async def start(self) -> None:
         """Bind the socket and start accepting subscribers."""
-        listener = await bind_unix(self.path, self._mode)
+        listener = await bind_unix(self.path, self._mode, self._group)
         self._listener = listener
         self._tg.start_soon(listener.serve, self._serve, self._tg)
 

@@ -40,8 +40,9 @@ class SocketInUseError(StreamfilterError):
     """A unix socket path that cannot be taken: a live listener has it, or it is not a socket."""
 
 
-async def bind_unix(path: str, mode: int = 0o600) -> SocketListener:
-    """Listen on a unix socket at ``path`` with permission bits ``mode`` from the start.
+async def bind_unix(path: str, mode: int = 0o600, group: int | None = None) -> SocketListener:
+    """Listen on a unix socket at ``path`` with permission bits ``mode`` and group ``group`` (a gid;
+    None: the process's) from the start: both are set before it listens, so no one connects first.
 
     A socket file left by a crashed process (connect is refused) is removed and bound
     again; a live one is never taken, and a path that is not a socket is never touched.
@@ -50,7 +51,7 @@ async def bind_unix(path: str, mode: int = 0o600) -> SocketListener:
 
     Raises:
         SocketInUseError: a live listener has ``path``, or ``path`` is not a socket.
-        OSError: the socket cannot be created or bound.
+        OSError: the socket cannot be created or bound, or given ``group`` (not a member: EPERM).
     """
     try:
         info = os.lstat(path)
@@ -76,6 +77,12 @@ async def bind_unix(path: str, mode: int = 0o600) -> SocketListener:
     old = os.umask(0o777 & ~mode)
     try:
         sock.bind(path)
+        if group is not None:
+            try:
+                os.chown(path, -1, group)
+            except OSError:
+                os.unlink(path)
+                raise
     except OSError:
         sock.close()
         raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grp
 import itertools
 import json
 import os
@@ -140,6 +141,13 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
             "sink[0].path: /tmp/sf/out.log is read by source[0] (the daemon would read its own output)"
         ),
         "": "source: no sources",
+        '[[source]]\ntype = "unix"\npath = "/tmp/x.sock"\ngroup = "no-such-group-here"\n': (
+            "source[0].group: no group named 'no-such-group-here' on this machine"
+        ),
+        file + 'group = "nogroup"\n': "source[0].group: only a unix source has one, not file",
+        '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "unix"\npath = "/tmp/o.sock"\ngroup = -1\n': (
+            "sink[0].group: must be a group name or an id 0 to 4294967295, not -1"
+        ),
     }
     for body, message in cases.items():
         config = write_config(tmp_path, body)
@@ -521,6 +529,36 @@ def test_B35_symlink_out_of_the_roots_is_refused(tmp_path: Path) -> None:
 
 
 # -- sockets ---------------------------------------------------------------------------------------
+def test_a_unix_source_has_its_group_from_the_start_and_open_access_is_warned_of(tmp_path: Path) -> None:
+    """A team's tools of other users connect through the socket's group (set before it listens);
+    check-config and the daemon warn of a mode any user may connect by and of a socket directory
+    others may write without the sticky bit (they could replace the socket)."""
+    gid = grp.getgrnam("nogroup").gr_gid
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    sock, open_sock = tmp_path / "team.sock", shared / "any.sock"
+    body = (
+        f'[[source]]\nname = "team"\ntype = "unix"\npath = "{sock}"\nmode = "0660"\ngroup = "nogroup"\n'
+        f'[[source]]\nname = "any"\ntype = "unix"\npath = "{open_sock}"\nmode = "0666"\n'
+    )
+    checked = run_cli("check-config", str(write_config(tmp_path, body)))
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["sources"][0]["group"] == gid
+    warnings = checked.stderr.decode()
+    assert "source[1].mode: 0666 lets any user on this machine connect" in warnings
+    assert f"source[1].path: its directory {shared} can be written by other users (0777, no sticky bit)" in warnings
+    assert "source[0]" not in warnings
+    live = start(tmp_path, body)
+    info = os.stat(sock)
+    assert (info.st_gid, stat.S_IMODE(info.st_mode)) == (gid, 0o660)
+    assert "0666 lets any user" in live.log_event("config.socket_access")["finding"]
+    assert live.stop() == 0
+    shared.chmod(0o1777)  # /tmp's way: others may write, but not replace what is not theirs
+    checked = run_cli("check-config", str(write_config(tmp_path, body)))
+    assert b"can be written by other users" not in checked.stderr
+
+
 def test_B25_B16_unix_socket_streams_are_filtered_while_open_and_kept_apart(tmp_path: Path) -> None:
     """B25: the first record reaches the sink while the connection is open; B16: no successor needed."""
     sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
