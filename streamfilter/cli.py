@@ -148,6 +148,12 @@ def _filter_options(f: argparse.ArgumentParser) -> None:
         metavar="S",
         help=f"floor of the BM25 cut (default {d.min_score})",
     )
+    f.add_argument(
+        "--no-prior",
+        dest="prior",
+        action="store_false",
+        help="do not keep the lines the learned line prior rates as part of a failure (signatures and BM25 only)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -338,6 +344,7 @@ def _filter_config(args: argparse.Namespace, explain: bool = False) -> FilterCon
         protect=tuple(args.protect),
         min_score=args.min_score,
         explain=explain,
+        prior=args.prior,
         **{field: getattr(args, field) for _, field, *_ in _COUNTS},
     )
     StreamFilter(config)  # validates the regexes before anything is read

@@ -267,6 +267,8 @@ def _settings(
                 except re.error as exc:
                     raise check.fail(f"{where}[{i}]", f"not a valid regex: {exc}") from None
             changes[name] = tuple(patterns)
+        elif name == "prior":
+            changes[name] = check.typed(value, bool, where)
         elif name in _FILTER_KEYS:
             if _FILTER_KEYS[name].type in ("float", float):
                 number = float(check.typed(value, (int, float), where))

@@ -28,6 +28,7 @@ from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
 from .lines import LineSplitter, utf8_cut
 from .normalize import strip_ansi
 from .prepare import BlockFacts, Preparer
+from .prior import END_REACH, NEIGHBOURS, PriorModel, ShapeCounter, context_features, default_model, to_verdict
 from .records import LineBlock, Run, WindowTrace
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
@@ -64,7 +65,9 @@ MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one not
 
 Int64Array = npt.NDArray[np.int64]
 
-DEFAULT_QUERY = "error failed failure exception traceback fatal panic assert denied timeout"
+# the words of a failure a user means by default; the learned prior (``prior``) keeps the lines of
+# failures that say it otherwise ("exception", "panic", an assertion's expected/actual)
+DEFAULT_QUERY = "error failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,8 @@ class FilterConfig:
             line shape (numbers, paths masked); later repeats are left to BM25.
         explain: attach a ``WindowTrace`` per window to each run (at most
             ``MAX_TRACES`` per run; the rest are counted in ``Run.traces_omitted``).
+        prior: the learned line prior (``streamfilter.prior``) keeps the lines it rates at or above
+            its cut, as a failure signature keeps its hits (under the name ``prior``).
     """
 
     query: str = DEFAULT_QUERY
@@ -129,6 +134,7 @@ class FilterConfig:
     min_drop_lines: int = 2
     explain: bool = False
     max_repeats: int = 50
+    prior: bool = True
 
     @property
     def lookahead_lines(self) -> int:
@@ -225,6 +231,10 @@ class _Pending:
     hit: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     tokens: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    # the prior's inputs (empty without a prior): content logit, earlier lines of its shape, blank
+    logit: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    seen: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    blank: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 class StreamFilter:
@@ -251,9 +261,12 @@ class StreamFilter:
         rest_of: ``(line, kept)``: the first bytes fed, up to a line end, are the rest of
             line ``line`` (numbered ``start_line - 1``), written before its end came and
             kept or not (a stream resumed from a checkpoint taken inside a line).
+        prior_model: the prior's weights when ``config.prior`` (default: the shipped ones,
+            ``prior.default_model``); an evaluation passes a model fitted on other logs.
 
     Raises:
         UsageError: a ``protect`` pattern that is not a valid regex.
+        OSError, ValueError: the shipped prior weights cannot be read (a broken install).
     """
 
     def __init__(
@@ -264,6 +277,7 @@ class StreamFilter:
         start_byte: int = 0,
         selection: Selection | None = None,
         rest_of: tuple[int, bool] | None = None,
+        prior_model: PriorModel | None = None,
     ) -> None:
         self.config = cfg = config or FilterConfig()
         keep_block_buffers()  # the stages' block-sized buffers reuse heap pages (see _heap)
@@ -280,12 +294,13 @@ class StreamFilter:
         asked = asked_patterns(cfg)
         # --protect patterns and error codes take their lines from the built-ins (never repeat-capped);
         # query symbols do not (a "=====" word must not take pytest's section header from its signature)
-        self._signatures = SignatureSet(extra=asked + symbols, first=len(asked))
+        self._prior = (prior_model or default_model()) if cfg.prior else None
+        self._signatures = SignatureSet(extra=asked + symbols, first=len(asked), prior=self._prior is not None)
         self._splitter = LineSplitter(start_line, start_byte)
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars, first_index=start_line - 1)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
         self._cuts = CutTracker(cfg.min_score, cfg.group_windows)
-        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes)
+        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes, self._prior)
         # where the stateless stages run: here, or a worker that computes them ahead
         self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
         self._repeats = RepeatGate(cfg.max_repeats)
@@ -334,6 +349,10 @@ class StreamFilter:
         self._tail_now = cfg.tail_lines
         self._found = False  # a signature that shows what failed protected a line (found_tail_lines)
         self._done = False
+        self._shape_counts = ShapeCounter()
+        self._prior_done = start_line - 1  # stream index of the first line the prior has not rated
+        self._logit_before = np.zeros(0, dtype=np.float64)  # the last logits of lines decided and gone
+        self._prior_why: dict[int, tuple[float, tuple[str, ...]]] = {}  # explain: 1-based line -> rating
 
     @property
     def drop_open(self) -> bool:
@@ -596,6 +615,10 @@ class StreamFilter:
         p.hit = np.concatenate((p.hit, np.zeros(n, dtype=bool)))
         p.tokens = np.concatenate((p.tokens, tokens))
         p.tf = np.concatenate((p.tf, tf))
+        if self._prior is not None:
+            p.logit = np.concatenate((p.logit, facts.prior_logits))
+            p.seen = np.concatenate((p.seen, self._shape_counts.seen(facts.shape_hashes)))
+            p.blank = np.concatenate((p.blank, layout.blank))
         self._buf += block.data
         self._hits = np.concatenate((self._hits, hits + first))
         self._stops = np.concatenate((self._stops, facts.section_stops + first))
@@ -737,6 +760,8 @@ class StreamFilter:
     def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
+        if self._prior is not None:
+            self._rate_lines(total if final else total - hold if settle else total - END_REACH - NEIGHBOURS, final)
         self._apply_hits(final or (settle and not hold), upto=total - hold if settle else -1, settling=settle)
         assigned = self._assigned - p.base
         if final or settle:
@@ -744,6 +769,8 @@ class StreamFilter:
         else:
             by_cut = p.base + int(np.searchsorted(p.window[:assigned], self._cut_waits()))
             limit = min(self._assigned - cfg.lookahead_lines, by_cut)
+            if self._prior is not None:  # a line the prior has not rated yet may be a hit
+                limit = min(limit, self._prior_done - cfg.context_lines - LEAD_LINES)
         if self._hits.shape[0]:
             # a hit not yet applied (its reach is still to come, or held back by a settle) protects
             # its whole window and the context before it: lines it may protect wait for it
@@ -802,6 +829,54 @@ class StreamFilter:
             self._close_runs(runs)
         self._trim(n)
         return runs
+
+    def _rate_lines(self, upto: int, final: bool) -> None:
+        """Rate the lines from ``_prior_done`` up to stream index ``upto`` with the prior, and add those
+        at or above its cut to the hits.
+
+        A line's context is its neighbours, the next exit verdict and how far the stream's end is,
+        within ``END_REACH + NEIGHBOURS`` lines: ``_emit`` rates a line once they are in (so the
+        rating does not depend on chunking), or at the stream's end; a settle rates the lines it
+        decides with what has come in.
+        """
+        assert self._prior is not None
+        cfg, p = self.config, self._p
+        total = p.base + p.ends.shape[0]
+        if upto <= self._prior_done:
+            return
+        lo, hi = self._prior_done - p.base, upto - p.base
+        before = self._logit_before
+        lines = np.arange(self._prior_done, upto, dtype=np.int64)
+        to_end = total - 1 - lines if final else np.full(hi - lo, END_REACH, dtype=np.int64)
+        context = context_features(
+            np.concatenate((before, p.logit[: hi + NEIGHBOURS])),
+            lo + before.shape[0],
+            hi + before.shape[0],
+            to_end,
+            to_verdict(lines, self._verdicts),
+            p.seen[lo:hi],
+            p.blank[lo:hi],
+        )
+        prob = self._prior.probability(context)
+        rated = np.flatnonzero(prob >= self._prior.cut) + lo
+        # not a line that is a hit already, a blank line, an over-long line or a progress display (as
+        # _emit's weak lines)
+        weak = (self._lengths(lo, hi) > cfg.max_line_bytes) | ((p.frames[lo:hi] > REDRAW_FRAMES) & ~p.term[lo:hi])
+        weak |= p.blank[lo:hi]
+        fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, self._hits)
+        rated = rated[fresh]
+        self._prior_done = upto
+        if not rated.shape[0]:
+            return
+        if cfg.explain:
+            for i in rated.tolist():
+                a, b = self._line_start(i) - self._buf_start, int(p.ends[i]) - self._buf_start
+                words = self._prior.explain_line(strip_ansi(bytes(self._buf[a:b])))
+                self._prior_why[p.base + i + 1] = (round(float(prob[i - lo]), 4), words)
+        hits = np.concatenate((self._hits, rated + p.base))
+        ids = np.concatenate((self._hit_ids, np.full(rated.shape[0], self._signatures.prior_id, dtype=np.int64)))
+        order = np.argsort(hits, kind="stable")
+        self._hits, self._hit_ids = hits[order], ids[order]
 
     def _window_lines(
         self, w_keep: npt.NDArray[np.bool_], w_prot: npt.NDArray[np.bool_], wrel: Int64Array, n: int
@@ -926,6 +1001,8 @@ class StreamFilter:
             reason = "below-cut"
         else:  # its query terms, if any, are in over-long lines: they do not score
             reason = "weak-line" if p.term[lines].any() else "no-term"
+        hit_line = int(self._w_hit[rel]) if prot >= 0 else 0
+        prior, features = self._prior_why.get(hit_line, (0.0, ())) if prot == self._signatures.prior_id else (0.0, ())
         return WindowTrace(
             p.base + int(lines[0]) + 1,
             p.base + int(lines[-1]) + 1,
@@ -933,7 +1010,9 @@ class StreamFilter:
             round(float(why.cut[rel - why.w_lo]), 6),
             reason,
             # its first failure line, also when it is past this run (a lead-up to it) or before it
-            int(self._w_hit[rel]) if prot >= 0 else 0,
+            hit_line,
+            prior,
+            features,
         )
 
     def _line_start(self, rel: int) -> int:
@@ -1139,6 +1218,12 @@ class StreamFilter:
         p.window, p.cont, p.record, p.forced = p.window[n:], p.cont[n:], p.record[n:], p.forced[n:]
         p.hit = p.hit[n:]
         p.tokens, p.tf = p.tokens[n:], p.tf[n:]
+        if self._prior is not None:
+            self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]
+            p.logit, p.seen, p.blank = p.logit[n:], p.seen[n:], p.blank[n:]
+            # a window's trace looks up the rating of its first hit, at most a window's lines back
+            for line in [k for k in self._prior_why if k <= p.base - self.config.window_lines]:
+                del self._prior_why[line]
         if first_window is not None and first_window > self._w_base:
             k = first_window - self._w_base
             self._w_score, self._w_term, self._w_prot = self._w_score[k:], self._w_term[k:], self._w_prot[k:]

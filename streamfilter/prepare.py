@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .normalize import NormalizedBlock, normalize_block
+from .prior import PriorModel, content_features, shape_hashes
 from .records import LineBlock
 from .segment import LineLayout, line_layout
 from .signatures import EXIT_VERDICTS, SignatureSet
@@ -54,6 +55,9 @@ class BlockFacts:
             each hook (``mypy.....Passed``).
         verdicts: int64, 0-based lines among ``hits`` that report a command's non-zero
             exit (``exit code 1``, ``exited with 2``, ``returned non-zero exit status``).
+        prior_logits: float64, the prior's content logit of each line (``PriorModel.content_logits``);
+            shape ``(0,)`` without a prior.
+        shape_hashes: int64, ``prior.shape_hashes`` of each line; shape ``(0,)`` without a prior.
     """
 
     first_line: int
@@ -70,6 +74,8 @@ class BlockFacts:
     warnings: Int64Array
     section_stops: Int64Array
     verdicts: Int64Array
+    prior_logits: npt.NDArray[np.float64]
+    shape_hashes: Int64Array
 
     def line_shape(self, i: int) -> bytes:
         """The shape text of the block's line ``i`` (0-based), with its line end."""
@@ -85,19 +91,23 @@ class BlockFacts:
 
 
 class Preparer:
-    """``Preparer(query, signatures, max_line_bytes)(block) -> BlockFacts``; holds no stream state.
+    """``Preparer(query, signatures, max_line_bytes, prior)(block) -> BlockFacts``; holds no stream state.
 
     Args:
         query: the parsed query.
         signatures: the compiled signatures (only ``SignatureSet.find_all`` is used,
             which keeps no state).
         max_line_bytes: scoring cap per line, in bytes.
+        prior: the line prior's weights, or None for none.
     """
 
-    def __init__(self, query: Query, signatures: SignatureSet, max_line_bytes: int) -> None:
+    def __init__(
+        self, query: Query, signatures: SignatureSet, max_line_bytes: int, prior: PriorModel | None = None
+    ) -> None:
         self.query = query
         self.signatures = signatures
         self.max_line_bytes = max_line_bytes
+        self.prior = prior
 
     def __call__(self, block: LineBlock) -> BlockFacts:
         """The facts of ``block``."""
@@ -120,6 +130,11 @@ class Preparer:
         shape_ends = np.flatnonzero(np.frombuffer(masked, dtype=np.uint8) == 0x0A) + 1
         if shape_ends.shape[0] < block.n_lines:  # the last line has no line end
             shape_ends = np.append(shape_ends, len(masked))
+        logits, hashes = np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
+        if self.prior is not None:
+            pair_lines, pair_ids, keys = content_features(norm.text, norm.ends, table, layout)
+            logits = self.prior.content_logits(pair_lines, pair_ids, block.n_lines)
+            hashes = shape_hashes(table, keys)
         return BlockFacts(
             block.first_line,
             len(block.data),
@@ -135,6 +150,8 @@ class Preparer:
             warn_counts(norm.text, norm.ends),
             _section_stops(norm.text, norm.ends, layout, table),
             verdicts,
+            logits,
+            hashes,
         )
 
 

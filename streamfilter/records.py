@@ -64,6 +64,10 @@ class WindowTrace:
             but not chosen within ``--budget-tokens``).
         hit_line: for a protected window, 1-based number of its first protected line (after the
             run's last line when the run holds only lines leading up to it); else 0.
+        prior: for a window protected by the learned prior (``protected:prior``), the probability
+            it gave that line; else 0.
+        features: for such a window, the words and word pairs of that line that raised its
+            probability most (numbers shown as ``<num>``, ids as ``<id>``).
     """
 
     first_line: int
@@ -72,6 +76,8 @@ class WindowTrace:
     cut: float
     reason: str
     hit_line: int = 0
+    prior: float = 0.0
+    features: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

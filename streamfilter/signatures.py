@@ -663,13 +663,19 @@ class SignatureSet:
         first: a line matching one of the first ``first`` extra patterns gets that
             pattern's id even when a built-in signature matches it too. They are named
             ``user1``, ... (the patterns asked for); the later extras ``query1``, ...
+        prior: one more id, ``prior_id``, named ``prior``, that no text matches: the learned line
+            prior's lines (``streamfilter.prior``), which the filter protects as hits.
 
     Raises:
         UsageError: a user pattern that is not a valid regular expression.
     """
 
     def __init__(
-        self, signatures: Sequence[Signature] = DEFAULT_SIGNATURES, extra: Iterable[str] = (), first: int = 0
+        self,
+        signatures: Sequence[Signature] = DEFAULT_SIGNATURES,
+        extra: Iterable[str] = (),
+        first: int = 0,
+        prior: bool = False,
     ) -> None:
         sigs = list(signatures)
         for i, pattern in enumerate(extra):
@@ -681,12 +687,15 @@ class SignatureSet:
             name = f"user{i + 1}" if i < first else f"query{i - first + 1}"
             # a pattern asked for is what a user wants kept, not a failure found
             sigs.append(Signature(name, find=(pattern.encode("utf-8", "surrogateescape"),), found=False))
-        self.names: tuple[str, ...] = tuple(s.name for s in sigs)
+        # the learned prior's lines are hits too (the filter adds them), under the last id
+        named = [*sigs, Signature("prior", found=False)] if prior else sigs
+        self.prior_id = len(sigs) if prior else -1
+        self.names: tuple[str, ...] = tuple(s.name for s in named)
         self._first = first
-        self.section = np.asarray([s.section for s in sigs], dtype=bool)
-        self.record = np.asarray([s.record for s in sigs], dtype=bool)
-        self.shape_above = np.asarray([s.shape_above for s in sigs], dtype=bool)
-        self.found = np.asarray([s.found for s in sigs], dtype=bool)
+        self.section = np.asarray([s.section for s in named], dtype=bool)
+        self.record = np.asarray([s.record for s in named], dtype=bool)
+        self.shape_above = np.asarray([s.shape_above for s in named], dtype=bool)
+        self.found = np.asarray([s.found for s in named], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
         alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
         # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead

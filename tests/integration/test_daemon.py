@@ -145,6 +145,7 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
             "source[0].group: no group named 'no-such-group-here' on this machine"
         ),
         file + 'group = "nogroup"\n': "source[0].group: only a unix source has one, not file",
+        file + "prior = 1\n": "source[0].prior: must be true or false, not int 1",
         '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "unix"\npath = "/tmp/o.sock"\ngroup = -1\n': (
             "sink[0].group: must be a group name or an id 0 to 4294967295, not -1"
         ),

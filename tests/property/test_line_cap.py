@@ -43,9 +43,7 @@ def test_the_capped_line_its_note_and_the_next_line_do_not_depend_on_chunking(
     out, cut = capped(data, chunks)
     assert (out, cut) == (whole, whole_cut)
     # and it is what the cap promises: each line's first CAP bytes, the count of the rest after them
-    expected = [
-        line if len(line) <= CAP else line[:CAP] + b" [%d bytes elided]" % (len(line) - CAP) for line in lines
-    ]
+    expected = [line if len(line) <= CAP else line[:CAP] + b" [%d bytes elided]" % (len(line) - CAP) for line in lines]
     assert out == b"\n".join(expected) + (b"\n" if ended else b"")
     assert cut == [len(line) for line in lines if len(line) > CAP]
 

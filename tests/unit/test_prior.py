@@ -1,0 +1,198 @@
+"""The learned line prior: shipped weights, training end to end, streaming equals training, chunking."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamfilter.filter import FilterConfig, StreamFilter
+from streamfilter.prior import CONTEXT_NAMES, DENSE, PriorModel, ShapeCounter, context_features, default_model
+from streamfilter.records import Run
+from streamfilter.train_prior import FIXTURE_LINES, MIN_REPOS, extract, main, rate
+from tests.conftest import ROOT, run_cli
+
+FIXTURE = ROOT / "tests" / "data" / "prior-fixture.json"
+
+# lines of no signature and no query term (so any line kept beyond the tail is the prior's)
+PLAIN = [
+    b"   Compiling widget v0.3.1\n",
+    b"test widget::parse ... ok\n",
+    b"Expected value to equal 3, received 4\n",
+    b"    at check (src/widget.rs:41)\n",
+    b"Done in 2.1s\n",
+    b"Downloading https://example.org/pkg-1.2.3.tgz\n",
+    b"  - expected\n",
+    b"  + actual\n",
+    b"[WARN] something odd with id 3eb6-77\n",
+    b"\n",
+    b"link https://example.org/broken -> 404 Not Found\n",
+    b"src/app.py:12:5: E501 line too long (130 > 120 characters)\n",
+    b"make: Leaving directory '/build'\n",
+]
+
+
+def runs_of(data: bytes, config: FilterConfig, model: PriorModel, chunks: list[int] | None = None) -> list[Run]:
+    sf = StreamFilter(config, prior_model=model)
+    out: list[Run] = []
+    at = 0
+    for size in chunks or [len(data)]:
+        out += sf.feed(data[at : at + size])
+        at += size
+    out += sf.feed(data[at:])
+    return out + sf.flush()
+
+
+def between(p: np.ndarray, quantile: float) -> float:
+    """A cut halfway between two distinct ratings near ``quantile`` (no line rated on it)."""
+    values = np.unique(p)
+    k = min(int(quantile * values.shape[0]), values.shape[0] - 2)
+    return float((values[k] + values[k + 1]) / 2)
+
+
+def prior_lines(runs: list[Run]) -> set[int]:
+    return {t.hit_line for r in runs for t in r.traces if t.reason == "protected:prior"}
+
+
+def test_shipped_weights_rate_the_fixture_as_the_training_run_did() -> None:
+    fixture = json.loads(FIXTURE.read_text())
+    assert [line.encode() for line in fixture["lines"]] == list(FIXTURE_LINES)
+    got = rate(default_model(), extract(b"".join(FIXTURE_LINES)))
+    np.testing.assert_allclose(got, fixture["probability"], rtol=1e-6, atol=1e-9)
+
+
+def test_shipped_weights_are_small_and_rate_an_assertion_above_a_build_step() -> None:
+    path = ROOT / "streamfilter" / "prior.npz"
+    assert path.stat().st_size < 4 << 20
+    p = rate(default_model(), extract(b"".join(FIXTURE_LINES)))
+    assert p[2] > p[0]  # "AssertionError: expected 3 but got 4" over "Compiling widget"
+
+
+def test_the_filter_keeps_exactly_the_lines_training_rates_at_the_cut() -> None:
+    """The streaming features (look-ahead, the end, the next exit verdict, shape counts) are the
+    training script's: with one-line windows each prior hit is its own window."""
+    data = b"".join(PLAIN[i % len(PLAIN)] for i in range(0, 600, 7)) * 3
+    data += b"Process completed with exit code 1.\n" + b"".join(PLAIN[:6])
+    model = default_model()
+    p = rate(model, extract(data))
+    model = replace(model, cut=between(p, 0.6))
+    config = FilterConfig(explain=True, window_lines=1, tail_lines=0, found_tail_lines=0)
+    runs = runs_of(data, config, model)
+    expected = {i + 1 for i in np.flatnonzero(p >= model.cut).tolist()}
+    # a window a signature protects is explained by it (a line the prior rates there is not shown)
+    signature = {
+        line
+        for r in runs
+        for t in r.traces
+        if t.reason.startswith("protected:") and t.reason != "protected:prior"
+        for line in range(t.first_line, t.last_line + 1)
+    }
+    # a window of the prior is explained by its first rated line (its others are rated too)
+    rated = {
+        line
+        for r in runs
+        for t in r.traces
+        if t.reason == "protected:prior"
+        for line in range(t.first_line, t.last_line + 1)
+    }
+    assert prior_lines(runs) <= expected
+    assert expected - signature <= rated
+    assert len(prior_lines(runs)) >= 5
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(st.integers(0, len(PLAIN) - 1), min_size=1, max_size=120),
+    chunks=st.lists(st.integers(1, 97), max_size=40),
+    quantile=st.sampled_from([0.5, 0.8, 0.95]),
+)
+def test_prior_decisions_do_not_depend_on_chunking(picks: list[int], chunks: list[int], quantile: float) -> None:
+    data = b"".join(PLAIN[i] for i in picks)
+    model = default_model()
+    model = replace(model, cut=between(rate(model, extract(data)), quantile))
+    config = FilterConfig(explain=True, window_lines=3, tail_lines=2, found_tail_lines=1, extend_lines=4)
+    whole = runs_of(data, config, model)
+    chunked = runs_of(data, config, model, chunks)
+    assert [(r.decision, r.first_line, r.last_line, r.data) for r in chunked] == [
+        (r.decision, r.first_line, r.last_line, r.data) for r in whole
+    ]
+    assert prior_lines(chunked) == prior_lines(whole)
+    assert b"".join(r.data for r in whole if r.decision == "keep") or any(r.decision == "drop" for r in whole)
+
+
+def test_the_compact_context_rates_as_its_matrix_does() -> None:
+    """The filter rates on ``Context``'s compact form; training fits on its matrix."""
+    rng = np.random.default_rng(3)
+    n = 200
+    context = context_features(
+        rng.normal(-2, 2, n + 10),
+        4,
+        4 + n,
+        rng.integers(0, 40, n),
+        rng.integers(0, 40, n),
+        rng.integers(0, 9, n),
+        rng.random(n) < 0.2,
+    )
+    model = default_model()
+    z = context.matrix() @ model.context + model.context_bias
+    np.testing.assert_allclose(model.probability(context), 1 / (1 + np.exp(-z)), rtol=1e-12)
+    matrix = context.matrix()
+    assert matrix.shape == (n, len(CONTEXT_NAMES))
+    assert (matrix[:, DENSE:].sum(axis=1) >= 1).all()  # every line has its seen-count column
+
+
+def test_shape_counter_counts_earlier_lines_across_batches() -> None:
+    counter = ShapeCounter()
+    first = counter.seen(np.asarray([5, 7, 5], dtype=np.int64))
+    second = counter.seen(np.asarray([5, 9, 7, 5], dtype=np.int64))
+    assert first.tolist() == [0, 0, 1]
+    assert second.tolist() == [2, 0, 1, 3]
+
+
+def test_a_small_training_run_end_to_end(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    # each half of the cross-fit has MIN_REPOS repositories, so a word can be learned
+    for r in range(2 * MIN_REPOS):
+        repo = f"owner/repo{r}"
+        for k in range(2):
+            before, after = 5 + 7 * k + r, 30 - 6 * k
+            noise = [f"step {i}: copying assets/file{i}.txt\n".encode() for i in range(before + after)]
+            failure = [f"widget {k} exploded while checking\n".encode()]
+            lines = noise[:before] + failure + noise[before:]
+            (corpus / f"{r}-{k}.log").write_bytes(b"".join(lines))
+            (corpus / f"{r}-{k}.json").write_text(json.dumps({"repo": repo, "keep": [[before + 1, before + 1]]}))
+    out, fixture = tmp_path / "prior.npz", tmp_path / "fixture.json"
+    assert main([str(corpus), "--out", str(out), "--fixture", str(fixture)]) == 0
+    model = PriorModel.load(out)
+    noise = [f"step {i}: copying assets/file{i}.txt\n".encode() for i in range(100, 140)]
+    fresh = b"".join(noise[:17]) + b"widget 9 exploded while checking\n" + b"".join(noise[17:])
+    p = rate(model, extract(fresh))
+    assert p[17] > 0.5 > p[np.arange(p.shape[0]) != 17].max()
+    assert len(json.loads(fixture.read_text())["probability"]) == len(FIXTURE_LINES)
+
+
+def test_weights_of_another_format_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "old.npz"
+    np.savez(path, version=np.asarray(99), feature_bits=np.asarray(18))
+    with pytest.raises(ValueError, match="format 99"):
+        PriorModel.load(path)
+
+
+def test_explain_shows_the_prior_and_no_prior_turns_it_off(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    log.write_bytes(b"".join(PLAIN * 20) + b"AssertionError: expected 3 but got 4\n" + PLAIN[0] * 3)
+    out = run_cli("filter", "--format", "jsonl", "--explain", str(log))
+    assert out.returncode == 0, out.stderr
+    windows = [w for line in out.stdout.splitlines() for w in json.loads(line).get("windows", [])]
+    prior = [w for w in windows if w["reason"] == "protected:prior"]
+    assert prior and all(0 < w["prior"] <= 1 and isinstance(w["features"], list) for w in prior)
+    assert any(w["features"] for w in prior)
+    off = run_cli("filter", "--format", "jsonl", "--explain", "--no-prior", str(log))
+    assert off.returncode == 0, off.stderr
+    assert b"protected:prior" not in off.stdout
