@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from streamfilter.expand import Ref, TextRefs  # noqa: E402
 from streamfilter.filter import FilterConfig, StreamFilter  # noqa: E402
 from streamfilter.output import render  # noqa: E402
+from streamfilter.prior import PriorModel  # noqa: E402
 
 KINDS = ("maven", "gradle", "pytest", "npm", "make", "cargo", "go", "other")
 
@@ -38,11 +39,26 @@ def labelled(ranges: list[list[int]], n: int) -> set[int]:
 
 def score_case(args: tuple[Path, str | None, dict[str, str]]) -> dict[str, object]:
     meta_path, query, overrides = args
+    fields = FilterConfig.__dataclass_fields__
+    defaults = FilterConfig()
+    settings: dict[str, object] = {}
+    for k, v in overrides.items():
+        if k in fields:
+            kind = type(getattr(defaults, k))
+            settings[k] = v.lower() in ("1", "true", "yes") if kind is bool else kind(v)
+    return score(meta_path, query, settings)
+
+
+def score(
+    meta_path: Path, query: str | None, settings: dict[str, object], prior_model: PriorModel | None = None
+) -> dict[str, object]:
+    """One case through the filter in-process: recall, full, out_ratio (as the CLI's text output) and
+    the tail baseline's recall at the same bytes; ``settings`` are FilterConfig fields, ``prior_model``
+    replaces the shipped prior."""
     meta = json.loads(meta_path.read_text())
     data = meta_path.with_suffix(".log").read_bytes()
-    fields = FilterConfig.__dataclass_fields__
-    settings = {k: type(getattr(FilterConfig(), k))(v) for k, v in overrides.items() if k in fields}
-    sf = StreamFilter(FilterConfig(query=query or meta["query"], **settings), source=meta_path.stem)
+    config = FilterConfig(query=query or meta["query"], **settings)  # type: ignore[arg-type]
+    sf = StreamFilter(config, source=meta_path.stem, prior_model=prior_model)
     runs = []
     for i in range(0, len(data), 1 << 20):
         runs += sf.feed(data[i : i + (1 << 20)])
@@ -79,6 +95,7 @@ def score_case(args: tuple[Path, str | None, dict[str, str]]) -> dict[str, objec
     return {
         "case": meta_path.stem,
         "kind": meta.get("kind", "other"),
+        "repo": meta["repo"],
         "recall": recall(best, kept),
         "full": any(w <= kept for w in choices),
         "out_ratio": out / max(1, len(data)),

@@ -4,6 +4,9 @@
 Usage:
     python benchmarks/throughput.py [--sizes 200] [--repeat 1] [--data benchmarks/data]
 
+``streamfilter filter --no-prior`` runs too, so the learned prior's cost is an A/B of the same run:
+the commands alternate, ``--repeat`` rounds, and each figure is the median of its rounds.
+
 For each size (MB, 10**6 bytes) a log is generated once with ``../shared/bench/gen_log.py``
 (seeded, so the same file every time) and kept under ``--data`` (git-ignored). Each command
 runs as its own process, writing to a file; MB/s is input bytes / wall seconds, peak RSS is
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,7 +53,7 @@ def ensure_log(size_mb: int, data_dir: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="200", help="comma-separated sizes in MB (default 200)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per command; the fastest is reported")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every command; medians are reported")
     parser.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data")
     args = parser.parse_args()
     streamfilter = [sys.executable, "-m", "streamfilter", "filter"]
@@ -59,17 +63,28 @@ def main() -> int:
         for size in (int(s) for s in args.sizes.split(",")):
             log = ensure_log(size, args.data)
             mb = log.stat().st_size / 1e6
-            for name, argv in (
+            commands = (
                 ("grep -i -C3 error", ["grep", "-i", "-C3", "error", str(log)]),
                 ("streamfilter filter", [*streamfilter, str(log)]),
-            ):
-                best = min((measure(argv, out) for _ in range(args.repeat)), key=lambda r: r[0])
-                rows.append((size, name, mb / best[0], best[1], os.path.getsize(out)))
+                ("filter --no-prior", [*streamfilter, "--no-prior", str(log)]),
+            )
+            times: dict[str, list[tuple[float, float, int]]] = {name: [] for name, _ in commands}
+            for _ in range(args.repeat):
+                for name, argv in commands:
+                    seconds, rss = measure(argv, out)
+                    times[name].append((seconds, rss, os.path.getsize(out)))
+            for name, _ in commands:
+                seconds = statistics.median(t[0] for t in times[name])
+                rows.append((size, name, mb / seconds, max(t[1] for t in times[name]), times[name][-1][2]))
     print(f"command: python benchmarks/throughput.py --sizes {args.sizes} --repeat {args.repeat}")
     print(f"{'input':>8} {'tool':22} {'MB/s':>8} {'peak RSS MiB':>13} {'ratio to grep':>14} {'output bytes':>13}")
     grep_speed = {size: speed for size, name, speed, _, _ in rows if name.startswith("grep")}
     for size, name, speed, rss, out_bytes in rows:
         print(f"{size:>6}MB {name:22} {speed:8.1f} {rss:13.1f} {speed / grep_speed[size]:14.3f} {out_bytes:13d}")
+    for size in grep_speed:
+        speeds = {name: speed for s, name, speed, _, _ in rows if s == size}
+        cost = 1 - speeds["streamfilter filter"] / speeds["filter --no-prior"]
+        print(f"{size:>6}MB the prior costs {cost:.1%} of throughput (medians of {args.repeat} alternating rounds)")
     return 0
 
 
