@@ -418,12 +418,16 @@ class FileFollower:
         ``ROTATE_QUIET_SECONDS`` once deleted) or the follower stops; then end the stream and close ``fd``."""
         info = os.fstat(fd)
         ino, start = info.st_ino, offset
+        # the name it has now: a ref written after it was deleted names it still (expand then says so)
+        name = next(iter(self._names_of(ino)), self.path)
+        for sink in self.sinks:
+            sink.shared = True  # two streams of the path write there now: a text sink labels them
         stream = LiveStream(
             f"{self.stream_name}@{ino}",
             self.source.filter,
             self.source.timing,
             self.sinks,
-            lambda run: ref_of(next(iter(self._names_of(ino)), self.path), run, 0),
+            lambda run: ref_of(next(iter(self._names_of(ino)), name), run, 0),
             1,
             offset,
             totals=self.totals,

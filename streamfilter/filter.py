@@ -61,6 +61,9 @@ REDRAW_FRAMES = 9
 # the stream's last lines, kept with a tail that ends at an earlier exit verdict: what came after a
 # retried command's "exited with 1" may be the failure, and a CI runner's last line is its verdict
 LAST_LINES = 2
+# lines of one shape (``prior.shape_hashes``) the prior keeps per stream: out of fold on the corpus
+# the cap of 5 left recall as it was and the prior's share of the output a fifth of what it was
+PRIOR_REPEATS = 5
 MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
 
 Int64Array = npt.NDArray[np.int64]
@@ -234,6 +237,7 @@ class _Pending:
     # the prior's inputs (empty without a prior): content logit, earlier lines of its shape, blank
     logit: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     seen: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    shape: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # prior.shape_hashes
     blank: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
@@ -350,6 +354,7 @@ class StreamFilter:
         self._found = False  # a signature that shows what failed protected a line (found_tail_lines)
         self._done = False
         self._shape_counts = ShapeCounter()
+        self._prior_repeats = ShapeCounter()  # lines the prior rated at its cut, by shape
         self._prior_done = start_line - 1  # stream index of the first line the prior has not rated
         self._logit_before = np.zeros(0, dtype=np.float64)  # the last logits of lines decided and gone
         self._prior_why: dict[int, tuple[float, tuple[str, ...]]] = {}  # explain: 1-based line -> rating
@@ -618,6 +623,7 @@ class StreamFilter:
         if self._prior is not None:
             p.logit = np.concatenate((p.logit, facts.prior_logits))
             p.seen = np.concatenate((p.seen, self._shape_counts.seen(facts.shape_hashes)))
+            p.shape = np.concatenate((p.shape, facts.shape_hashes))
             p.blank = np.concatenate((p.blank, layout.blank))
         self._buf += block.data
         self._hits = np.concatenate((self._hits, hits + first))
@@ -865,6 +871,9 @@ class StreamFilter:
         weak |= p.blank[lo:hi]
         fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, self._hits)
         rated = rated[fresh]
+        # the first PRIOR_REPEATS of a shape: a line repeated by the dozen (a stack frame of every
+        # failing test, a config file's "#" lines) is not each time the failure
+        rated = rated[self._prior_repeats.seen(p.shape[rated]) < PRIOR_REPEATS]
         self._prior_done = upto
         if not rated.shape[0]:
             return
@@ -1220,7 +1229,7 @@ class StreamFilter:
         p.tokens, p.tf = p.tokens[n:], p.tf[n:]
         if self._prior is not None:
             self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]
-            p.logit, p.seen, p.blank = p.logit[n:], p.seen[n:], p.blank[n:]
+            p.logit, p.seen, p.shape, p.blank = p.logit[n:], p.seen[n:], p.shape[n:], p.blank[n:]
             # a window's trace looks up the rating of its first hit, at most a window's lines back
             for line in [k for k in self._prior_why if k <= p.base - self.config.window_lines]:
                 del self._prior_why[line]

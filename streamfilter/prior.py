@@ -49,7 +49,7 @@ __all__ = (
     "to_verdict",
 )
 
-FEATURE_BITS = 18
+FEATURE_BITS = 20
 N_FEATURES = 1 << FEATURE_BITS
 # lines after a line that its context features look at: the stream's end and the next exit
 # verdict within this many lines (the filter's look-ahead is far longer, so streaming knows them)
@@ -381,9 +381,10 @@ class PriorModel:
         ]
         ids = np.concatenate((_hash(_UNIGRAM, keys), _hash(_BIGRAM, keys[:-1], keys[1:])))
         labels = names + [f"{a} {b}" for a, b in itertools.pairwise(names)]
-        weights = self.content[ids]
+        _, first = np.unique(ids, return_index=True)  # a word twice in the line is one feature
+        weights = self.content[ids[first]]
         order = np.argsort(-weights, kind="stable")[:k]
-        return tuple(labels[i] for i in order.tolist() if weights[i] > 0)
+        return tuple(labels[first[i]] for i in order.tolist() if weights[i] > 0)
 
     def save(self, path: Path) -> None:
         """Write the weights as a compressed numpy archive (the content weights as float16).

@@ -422,8 +422,13 @@ def test_a_writer_that_never_reopens_its_rotated_log_loses_nothing(tmp_path: Pat
     """logrotate without copytruncate, and a program that goes on writing to the renamed file for
     12 s, past the 5 s the follower waits before it moves to the new file: a late reader reads the
     renamed file on as a stream of its own, and every line is read once."""
-    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
-    body = file_to_jsonl(log, out, 'protect = ["line \\\\d+"]\ntail_lines = 0\n')
+    log, out, text_out = tmp_path / "app.log", tmp_path / "out.jsonl", tmp_path / "out.txt"
+    body = (
+        file_to_jsonl(log, out, 'protect = ["line \\\\d+"]\ntail_lines = 0\n').replace(
+            'sinks = ["out"]', 'sinks = ["out", "text"]'
+        )
+        + f'[[sink]]\nname = "text"\ntype = "file"\npath = "{text_out}"\n'
+    )
     log.write_bytes(b"")
     live = start(tmp_path, body)
     with log.open("ab", buffering=0) as old:
@@ -447,6 +452,10 @@ def test_a_writer_that_never_reopens_its_rotated_log_loses_nothing(tmp_path: Pat
     late = {e["source"] for e in runs(events)} - {"app"}
     assert len(late) == 1 and late.pop().startswith("app@")
     assert live.log_event("file.rotated")["late_reader"] is True
+    # a text sink tells the late stream apart from the path's (labelled as the path's writes it next)
+    lines = text_out.read_text().splitlines()
+    label = next(i for i, line in enumerate(lines) if line.startswith("==> app@"))
+    assert any(line.startswith("late line") for line in lines[label:])
 
 
 def test_restart_after_a_rotation_while_down_reads_the_rest_of_the_rotated_file_first(tmp_path: Path) -> None:

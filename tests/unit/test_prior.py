@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import streamfilter.filter as filter_module
 from streamfilter.filter import FilterConfig, StreamFilter
 from streamfilter.prior import CONTEXT_NAMES, DENSE, PriorModel, ShapeCounter, context_features, default_model
 from streamfilter.records import Run
@@ -73,9 +74,10 @@ def test_shipped_weights_are_small_and_rate_an_assertion_above_a_build_step() ->
     assert p[2] > p[0]  # "AssertionError: expected 3 but got 4" over "Compiling widget"
 
 
-def test_the_filter_keeps_exactly_the_lines_training_rates_at_the_cut() -> None:
+def test_the_filter_keeps_exactly_the_lines_training_rates_at_the_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     """The streaming features (look-ahead, the end, the next exit verdict, shape counts) are the
     training script's: with one-line windows each prior hit is its own window."""
+    monkeypatch.setattr(filter_module, "PRIOR_REPEATS", 1 << 30)  # (every rated line, repeats too)
     data = b"".join(PLAIN[i % len(PLAIN)] for i in range(0, 600, 7)) * 3
     data += b"Process completed with exit code 1.\n" + b"".join(PLAIN[:6])
     model = default_model()
@@ -144,6 +146,15 @@ def test_the_compact_context_rates_as_its_matrix_does() -> None:
     matrix = context.matrix()
     assert matrix.shape == (n, len(CONTEXT_NAMES))
     assert (matrix[:, DENSE:].sum(axis=1) >= 1).all()  # every line has its seen-count column
+
+
+def test_the_prior_keeps_a_shape_at_most_prior_repeats_times() -> None:
+    line = b"widget totals differ: want 3 have 4\n"  # (no signature, no query term)
+    data = b"".join(PLAIN * 3) + line * 30 + PLAIN[0] * 3
+    model = replace(default_model(), cut=0.0)  # every line is rated at the cut
+    runs = runs_of(data, FilterConfig(explain=True, window_lines=1, tail_lines=0, context_lines=0), model)
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert kept.count(line) == filter_module.PRIOR_REPEATS
 
 
 def test_shape_counter_counts_earlier_lines_across_batches() -> None:
