@@ -817,7 +817,7 @@ class StreamFilter:
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
-        weak = (self._lengths(0, n) > cfg.max_line_bytes) | ((p.frames[:n] > REDRAW_FRAMES) & ~p.term[:n])
+        weak = self._weak(0, n)
         if weak.any():
             keep &= ~weak | p.hit[:n]
         natural = None
@@ -865,10 +865,8 @@ class StreamFilter:
         )
         prob = self._prior.probability(context)
         rated = np.flatnonzero(prob >= self._prior.cut) + lo
-        # not a line that is a hit already, a blank line, an over-long line or a progress display (as
-        # _emit's weak lines)
-        weak = (self._lengths(lo, hi) > cfg.max_line_bytes) | ((p.frames[lo:hi] > REDRAW_FRAMES) & ~p.term[lo:hi])
-        weak |= p.blank[lo:hi]
+        # not a line that is a hit already, a blank line, an over-long line or a progress display
+        weak = self._weak(lo, hi) | p.blank[lo:hi]
         fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, self._hits)
         rated = rated[fresh]
         # the first PRIOR_REPEATS of a shape: a line repeated by the dozen (a stack frame of every
@@ -1023,6 +1021,14 @@ class StreamFilter:
             prior,
             features,
         )
+
+    def _weak(self, a: int, b: int) -> npt.NDArray[np.bool_]:
+        """Shape ``(b - a,)``: which of pending lines ``a .. b-1`` are kept only as protected hits
+        themselves: over-long lines, and lines redrawn by carriage returns with no query term."""
+        p = self._p
+        long = self._lengths(a, b) > self.config.max_line_bytes
+        weak: npt.NDArray[np.bool_] = long | ((p.frames[a:b] > REDRAW_FRAMES) & ~p.term[a:b])
+        return weak
 
     def _line_start(self, rel: int) -> int:
         return int(self._p.ends[rel - 1]) if rel > 0 else self._buf_start
@@ -1230,8 +1236,9 @@ class StreamFilter:
         if self._prior is not None:
             self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]
             p.logit, p.seen, p.shape, p.blank = p.logit[n:], p.seen[n:], p.shape[n:], p.blank[n:]
-            # a window's trace looks up the rating of its first hit, at most a window's lines back
-            for line in [k for k in self._prior_why if k <= p.base - self.config.window_lines]:
+            # a window's trace looks up the rating of its first hit, at most a window's lines back (a
+            # window holds up to 4 times window_lines with its continuation lines)
+            for line in [k for k in self._prior_why if k <= p.base - 4 * self.config.window_lines]:
                 del self._prior_why[line]
         if first_window is not None and first_window > self._w_base:
             k = first_window - self._w_base

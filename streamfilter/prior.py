@@ -7,14 +7,15 @@ Format-agnostic, so that it keeps failures of tools no signature knows. Two logi
   each word token and each pair of adjacent tokens, with numbers and the letters stuck to them
   masked (``3eb6`` is an id, not a word); its first token; its first and last non-blank byte when
   punctuation (``>``, ``:``, ``^``); its indentation and length in buckets; whether it names a
-  ``path.ext:line``. Pure per line: ``content_logits(facts) -> (n_lines,)``.
+  ``path.ext:line``. Pure per line: ``content_features`` then ``PriorModel.content_logits``.
 - **context**: the content logits of the line and of its neighbours, where the line stands
   relative to the stream's end and to the next exit verdict, and how often its shape came before
-  in the stream. ``context_features`` builds that matrix; ``PriorModel.probability`` combines.
+  in the stream. ``context_features`` builds it (a ``Context``); ``PriorModel.probability`` combines.
 
-Only hashed ids and weights ship (``prior.npz``, a few hundred KB), never a word list. Features a
-training set saw in fewer than a few repositories get no weight, so the model cannot learn one
-project's names (``train_prior.MIN_REPOS``).
+Only hashed ids and weights ship (``prior.npz``, about 70 KB), never a word list. Features a
+training set saw in fewer than ``train_prior.MIN_REPOS`` repositories get no weight, so the model
+learns no one project's names (but for words that share a bucket with learned ones: at 20 bits
+about one word in seventy lands on a bucket with a weight).
 """
 
 from __future__ import annotations
