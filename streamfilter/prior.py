@@ -235,6 +235,7 @@ CONTEXT_NAMES: tuple[str, ...] = (
     "content_next",
     "content_max_near",
     "content_max_before",
+    "content_far",
     *(f"end_{i}" for i in range(len(_END_EDGES) + 1)),
     *(f"verdict_{i}" for i in range(len(_VERDICT_EDGES))),
     "is_verdict",
@@ -267,7 +268,7 @@ class Context:
         return result
 
 
-DENSE = 5  # content logits: own, previous, next, most of the neighbours, most of those before
+DENSE = 6  # content logits: own, previous, next, most of the neighbours, most of those before, own far from the end
 _END_COL = DENSE
 _VERDICT_COL = _END_COL + len(_END_EDGES) + 1
 _IS_VERDICT_COL = _VERDICT_COL + len(_VERDICT_EDGES)
@@ -316,6 +317,9 @@ def context_features(
     np.maximum(before, dense[:, 2], out=near)
     for k in range(2, NEIGHBOURS + 1):
         np.maximum(near, ext[c + k : c + k + n], out=near)
+    # its own words where neither the end nor an exit verdict is near: there they are all it has
+    far = (to_end >= END_REACH) & (to_verdict >= END_REACH)
+    dense[:, 5] = np.where(far, dense[:, 0], 0.0)
     none = CONTEXT_FEATURES
     onehot = np.full((n, 5), none, dtype=np.int64)
     end_bin = np.searchsorted(np.asarray(_END_EDGES), to_end, side="right")
