@@ -343,7 +343,6 @@ class PriorModel:
         context: shape ``(CONTEXT_FEATURES,)`` float64: the context model's weights.
         context_bias: its intercept.
         cut: the probability at or above which a line is kept (chosen by the training script).
-        version: the weights' format version (``FORMAT``).
     """
 
     content: npt.NDArray[np.float32]
@@ -351,9 +350,8 @@ class PriorModel:
     context: Float64Array
     context_bias: float
     cut: float
-    version: int = 1
 
-    FORMAT = 1
+    FORMAT = 1  # the weights' file format version (``save``, ``load``)
 
     def content_logits(self, lines: Sequence[Int64Array], ids: Sequence[Int64Array], n_lines: int) -> Float64Array:
         """Shape ``(n_lines,)``: the content logit of each line, from ``content_features``' pairs

@@ -27,13 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from .filter import FilterConfig
 from .lines import LineSplitter
 from .prepare import Preparer
 from .prior import (
@@ -60,6 +61,7 @@ NEGATIVE_SHARE = 0.15  # the share of unlabelled lines sampled for fitting
 L2_CONTENT = 3e-4  # per training line (the sum of the loss is divided by the lines' weight)
 L2_CONTEXT = 1e-4
 STEPS = 250
+INNER_FOLDS = 2  # folds of the cross-fit that gives the second stage its content logits
 LEARNING_RATE = 0.05
 
 
@@ -96,7 +98,7 @@ def extract(data: bytes, name: str = "-", repo: str = "-", keep: Sequence[Sequen
         name, repo: what the case is called and where it comes from.
         keep: ``[first, last]`` 1-based inclusive line ranges labelled to keep.
     """
-    preparer = Preparer(Query.parse(""), SignatureSet(), 1 << 20)
+    preparer = Preparer(Query.parse(""), SignatureSet(), FilterConfig().max_line_bytes)
     splitter = LineSplitter()
     blocks = [b for b in (splitter.feed(data), splitter.flush()) if b is not None]
     counter = ShapeCounter()
@@ -171,13 +173,15 @@ def _allowed(cases: Sequence[CaseData]) -> npt.NDArray[np.bool_]:
     return np.bincount(unique % N_FEATURES, minlength=N_FEATURES) >= MIN_REPOS
 
 
-def _adam(grad: object, x0: Float64Array, steps: int = STEPS, rate: float = LEARNING_RATE) -> Float64Array:
+def _adam(
+    grad: Callable[[Float64Array], Float64Array], x0: Float64Array, steps: int = STEPS, rate: float = LEARNING_RATE
+) -> Float64Array:
     """Minimize with full-batch Adam; ``grad(x) -> gradient`` (shape of ``x0``)."""
     x = x0.copy()
     m = np.zeros_like(x)
     v = np.zeros_like(x)
     for t in range(1, steps + 1):
-        g = grad(x)  # type: ignore[operator]
+        g = grad(x)
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
         x -= rate * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
@@ -256,7 +260,7 @@ def _fit_context(xs: Float64Array, y: Float64Array, w: Float64Array) -> Float64A
     return beta
 
 
-def fit(cases: Sequence[CaseData], seed: int = 0, cut: float = CUT, inner_folds: int = 2) -> PriorModel:
+def fit(cases: Sequence[CaseData], seed: int = 0, cut: float = CUT) -> PriorModel:
     """Fit both stages on ``cases`` (see the module's docstring).
 
     Raises:
@@ -268,9 +272,9 @@ def fit(cases: Sequence[CaseData], seed: int = 0, cut: float = CUT, inner_folds:
     samples = _sample(cases, seed)
     # the second stage learns from content logits of lines the first stage did not fit on
     rng = np.random.default_rng(seed + 1)
-    fold_of = {r: int(k) % inner_folds for r, k in zip(repos, rng.permutation(len(repos)), strict=True)}
+    fold_of = {r: int(k) % INNER_FOLDS for r, k in zip(repos, rng.permutation(len(repos)), strict=True)}
     held_logits: list[Float64Array | None] = [None] * len(cases)
-    for k in range(inner_folds):
+    for k in range(INNER_FOLDS):
         train = [i for i, c in enumerate(cases) if fold_of[c.repo] != k]
         weights = _fit_content([cases[i] for i in train], [samples[i] for i in train])
         for i, case in enumerate(cases):
