@@ -239,10 +239,10 @@ def _kind(reason: str) -> int | None:
     """The kind of unit a window with this reason starts (None: it continues the unit before it).
     A line of the learned prior is a likely failure line, not a known one: its unit is chosen with
     the scored windows, after the signatures'."""
-    if reason.startswith("protected:") and reason != "protected:prior":
-        return PROTECTED
     if reason == "protected:prior":
         return SCORED
+    if reason.startswith("protected:"):
+        return PROTECTED
     return {"tail": TAIL, "score": SCORED, "head": HEAD}.get(reason)
 
 
