@@ -34,7 +34,7 @@ EVALUATE = ROOT.parent / "shared" / "eval" / "evaluate.py"
 CLI = Path(sys.executable).parent / "streamfilter"
 sys.path.insert(0, str(ROOT))
 
-from streamfilter.budget import estimate_tokens  # noqa: E402
+from streamfilter.core.budget import estimate_tokens  # noqa: E402
 
 COUNT_JS = """
 const { encode } = require(process.argv[2] + '/gpt-tokenizer/cjs/encoding/o200k_base.js');

@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from quality import KINDS, score  # noqa: E402
 
-from streamfilter.filter import DEFAULT_QUERY  # noqa: E402
-from streamfilter.prior import PriorModel  # noqa: E402
+from streamfilter.core.filter import DEFAULT_QUERY  # noqa: E402
+from streamfilter.core.prior import PriorModel  # noqa: E402
 from streamfilter.train_prior import CUT, CaseData, extract, fit  # noqa: E402
 
 _MODELS: dict[str, PriorModel] = {}  # set in each pool process (``_init``)

@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streamfilter.filter import FilterConfig, StreamFilter  # noqa: E402
-from streamfilter.normalize import strip_ansi  # noqa: E402
-from streamfilter.output import render  # noqa: E402
+from streamfilter.core.filter import FilterConfig, StreamFilter  # noqa: E402
+from streamfilter.core.normalize import strip_ansi  # noqa: E402
+from streamfilter.core.output import render  # noqa: E402
 
 
 def analyse(meta_path: Path, query: str | None) -> dict[str, object] | None:

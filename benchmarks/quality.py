@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streamfilter.expand import Ref, TextRefs  # noqa: E402
-from streamfilter.filter import FilterConfig, StreamFilter  # noqa: E402
-from streamfilter.output import render  # noqa: E402
-from streamfilter.prior import PriorModel  # noqa: E402
+from streamfilter.core.filter import FilterConfig, StreamFilter  # noqa: E402
+from streamfilter.core.output import render  # noqa: E402
+from streamfilter.core.prior import PriorModel  # noqa: E402
+from streamfilter.live.expand import Ref, TextRefs  # noqa: E402
 
 KINDS = ("maven", "gradle", "pytest", "npm", "make", "cargo", "go", "other")
 

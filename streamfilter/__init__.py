@@ -6,10 +6,10 @@ stages; see README.md for the command line.
 
 from __future__ import annotations
 
-from .errors import InputError, StreamfilterError, UsageError
-from .filter import DEFAULT_QUERY, FilterConfig, FilterStats, Notice, StreamFilter
-from .records import LineBlock, Run
-from .tokens import Query, tokenize
+from .core.errors import InputError, StreamfilterError, UsageError
+from .core.filter import DEFAULT_QUERY, FilterConfig, FilterStats, Notice, StreamFilter
+from .core.records import LineBlock, Run
+from .core.tokens import Query, tokenize
 
 __version__ = "0.1.0"
 

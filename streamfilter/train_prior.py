@@ -1,8 +1,8 @@
-"""Fit the line prior (``streamfilter.prior``) on labelled logs, and write its weights.
+"""Fit the line prior (``streamfilter.core.prior``) on labelled logs, and write its weights.
 
 Usage::
 
-    python -m streamfilter.train_prior ../shared/corpus --out streamfilter/prior.npz \
+    python -m streamfilter.train_prior ../shared/corpus --out streamfilter/core/prior.npz \
         --fixture tests/data/prior-fixture.json
 
 A corpus folder holds ``NAME.log`` beside ``NAME.json`` with ``keep`` (1-based inclusive line
@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from .filter import FilterConfig
-from .lines import LineSplitter
-from .prepare import Preparer
-from .prior import (
+from .core.filter import FilterConfig
+from .core.lines import LineSplitter
+from .core.prepare import Preparer
+from .core.prior import (
     N_FEATURES,
     PriorModel,
     ShapeCounter,
@@ -47,8 +47,8 @@ from .prior import (
     shape_hashes,
     to_verdict,
 )
-from .signatures import SignatureSet
-from .tokens import Query, token_table
+from .core.signatures import SignatureSet
+from .core.tokens import Query, token_table
 
 __all__ = ("CUT", "FIXTURE_LINES", "MIN_REPOS", "CaseData", "extract", "fit", "load_corpus", "main", "rate")
 

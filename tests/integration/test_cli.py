@@ -17,9 +17,9 @@ from typing import IO, BinaryIO
 
 import pytest
 
-from streamfilter.budget import estimate_tokens
-from streamfilter.checkpoint import ReadPosition
-from streamfilter.filter import FilterConfig
+from streamfilter.core.budget import estimate_tokens
+from streamfilter.core.filter import FilterConfig
+from streamfilter.live.checkpoint import ReadPosition
 from tests.conftest import CORPUS, ROOT, need, run_cli
 
 EXAMPLE = ROOT / "examples" / "pytest-failure.log"

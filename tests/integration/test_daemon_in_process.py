@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from streamfilter.config import load_config
-from streamfilter.daemon import run_daemon
+from streamfilter.live.config import load_config
+from streamfilter.live.daemon import run_daemon
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from streamfilter.expand import Archive, Ref, RefError, TextRefs, archive_refs
-from streamfilter.filter import FilterConfig, StreamFilter
+from streamfilter.core.filter import FilterConfig, StreamFilter
+from streamfilter.live.expand import Archive, Ref, RefError, TextRefs, archive_refs
 
 LOG = (
     b"INFO start\r\n"

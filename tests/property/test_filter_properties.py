@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from streamfilter.filter import MAX_TRACES, FilterConfig, StreamFilter
-from streamfilter.records import Run
+from streamfilter.core.filter import MAX_TRACES, FilterConfig, StreamFilter
+from streamfilter.core.records import Run
 from tests.conftest import CORPUS, need
 
 FRAGMENTS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.sockets import LineCap
+from streamfilter.live.sockets import LineCap
 from tests.integration.test_daemon import connect_unix, runs, start
 
 CAP = 16

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from streamfilter.budget import (
+from streamfilter.core.budget import (
     BUDGET_SUMMARY_CHARS,
     PROTECTED,
     SUMMARY_CHARS_PER_TOKEN,
@@ -23,9 +23,9 @@ from streamfilter.budget import (
     estimate_tokens,
     token_prefix,
 )
-from streamfilter.filter import FilterConfig, StreamFilter, asked_patterns
-from streamfilter.records import Run
-from streamfilter.signatures import LEAD_IN
+from streamfilter.core.filter import FilterConfig, StreamFilter, asked_patterns
+from streamfilter.core.records import Run
+from streamfilter.core.signatures import LEAD_IN
 from tests.property.test_filter_properties import CONFIGS, input_lines, streams
 
 # what the choice counts for a summary line (the CLI adds its ref's length / REF_BYTES_PER_TOKEN)

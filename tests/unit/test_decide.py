@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.decide import CutTracker, RepeatGate, otsu_threshold, protected_ranges
+from streamfilter.core.decide import CutTracker, RepeatGate, otsu_threshold, protected_ranges
 
 
 def test_otsu_separates_two_clusters() -> None:

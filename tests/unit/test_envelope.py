@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamfilter.envelope import MAX_CONTROL_BYTES, PREFIX, Control, EnvelopeSplitter, control_line
+from streamfilter.live.envelope import MAX_CONTROL_BYTES, PREFIX, Control, EnvelopeSplitter, control_line
 
 PIECES = [
     control_line("run-start", run="a", command="make", query="error"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamfilter.filter import FilterConfig, StreamFilter
+from streamfilter.core.filter import FilterConfig, StreamFilter
 
 
 def test_every_piece_of_a_protected_window_names_its_first_hit_line() -> None:

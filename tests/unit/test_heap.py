@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 
-from streamfilter._heap import keep_block_buffers
+from streamfilter.core._heap import keep_block_buffers
 
 
 def test_thresholds_are_set_on_glibc_and_only_once() -> None:

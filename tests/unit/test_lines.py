@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamfilter.lines import LineSplitter, utf8_cut
+from streamfilter.core.lines import LineSplitter, utf8_cut
 
 
 def split_all(chunks: list[bytes]) -> list[tuple[int, int, bytes]]:

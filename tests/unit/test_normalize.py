@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.filter import FilterConfig, StreamFilter
-from streamfilter.normalize import (
+from streamfilter.core.filter import FilterConfig, StreamFilter
+from streamfilter.core.normalize import (
     _SERVICE_PREFIX,
     _TIMESTAMP_PREFIX,
     _line_ends,

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import streamfilter.filter as filter_module
-from streamfilter.filter import FilterConfig, StreamFilter
-from streamfilter.prior import CONTEXT_NAMES, DENSE, PriorModel, ShapeCounter, context_features, default_model
-from streamfilter.records import Run
+import streamfilter.core.filter as filter_module
+from streamfilter.core.filter import FilterConfig, StreamFilter
+from streamfilter.core.prior import CONTEXT_NAMES, DENSE, PriorModel, ShapeCounter, context_features, default_model
+from streamfilter.core.records import Run
 from streamfilter.train_prior import FIXTURE_LINES, MIN_REPOS, extract, main, rate
 from tests.conftest import ROOT, run_cli
 

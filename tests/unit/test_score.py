@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Plus
 
-from streamfilter.score import BM25Scorer
-from streamfilter.tokens import Query
+from streamfilter.core.score import BM25Scorer
+from streamfilter.core.tokens import Query
 
 DOCS = [
     b"collected 12 items",

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from streamfilter.systemd import Notifier, listen_fds
+from streamfilter.live.systemd import Notifier, listen_fds
 
 
 @pytest.fixture

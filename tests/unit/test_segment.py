@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.segment import LineLayout, Segmenter, WindowAssignment, line_layout
-from streamfilter.tokens import token_table
+from streamfilter.core.segment import LineLayout, Segmenter, WindowAssignment, line_layout
+from streamfilter.core.tokens import token_table
 
 
 def windows(text: bytes, n: int = 8, m: int = 1200, chunks: int = 1) -> list[list[int]]:

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamfilter.filter import FilterConfig, StreamFilter
-from streamfilter.normalize import strip_ansi
-from streamfilter.segment import line_layout
-from streamfilter.signatures import DEFAULT_SIGNATURES, LEAD_IN, SignatureSet, first_bytes, required_literal
-from streamfilter.tokens import token_table
+from streamfilter.core.filter import FilterConfig, StreamFilter
+from streamfilter.core.normalize import strip_ansi
+from streamfilter.core.segment import line_layout
+from streamfilter.core.signatures import DEFAULT_SIGNATURES, LEAD_IN, SignatureSet, first_bytes, required_literal
+from streamfilter.core.tokens import token_table
 
 LINES = [
     ("python-traceback", b"Traceback (most recent call last):"),
@@ -345,7 +345,7 @@ def test_a_link_checker_report_is_kept_to_the_end_of_its_record_only() -> None:
 
 def test_the_readme_lists_every_built_in_signature_by_name() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    listed = readme.split("The built-in failure signatures", 1)[1].split("(`streamfilter/signatures.py`)", 1)[0]
+    listed = readme.split("The built-in failure signatures", 1)[1].split("(`streamfilter/core/signatures.py`)", 1)[0]
     names = re.findall(r"[a-z][a-z0-9E]*(?:-[a-zA-Z0-9]+)+|[a-z]+(?=,|\n| \()", listed.split(":", 1)[1])
     assert sorted(names) == sorted(s.name for s in DEFAULT_SIGNATURES)
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.normalize import normalize_block
-from streamfilter.summarize import (
+from streamfilter.core.normalize import normalize_block
+from streamfilter.core.summarize import (
     _SHAPE_SOURCE_BYTES,
     DropSummary,
     _mask,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.filter import FilterConfig, Run, StreamFilter
+from streamfilter.core.filter import FilterConfig, Run, StreamFilter
 
 NOISE = b"".join(b"Downloading artifact %d of 400 from cache\n" % i for i in range(400))
 BEFORE = b"".join(b"checking module %d\n" % i for i in range(10))

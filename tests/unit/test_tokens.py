@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfilter.tokens import Query, count_terms, tokenize
+from streamfilter.core.tokens import Query, count_terms, tokenize
 
 
 def test_tokenizer_splits_case_and_kind_changes() -> None:

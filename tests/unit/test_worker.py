@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from streamfilter.filter import StreamFilter
-from streamfilter.records import Run
-from streamfilter.worker import MIN_FILE_BYTES, FactsWorker, worth_a_worker
+from streamfilter.core.filter import StreamFilter
+from streamfilter.core.records import Run
+from streamfilter.core.worker import MIN_FILE_BYTES, FactsWorker, worth_a_worker
 
 PIECES = [
     b"\x1b[1m\x1b[32m   Compiling\x1b[0m serde v1.0.%d\n",

@@ -431,7 +431,7 @@ class PriorModel:
 
 @functools.cache
 def default_model() -> PriorModel:
-    """The weights that ship in the package (``streamfilter/prior.npz``), loaded once per process.
+    """The weights that ship in the package (``streamfilter/core/prior.npz``), loaded once per process.
 
     Raises:
         OSError, ValueError: as ``PriorModel.load``.

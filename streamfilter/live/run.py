@@ -28,14 +28,14 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
 
+from ..core.errors import StreamfilterError, UsageError
+from ..core.filter import FilterConfig
+from ..core.records import Run
 from .config import SinkConfig, SourceConfig, Timing
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
-from .errors import StreamfilterError, UsageError
 from .expand import ref_of
-from .filter import FilterConfig
-from .live import LiveStream, archived_stream, marker_event
-from .records import Run
 from .sinks import StdoutSink
+from .stream import LiveStream, archived_stream, marker_event
 
 __all__ = ("CommandError", "Tee", "parse_socket", "run_command", "send_command")
 

@@ -17,7 +17,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import StreamfilterError
+from ..core.errors import StreamfilterError
 
 __all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "ReadPosition", "fingerprint")
 

@@ -111,7 +111,7 @@ class FilterConfig:
             line shape (numbers, paths masked); later repeats are left to BM25.
         explain: attach a ``WindowTrace`` per window to each run (at most
             ``MAX_TRACES`` per run; the rest are counted in ``Run.traces_omitted``).
-        prior: the learned line prior (``streamfilter.prior``) keeps the lines it rates at or above
+        prior: the learned line prior (``streamfilter.core.prior``) keeps the lines it rates at or above
             its cut, as a failure signature keeps its hits (under the name ``prior``).
     """
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import StreamfilterError
-from .filter import MAX_COUNT, MIN_LINE_BYTES, FilterConfig
-from .output import FORMATS
-from .score import PARAMETER_RANGES
+from ..core.errors import StreamfilterError
+from ..core.filter import MAX_COUNT, MIN_LINE_BYTES, FilterConfig
+from ..core.output import FORMATS
+from ..core.score import PARAMETER_RANGES
 
 __all__ = (
     "ConfigError",

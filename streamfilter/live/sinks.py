@@ -19,11 +19,11 @@ import anyio
 from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ..core.errors import StreamfilterError
 from ._logging import get_logger
 from .config import SinkConfig
-from .errors import StreamfilterError
 from .expand import TextRefs
-from .sockets import bind_unix
+from .unix import bind_unix
 
 __all__ = ("FileSink", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
 
@@ -172,7 +172,7 @@ class SubscriberSink(Sink):
     disconnected, and a ``subscriber.dropped`` log event names the sink.
 
     Raises:
-        SocketInUseError, OSError: see ``sockets.bind_unix``.
+        SocketInUseError, OSError: see ``unix.bind_unix``.
     """
 
     def __init__(self, config: SinkConfig, task_group: TaskGroup) -> None:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
+from ..core.errors import StreamfilterError
+from ..core.records import Run
 from ._logging import get_logger
-from .errors import StreamfilterError
-from .records import Run
 
 __all__ = (
     "ARCHIVE_BYTES",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     from structlog.typing import FilteringBoundLogger
 
-    from .filter import Notice
+    from ..core.filter import Notice
 
 __all__ = ("configure_logging", "get_logger", "log_notices")
 

@@ -23,16 +23,17 @@ import anyio
 from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
+from ..core.errors import StreamfilterError, first_cause
 from ._logging import get_logger
 from .checkpoint import CheckpointStore
 from .config import ConfigError, DaemonConfig, SourceConfig, check_access, load_config, unused_sinks
-from .errors import StreamfilterError, first_cause
 from .expand import state_dir
 from .files import FileSource
-from .live import Totals, archived_stream
 from .sinks import Sink, StdoutSink, open_sink
-from .sockets import SocketInUseError, bind_unix, serve_socket_source
+from .sockets import serve_socket_source
+from .stream import Totals, archived_stream
 from .systemd import Notifier, listen_fds
+from .unix import SocketInUseError, bind_unix
 
 __all__ = ("run_daemon",)
 

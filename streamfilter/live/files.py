@@ -48,13 +48,13 @@ import watchfiles
 from anyio.abc import TaskGroup, TaskStatus
 from watchfiles._rust_notify import WatchfilesRustInternalError  # (not re-exported by watchfiles)
 
+from ..core.records import Run
 from ._logging import get_logger
 from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, ReadPosition, fingerprint
 from .config import SourceConfig, glob_directory
 from .expand import ref_of
-from .live import LiveStream, Totals
-from .records import Run
 from .sinks import Sink
+from .stream import LiveStream, Totals
 
 __all__ = ("PSEUDO_FILES", "FileFollower", "FileSource", "LeftFiles")
 

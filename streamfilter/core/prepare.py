@@ -5,7 +5,7 @@ tokens and query-term counts per line, the layout for segmentation, and the line
 that carry a failure signature (with their shapes, for the repeat gate). What
 depends on the stream so far (windows, BM25 statistics, cuts, signature limits,
 repeats) is left to ``StreamFilter``. Being a pure function of the block, it can
-run ahead of the filter in another process (``streamfilter.worker``).
+run ahead of the filter in another process (``streamfilter.core.worker``).
 """
 
 from __future__ import annotations

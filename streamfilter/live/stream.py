@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
+from ..core.filter import FilterConfig, StreamFilter
+from ..core.output import end_event, render
+from ..core.records import Run
 from ._logging import log_notices
 from .config import SourceConfig, Timing
 from .expand import Archive, archive_refs
-from .filter import FilterConfig, StreamFilter
-from .output import end_event, render
-from .records import Run
 from .sinks import Sink
 
 __all__ = ("ArchivedStream", "LiveStream", "Totals", "archived_stream", "marker_event")

@@ -1,4 +1,4 @@
-"""Socket sources (unix and TCP) and the safe binding of unix socket paths.
+"""Socket sources, unix and TCP (their unix paths are bound by ``unix.bind_unix``).
 
 Each connection is its own stream (its own line numbers, windows and statistics), filtered
 while the connection is open; a run envelope in it (``envelope``) is a stream of its own with
@@ -10,87 +10,26 @@ Reading waits while the sinks are full, so backpressure reaches the peer (its se
 
 from __future__ import annotations
 
-import os
-import socket
-import stat
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
-from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, TaskGroup
+from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
 from structlog.typing import FilteringBoundLogger
 
 from ._logging import get_logger
 from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter, printable, stop_reply
-from .errors import StreamfilterError
 
 if TYPE_CHECKING:
-    from .live import LiveStream
+    from .stream import LiveStream
 
-__all__ = ("LineCap", "SocketInUseError", "bind_unix", "serve_socket_source")
+__all__ = ("LineCap", "serve_socket_source")
 
 READ_BYTES = 1 << 16
 FINISH_SECONDS = 10.0  # most time a closing connection's stream gets to write what it holds
 DRAIN_SECONDS = 0.5  # at a stop, how long a connection is still read for what its peer sent
 REPLY_SECONDS = 2.0  # at a stop, how long a send client gets to read the reply and close
-
-
-class SocketInUseError(StreamfilterError):
-    """A unix socket path that cannot be taken: a live listener has it, or it is not a socket."""
-
-
-async def bind_unix(path: str, mode: int = 0o600, group: int | None = None) -> SocketListener:
-    """Listen on a unix socket at ``path`` with permission bits ``mode`` and group ``group`` (a gid;
-    None: the process's) from the start: both are set before it listens, so no one connects first.
-
-    A socket file left by a crashed process (connect is refused) is removed and bound
-    again; a live one is never taken, and a path that is not a socket is never touched.
-    The mode is set by the umask during ``bind``, so the socket is never more open than
-    ``mode``.
-
-    Raises:
-        SocketInUseError: a live listener has ``path``, or ``path`` is not a socket.
-        OSError: the socket cannot be created or bound, or given ``group`` (not a member: EPERM).
-    """
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        pass
-    else:
-        if not stat.S_ISSOCK(info.st_mode):
-            raise SocketInUseError(f"{path} exists and is not a socket; refusing to replace it")
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        probe.settimeout(1.0)
-        try:
-            probe.connect(path)
-        except ConnectionRefusedError:
-            os.unlink(path)
-            get_logger().info("socket.stale_removed", path=path)
-        except FileNotFoundError:
-            pass
-        else:
-            raise SocketInUseError(f"{path} is already in use by a live listener")
-        finally:
-            probe.close()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o777 & ~mode)
-    try:
-        sock.bind(path)
-        if group is not None:
-            try:
-                os.chown(path, -1, group)
-            except OSError:
-                os.unlink(path)
-                raise
-    except OSError:
-        sock.close()
-        raise
-    finally:
-        os.umask(old)
-    sock.listen(128)
-    sock.setblocking(False)
-    return await SocketListener.from_socket(sock)
 
 
 class LineCap:

@@ -664,7 +664,7 @@ class SignatureSet:
             pattern's id even when a built-in signature matches it too. They are named
             ``user1``, ... (the patterns asked for); the later extras ``query1``, ...
         prior: one more id, ``prior_id``, named ``prior``, that no text matches: the learned line
-            prior's lines (``streamfilter.prior``), which the filter protects as hits.
+            prior's lines (``streamfilter.core.prior``), which the filter protects as hits.
 
     Raises:
         UsageError: a user pattern that is not a valid regular expression.

@@ -1,0 +1,1 @@
+"""The command line: one module per subcommand, ``main`` in ``streamfilter.cli.main``."""

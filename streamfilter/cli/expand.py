@@ -1,0 +1,50 @@
+"""``streamfilter expand``: the bytes of a DROP run back from its ref."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..core.errors import StreamfilterError, UsageError
+from ..live.expand import Ref, RefError, expand
+from .io import flush_out
+from .options import count
+
+__all__ = ("add_parser",)
+
+
+def add_parser(sub: Any) -> None:
+    """The ``expand`` subcommand's options."""
+    e = sub.add_parser(
+        "expand",
+        help="print the dropped lines a summary's ref names",
+        description="Print exactly the bytes of a DROP run, from the file or the stdin archive, checked by CRC-32.",
+    )
+    e.add_argument("ref", metavar="REF", help="the ref from a summary line or a JSONL drop event")
+    e.add_argument(
+        "--context", type=count(0), default=0, metavar="N", help="also print N lines before and after (default 0)"
+    )
+    e.set_defaults(handler=_expand)
+
+
+def _expand(args: argparse.Namespace) -> int:
+    if sys.stdout is None:
+        raise StreamfilterError("cannot write output: standard output is closed")
+    out = sys.stdout.buffer
+    try:
+        ref = Ref.parse(args.ref)
+    except RefError as exc:  # not a ref at all: a bad argument, as a bad option value is
+        raise UsageError(str(exc)) from None
+    try:
+        rotated = expand(ref, out, args.context)
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
+    flush_out(out)
+    if rotated is not None:
+        sys.stderr.write(
+            f"streamfilter: note: read from {rotated}: {ref.source} was rotated, it holds other bytes now\n"
+        )
+    return 0

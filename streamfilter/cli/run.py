@@ -1,0 +1,84 @@
+"""``streamfilter run`` and ``send``: a command's output, filtered here or sent to a daemon."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..core.errors import StreamfilterError, UsageError
+from ..live.envelope import SUCCESS_TAIL_LINES
+from .options import command_argv, count, filter_config, filter_options
+
+__all__ = ("add_parser", "add_send_parser")
+
+
+def add_parser(sub: Any) -> None:
+    """The ``run`` subcommand's options."""
+    rn = sub.add_parser(
+        "run",
+        help="run a command and filter its output as it prints",
+        description="Run CMD (stdout and stderr merged), print what matters as it comes, exit with CMD's status.",
+    )
+    filter_options(rn)
+    rn.add_argument("--separate", action="store_true", help="filter stdout and stderr as two streams")
+    rn.add_argument("--tee", metavar="FILE", help="also write the whole raw output to FILE; refs point into it")
+    rn.add_argument(
+        "--success-tail",
+        type=count(0),
+        default=SUCCESS_TAIL_LINES,
+        metavar="N",
+        help="last lines kept when CMD exits 0 (on failure: --tail) (default %(default)s)",
+    )
+    rn.add_argument("--raw", action="store_true", help="on a terminal, write control bytes as they are")
+    rn.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the command to run")
+    rn.set_defaults(handler=_run)
+
+
+def add_send_parser(sub: Any) -> None:
+    """The ``send`` subcommand's options."""
+    sd = sub.add_parser(
+        "send",
+        help="run a command and stream its output to a daemon's socket source as one run",
+        description="Run CMD and send its output, in a run envelope, to a running daemon; exit with CMD's status.",
+    )
+    sd.add_argument("--socket", required=True, metavar="PATH|HOST:PORT", help="the daemon's unix or tcp source")
+    sd.add_argument("-q", "--query", help="the run's query (default: the source's)")
+    sd.add_argument("--run-id", metavar="ID", help="the run's id (default: random)")
+    sd.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the command to run")
+    sd.set_defaults(handler=_send)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ..live.run import run_command
+
+    failure_tail = args.tail_lines
+    args.tail_lines = max(args.tail_lines, args.success_tail)  # held back for the end either way
+    config = filter_config(args)
+    argv = command_argv(args)
+    return anyio.run(
+        lambda: run_command(
+            argv, config, args.format, args.separate, args.tee, args.success_tail, args.raw, failure_tail
+        )
+    )
+
+
+def _send(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ..live.run import parse_socket, send_command
+
+    if args.query is not None and not args.query.split():
+        raise UsageError("--query is empty: give at least one word")
+    argv = command_argv(args)
+    kind, where, port = parse_socket(args.socket)
+
+    async def go() -> int:
+        try:
+            stream = await (anyio.connect_tcp(where, port) if kind == "tcp" else anyio.connect_unix(where))
+        except OSError as exc:
+            raise StreamfilterError(f"cannot connect to {args.socket}: {exc.strerror or exc}") from None
+        return await send_command(stream, argv, args.query, args.run_id)
+
+    return anyio.run(go)
