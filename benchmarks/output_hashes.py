@@ -41,11 +41,12 @@ def _argvs(log: Path, query: str) -> list[tuple[str, list[str]]]:
 
 
 def _cli_main() -> Callable[[list[str]], int]:
-    found = importlib.import_module("streamfilter.cli")
-    main = getattr(found, "main", None)
-    main = getattr(main, "main", main)  # the package's main module, or (before it) the module's function
+    try:  # the command line as a package (streamfilter/cli/main.py)
+        main = importlib.import_module("streamfilter.cli.main").main
+    except ModuleNotFoundError:  # before it, one module
+        main = importlib.import_module("streamfilter.cli").main
     assert callable(main)
-    return main
+    return main  # type: ignore[no-any-return]
 
 
 def _in_process(argv: list[str]) -> tuple[bytes, int]:
