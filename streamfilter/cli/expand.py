@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core.errors import StreamfilterError, UsageError
 from ..live.expand import Ref, RefError, expand
-from .io import flush_out
+from ..live.writes import flush_out
 from .options import count
 
 __all__ = ("add_parser",)

@@ -30,19 +30,19 @@ class Parser(argparse.ArgumentParser):
         self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         parsed, rest = super().parse_known_args(args, namespace)
-        for flag, why in _FILTER_ONLY.items():
+        for flag, (where, why) in _NOT_HERE.items():
             if flag in rest or any(arg.startswith(flag + "=") for arg in rest):
-                self.error(f"{flag} is an option of filter only ({why})")
+                self.error(f"{flag} is an option of {where} only ({why})")
         return parsed, rest
 
 
-# options a user of filter may reach for with follow or run, each with why they are filter's only
-_FILTER_ONLY = {
+# options a user of filter may reach for with another subcommand: where they are, and why only there
+_NOT_HERE = {
     "--budget-tokens": (
-        "a budget is decided over the whole input; these write as it comes. For a command's output: "
-        "streamfilter run --tee FILE -- CMD >/dev/null, then streamfilter filter --budget-tokens N FILE"
+        "filter and run",
+        "a budget is decided over a whole input; follow writes lines as they come",
     ),
-    "--explain": "decision traces are for filter's JSONL",
+    "--explain": ("filter", "decision traces are for filter's JSONL"),
 }
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from typing import Any, BinaryIO, cast
 
 from ..core.errors import StreamfilterError, UsageError
 from ..live.envelope import SUCCESS_TAIL_LINES
+from ..live.writes import Escaped
 from .options import command_argv, count, filter_config, filter_options
 
 __all__ = ("add_parser", "add_send_parser")
@@ -16,7 +18,7 @@ def add_parser(sub: Any) -> None:
     """The ``run`` subcommand's options."""
     rn = sub.add_parser(
         "run",
-        help="run a command and filter its output as it prints",
+        help="run a command and filter its output as it prints (or, within a token budget, when it ends)",
         description="Run CMD (stdout and stderr merged), print what matters as it comes, exit with CMD's status.",
     )
     filter_options(rn)
@@ -30,6 +32,13 @@ def add_parser(sub: Any) -> None:
         help="last lines kept when CMD exits 0 (on failure: --tail) (default %(default)s)",
     )
     rn.add_argument("--raw", action="store_true", help="on a terminal, write control bytes as they are")
+    rn.add_argument(
+        "--budget-tokens",
+        type=count(1),
+        metavar="N",
+        help="decide the output when CMD ends, within about N tokens (what an agent reads); the whole "
+        "output is kept in the --tee file or the state directory, named on the last line",
+    )
     rn.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the command to run")
     rn.set_defaults(handler=_run)
 
@@ -51,8 +60,18 @@ def add_send_parser(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..live.run import run_command
+    from ..live.run import run_budgeted, run_command
 
+    if args.budget_tokens is not None:
+        if args.separate:
+            raise UsageError("--separate does not go with --budget-tokens: a budget decides one stream, at its end")
+        config, argv = filter_config(args), command_argv(args)
+        if sys.stdout is None:
+            raise StreamfilterError("cannot write output: standard output is closed")
+        out: BinaryIO = sys.stdout.buffer
+        if not args.raw and out.isatty():
+            out = cast(BinaryIO, Escaped(out))  # only write and flush are used
+        return run_budgeted(argv, config, args.format, args.budget_tokens, out, args.tee, args.success_tail)[0]
     failure_tail = args.tail_lines
     args.tail_lines = max(args.tail_lines, args.success_tail)  # held back for the end either way
     config = filter_config(args)

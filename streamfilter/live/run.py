@@ -23,7 +23,9 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
@@ -33,11 +35,22 @@ from ..core.filter import FilterConfig
 from ..core.records import Run
 from .config import SinkConfig, SourceConfig, Timing
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
-from .expand import ref_of
+from .expand import ref_of, state_dir
 from .sinks import StdoutSink
 from .stream import LiveStream, archived_stream, marker_event
+from .writes import flush_out, write_all
 
-__all__ = ("CommandError", "Tee", "parse_socket", "run_command", "send_command")
+__all__ = (
+    "RUNS_BYTES",
+    "CommandError",
+    "Tee",
+    "capture_command",
+    "output_file",
+    "parse_socket",
+    "run_budgeted",
+    "run_command",
+    "send_command",
+)
 
 READ_BYTES = 1 << 16
 # a command's output is decided with the full look-ahead while it keeps printing (as `filter`
@@ -48,6 +61,7 @@ GRACE_SECONDS = 0.5  # after a stop signal and CMD's exit, how long its pipes ar
 REPLAY_BYTES = 16 << 20
 REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to read it and close
 MAX_REPLY_BYTES = 4096  # send: most bytes kept of a daemon's reply line not yet ended
+RUNS_BYTES = 256 << 20  # run --budget-tokens: the whole outputs kept in the state directory, in bytes
 
 
 class CommandError(StreamfilterError):
@@ -59,10 +73,14 @@ class CommandError(StreamfilterError):
         self.exit_code = exit_code
 
 
-async def _start(argv: Sequence[str], separate: bool) -> Process:
+async def _start(argv: Sequence[str], separate: bool, into: BinaryIO | None = None) -> Process:
+    """Start ``argv``, its output to pipes, or (``into``) straight to that file, stderr merged."""
     try:
         return await anyio.open_process(
-            list(argv), stdin=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE if separate else subprocess.STDOUT
+            list(argv),
+            stdin=None,
+            stdout=into if into is not None else subprocess.PIPE,
+            stderr=subprocess.PIPE if separate else subprocess.STDOUT,
         )
     except FileNotFoundError:
         raise CommandError(argv[0], "command not found", 127) from None
@@ -213,6 +231,105 @@ async def run_command(
         tee.close()
     await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=status_of(returncode)))
     return status_of(returncode)
+
+
+def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:
+    """A new file for the whole output of ``argv`` in ``folder`` (default ``runs/`` in the state
+    directory), named by time, process id and program, after evicting the oldest files there
+    until the others take at most half of ``cap_bytes``.
+
+    Raises:
+        StreamfilterError: the folder cannot be created or the file cannot be made.
+    """
+    folder = folder or state_dir() / "runs"
+    program = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in os.path.basename(argv[0]))[:40]
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        files = sorted(folder.glob("*.log"), key=lambda f: f.stat().st_mtime)
+        total = sum(f.stat().st_size for f in files)
+        for old in files:
+            if total <= cap_bytes // 2:
+                break
+            total -= old.stat().st_size
+            old.unlink(missing_ok=True)
+        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{program}.log"
+        path.touch(mode=0o600, exist_ok=False)
+    except OSError as exc:
+        raise StreamfilterError(f"cannot keep the command's output in {folder}: {exc.strerror or exc}") from None
+    return path
+
+
+async def capture_command(argv: Sequence[str], path: Path) -> int:
+    """Run ``argv`` with stdout and stderr merged into the file ``path``, passing stop signals on
+    as ``run_command`` does; return its return code (-N when a signal N killed it).
+
+    The command writes to the file itself (no pipe): its output lands in the order it printed it.
+
+    Raises:
+        CommandError: CMD cannot be started.
+        StreamfilterError: ``path`` cannot be written.
+    """
+    try:
+        into = open(path, "wb")  # noqa: ASYNC230  # opened once, before the command starts
+    except OSError as exc:
+        raise StreamfilterError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with into:
+        process = await _start(argv, separate=False, into=into)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_forward_signals, process)
+        returncode = await process.wait()
+        tg.cancel_scope.cancel()
+    await process.aclose()
+    return returncode
+
+
+def run_budgeted(
+    argv: Sequence[str],
+    config: FilterConfig,
+    fmt: str,
+    budget_tokens: int,
+    out: BinaryIO,
+    tee_path: str | None = None,
+    success_tail: int = SUCCESS_TAIL_LINES,
+) -> tuple[int, Path]:
+    """Run ``argv`` to its end, its whole output kept in a file, then write that output filtered to
+    about ``budget_tokens`` tokens to ``out``, and a last line naming the exit status and the file.
+
+    What an agent reads: it sees a command's output only once the command has ended, so the
+    output is decided over the whole run (``batch.filter_input`` within the budget), faithful on
+    failure (the tail keeps ``config.tail_lines`` lines) and terse on success (``success_tail``).
+    DROP refs point into the file (``streamfilter expand REF``), which is ``tee_path`` or a new
+    file in the state directory's ``runs/`` (``output_file``: capped, the oldest evicted).
+
+    Returns:
+        The command's exit status (128+N when a signal N killed it) and the file's path.
+
+    Raises:
+        CommandError: CMD cannot be started (a status line says so first).
+        StreamfilterError: the file or ``out`` cannot be written.
+    """
+    from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
+
+    name, command = os.path.basename(argv[0]), _command_text(argv)
+    path = Path(tee_path).resolve() if tee_path else output_file(argv)
+    try:
+        returncode = anyio.run(capture_command, argv, path)
+    except CommandError as exc:
+        write_all(
+            out,
+            marker_event(fmt, name, f"{command}: {exc.reason} (status {exc.exit_code})", "exit", status=exc.exit_code),
+        )
+        raise
+    tail = config.tail_lines if returncode != 0 else success_tail
+    done = filter_input(str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens)
+    lines = done.stats.kept_lines + done.stats.dropped_lines
+    size = done.stats.kept_bytes + done.stats.dropped_bytes
+    # the way to the whole output, without running CMD again, on the line an agent reads last
+    text = f"{exit_text(command, returncode)}; whole output ({lines} lines, {size} bytes): {path}"
+    marker = marker_event(fmt, name, text, "exit", status=status_of(returncode), output=str(path))
+    write_all(out, (b"\n" if done.last not in (b"", b"\n") else b"") + marker)
+    flush_out(out)
+    return status_of(returncode), path
 
 
 async def send_command(

@@ -132,9 +132,10 @@ def test_stdin_and_dash_read_standard_input() -> None:
         # a typo of an option is not taken for it (a fresh-user helper's find: it was, silently)
         (("filter", "--budget-token", "100", "-"), b"unrecognized arguments: --budget-token"),
         # (a fresh-user helper's find: "unrecognized arguments" said nothing of where the option is)
-        (("run", "--budget-tokens", "300", "--", "true"), b"--budget-tokens is an option of filter only"),
-        # and what to do instead (a fresh-user helper ran into it)
-        (("run", "--budget-tokens", "300", "--", "true"), b"then streamfilter filter --budget-tokens N FILE"),
+        (("follow", "--budget-tokens", "300", "x.log"), b"--budget-tokens is an option of filter and run only"),
+        # and why (a fresh-user helper ran into it)
+        (("follow", "--budget-tokens", "300", "x.log"), b"follow writes lines as they come"),
+        (("run", "--budget-tokens", "300", "--separate", "--", "true"), b"--separate does not go with --budget-tokens"),
         (("follow", "--explain", "x.log"), b"--explain is an option of filter only"),
     ],
 )

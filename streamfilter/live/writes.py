@@ -16,7 +16,7 @@ class Escaped:
     a character split between two writes is kept until the next (or ``flush``)."""
 
     def __init__(self, out: BinaryIO) -> None:
-        from ..live.sinks import escape_control_text  # the daemon's modules, only for a terminal
+        from .sinks import escape_control_text  # the daemon's modules, only for a terminal
 
         self._out = out
         self._escape = escape_control_text

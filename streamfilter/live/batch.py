@@ -1,0 +1,378 @@
+"""Filter one whole input once, a file or stdin, to a binary output, optionally within a token budget.
+
+Shared by ``streamfilter filter``, ``run --budget-tokens`` (the command's output, decided when it
+ends) and the MCP server's tools. ``filter_input`` reads the input in chunks of ``READ_BYTES``
+through one ``StreamFilter``, writing runs as they are decided (or, within a budget, at the end),
+each DROP run with a ref that ``expand`` reads back: the file itself, or the archive's copy of
+stdin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import sys
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, BinaryIO, ClassVar
+
+from ..core.budget import BUDGET_SUMMARY_CHARS, REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
+from ..core.errors import StreamfilterError
+from ..core.filter import FilterConfig, FilterStats, StreamFilter, asked_patterns
+from ..core.output import end_event, render
+from ..core.records import Run
+from ..core.worker import FactsWorker, worth_a_worker
+from ._logging import log_notices
+from .checkpoint import ReadPosition
+from .expand import Archive, TextRefs, archive_refs, ref_of
+from .writes import flush_out, write_all
+
+__all__ = ("READ_BYTES", "Filtered", "InputChanged", "StopSignals", "filter_input")
+
+READ_BYTES = 1 << 20  # bytes read per call from a file or stdin
+
+
+class _Stop(Exception):
+    """A stop signal arrived while waiting for input."""
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP stop the input between chunks, never in the middle of one.
+
+    The filter's state stays whole, so what was read is still decided and written; a signal
+    that comes while waiting for input interrupts the wait (no bytes of that read are taken).
+    """
+
+    STATUS: ClassVar[Mapping[int, int]] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.waiting = False
+        for signum in self.STATUS:
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.received = signum
+        if self.waiting:
+            raise _Stop
+
+    def read(self, handle: BinaryIO, size: int) -> bytes:
+        """The next chunk of at most ``size`` bytes, or b"" once a stop signal came."""
+        if self.received is not None:
+            return b""
+        self.waiting = True
+        try:
+            chunk: bytes = handle.read1(size)  # type: ignore[attr-defined]  # what there is, up to size
+            return chunk
+        except _Stop:
+            return b""
+        finally:
+            self.waiting = False
+
+
+@dataclass(frozen=True, slots=True)
+class Filtered:
+    """What ``filter_input`` did with one input.
+
+    Attributes:
+        last: the last byte written (b"" when nothing was): where the next output starts.
+        stats: the counts of the filter whose runs were written (lines and bytes kept and dropped).
+        changed: the file was truncated or rewritten while it was read; what was read before is
+            written (without a budget), or nothing is (within a budget).
+    """
+
+    last: bytes
+    stats: FilterStats
+    changed: InputChanged | None = None
+
+
+def filter_input(
+    name: str,
+    config: FilterConfig,
+    fmt: str,
+    out: BinaryIO,
+    signals: StopSignals | None = None,
+    budget_tokens: int | None = None,
+    header: bytes = b"",
+) -> Filtered:
+    """Filter the input ``name`` (a file path, or ``-`` for stdin) to ``out`` in format ``fmt``.
+
+    Without a budget, runs are written as they are decided, after ``header``; also after a stop
+    signal or a change of the file, what was read is decided and written. Within ``budget_tokens``
+    (estimated tokens of the text output), see ``_budgeted``.
+
+    Raises:
+        StreamfilterError: the output cannot be written, or the stdin archive cannot be made.
+        OSError: the input cannot be opened.
+    """
+    refs = _Refs(name)
+    if budget_tokens is not None:
+        try:
+            last, stats = _budgeted(config, name, fmt, budget_tokens, out, refs, signals, header)
+        except InputChanged as exc:
+            return Filtered(b"", FilterStats(), exc)
+        return Filtered(last, stats)
+    write_all(out, header)
+    writer = _Writer(out, fmt, name, refs)
+    sf = StreamFilter(config, source=name)
+    changed = None
+    with _open(name) as handle:
+        try:
+            _feed(sf, handle, writer, signals, copies=refs.copies)
+        except InputChanged as exc:
+            changed = exc
+    refs.close()
+    writer(sf.flush())
+    writer.end(sf)
+    return Filtered(writer.last or header[-1:], sf.stats, changed)
+
+
+class InputChanged(StreamfilterError):
+    """A file was truncated or rewritten while it was read, or between the two passes of a budget (exit 1)."""
+
+
+BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this
+
+
+def _budgeted(
+    config: FilterConfig,
+    name: str,
+    fmt: str,
+    tokens: int,
+    out: BinaryIO,
+    refs: _Refs,
+    signals: StopSignals | None,
+    header: bytes = b"",
+) -> tuple[bytes, FilterStats]:
+    """Filter one input within a token budget; return the last byte written and the counts of the
+    filter whose output it is.
+
+    A first pass runs the filter as usual, collecting the units it keeps
+    (``budget.UnitPool``) and its own output while that stays within the budget (or
+    within one summary line, which no budget can beat). If it did, that output is
+    written: the budget changes nothing. Else a second pass over the same bytes keeps
+    the chosen units: from the same open file (a file renamed or replaced meanwhile is
+    still the one read), or from a spool of what the first pass read (stdin, a pipe, a
+    FIFO). Its output is held until the bytes are known to be the same (CRC-32), then
+    written after ``header``.
+
+    Raises:
+        InputChanged: the file changed under the first pass (truncated or rewritten):
+            nothing is written for it, not even ``header``.
+    """
+    # a summary line: its text, then "; ref ", the ref (source, two offsets, a CRC) and a newline; the
+    # ref by its length (its offsets and CRC, unknown yet, would move an estimate of its tokens)
+    ref = f"; ref {refs.source}:{10**9}-{10**9}:{0xFFFFFFFF:08x}]\n"
+    # the chosen output's summaries are short: each piece kept apart costs one
+    terse = replace(config, summary_chars=min(config.summary_chars, BUDGET_SUMMARY_CHARS))
+    drop_tokens = terse.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
+    pool = UnitPool(tokens, drop_tokens, asked=asked_patterns(config))
+    with contextlib.ExitStack() as stack:
+        held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
+        own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens))
+        first = StreamFilter(replace(config, explain=True), source=name)
+        handle = stack.enter_context(_open(name))
+        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+        start = handle.tell() if regular else 0  # stdin redirected from a file may not start at 0
+        spool = None if regular else stack.enter_context(tempfile.TemporaryFile())  # deleted when closed
+        checksum = _Checksum()
+        copies: list[Callable[[bytes], object]] = [*refs.copies, checksum]
+        if spool is not None:
+            copies.append(spool.write)
+
+        def take(runs: list[Run]) -> None:
+            pool.add(runs)
+            if own.within_limit():  # past it, the filter's own output is not wanted
+                # the traces are for the pool; the output has them only with --explain
+                own(runs if config.explain else [replace(r, traces=(), traces_omitted=0) for r in runs])
+
+        try:
+            read = _feed(first, handle, take, signals, copies=copies)
+        except InputChanged as exc:
+            raise InputChanged(f"{exc}; nothing written for it") from None
+        refs.close()
+        take(first.flush())
+        log_notices(first.notices, name)  # the flush's own (the count of long lines past the first)
+        if own.within_limit():
+            own.end(first)
+            return _copy(held, out, header), first.stats
+        second = StreamFilter(terse, source=name, selection=pool.select())
+        again = spool if spool is not None else handle
+        again.seek(start if spool is None else 0)
+        held.seek(0)
+        held.truncate()
+        chosen = _Writer(held, fmt, name, refs)
+        check = _Checksum()
+        # the same bytes: a file that grew since the first pass is read as far as it read
+        with contextlib.suppress(InputChanged):  # a truncation: the checksums below differ, and say so
+            _feed(second, again, chosen, None, copies=(check,), limit=read, notify=False)
+        if check.total != checksum.total or check.crc != checksum.crc:
+            raise InputChanged(
+                f"{name} changed while --budget-tokens read it a second time (truncated or rewritten); "
+                "nothing written for it"
+            )
+        chosen(second.flush())
+        second.notices.clear()  # the first pass logged them
+        chosen.end(second)
+        return _copy(held, out, header), second.stats
+
+
+class _Checksum:
+    """CRC-32 and length of the chunks it is called with."""
+
+    def __init__(self) -> None:
+        self.crc = 0
+        self.total = 0
+
+    def __call__(self, chunk: bytes) -> None:
+        self.crc = zlib.crc32(chunk, self.crc)
+        self.total += len(chunk)
+
+
+def _copy(held: IO[bytes], out: BinaryIO, header: bytes) -> bytes:
+    """Write ``header``, then everything in ``held``, to ``out``; return the last byte written."""
+    write_all(out, header)
+    last = header[-1:]
+    held.seek(0)
+    while chunk := held.read(READ_BYTES):
+        write_all(out, chunk)
+        last = chunk[-1:]
+    flush_out(out)
+    return last
+
+
+class _Refs:
+    """Gives each DROP run of one input a ref: the file itself, or the archive's copy of stdin
+    (or of a FIFO, a device: what cannot be read again).
+
+    Attributes:
+        source: what the refs name (the file's absolute path, or the archive's name).
+        copies: where each chunk read must also go (the archive, for stdin).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.archive: Archive | None = None
+        self.copies: tuple[Callable[[bytes], object], ...] = ()
+        if name == "-" or not os.path.isfile(name):  # a FIFO or a device cannot be read again
+            self.archive, self.of = archive_refs(name)
+            self.source = self.archive.source if self.archive is not None else ""
+            self.copies = (self.archive.write,) if self.archive is not None else ()
+        else:
+            self.source = path = str(Path(name).resolve())
+            self.of = lambda run: ref_of(path, run)
+
+    def close(self) -> None:
+        if self.archive is not None:
+            self.archive.close()
+
+
+@contextlib.contextmanager
+def _open(name: str) -> Iterator[BinaryIO]:
+    """The input named ``name``: a file, or stdin for ``-`` (left open after)."""
+    if name == "-":
+        yield sys.stdin.buffer
+        return
+    with open(name, "rb") as handle:
+        yield handle
+
+
+class _Writer:
+    """Writes runs of one input to ``out`` in format ``fmt``, each DROP run with its ref.
+
+    ``limit``: once the runs given would take more than this many estimated tokens
+    (``budget.estimate_tokens``) in the ``text`` format (what a budget counts, whatever ``fmt``),
+    nothing more is written (``within_limit`` then says so).
+    """
+
+    def __init__(self, out: IO[bytes], fmt: str, name: str, refs: _Refs, limit: float | None = None) -> None:
+        self.out, self.fmt, self.name, self.refs = out, fmt, name, refs
+        self.text_refs = TextRefs()  # (JSONL's refs are whole; a budget counts the text's)
+        self.live = False  # flush after each batch (the input is a pipe or terminal)
+        self.limit = limit
+        self.written = 0.0
+        self.last = b""  # the last byte written
+
+    def __call__(self, runs: list[Run]) -> None:
+        for run in runs:
+            if not self.within_limit():
+                return
+            ref = self.refs.of(run)
+            text_ref = self.text_refs(ref)
+            data = render(run, self.fmt, self.name, text_ref if self.fmt == "text" else ref)
+            if self.limit is not None:
+                text = data if self.fmt == "text" else render(run, "text", "", text_ref)
+                self.written += estimate_tokens(text)
+                if not self.within_limit():
+                    return
+            write_all(self.out, data)
+            self.last = data[-1:] or self.last
+        if self.live and runs:
+            flush_out(self.out)
+
+    def within_limit(self) -> bool:
+        """Whether everything given so far was written."""
+        return self.limit is None or self.written <= self.limit
+
+    def end(self, sf: StreamFilter) -> None:
+        """Write the end of the input: notices to the log, the JSONL end event; flush."""
+        log_notices(sf.notices, self.name)
+        if self.fmt == "jsonl":
+            write_all(self.out, end_event(sf.stats, self.name))
+        flush_out(self.out)
+
+
+def _feed(
+    sf: StreamFilter,
+    handle: BinaryIO,
+    emit: Callable[[list[Run]], None],
+    signals: StopSignals | None,
+    copies: Sequence[Callable[[bytes], object]] = (),
+    limit: int = -1,
+    notify: bool = True,
+) -> int:
+    """Feed ``handle`` through ``sf``, giving runs to ``emit`` as they are decided and each chunk
+    to ``copies`` (an archive, a spool); return the bytes read.
+
+    ``signals``: stop reading when a stop signal comes. ``limit``: most bytes to read (-1: all).
+    ``notify``: log the filter's input warnings (a second pass over the same bytes does not).
+    """
+    name = sf.source
+    # a large regular file: a second process computes the stateless stages ahead
+    worker = FactsWorker(name, sf.preparer, READ_BYTES) if name != "-" and worth_a_worker(name) else None
+    if worker is not None:
+        sf.preparer = worker
+    fd = handle.fileno()
+    # a regular file is watched for truncation or a rewrite in place, as follow does; a pipe or
+    # terminal is written through as it comes, a file at the end
+    pos = ReadPosition.at(fd, handle.tell()) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    if isinstance(emit, _Writer):
+        emit.live = pos is None
+    read = 0
+    try:
+        while limit < 0 or read < limit:
+            size = READ_BYTES if limit < 0 else min(READ_BYTES, limit - read)
+            chunk = signals.read(handle, size) if signals is not None else handle.read(size)
+            if pos is not None:  # checked after the read (and at the end): a new file's bytes are not fed
+                pos.advance(chunk)
+                change = pos.change(fd)
+                if change is not None:
+                    raise InputChanged(f"{name} was {change[1]} while it was read: stopped reading it there")
+            if not chunk:
+                break
+            read += len(chunk)
+            for copy in copies:
+                copy(chunk)
+            emit(sf.feed(chunk))
+            if notify:
+                log_notices(sf.notices, name)
+            else:
+                sf.notices.clear()
+    finally:
+        if worker is not None:
+            worker.close()
+    return read

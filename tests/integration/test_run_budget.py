@@ -1,0 +1,100 @@
+"""``run --budget-tokens N``: the output decided when the command ends, within the budget, with the
+whole output kept on disk and named on the last line (what an agent reads)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from streamfilter.core.budget import estimate_tokens
+from tests.conftest import run_cli
+
+NOISY_FAILURE = (
+    'for i in $(seq 1 3000); do echo "INFO compiling module_$i.c with flags -O2 -Wall"; done; '
+    "echo 'tests/test_cart.py:42: AssertionError: expected 3 items, got 4' >&2; "
+    'for i in $(seq 1 200); do echo "INFO cleanup step $i"; done; exit 1'
+)
+
+
+def _state(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_STATE_HOME": str(tmp_path / "state")}
+
+
+def test_a_failure_is_kept_within_the_budget_and_the_last_line_names_the_whole_output(tmp_path: Path) -> None:
+    done = run_cli("run", "--budget-tokens", "400", "--", "sh", "-c", NOISY_FAILURE, env=_state(tmp_path))
+    assert done.returncode == 1
+    assert b"AssertionError: expected 3 items, got 4" in done.stdout
+    last = done.stdout.splitlines()[-1].decode()
+    assert last.startswith("[streamfilter: sh -c") and "exited with status 1" in last
+    path = Path(last.rsplit(": ", 1)[1].rstrip("]"))
+    assert path.parent == tmp_path / "state" / "streamfilter" / "runs"
+    whole = path.read_bytes()
+    assert whole.count(b"\n") == 3201 and "3201 lines" in last
+    body = done.stdout[: -len(done.stdout.splitlines()[-1]) - 1]
+    assert estimate_tokens(body) <= 400 * 1.05  # the budget (the estimate's own rounding aside)
+
+
+def test_refs_read_back_from_the_kept_output(tmp_path: Path) -> None:
+    done = run_cli(
+        "run", "--budget-tokens", "400", "--format", "jsonl", "--", "sh", "-c", NOISY_FAILURE, env=_state(tmp_path)
+    )
+    evs: list[dict[str, Any]] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert evs[-1]["event"] == "exit" and evs[-1]["status"] == 1
+    whole = Path(evs[-1]["output"]).read_bytes()
+    drops = [e for e in evs if e["event"] == "drop"]
+    assert drops
+    for drop in drops:
+        back = run_cli("expand", drop["ref"])
+        assert back.returncode == 0 and back.stdout == whole[drop["start_byte"] : drop["end_byte"]]
+    # nothing lost: the runs cover every line once, in order
+    runs = [e for e in evs if e["event"] in ("keep", "drop")]
+    assert runs[0]["first_line"] == 1 and runs[-1]["last_line"] == 3201
+    assert all(b["first_line"] == a["last_line"] + 1 for a, b in itertools.pairwise(runs))
+
+
+def test_success_is_terse_and_the_status_is_kept(tmp_path: Path) -> None:
+    script = 'for i in $(seq 1 2000); do echo "INFO step $i ok"; done; echo "all 2000 steps passed"'
+    done = run_cli("run", "--budget-tokens", "2000", "--", "sh", "-c", script, env=_state(tmp_path))
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert b"all 2000 steps passed" in done.stdout and len(lines) < 20
+
+
+def test_tee_names_where_the_whole_output_goes(tmp_path: Path) -> None:
+    tee = tmp_path / "out.log"
+    done = run_cli("run", "--budget-tokens", "300", "--tee", str(tee), "--", "sh", "-c", "echo hi; exit 4")
+    assert done.returncode == 4
+    assert tee.read_bytes() == b"hi\n"
+    assert done.stdout.splitlines()[-1].endswith(f"{tee.resolve()}]".encode())
+
+
+def test_a_missing_command_is_127_with_its_status_line(tmp_path: Path) -> None:
+    done = run_cli("run", "--budget-tokens", "300", "--", "no-such-command-here", env=_state(tmp_path))
+    assert done.returncode == 127
+    assert b"command not found (status 127)" in done.stdout
+
+
+def test_sigterm_reaches_the_command_and_what_it_printed_is_still_filtered(tmp_path: Path) -> None:
+    marker = tmp_path / "began"
+    script = f"trap 'echo ERROR got TERM; exit 143' TERM; echo started; touch {marker}; while :; do sleep 0.05; done"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "run", "--budget-tokens", "300", "--", "sh", "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **_state(tmp_path)},
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # run's signal receiver starts right after the command
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 143
+    assert b"ERROR got TERM" in out and b"exited with status 143" in out
