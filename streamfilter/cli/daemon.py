@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-from ..live._logging import get_logger
 from ..live.config import (
     check_access,
     check_places,
@@ -16,7 +15,7 @@ from ..live.config import (
     resolved,
 )
 
-__all__ = ("add_check_parser", "add_parser", "failed")
+__all__ = ("add_check_parser", "add_parser")
 
 
 def add_parser(sub: Any) -> None:
@@ -58,10 +57,3 @@ def _check_config(args: argparse.Namespace) -> int:
     resolved_config = resolved(config)
     sys.stdout.write(json.dumps(resolved_config, indent=2) + "\n")
     return 0
-
-
-def failed(command: str, error: str, exit_code: int) -> None:
-    """A daemon that cannot start or go on says so in its own logs too (``daemon.failed``, a JSON
-    line in the journal beside its other events), after the plain line."""
-    if command == "daemon":
-        get_logger().error("daemon.failed", error=error, exit_code=exit_code)

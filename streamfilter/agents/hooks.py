@@ -1,0 +1,207 @@
+"""The hook programs of Claude Code, Codex and Cursor: the agent's JSON in, its answer out.
+
+Each agent runs ``streamfilter hook AGENT`` before a shell command, with a JSON object on stdin;
+the answer rewrites the command into ``streamfilter run --budget-tokens N -- COMMAND`` when
+``wrap.rewrite`` says so, and is empty (Claude Code, Codex) or ``{}`` (Cursor) otherwise. A hook
+never stops the agent: bad input or a broken config file leaves the command as it was (a note
+goes to stderr).
+
+The documented shapes (each agent's hook reference, 2026):
+
+* Claude Code, ``PreToolUse`` on ``Bash``: in ``{"hook_event_name": "PreToolUse", "tool_name":
+  "Bash", "tool_input": {"command", "description", "timeout", "run_in_background"}, "cwd",
+  "permission_mode", ...}``; out ``{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+  "updatedInput": {...the tool input, its command rewritten}}}``. Claude Code then asks its
+  permission rules about the rewritten command, which a user's rule for the original
+  (``Bash(npm test:*)``) does not match; so when the original is allowed by the user's settings
+  files the answer also says ``"permissionDecision": "allow"``, and when a deny or ask rule
+  matches it the command is left alone (the rules then apply to it as written). Nothing is
+  allowed that the user's own rules would not allow.
+* Codex, ``PreToolUse`` on ``Bash``: in ``{"hook_event_name": "PreToolUse", "tool_name": "Bash",
+  "tool_input": {"command": "..."}, "cwd", ...}``; out as Claude Code's, where Codex takes a
+  rewrite only with ``"permissionDecision": "allow"``: the wrapped commands (the build and test
+  list) are approved by the hook; list in ``skip`` any that must keep asking.
+* Cursor, ``preToolUse`` on its shell tool: in ``{"hook_event_name": "preToolUse", "tool_name":
+  "Shell", "tool_input": {"command", ...}, "workspace_roots", ...}``; out ``{"permission":
+  "allow", "updated_input": {...}}``, or ``{}`` to leave the command alone (Cursor wants a JSON
+  object every time). ``beforeShellExecution`` cannot rewrite a command: its answer is ``{}``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .wrap import ConfigError, Rules, load_rules, rewrite
+
+__all__ = ("AGENTS", "answer", "claude_rules_say", "executable_words", "render")
+
+AGENTS = ("claude", "codex", "cursor")
+_CURSOR_SHELL_TOOLS = frozenset(("Shell", "shell", "Terminal", "run_terminal_cmd", "Bash"))
+_REASON = "streamfilter wraps build and test output (the whole output stays on disk; see its last line)"
+
+
+def _settings_files(cwd: str, env: Mapping[str, str]) -> list[Path]:
+    """Claude Code's settings files that hold permission rules, in its order of precedence."""
+    project = Path(env.get("CLAUDE_PROJECT_DIR") or cwd or ".")
+    home = Path(env.get("HOME") or Path.home())
+    return [
+        Path("/etc/claude-code/managed-settings.json"),
+        project / ".claude" / "settings.local.json",
+        project / ".claude" / "settings.json",
+        home / ".claude" / "settings.json",
+    ]
+
+
+def _rule_matches(rule: str, command: str) -> bool:
+    """Whether a Claude Code permission rule (``Bash``, ``Bash(npm test)``, ``Bash(npm test:*)``,
+    ``Bash(npm run *)``) matches one command."""
+    if rule in ("Bash", "Bash(*)"):
+        return True
+    found = re.fullmatch(r"Bash\((.*)\)", rule, re.DOTALL)
+    if found is None:
+        return False
+    pattern = found[1]
+    if pattern.endswith(":*"):
+        prefix = pattern[:-2]
+        return command == prefix or command.startswith(prefix + " ")
+    if "*" in pattern:
+        return fnmatch.fnmatchcase(command, pattern)
+    return command == pattern
+
+
+def claude_rules_say(command: str, cwd: str, env: Mapping[str, str]) -> str | None:
+    """What the user's Claude Code permission rules say of ``command``: ``deny``, ``ask`` or ``allow``
+    (the first that matches, in that order, as Claude Code weighs them), or None when none does.
+
+    A ``cd DIR && CMD`` command is asked about each part; its ``cd`` parts need no rule.
+    """
+    rules: dict[str, list[str]] = {"deny": [], "ask": [], "allow": []}
+    for path in _settings_files(cwd, env):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        permissions = doc.get("permissions") if isinstance(doc, dict) else None
+        if isinstance(permissions, dict):
+            for kind, found in rules.items():
+                listed = permissions.get(kind, [])
+                if isinstance(listed, list):
+                    found.extend(r for r in listed if isinstance(r, str))
+    parts = [p.strip() for p in command.split("&&")]
+    for kind in ("deny", "ask"):
+        if any(_rule_matches(r, p) for r in rules[kind] for p in parts):
+            return kind
+    asked = [p for p in parts if not p.startswith("cd ")]
+    if asked and all(any(_rule_matches(r, p) for r in rules["allow"]) for p in asked):
+        return "allow"
+    return None
+
+
+def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:
+    tool_input = payload.get("tool_input")
+    if payload.get("tool_name") != "Bash" or not isinstance(tool_input, dict):
+        return None
+    command = tool_input.get("command")
+    if not isinstance(command, str) or tool_input.get("run_in_background"):
+        return None  # (a background command's output is read later, in pieces)
+    said = claude_rules_say(command, str(payload.get("cwd") or ""), env)
+    if said in ("deny", "ask"):
+        return None
+    wrapped = rewrite(command, rules, executable, env).command
+    if wrapped is None:
+        return None
+    out: dict[str, Any] = {"hookEventName": "PreToolUse", "updatedInput": {**tool_input, "command": wrapped}}
+    if said == "allow" or payload.get("permission_mode") == "bypassPermissions":
+        out["permissionDecision"] = "allow"
+        out["permissionDecisionReason"] = _REASON
+    return {"hookSpecificOutput": out}
+
+
+def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    command = tool_input.get("command")
+    script: str | None = None
+    shell: list[str] = []  # the shell words before the script, when the command is an argv
+    if isinstance(command, str):
+        script = command
+    elif (  # an argv that runs a shell script: ["bash", "-lc", SCRIPT]
+        isinstance(command, list)
+        and len(command) == 3
+        and all(isinstance(w, str) for w in command)
+        and os.path.basename(command[0]) in ("bash", "sh", "zsh")
+        and command[1] in ("-c", "-lc")
+    ):
+        shell, script = command[:2], command[2]
+    if script is None:
+        return None
+    wrapped = rewrite(script, rules, executable, env).command
+    if wrapped is None:
+        return None
+    new = [*shell, wrapped] if shell else wrapped
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",  # (Codex takes a rewrite only with it)
+            "permissionDecisionReason": _REASON,
+            "updatedInput": {**tool_input, "command": new},
+        }
+    }
+
+
+def _cursor(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:
+    tool_input = payload.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if payload.get("hook_event_name") != "preToolUse" or payload.get("tool_name") not in _CURSOR_SHELL_TOOLS:
+        return {}
+    if not isinstance(tool_input, dict) or not isinstance(command, str):
+        return {}
+    wrapped = rewrite(command, rules, executable, env).command
+    if wrapped is None:
+        return {}
+    return {"permission": "allow", "updated_input": {**tool_input, "command": wrapped}, "agent_message": _REASON}
+
+
+_ANSWERS = {"claude": _claude, "codex": _codex, "cursor": _cursor}
+
+
+def answer(agent: str, payload: object, executable: Sequence[str], env: Mapping[str, str]) -> tuple[Any, str]:
+    """The hook's answer to ``payload`` (the agent's JSON, parsed) and a note for stderr (or "").
+
+    Returns:
+        ``(answer, note)``: the JSON value to print (None: print nothing) and why the command was
+        left alone when something was wrong (a bad payload, a broken config file).
+
+    Raises:
+        KeyError: ``agent`` is not one of ``AGENTS``.
+    """
+    respond = _ANSWERS[agent]
+    empty: dict[str, Any] | None = {} if agent == "cursor" else None
+    if not isinstance(payload, dict):
+        return empty, "the hook's input is not a JSON object: the command is left as it was"
+    try:
+        rules = load_rules(env)
+    except ConfigError as exc:
+        return empty, f"{exc}: the command is left as it was"
+    return respond(payload, rules, executable, env), ""
+
+
+def executable_words(argv0: str, python: str) -> list[str]:
+    """The words that start this ``streamfilter`` in a rewritten command: the console script's
+    absolute path, or ``PYTHON -m streamfilter`` when run as a module."""
+    path = Path(argv0)
+    if path.name == "streamfilter" and path.exists():
+        return [os.path.abspath(path)]  # (not resolved: a venv's script runs the venv's python)
+    return [python, "-m", "streamfilter"]
+
+
+def render(value: Any) -> str:
+    """The answer as the agent reads it: one line of JSON, or nothing."""
+    return "" if value is None else json.dumps(value) + "\n"

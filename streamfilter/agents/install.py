@@ -1,0 +1,187 @@
+"""Adding and removing the hook in an agent's settings file, keeping the rest of the file as it was.
+
+Where each agent reads its hooks (its documentation, 2026):
+
+==========  ===========================  ==================================  =======================
+agent       user file (``--user``)       project file (``--project``)        entry
+==========  ===========================  ==================================  =======================
+claude      ``~/.claude/settings.json``  ``.claude/settings.json``           ``hooks.PreToolUse``,
+                                                                             matcher ``Bash``
+codex       ``$CODEX_HOME/hooks.json``   ``.codex/hooks.json``               ``hooks.PreToolUse``,
+            (``~/.codex/hooks.json``)                                        matcher ``Bash``
+cursor      ``~/.cursor/hooks.json``     ``.cursor/hooks.json``              ``hooks.preToolUse``
+==========  ===========================  ==================================  =======================
+
+The hook entry runs ``/abs/path/streamfilter hook AGENT``. Installing twice leaves one entry (an
+entry of an older install, another path to streamfilter, is replaced); uninstalling removes only
+streamfilter's entries, and the groups and lists that it leaves empty. The file is written whole
+to a temporary file beside it and renamed over it (its mode kept), so an agent never reads half
+of it; a file that is not valid JSON is not touched.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+import shlex
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import StreamfilterError
+
+__all__ = ("Change", "InstallError", "hook_command", "plan", "settings_path", "write")
+
+_OURS = re.compile(r"(?:^|[/\s])streamfilter\s+hook\s+(?:claude|codex|cursor)\b")
+
+
+class InstallError(StreamfilterError):
+    """A settings file that cannot be read as JSON, or cannot be written (exit 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A settings file before and after: None when the file does not exist (before) or is not made (after)."""
+
+    path: Path
+    before: str | None
+    after: str | None
+
+    @property
+    def changed(self) -> bool:
+        """Whether writing ``after`` changes the file."""
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """The change as a unified diff (empty when there is none)."""
+        return "".join(
+            difflib.unified_diff(
+                (self.before or "").splitlines(keepends=True),
+                (self.after or "").splitlines(keepends=True),
+                fromfile=str(self.path) if self.before is not None else "/dev/null",
+                tofile=str(self.path),
+            )
+        )
+
+
+def settings_path(agent: str, project: bool, cwd: Path, env: Mapping[str, str]) -> Path:
+    """The file ``agent`` reads its hooks from, for the user or for the project in ``cwd``.
+
+    Raises:
+        KeyError: an unknown agent.
+    """
+    home = Path(env.get("HOME") or Path.home())
+    folder = {"claude": ".claude", "codex": ".codex", "cursor": ".cursor"}[agent]
+    name = "settings.json" if agent == "claude" else "hooks.json"
+    if project:
+        return cwd / folder / name
+    if agent == "codex" and env.get("CODEX_HOME"):
+        return Path(env["CODEX_HOME"]) / name
+    return home / folder / name
+
+
+def hook_command(agent: str, executable: Sequence[str]) -> str:
+    """The shell command an agent runs as the hook: ``/abs/path/streamfilter hook AGENT``."""
+    return shlex.join([*executable, "hook", agent])
+
+
+def _is_ours(entry: object) -> bool:
+    return isinstance(entry, dict) and isinstance(entry.get("command"), str) and bool(_OURS.search(entry["command"]))
+
+
+def _without_ours(doc: dict[str, Any], event: str, nested: bool) -> dict[str, Any]:
+    """``doc`` with streamfilter's entries under ``hooks.EVENT`` removed, and what that left empty."""
+    doc = copy.deepcopy(doc)
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict) or not isinstance(hooks.get(event), list):
+        return doc
+    kept: list[Any] = []
+    for group in hooks[event]:
+        if nested and isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            inner = [h for h in group["hooks"] if not _is_ours(h)]
+            if inner or not group["hooks"]:
+                kept.append({**group, "hooks": inner})
+        elif not _is_ours(group):
+            kept.append(group)
+    if kept:
+        hooks[event] = kept
+    else:
+        del hooks[event]
+        if not hooks:
+            del doc["hooks"]
+    return doc
+
+
+def _indent(text: str) -> int:
+    """The indentation a JSON file uses (its first indented line's), 2 when it has none."""
+    found = re.search(r"\n( +)\S", text)
+    return len(found[1]) if found else 2
+
+
+def plan(agent: str, path: Path, executable: Sequence[str], remove: bool = False) -> Change:
+    """What installing (or, with ``remove``, uninstalling) the hook does to the file at ``path``.
+
+    Raises:
+        InstallError: the file exists and is not a JSON object, or cannot be read.
+    """
+    try:
+        before: str | None = path.read_text()
+    except FileNotFoundError:
+        before = None
+    except OSError as exc:
+        raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(before) if before is not None and before.strip() else {}
+    except ValueError as exc:
+        raise InstallError(f"{path} is not valid JSON ({exc}); it was left as it was") from None
+    if not isinstance(doc, dict):
+        raise InstallError(f"{path} does not hold a JSON object; it was left as it was")
+    event, nested = ("preToolUse", False) if agent == "cursor" else ("PreToolUse", True)
+    doc = _without_ours(doc, event, nested)
+    if not remove:
+        command = hook_command(agent, executable)
+        if agent == "cursor":
+            doc.setdefault("version", 1)
+            entry: dict[str, Any] = {"command": command}
+        else:
+            entry = {"matcher": "Bash", "hooks": [{"type": "command", "command": command, "timeout": 30}]}
+        hooks = doc.setdefault("hooks", {})
+        if not isinstance(hooks, dict):
+            raise InstallError(f"{path}: its hooks key is not a JSON object; it was left as it was")
+        hooks.setdefault(event, []).append(entry)
+    if before is None and remove:
+        return Change(path, None, None)
+    after = json.dumps(doc, indent=_indent(before or ""), ensure_ascii=False) + "\n"
+    if before is not None and remove and json.loads(before or "{}") == doc:
+        after = before  # nothing of ours was there: the file stays byte for byte
+    return Change(path, before, after)
+
+
+def write(change: Change) -> None:
+    """Write ``change.after`` to its file (whole, by a rename; the folder made when missing).
+
+    Raises:
+        InstallError: the folder or the file cannot be written.
+    """
+    path = change.path
+    if change.after is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o7777 if change.before is not None else 0o644
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(change.after)
+            os.chmod(temp, mode)
+            os.replace(temp, path)
+        except BaseException:
+            os.unlink(temp)
+            raise
+    except OSError as exc:
+        raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None

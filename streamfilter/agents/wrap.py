@@ -1,0 +1,323 @@
+"""Which of an agent's shell commands a hook wraps in ``streamfilter run``, and how.
+
+A command is wrapped when it is one simple command (or ``cd DIR && `` one simple command) whose
+words begin with a build, test, lint, type-check, package-manager or CI command of the built-in
+list (``BUILTIN``) or of the user's ``wrap`` list, and none of ``skip``. Never wrapped:
+
+* a command whose output already goes elsewhere or is cut by the user: a pipe (``| head``,
+  ``| tee``), a redirection (``> file``; ``2>&1`` alone is harmless, ``run`` merges stderr anyway),
+  ``;``, ``||``, ``&``, a subshell or a group, a command over several lines;
+* a watch mode or a server (``--watch``, ``npm run dev``), an interactive command (``sbt`` alone);
+* a command that asks for its raw output: one that starts with the assignment ``STREAMFILTER_RAW=1``
+  (the word an agent or a user types), or any command while the hook's own environment has
+  ``STREAMFILTER_RAW`` set to anything but ``0`` or empty;
+* ``streamfilter`` itself.
+
+The rewrite keeps the command's own text (its quoting, ``$VAR`` and ``$(...)`` expand as before):
+``FOO=1 npm test -- -t "cart total"`` becomes
+``FOO=1 /path/streamfilter run --budget-tokens 2000 -- npm test -- -t "cart total"``; the shell
+runs it in the same directory and environment, and ``run`` exits with the command's status.
+
+The user's rules are a TOML file: ``$STREAMFILTER_HOOKS_CONFIG``, else
+``$XDG_CONFIG_HOME/streamfilter/hooks.toml`` (``~/.config/streamfilter/hooks.toml``)::
+
+    wrap = ["just test", "./run-tests.sh"]   # also wrap these (word prefixes)
+    skip = ["make deploy"]                    # never wrap these (wins over wrap and the built-ins)
+    builtin = true                            # false: wrap only what `wrap` lists
+    budget_tokens = 2000                      # the wrapped output's budget, in estimated tokens
+    query = "error failed"                    # the filter's query (default: the filter's own)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .defaults import DEFAULT_BUDGET_TOKENS
+
+__all__ = ("BUILTIN", "RAW_VARIABLE", "ConfigError", "Rules", "Wrap", "config_path", "load_rules", "rewrite")
+
+RAW_VARIABLE = "STREAMFILTER_RAW"
+
+# word prefixes of the commands wrapped by default: builds, tests, linters, type checkers,
+# package managers and CI log readers, whose output is long and whose failure is what matters
+BUILTIN: tuple[str, ...] = (
+    # Python
+    "pytest", "py.test", "python -m pytest", "python3 -m pytest", "python -m unittest", "python3 -m unittest",
+    "tox", "nox", "mypy", "python -m mypy", "python3 -m mypy", "pyright", "ruff check", "ruff format --check",
+    "flake8", "pylint", "black --check", "hatch test", "pip install", "pip3 install", "python -m pip install",
+    "python3 -m pip install", "uv pip install", "uv sync", "poetry install", "pdm install", "pre-commit run",
+    # JavaScript / TypeScript
+    "npm test", "npm t", "npm ci", "npm install", "npm i", "npm run build", "npm run test", "npm run lint",
+    "npm run typecheck", "npm run check", "npm run ci", "pnpm test", "pnpm install", "pnpm build", "pnpm lint",
+    "pnpm run build", "pnpm run test", "pnpm run lint", "yarn test", "yarn install", "yarn build", "yarn lint",
+    "bun test", "bun install", "jest", "vitest run", "tsc", "eslint", "prettier --check", "next build",
+    "vite build", "webpack",
+    # C, C++ and build systems
+    "make", "gmake", "cmake --build", "ninja", "meson compile", "meson test", "ctest", "bazel build",
+    "bazel test", "scons", "gcc", "g++", "clang", "clang++", "cc", "c++",
+    # Rust, Go
+    "cargo build", "cargo test", "cargo check", "cargo clippy", "cargo nextest", "cargo doc", "cargo bench",
+    "cargo fmt --check", "cargo install", "rustc", "go build", "go test", "go vet", "go mod", "go generate",
+    "golangci-lint run",
+    # JVM, .NET, Swift, Ruby, PHP, Elixir, Erlang
+    "mvn", "./mvnw", "gradle", "./gradlew", "sbt test", "sbt compile", "ant", "dotnet build", "dotnet test",
+    "dotnet restore", "swift build", "swift test", "bundle install", "bundle exec rspec", "bundle exec rake",
+    "rspec", "rake test", "rake spec", "composer install", "phpunit", "vendor/bin/phpunit", "mix test",
+    "mix compile", "rebar3 eunit", "rebar3 ct", "rebar3 compile",
+    # containers, infrastructure, CI logs
+    "docker build", "docker compose build", "docker buildx build", "terraform plan", "terraform validate",
+    "terraform init", "helm lint", "shellcheck", "gh run view --log", "gh run view --log-failed",
+)  # fmt: skip
+
+# command runners whose next words are the command that runs (``uv run pytest``, ``npx tsc``)
+RUNNERS = ("uv run", "poetry run", "pdm run", "pipenv run", "hatch run", "npx", "pnpm exec", "pnpm dlx",
+           "yarn dlx", "bunx", "bundle exec")  # fmt: skip
+
+# words that make a listed command a watcher, a server or a dialogue: its output never ends
+_NEVER_WORDS = frozenset(("--watch", "--watchAll", "watch", "--serve", "serve", "dev", "start",
+                          "--interactive", "menuconfig", "nconfig", "xconfig"))  # fmt: skip
+
+
+class ConfigError(Exception):
+    """The hooks' TOML file cannot be read, or holds a key or value it does not know."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What the hooks wrap, and how.
+
+    Attributes:
+        wrap: word prefixes of the commands wrapped (the built-ins and the user's ``wrap``).
+        skip: word prefixes never wrapped.
+        budget_tokens: the wrapped output's budget (``run --budget-tokens``), in estimated tokens.
+        query: the filter's query for wrapped commands (None: the filter's default).
+    """
+
+    wrap: tuple[tuple[str, ...], ...]
+    skip: tuple[tuple[str, ...], ...] = ()
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS
+    query: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Wrap:
+    """A hook's decision on one command: ``command`` is the rewritten command, or None with ``why`` not."""
+
+    command: str | None
+    why: str
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    """The hooks' TOML file: ``$STREAMFILTER_HOOKS_CONFIG``, else ``$XDG_CONFIG_HOME/streamfilter/hooks.toml``."""
+    if env.get("STREAMFILTER_HOOKS_CONFIG"):
+        return Path(env["STREAMFILTER_HOOKS_CONFIG"])
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base) / "streamfilter" / "hooks.toml"
+
+
+def _prefixes(items: object, key: str, path: Path) -> tuple[tuple[str, ...], ...]:
+    if not isinstance(items, list) or not all(isinstance(x, str) and x.split() for x in items):
+        raise ConfigError(f"{path}: {key} must be a list of commands (strings of words)")
+    return tuple(tuple(x.split()) for x in items)
+
+
+def load_rules(env: Mapping[str, str]) -> Rules:
+    """The built-in rules, changed by the user's TOML file when it exists (``config_path``).
+
+    Raises:
+        ConfigError: the file is not valid TOML, or has an unknown key (a typo) or a value of the wrong type.
+    """
+    path = config_path(env)
+    builtin = tuple(tuple(x.split()) for x in BUILTIN)
+    try:
+        with open(path, "rb") as handle:
+            doc = tomllib.load(handle)
+    except FileNotFoundError:
+        return Rules(builtin)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    known = {"wrap", "skip", "builtin", "budget_tokens", "query"}
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    use_builtin = doc.get("builtin", True)
+    if not isinstance(use_builtin, bool):
+        raise ConfigError(f"{path}: builtin must be true or false")
+    budget = doc.get("budget_tokens", DEFAULT_BUDGET_TOKENS)
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        raise ConfigError(f"{path}: budget_tokens must be a whole number of at least 1")
+    query = doc.get("query")
+    if query is not None and (not isinstance(query, str) or not query.split()):
+        raise ConfigError(f"{path}: query must be a string of words")
+    wrap = _prefixes(doc.get("wrap", []), "wrap", path)
+    skip = _prefixes(doc.get("skip", []), "skip", path)
+    return Rules((builtin if use_builtin else ()) + wrap, skip, budget, query)
+
+
+def _top_level(command: str) -> tuple[list[tuple[int, int]], str | None]:
+    """Split ``command`` at its top-level ``&&``: the segments' (start, end) character offsets, or
+    the first other shell operator found outside quotes (then the segments are not complete).
+
+    Quotes, backslashes, ``$(...)``, ``${...}`` and backquotes are skipped as the shell reads them;
+    ``2>&1`` is not an operator here.
+    """
+    segments: list[tuple[int, int]] = []
+    start, i, n = 0, 0, len(command)
+    while i < n:
+        ch = command[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            end = command.find("'", i + 1)
+            if end < 0:
+                return segments, "an unclosed quote"
+            i = end + 1
+            continue
+        if ch == '"':
+            i += 1
+            while i < n and command[i] != '"':
+                i += 2 if command[i] == "\\" else 1
+            if i >= n:
+                return segments, "an unclosed quote"
+            i += 1
+            continue
+        if ch == "`" or command.startswith(("$(", "${"), i):
+            close = {"`": "`", "$(": ")", "${": "}"}[ch if ch == "`" else command[i : i + 2]]
+            depth, i = 1, i + (1 if ch == "`" else 2)
+            while i < n and depth:
+                if command[i] == "\\":
+                    i += 1
+                elif command[i] == close:
+                    depth -= 1
+                elif close == ")" and command[i] == "(":
+                    depth += 1
+                i += 1
+            if depth:
+                return segments, "an unclosed substitution"
+            continue
+        if command.startswith("2>&1", i) and (i == 0 or command[i - 1] in " \t"):
+            i += 4
+            continue
+        if command.startswith("&&", i):
+            segments.append((start, i))
+            i += 2
+            start = i
+            continue
+        if ch in "|;&<>(){}\n":
+            if ch in "{}" and not _word_alone(command, i):
+                i += 1
+                continue
+            return segments, repr(ch) if ch != "\n" else "a second line"
+        i += 1
+    segments.append((start, n))
+    return segments, None
+
+
+def _word_alone(command: str, i: int) -> bool:
+    """Whether the brace at ``i`` is a word of its own (a group ``{ ...; }``), not part of a word."""
+    before = i == 0 or command[i - 1] in " \t"
+    after = i + 1 == len(command) or command[i + 1] in " \t"
+    return before and after
+
+
+def _program(word: str) -> str:
+    """A command's first word as the lists name it: its file name (``/usr/bin/make`` is ``make``),
+    and a versioned Python as plain ``python3`` (``python3.11 -m pytest``)."""
+    name = os.path.basename(word)
+    return "python3" if re.fullmatch(r"python3(?:\.\d+)?", name) else name
+
+
+def _starts(words: Sequence[str], prefix: Sequence[str]) -> bool:
+    if len(words) < len(prefix) or not prefix:
+        return False
+    first = words[0] if "/" in prefix[0] else _program(words[0])
+    return first == prefix[0] and all(a == b for a, b in zip(words[1:], prefix[1:], strict=False))
+
+
+def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Wrap:
+    """Decide whether ``command`` (the agent's shell command) is wrapped, and how (see the module docstring).
+
+    Args:
+        command: the shell command as the agent wrote it.
+        rules: what to wrap (``load_rules``).
+        executable: the words that start ``streamfilter`` in the rewrite (its absolute path).
+        env: the hook's environment (for ``STREAMFILTER_RAW``).
+    """
+    if env.get(RAW_VARIABLE, "") not in ("", "0"):
+        return Wrap(None, f"{RAW_VARIABLE} is set in the hook's environment")
+    segments, operator = _top_level(command)
+    if operator is not None:
+        return Wrap(None, f"not one simple command ({operator})")
+    *leading, (start, end) = segments
+    for a, b in leading:  # "cd DIR && CMD": CMD runs where it would have
+        words = shlex.split(command[a:b])
+        if not words or words[0] != "cd":
+            return Wrap(None, "only `cd DIR &&` may come before the command")
+    text = command[start:end].strip()
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        return Wrap(None, f"cannot read it as shell words ({exc})")
+    assigned = 0
+    while assigned < len(words) and "=" in words[assigned] and words[assigned].split("=")[0].isidentifier():
+        if words[assigned].split("=")[0] == RAW_VARIABLE:
+            return Wrap(None, f"it asks for its raw output ({RAW_VARIABLE}=...)")
+        assigned += 1
+    words = [w for w in words[assigned:] if w != "2>&1"]
+    if not words:
+        return Wrap(None, "no command")
+    if _program(words[0]) == "streamfilter":
+        return Wrap(None, "it is streamfilter already")
+    body = words
+    for runner in RUNNERS:
+        prefix = runner.split()
+        if _starts(words, prefix) and len(words) > len(prefix):
+            body = words[len(prefix) :]
+            break
+    if any(_starts(words, s) or _starts(body, s) for s in rules.skip):
+        return Wrap(None, "it is in skip")
+    if not any(_starts(words, p) or _starts(body, p) for p in rules.wrap):
+        return Wrap(None, "not a build, test or lint command of the list")
+    never = _NEVER_WORDS.intersection(body[1:])
+    if never:
+        return Wrap(None, f"{sorted(never)[0]!r}: a watcher, a server or a dialogue")
+    # the command's own text after its assignments: quoting and expansions stay as written
+    cut = _word_starts(text)[assigned] if assigned else 0
+    run = [*executable, "run", "--budget-tokens", str(rules.budget_tokens)]
+    if rules.query:
+        run += ["--query", rules.query]
+    wrapped = f"{text[:cut]}{shlex.join(run)} -- {text[cut:]}"
+    return Wrap(f"{command[:start].rstrip()} {wrapped}" if start else wrapped, "wrapped")
+
+
+def _word_starts(text: str) -> list[int]:
+    """The character offsets where the shell words of ``text`` (one simple command) begin."""
+    starts, i, n, in_word = [], 0, len(text), False
+    while i < n:
+        ch = text[i]
+        if ch in " \t":
+            in_word = False
+            i += 1
+            continue
+        if not in_word:
+            starts.append(i)
+            in_word = True
+        if ch == "\\":
+            i += 2
+        elif ch == "'":
+            i = text.find("'", i + 1) + 1 or n
+        elif ch == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+        else:
+            i += 1
+    return starts

@@ -1,0 +1,172 @@
+"""Each hook fed the input shapes its agent documents, its answer checked against the agent's schema;
+the hook program itself as the agent runs it (a subprocess: JSON on stdin, exit 0, answer on stdout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamfilter.agents.hooks import answer, claude_rules_say
+
+EXE = ["/opt/sf/bin/streamfilter"]
+RUN = "/opt/sf/bin/streamfilter run --budget-tokens 2000 --"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+def _claude_input(command: str, cwd: Path, **extra: Any) -> dict[str, Any]:
+    """Claude Code's documented PreToolUse input for its Bash tool."""
+    return {
+        "session_id": "abc123",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "Run the tests", "timeout": 120000, **extra},
+        "tool_use_id": "toolu_01ABC123",
+    }
+
+
+def _check_claude_schema(out: dict[str, Any]) -> dict[str, Any]:
+    """Claude Code's PreToolUse output: only hookSpecificOutput, with its documented keys and values."""
+    assert set(out) == {"hookSpecificOutput"}
+    specific = out["hookSpecificOutput"]
+    assert specific["hookEventName"] == "PreToolUse"
+    assert set(specific) <= {"hookEventName", "permissionDecision", "permissionDecisionReason", "updatedInput"}
+    assert specific.get("permissionDecision", "allow") in ("allow", "deny", "ask")
+    assert isinstance(specific["updatedInput"]["command"], str)
+    return dict(specific)
+
+
+def test_claude_gets_the_whole_tool_input_back_with_its_command_wrapped(tmp_path: Path) -> None:
+    payload = _claude_input("pytest -q", tmp_path)
+    out, note = answer("claude", payload, EXE, _env(tmp_path))
+    specific = _check_claude_schema(out)
+    assert note == ""
+    # every field of the tool input is kept (a plain command string would be ignored by Claude Code)
+    assert specific["updatedInput"] == {**payload["tool_input"], "command": f"{RUN} pytest -q"}
+    assert "permissionDecision" not in specific  # no rule allows it: Claude Code asks as it would
+
+
+def test_claude_allows_only_what_the_users_rules_allow(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    settings = tmp_path / "proj" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(npm test:*)", "Bash(make)"]}}))
+    project = tmp_path / "proj"
+    out, _ = answer("claude", _claude_input("npm test -- --ci", project), EXE, env)
+    assert _check_claude_schema(out)["permissionDecision"] == "allow"
+    out, _ = answer("claude", _claude_input("make install", project), EXE, env)
+    assert "permissionDecision" not in _check_claude_schema(out)  # "Bash(make)" is that command only
+    # a deny or ask rule for the original: left alone, so the rule applies to it as written
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    (tmp_path / "home" / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"deny": ["Bash(npm test:*)"], "ask": ["Bash(cargo *)"]}})
+    )
+    assert answer("claude", _claude_input("npm test", project), EXE, env)[0] is None
+    assert answer("claude", _claude_input("cargo test", project), EXE, env)[0] is None
+    assert claude_rules_say("cd web && npm test", str(project), env) == "deny"
+
+
+def test_claude_bypass_mode_allows_and_background_or_other_tools_are_left_alone(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    out, _ = answer("claude", {**_claude_input("make", tmp_path), "permission_mode": "bypassPermissions"}, EXE, env)
+    assert _check_claude_schema(out)["permissionDecision"] == "allow"
+    assert answer("claude", _claude_input("make", tmp_path, run_in_background=True), EXE, env)[0] is None
+    assert answer("claude", _claude_input("git status", tmp_path), EXE, env)[0] is None
+    read = {**_claude_input("x", tmp_path), "tool_name": "Read", "tool_input": {"file_path": "/etc/hosts"}}
+    assert answer("claude", read, EXE, env)[0] is None
+
+
+def _check_codex_schema(out: dict[str, Any]) -> dict[str, Any]:
+    """Codex's PreToolUse output: a rewrite only with permissionDecision allow."""
+    specific = out["hookSpecificOutput"]
+    assert set(out) == {"hookSpecificOutput"} and specific["hookEventName"] == "PreToolUse"
+    assert specific["permissionDecision"] == "allow" and "updatedInput" in specific
+    return dict(specific)
+
+
+def test_codex_string_and_argv_commands(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    base = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+    out, _ = answer("codex", {**base, "tool_input": {"command": "cargo test"}}, EXE, env)
+    assert _check_codex_schema(out)["updatedInput"] == {"command": f"{RUN} cargo test"}
+    out, _ = answer("codex", {**base, "tool_input": {"command": ["bash", "-lc", "go test ./..."]}}, EXE, env)
+    assert _check_codex_schema(out)["updatedInput"]["command"] == ["bash", "-lc", f"{RUN} go test ./..."]
+    assert answer("codex", {**base, "tool_input": {"command": "rm -rf build"}}, EXE, env)[0] is None
+    assert answer("codex", {**base, "tool_input": {"command": ["ls", "-la"]}}, EXE, env)[0] is None
+
+
+def test_cursor_pre_tool_use_rewrites_and_every_other_case_answers_an_empty_object(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    common = {"conversation_id": "c", "generation_id": "g", "workspace_roots": [str(tmp_path)]}
+    shell = {**common, "hook_event_name": "preToolUse", "tool_name": "Shell"}
+    out, _ = answer("cursor", {**shell, "tool_input": {"command": "npm test", "cwd": str(tmp_path)}}, EXE, env)
+    assert set(out) <= {"permission", "updated_input", "user_message", "agent_message"}
+    assert out["permission"] == "allow"
+    assert out["updated_input"] == {"command": f"{RUN} npm test", "cwd": str(tmp_path)}
+    assert answer("cursor", {**shell, "tool_input": {"command": "ls"}}, EXE, env)[0] == {}
+    before = {**common, "hook_event_name": "beforeShellExecution", "command": "npm test", "cwd": str(tmp_path)}
+    assert answer("cursor", before, EXE, env)[0] == {}  # (this event cannot rewrite a command)
+    edit = {**common, "hook_event_name": "preToolUse", "tool_name": "Edit", "tool_input": {"file_path": "a"}}
+    assert answer("cursor", edit, EXE, env)[0] == {}
+
+
+def _hook(agent: str, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "streamfilter", "hook", agent],
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, **env},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_hook_program_answers_on_stdout_and_never_stops_the_agent(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    done = _hook("claude", json.dumps(_claude_input("make test", tmp_path)).encode(), env)
+    assert done.returncode == 0 and done.stderr == b""
+    command = json.loads(done.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
+    assert command.endswith("run --budget-tokens 2000 -- make test")
+    assert command.startswith(f"{sys.executable} -m streamfilter ")  # (run as a module here)
+    # input that is not the agent's JSON: the command is left alone, a note on stderr, exit 0
+    done = _hook("claude", b"not json", env)
+    assert (done.returncode, done.stdout) == (0, b"") and b"not a JSON object" in done.stderr
+    done = _hook("cursor", b"", env)
+    assert (done.returncode, done.stdout) == (0, b"{}\n")
+    # a config file with a typo: left alone, and the note names the file and the key
+    (tmp_path / "config" / "streamfilter").mkdir(parents=True)
+    (tmp_path / "config" / "streamfilter" / "hooks.toml").write_text("budget = 5\n")
+    done = _hook("claude", json.dumps(_claude_input("make", tmp_path)).encode(), env)
+    assert (done.returncode, done.stdout) == (0, b"") and b"unknown key 'budget'" in done.stderr
+
+
+def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
+    env = {**os.environ, **_env(tmp_path)}
+    run = [sys.executable, "-m", "streamfilter", "hook", "explain"]
+    done = subprocess.run([*run, "npm test"], capture_output=True, env=env, check=False, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith(b"wrapped: ") and done.stdout.endswith(b"-- npm test\n")
+    done = subprocess.run([*run, "npm test | head"], capture_output=True, env=env, check=False, timeout=60)
+    assert done.stdout == b"left alone: not one simple command ('|')\n"
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "cursor"])
+def test_the_hook_does_not_load_numpy(agent: str, tmp_path: Path) -> None:
+    # it runs before every command an agent types: the filter's heavy modules stay unloaded
+    probe = (
+        "import sys, io; sys.argv = ['streamfilter', 'hook', '" + agent + "']; sys.stdin = io.TextIOWrapper("
+        "io.BytesIO(b'{}')); from streamfilter.cli.main import main; main(['hook', '" + agent + "']); "
+        "sys.stderr.write(str(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'anyio'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, env={**os.environ, **_env(tmp_path)})
+    assert done.returncode == 0 and done.stderr.endswith(b"[]"), done.stderr

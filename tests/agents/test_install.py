@@ -1,0 +1,86 @@
+"""``streamfilter install`` and ``uninstall``: idempotent, the rest of the file kept, --dry-run writes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _cli(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), "CODEX_HOME": ""}
+    return subprocess.run(
+        [sys.executable, "-m", "streamfilter", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+FILES = {
+    ("claude", "--user"): ".claude/settings.json",
+    ("claude", "--project"): ".claude/settings.json",
+    ("codex", "--user"): ".codex/hooks.json",
+    ("codex", "--project"): ".codex/hooks.json",
+    ("cursor", "--user"): ".cursor/hooks.json",
+    ("cursor", "--project"): ".cursor/hooks.json",
+}
+
+
+@pytest.mark.parametrize(("agent", "scope"), list(FILES))
+def test_install_twice_keeps_one_entry_and_the_rest_and_uninstall_restores(
+    agent: str, scope: str, tmp_path: Path
+) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    path = (home if scope == "--user" else project) / FILES[(agent, scope)]
+    path.parent.mkdir(parents=True)
+    event = "preToolUse" if agent == "cursor" else "PreToolUse"
+    theirs = {"command": "/usr/local/bin/audit-hook"}
+    group = theirs if agent == "cursor" else {"matcher": "Bash", "hooks": [{"type": "command", **theirs}]}
+    original = {"model": "x", "permissions": {"allow": ["Bash(make)"]}, "hooks": {event: [group]}}
+    text = json.dumps(original, indent=4) + "\n"
+    path.write_text(text)
+    dry = _cli("install", agent, scope, "--dry-run", cwd=project, home=home)
+    assert dry.returncode == 0 and dry.stdout.startswith("---") and f"hook {agent}" in dry.stdout
+    assert path.read_text() == text  # a dry run writes nothing
+    for _ in range(2):
+        done = _cli("install", agent, scope, cwd=project, home=home)
+        assert done.returncode == 0, done.stderr
+    doc = json.loads(path.read_text())
+    assert doc["model"] == "x" and doc["permissions"] == original["permissions"]
+    entries = doc["hooks"][event]
+    assert entries[0] == group  # theirs first, as it was
+    ours = [e for e in entries if f"hook {agent}" in json.dumps(e)]
+    assert len(ours) == 1
+    command = ours[0]["command"] if agent == "cursor" else ours[0]["hooks"][0]["command"]
+    assert command.endswith(f"streamfilter hook {agent}")
+    assert "    " in path.read_text()  # the file's own indentation
+    done = _cli("uninstall", agent, scope, cwd=project, home=home)
+    assert done.returncode == 0 and "removed the hook" in done.stdout
+    after = json.loads(path.read_text())
+    if agent == "cursor":
+        after.pop("version")  # (added by the install: the file format's own key)
+    assert after == original
+    again = _cli("uninstall", agent, scope, cwd=project, home=home)
+    assert "no streamfilter hook" in again.stdout
+
+
+def test_install_makes_the_file_and_its_folder_and_the_agent_can_run_the_command(tmp_path: Path) -> None:
+    done = _cli("install", "claude", "--project", cwd=tmp_path, home=tmp_path)
+    assert done.returncode == 0
+    doc = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    payload = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "make"}}
+    ran = subprocess.run(["sh", "-c", command], input=json.dumps(payload), capture_output=True, text=True)
+    assert ran.returncode == 0 and json.loads(ran.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
+
+
+def test_a_settings_file_that_is_not_json_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{ not json")
+    done = _cli("install", "claude", "--project", cwd=tmp_path, home=tmp_path)
+    assert done.returncode == 1 and "is not valid JSON" in done.stderr
+    assert path.read_text() == "{ not json"

@@ -1,0 +1,112 @@
+"""Which commands the hooks wrap, and how the rewrite keeps the command's own text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streamfilter.agents.wrap import ConfigError, Rules, load_rules, rewrite
+
+EXE = ["/opt/sf/bin/streamfilter"]
+RUN = "/opt/sf/bin/streamfilter run --budget-tokens 2000 --"
+
+
+def _wrap(command: str, rules: Rules | None = None, env: dict[str, str] | None = None) -> str | None:
+    return rewrite(command, rules or load_rules({"HOME": "/nonexistent"}), EXE, env or {}).command
+
+
+@pytest.mark.parametrize(
+    ("command", "wrapped"),
+    [
+        ("npm test", f"{RUN} npm test"),
+        ("pytest -q tests/test_cart.py", f"{RUN} pytest -q tests/test_cart.py"),
+        ("python3 -m pytest -k 'cart and total'", f"{RUN} python3 -m pytest -k 'cart and total'"),
+        # assignments stay in front, with their quoting; expansions stay as written
+        ('CI=1 FOO="a b" pytest "$TESTS"', f'CI=1 FOO="a b" {RUN} pytest "$TESTS"'),
+        ("pytest $(git diff --name-only)", f"{RUN} pytest $(git diff --name-only)"),
+        ("cd web && npm run build", f"cd web && {RUN} npm run build"),
+        ("cd 'my app' && cd src && make -j8", f"cd 'my app' && cd src && {RUN} make -j8"),
+        ("npm test 2>&1", f"{RUN} npm test 2>&1"),
+        ("uv run pytest -x", f"{RUN} uv run pytest -x"),
+        ("npx tsc --noEmit", f"{RUN} npx tsc --noEmit"),
+        ("cargo test --workspace", f"{RUN} cargo test --workspace"),
+        ("./gradlew check", f"{RUN} ./gradlew check"),
+    ],
+)
+def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wrapped: str) -> None:
+    assert _wrap(command) == wrapped
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("pytest | tail -5", "'|'"),
+        ("make > build.log", "'>'"),
+        ("make 2> errors.log", "'>'"),
+        ("cargo test; echo done", "';'"),
+        ("npm test || true", "'|'"),
+        ("pytest &", "'&'"),
+        ("(cd a && make)", "'('"),
+        ("make\nmake install", "a second line"),
+        ("pytest 'unclosed", "unclosed quote"),
+        ("git status", "not a build, test or lint command"),
+        ("ls -la", "not a build, test or lint command"),
+        ("cd a && rm -rf build", "not a build, test or lint command"),
+        ("echo x && make", "only `cd DIR &&`"),
+        ("jest --watch", "'--watch'"),
+        ("make serve", "'serve'"),
+        ("sbt", "not a build, test or lint command"),
+        ("STREAMFILTER_RAW=1 pytest", "raw output"),
+        ("/usr/local/bin/streamfilter run -- make", "streamfilter already"),
+    ],
+)
+def test_other_commands_are_left_alone_and_say_why(command: str, why: str) -> None:
+    wrap = rewrite(command, load_rules({"HOME": "/nonexistent"}), EXE, {})
+    assert wrap.command is None
+    assert why in wrap.why
+
+
+def test_the_hooks_own_environment_can_ask_for_raw_output() -> None:
+    assert _wrap("pytest", env={"STREAMFILTER_RAW": "1"}) is None
+    assert _wrap("pytest", env={"STREAMFILTER_RAW": "0"}) == f"{RUN} pytest"
+
+
+def test_a_config_file_adds_skips_and_sets_the_budget_and_query(tmp_path: Path) -> None:
+    config = tmp_path / "hooks.toml"
+    config.write_text(
+        'wrap = ["just test", "./ci.sh"]\nskip = ["make deploy"]\nbudget_tokens = 500\nquery = "panic failed"\n'
+    )
+    rules = load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
+    run = "/opt/sf/bin/streamfilter run --budget-tokens 500 --query 'panic failed' --"
+    assert _wrap("just test unit", rules) == f"{run} just test unit"
+    assert _wrap("./ci.sh --fast", rules) == f"{run} ./ci.sh --fast"
+    assert _wrap("make deploy", rules) is None
+    assert _wrap("make", rules) == f"{run} make"
+    config.write_text('builtin = false\nwrap = ["just test"]\n')
+    rules = load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
+    assert _wrap("make", rules) is None and _wrap("just test", rules) is not None
+
+
+def test_the_config_file_is_found_under_xdg_config_home(tmp_path: Path) -> None:
+    (tmp_path / "streamfilter").mkdir()
+    (tmp_path / "streamfilter" / "hooks.toml").write_text("budget_tokens = 700\n")
+    assert load_rules({"XDG_CONFIG_HOME": str(tmp_path)}).budget_tokens == 700
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("budget_token = 500\n", "unknown key 'budget_token'"),
+        ("budget_tokens = 0\n", "budget_tokens must be a whole number"),
+        ('wrap = "make"\n', "wrap must be a list"),
+        ("builtin = 1\n", "builtin must be true or false"),
+        ('query = " "\n', "query must be a string of words"),
+        ("wrap = [\n", "hooks.toml"),
+    ],
+)
+def test_a_config_file_with_a_typo_is_an_error_that_names_it(tmp_path: Path, text: str, message: str) -> None:
+    config = tmp_path / "hooks.toml"
+    config.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
