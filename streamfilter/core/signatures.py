@@ -704,7 +704,10 @@ class SignatureSet:
         known = [b for b in starts if b is not None]
         lead = sorted(set().union(*known))
         ahead = b"(?=[%s])" % b"".join(b"\\x%02x" % c for c in lead) if known and len(known) == len(starts) else b""
-        self._anchored = re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE)
+        # with no anchored signature, an empty alternation would match at every line start
+        self._anchored = (
+            re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE) if anchored else None
+        )
         # user patterns (ids from here on) have no trigger words: they see every line
         self.builtin = builtin = len(signatures)
         found: list[_Found] = [
