@@ -1,12 +1,12 @@
 """Failure signatures: lines that are kept whatever the query says.
 
 A signature is a named regular expression over one line of scoring text (escapes
-removed, case kept). The built-in table covers the common ecosystems; users add
-their own with ``--protect REGEX``. Evidence that shares no word with a query
-(jest's ``●``, pytest's ``E   `` lines, a compiler's caret line, ``exit code 1``)
-is found here, not by BM25.
+removed, case kept). The built-in ones are the table in ``signature_table`` (one record
+each, with its family and an example line); users add their own with ``--protect REGEX``.
+Evidence that shares no word with a query (jest's ``●``, pytest's ``E   `` lines, a
+compiler's caret line, ``exit code 1``) is found here, not by BM25.
 
-Matching is done on a whole block at once: each signature family is one
+Matching is done on a whole block at once: the signatures without ``find`` are one
 alternation anchored at a line start (``\\n`` literal prefix, which ``re`` scans
 for quickly), plus a few unanchored literals searched with ``bytes.find``.
 """
@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from .errors import UsageError
 from .normalize import gather_lines
+from .signature_table import EXIT_VERDICTS, TABLE
 from .tokens import KeySet, TokenTable, token_key
 
 __all__ = (
@@ -84,35 +85,20 @@ class Signature:
     found: bool = True
 
 
-def _s(name: str, pattern: str, *, section: bool = False, record: bool = False, found: bool = True) -> Signature:
-    return Signature(name, pattern.encode(), section=section, record=record, found=found)
-
-
-def _f(
-    name: str,
-    *find: str,
-    line: str = "",
-    max_hits: int | None = None,
-    section: bool = False,
-    record: bool = False,
-    anywhere: bool = False,
-    shape_above: bool = False,
-    found: bool = True,
-) -> Signature:
-    return Signature(
-        name, line.encode(), tuple(f.encode() for f in find), max_hits, section, record, anywhere, shape_above, found
+# the table's text regexes as the bytes the matching runs on; an entry's id is its index
+DEFAULT_SIGNATURES: tuple[Signature, ...] = tuple(
+    Signature(
+        name=e.name,
+        pattern=e.pattern.encode(),
+        find=tuple(f.encode() for f in e.find),
+        max_hits=e.max_hits,
+        section=e.section,
+        record=e.record,
+        anywhere=e.anywhere,
+        shape_above=e.shape_above,
+        found=e.found,
     )
-
-
-_EXCEPTION_LINE = r"(?:[A-Za-z_$][\w$]{0,100}\.){0,30}[A-Z][\w$]{0,200}(?:Error|Exception)(?::|\b.{0,300}$)"
-
-# a command's non-zero exit, as the exit-status signature finds it (``BlockFacts.verdicts`` too)
-EXIT_VERDICTS = (
-    r"exit(?:ed)? (?:with )?(?:code|status):? [1-9](?!\d*\.\d)",  # not a duration: "exit code: 52.69 ms"
-    r"exited with [1-9]",
-    r"returned non-zero exit status",
-    r"exited with non-zero status",  # GNU time's
-    r'" failed \d+ times\.',  # Travis, after the retries: 'The command "git clone ..." failed 3 times.'
+    for e in TABLE
 )
 
 # The lines a compiler prints before a diagnostic to say where it comes from, matched at a line's
@@ -129,302 +115,6 @@ LEAD_IN = re.compile(
     rb"|(?:---|\+\+\+) \S+\t"  # diff -u's file lines, over its first hunk
     rb"|\[warn\] \S+[ \t\r]*$)"  # prettier's files, before "[warn] Code style issues found in 2 files."
 )
-
-# Case-sensitive unless (?i:...).
-DEFAULT_SIGNATURES: tuple[Signature, ...] = (
-    # Python / pytest
-    _s("python-traceback", r"Traceback \(most recent call last\)"),
-    # faulthandler's dump after a crash: "Fatal Python error: ...", then each thread's frames
-    _s("python-fatal", r"(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\))"),
-    _f("exception-line", "Error", "Exception", line=_EXCEPTION_LINE),
-    _s("pytest-E", r"E   "),
-    _s("pytest-section", r"=+ (?:FAILURES|ERRORS) =+", section=True),
-    # unittest: "FAIL: test_x (pkg.Case.test_x)", a rule, the traceback, the message and its diff
-    _s("unittest-report", r"(?:FAIL|ERROR): \w+ \([\w.]+\)", section=True),
-    _s("pytest-summary", r"=+ [^\n]{0,300}\b(?:failed|error|errors)\b[^\n]{0,300} =+[ \t\r]*$", found=False),
-    _s("pytest-failed", r"(?:FAILED|ERROR) \S+::"),
-    _f("pytest-verbose-failed", r" FAILED\b", r" ERROR\b", line=r"\S+::\S+.*? (?:FAILED|ERROR)\b"),
-    _f("pytest-location", r"\.py:\d+: ", line=r"\S+\.py:\d+: (?:in \S+|\w*(?:Error|Exception))"),
-    # Java / Maven / Gradle / sbt / ScalaTest
-    _s("java-exception", r"(?:Exception in thread|Caused by:)"),
-    _s("maven-error", r"\[ERROR\]"),
-    _s("sbt-error", r"\[error\]"),
-    _s("build-failure", r"(?:BUILD FAILURE|BUILD FAILED|FAILURE: Build failed|\* What went wrong:)", found=False),
-    _f("junit-failure", r"<<< (?:FAILURE|ERROR)!"),
-    _s("junit-counts", r"Tests run: [^\n]*(?:Failures: [1-9]|Errors: [1-9])", found=False),
-    _s("gradle-task-failed", r"> Task \S+ FAILED", found=False),
-    _f("scalatest-failed", r"\*\*\* FAILED \*\*\*"),
-    # kotlinc's errors: "e: file:///src/Cart.kt:42:17 Unresolved reference 'x'." (Kotlin 2), and
-    # "e: /src/Cart.kt: (42, 17): Unresolved reference: x" (Kotlin 1); not its "w: " warnings
-    _f(
-        "kotlin-error",
-        r"\.kts?(?::\d+:\d+ |: \(\d+, \d+\): )",
-        line=r"e: (?:file://)?\S+\.kts?(?::\d+:\d+|: \(\d+, \d+\)):? ",
-    ),
-    # JS: npm, jest, mocha, tsc
-    _s("npm-err", r"npm (?:ERR!|error)"),
-    _s("jest-bullet", r"● "),
-    # vitest's failure report: " FAIL  a.test.js > suite > test", its message, the diff of expected
-    # and received, the "❯ a.test.js:3:48" location and its code frame, to its "⎯⎯⎯[1/3]⎯" rule
-    _s("vitest-fail", r"FAIL  \S[^\n]{0,500} > ", section=True),
-    _s("jest-fail", r"(?:FAIL|✕|✗|×) "),
-    # jest's and vitest's counts at the end of a run with failures ("Tests:       1 failed, 41 passed")
-    _s("jest-summary", r"(?:Test Suites|Tests|Test Files): +[1-9]\d* failed", found=False),
-    _s("jest-expected", r"(?:Expected|Received)(?: value| length| substring)?(?: to (?:be|equal|match)\w*)?:"),
-    _f("mocha-failing", r" failing", line=r"\d+ failing", section=True),
-    # plain "src/a.ts(5,1): error TS2304: ..." and --pretty "src/a.ts:5:1 - error TS2304: ..."
-    _f("tsc-error", r"error TS\d+", line=r"\S+(?:\(\d+,\d+\):|:\d+:\d+ -) error TS\d+"),
-    # ts-node's diagnostics: "TSError: ⨯ Unable to compile TypeScript", then "src/a.ts (5,1): message (2304)"
-    _f("ts-node-error", r"TSError: ", r"\.tsx? \(", line=r"(?:.{0,300}\bTSError: |\S+\.tsx? \(\d+,\d+\): )"),
-    # numbered failure lists: ExUnit "1) test ...", PHPUnit "1) Ns\\Class::method"
-    _f("numbered-failure", r"\) test ", r"::", line=r"\d+\) (?:test |[\w\\]+::\w)"),
-    # Rust
-    _s("rust-error", r"error(?:\[E\d+\])?:"),
-    _f("rust-panic", r"panicked at"),
-    _s("rust-test-failed", r"(?:test \S+ \.\.\. FAILED|test result: FAILED)"),
-    _s("rust-failures", r"failures:\r?$", section=True),
-    # Go
-    _s("go-fail", r"(?:--- FAIL:|FAIL\b|panic: )"),
-    _f("go-compile", r"\.go:\d+:\d+: ", line=r"\S+\.go:\d+:\d+: "),
-    # C / C++ / make / cmake / linker / sanitizers / other compilers
-    _f(
-        "compiler-error",
-        r": (?:fatal )?error:",
-        r": Error\b",
-        line=r"(?:\S+:\d+:(?:\d+:)? [Ee]rror\b|.*: (?:fatal )?error:)",
-    ),
-    # and Sphinx's "index.rst:4: WARNING: toctree contains reference to nonexisting document" (-W fails on them)
-    _f(
-        "compiler-warning",
-        r": warning\b",
-        r": Warning\b",
-        r": WARNING: ",
-        line=r"\S+:\d+:(?:\d+:)? (?:[Ww]arning\b|WARNING: )",
-        max_hits=10,
-        found=False,
-    ),
-    _s("make-error", r"(?:g?make(?:\[\d+\])?: \*\*\*|ninja: build stopped)", found=False),
-    _s("cmake-error", r"CMake Error"),
-    # make's own errors in a makefile: "Makefile:12: *** missing separator.  Stop."
-    _f("make-stop", r": \*\*\* ", line=r"\S+:\d+: \*\*\* .*Stop\."),
-    _f(
-        "linker-error",
-        r"undefined reference to",
-        r"ld returned \d+ exit status",
-        r"collect2: error",
-        r"library not found for",  # Apple's ld
-        r"cannot find -l",  # GNU ld: "ld: cannot find -lssl"
-        r"symbol\(s\) not found",  # Apple's ld
-    ),
-    # the C++ runtime's last words before abort(), then its indented "  what():  std::bad_alloc"
-    _f("cpp-terminate", r"terminate called after throwing", r"terminate called without an active exception"),
-    _s("caret-line", r"\^~*[ \t\r]*$"),
-    # a sanitizer report: its stacks are separated by blank lines and column-0 headings
-    _f("sanitizer", r"==\d+==(?:ERROR|WARNING): \w*Sanitizer", section=True),
-    # valgrind's memcheck: "==123== Invalid read of size 4", its stacks on "==123==    at ..." lines
-    _f(
-        "valgrind-error",
-        r"== Invalid (?:read|write|free)",
-        r"== Conditional jump or move depends",
-        r"== Use of uninitialised value",
-        r"== Mismatched free",
-        r"== ERROR SUMMARY: [1-9]",
-        line=r"==\d+== ",
-        record=True,
-    ),
-    # Ruby, PHP, PowerShell, Lua and other test runners and linters
-    _s("rspec-failure", r"(?:Failure/Error:|rspec \./)"),
-    _s("lua-traceback", r"stack traceback:"),
-    # Tcl's errorInfo: the message, then "    while executing", the command in quotes at column 0,
-    # "    invoked from within" and the callers up to '    (file "x.tcl" line 4)' (its continuation)
-    _f("tcl-error", r"while executing[ \t\r]*$", line=r"while executing[ \t\r]*$"),
-    # Lua's require: "x_spec.lua:5: module 'a.b' not found:", then the tab-indented places it looked
-    _f("lua-module-not-found", r"module '", line=r".{0,300}\bmodule '[^'\n]{1,200}' not found:"),
-    # minitest's and similar assertion messages: 'Expected "" to include "sqlite>".'
-    _s("expected-to", r"Expected .{1,300} to (?:be|include|match|equal|respond|have|eq)\b"),
-    _s("failures-section", r"Failures:\r?$", section=True),
-    _s("minitest-failure", r"(?:Failure|Error):\r?$"),
-    _s("lint-offenses", r"Offenses:\r?$", section=True),  # RuboCop: a blank line, then the offenses
-    # perl's fatal errors: "Can't locate Foo.pm in @INC (...) at t/a.t line 3.", "Died at x.pl line 9."
-    _f(
-        "perl-die",
-        r" line \d+",
-        line=r"(?:Can't |Died\b|Undefined subroutine |Not an? [A-Z]+ reference|Illegal division )"
-        r"[^\n]*? at \S+ line \d+",
-    ),
-    # Perl::Critic: "Use x instead of y at line 69, column 28.  See page 218 of PBP.  (Severity: 5)"
-    _f("perlcritic", r"\(Severity: \d\)", line=r".{0,400}\bat line \d+, column \d+\."),
-    # awesome_bot's link report: "Issues :-(", then "> Links" and the failing links
-    _s("link-check-issues", r"Issues :-\(", record=True),
-    _f("lint-error", r"  error  ", line=r"\d+:\d+\s+error\s"),
-    # stylelint's findings under their file: "  2:3  ✖  Unknown property "colr"  property-no-unknown"
-    _f("stylelint-error", "✖", line=r"\d+:\d+\s+✖\s", anywhere=True),
-    # formatters' checks: black's "would reformat src/a.py", ruff format's "Would reformat: src/a.py",
-    # prettier's "[warn] Code style issues found in 2 files." (the files' "[warn] src/a.js" lead in to it)
-    _s("format-check", r"(?:would reformat |Would reformat: |\[warn\] Code style issues)"),
-    # codespell's "docs/index.rst:3: recieve ==> receive"
-    _f("codespell", " ==> ", line=r"\S+:\d+: \S+ ==> \S", anywhere=True),
-    # pre-commit's failed hook ("mypy.........Failed"), its "- hook id:" and the hook's output, to
-    # the next hook's line (a section stop)
-    _f("pre-commit-failed", r"\.\.\.\.Failed", line=r"\S[^\n]*?\.{4,}Failed[ \t\r]*$", section=True),
-    # Django's system checks: "ERRORS:", then "shop.Coupon.amount: (fields.E130) DecimalFields must
-    # define ..." a line each, to a blank line
-    _s("django-check", r"ERRORS:\r?$", record=True),
-    # Robot Framework's failed test or suite, "Login With Expired Token     | FAIL |", then its
-    # message, to the rule under it
-    _f("robot-fail", r"\| FAIL \|", line=r".*\| FAIL \|[ \t\r]*$", section=True),
-    # Python's linters: flake8's, pycodestyle's, pylint's and ruff's "bad.py:8:16: F821 undefined name 'x'",
-    # and ruff's full form, the code and message over "  --> bad.py:8:16" (kept as its context line)
-    _f(
-        "python-lint",
-        r"\.py:\d+:\d+(?::? [A-Z]{1,4}\d{2,4}\b|\r?$)",  # one regex: half the time of two
-        line=r"(?:--> )?\S+\.py:\d+:\d+",
-        anywhere=True,
-        shape_above=True,
-    ),
-    # pylint's verdict after its findings, below a perfect score (pylint then exits non-zero)
-    _s("pylint-rating", r"Your code has been rated at (?!10\.00/)", found=False),
-    # JavaScript Standard Style (standard, semistandard, ts-standard) heads its findings so:
-    # "standard: Use JavaScript Standard Style (https://standardjs.com)", then "  file:1:2: ..."
-    _f("standard-lint", r": Use JavaScript Standard Style", r": Use Semicolons For All!"),
-    _f("found-errors", r"Found errors", r"Found \d+ errors?\b"),
-    # clang's count after its diagnostics, not "1 warning and 0 errors generated."
-    _f(
-        "errors-generated",
-        r" error generated\.",
-        r" errors generated\.",
-        line=r".*(?<!\d)[1-9]\d* errors? generated\.",
-    ),
-    _s("phpunit-failure", r"FAILURES!"),
-    # PHPUnit's verdict counts of a run with failures or errors (after "FAILURES!" or "ERRORS!")
-    _s("phpunit-counts", r"Tests: \d+, Assertions: \d+, [^\n]{0,100}\b(?:Failures|Errors): [1-9]", found=False),
-    _s("phpunit-failures", r"There (?:was|were) \d+ (?:failure|error)s?:", section=True),
-    _s("pester-failure", r"\[-\] "),
-    _s("tap-not-ok", r"not ok \d+"),  # TAP (prove, node-tap, bats): a failed test point
-    # Test::More's diagnostics of a failed test: "#   Failed test 'x'", "#   at t/a.t line 3.", "#  got: ..."
-    _s("tap-diag-failed", r"#\s+Failed (?:\(TODO\) )?test\b", record=True),
-    _f("bracketed-failure", r"\[ *(?:ERROR|FAILED|FAIL|FAILURE|CRITICAL|SEVERE) *\]"),
-    # a lowercase level tag, first in its line (s3_website's "[fail] Failed to push the website",
-    # beside its "[info]" and "[wait]")
-    _f("failure-tag", r"\[fa(?:il(?:ed|ure)?|tal)\] ", line=r"\[fa(?:il(?:ed|ure)?|tal)\] "),
-    # link checkers: an HTTP error status beside a URL
-    _f("http-error-status", r" [45]\d\d https?://"),
-    # shell, CI, generic
-    _f(
-        "exit-status",
-        *EXIT_VERDICTS,
-        r'" failed\.',  # Travis: 'The command "make test" failed. Retrying, 2 of 3.'
-        found=False,
-    ),
-    _f(
-        "command-failed",
-        r"command not found",
-        r"Segmentation fault",
-        r"core dumped",
-        r"No such file or directory",
-        r"syntax error near unexpected token",
-        r": unbound variable",  # set -u
-        r": line \d+: +\d+ (?:Killed|Terminated|Aborted)",  # bash's report of a killed job
-        r"Permission denied",
-        r"No space left on device",
-        found=False,
-    ),
-    # a service or host that cannot be reached: "psql: could not connect to server: Connection refused",
-    # "dial tcp 127.0.0.1:5432: connect: connection refused", "getaddrinfo ENOTFOUND", git's and apt's
-    # "Could not resolve host", "Temporary failure in name resolution"
-    _f(
-        "network-error",
-        r"[Cc]onnection refused",
-        r"ECONNREFUSED",
-        r"ENOTFOUND",
-        r"[Cc]ould not resolve host",
-        r"Temporary failure in name resolution",
-        r"Network is unreachable",
-    ),
-    _f("tls-error", r"x509: ", r"certificate verify failed"),
-    _f("git-rejected", r"! \[rejected\]", r"! \[remote rejected\]"),
-    _s("docker-error", r"docker: (?:Error|invalid)"),
-    _s("curl-error", r"curl: \(\d+\) "),
-    _f("out-of-memory", r"Out of memory: Kill"),  # the kernel's OOM killer
-    # a Kubernetes pod that does not run, in kubectl's table or events
-    _f(
-        "pod-error",
-        "CrashLoopBackOff",
-        "ImagePullBackOff",
-        "ErrImagePull",
-        "OOMKilled",
-        "CreateContainerConfigError",
-    ),
-    # .NET / MSBuild, PHP, Elixir, Swift's XCTest, Node
-    _f("dotnet-error", r"error CS\d{4}", r"error MSB\d{4}", r"Build FAILED\.", r"Unhandled exception\. "),
-    _f("php-error", r"PHP Fatal error:", r"PHP Parse error:"),
-    # Elixir's uncaught exceptions and Mix's task errors: "** (Mix) mix format failed due to ..."
-    _s("elixir-error", r"\*\* \((?:Mix|(?:\w+\.)*\w*(?:Error|Exception))\) "),
-    _f(
-        "xctest-failed",
-        r"' failed at ",
-        r" with [1-9]",
-        line=r"(?:Test Suite '.*' failed at |Executed \d+ tests?, with [1-9])",
-    ),
-    # an XCTest assertion's message: "XCTAssertTrue failed", "XCTAssertEqual failed: ("1") is not equal to ("2")"
-    _f("xctest-assert", r"XCTAssert\w{0,40} failed\b"),
-    _f("unhandled-rejection", r"UnhandledPromiseRejection"),
-    # dash and other POSIX shells: "/bin/sh: 1: jq: not found"
-    _f("sh-not-found", r": not found", line=r"(?:\S*/)?(?:a|b|da|k|z)?sh: (?:line )?\d+: .{0,300}: not found"),
-    # apt-get's errors: "E: Unable to locate package x", "E: Sub-process /usr/bin/dpkg returned an error code (1)"
-    _s("apt-error", r"E: (?:Unable to |Failed to |Sub-process |Could not )"),
-    _s("rake-aborted", r"rake aborted!"),
-    # git and tools like it: "fatal: not a git repository (or any of the parent directories): .git"
-    _s("fatal-line", r"fatal(?: error)?: ", found=False),  # and clang's and Go's runtime's "fatal error: ..."
-    _f(
-        "timed-out",
-        r"imed out",
-        r"TIMED OUT",
-        r"imeout exceeded",
-        r"exceeded the maximum time limit",  # a CI runner's job limit
-        r"No output has been received in the last",  # a CI runner's stall guard
-    ),
-    # size-limit, memory and time limits; not a compiler's note ("size limit exceeded ..., retrying without")
-    _f("limit-exceeded", r"limit exceeded", r"limit has exceeded", line=r"(?!.*\bnote: )"),
-    _s("killed", r"Killed[ \t\r]*$"),
-    _s("ci-error", r"(?:##\[error\]|::error)"),
-    # and the log levels above ERROR: Python's CRITICAL, java.util.logging's SEVERE
-    _s("generic-error", r"(?:ERROR|FATAL|FAIL|FAILED|CRITICAL|SEVERE|Error|Fatal)\b[:!\s]"),
-    # a test's verdict at the end of its line, and tasty's "  tables:   FAIL (0.06s)"
-    _f("test-failed", r"FAILED[ \t\r]*$", r"FAILURE[ \t\r]*$", r"ERROR[ \t\r]*$", r"\bFAIL \(\d[\d.]*m?s\)"),
-    # a verdict column at the end of a line ("selections-trim      FAIL", "Test suite test-pandoc: FAIL")
-    # (a word of its own: not "test_handles_FAIL")
-    _f("verdict-fail", r"FAIL[ \t\r]*$", line=r"(?:.*[\s:\])])?FAIL[ \t\r]*$"),
-    _f("failed-colon", r"[Ff]ailed: "),
-    # a diff in a CI log is a check's demand for changes (a formatter's, a linter's, "git diff
-    # --exit-code" after a generator ran): its header, then its hunks, to a blank line
-    _s("diff-output", r"diff --git a/\S", record=True),
-    # diff -u's hunk, "@@ -1,2 +1,2 @@", under its "--- a.txt\t2026-..." and "+++ b.txt\t..." lead-in, to
-    # the end of its window (not a record: with no blank line after it, the record is the noise too)
-    _f("diff-hunk", r"@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", line=r"@@ ", anywhere=True),
-    # a tool's count of its errors, then their list: "Dependabot encountered '1' error(s) during execution"
-    _f("errors-encountered", r"encountered '?[1-9]\d*'? error", record=True),
-    # libyaml's parse errors, as Ruby's Psych, PyYAML and go-yaml word them: "(a.md): found character
-    # that cannot start any token while scanning for the next token at line 5 column 1"
-    _f(
-        "yaml-error",
-        r"found character that cannot start any token",
-        r"did not find expected ",
-        r"mapping values are not allowed in this context",
-        r"found undefined alias",
-    ),
-    # markdownlint's findings: "README.md: 750: MD034/no-bare-urls Bare URL used" (markdownlint-cli),
-    # "README.md:750:5 MD034/no-bare-urls ..." (markdownlint-cli2)
-    _f("markdownlint", r" MD0\d\d/", line=r"\S+:\s?\d+(?::\d+)?:? MD0\d\d/", anywhere=True),
-    # Emacs's backtrace of an uncaught error in batch mode: "Debugger entered--Lisp error: (error ...)",
-    # then its frames, the first "  signal(error (...))"
-    _s("elisp-error", r"(?:Debugger entered--Lisp error: |signal\([\w-]*error \()"),
-    # R CMD check's failed examples: "Running examples in 'x-Ex.R' failed", the example's last lines
-    # and R's "Error in f(x) : ..." to "Execution halted"
-    _s("r-check-failed", r"Running (?:examples|the tests) in .{1,300} failed", section=True),
-    _f("assertion", r"AssertionError", r"Assertion failed", r"assert failed", r"assertion failed"),
-)
-
 
 # Every built-in signature holds one of these tokens (after tokenizing, lowercased)...
 TRIGGER_WORDS = (
@@ -704,7 +394,10 @@ class SignatureSet:
         known = [b for b in starts if b is not None]
         lead = sorted(set().union(*known))
         ahead = b"(?=[%s])" % b"".join(b"\\x%02x" % c for c in lead) if known and len(known) == len(starts) else b""
-        self._anchored = re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE)
+        # with no anchored signature, an empty alternation would match at every line start
+        self._anchored = (
+            re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE) if anchored else None
+        )
         # user patterns (ids from here on) have no trigger words: they see every line
         self.builtin = builtin = len(signatures)
         found: list[_Found] = [

@@ -281,6 +281,17 @@ def test_a_protect_pattern_takes_a_line_a_built_in_also_matches() -> None:
     assert lines.tolist() == [1] and sigs.names[int(ids[0])] == "user1"
 
 
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_a_set_of_find_signatures_only_hits_their_lines(prefilter: bool) -> None:
+    # no anchored signature: an empty alternation would match at every line start
+    text = b"INFO starting\n" * 20 + b"thread 'main' panicked at 'boom', src/main.rs:2:5\n" + b"INFO done\n" * 20
+    ends = np.cumsum([len(x) + 1 for x in text.split(b"\n")[:-1]], dtype=np.int64)
+    sigs = SignatureSet([s for s in DEFAULT_SIGNATURES if s.name == "rust-panic"])
+    table, first = (token_table(text, ends), line_layout(text, ends).first) if prefilter else (None, None)
+    lines, ids = sigs.find(text, ends, table, first)
+    assert lines.tolist() == [20] and ids.tolist() == [0]
+
+
 @pytest.mark.parametrize(
     ("pattern", "first"),
     [
