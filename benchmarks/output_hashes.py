@@ -21,6 +21,7 @@ import importlib
 import io
 import json
 import multiprocessing
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -56,6 +57,8 @@ def _in_process(argv: list[str]) -> tuple[bytes, int]:
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             status = _cli_main()(argv)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # (filter takes them: the pool's
+            signal.signal(signum, signal.SIG_DFL)  # SIGTERM at its end must stop this worker)
         sys.stdout.flush()
         return buffer.getvalue(), status
     finally:
