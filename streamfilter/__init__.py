@@ -1,7 +1,7 @@
 """streamfilter: cut build logs and test output down to what matters, live.
 
 The pure core: ``StreamFilter`` (bytes in, KEEP/DROP ``Run`` values out) and its
-stages; see README.md for the command line. The names load on first use (PEP 562), so a
+stages; see docs/cli.md for the command line. The names load on first use (PEP 562), so a
 command that needs none of them (an agent's hook) does not import numpy.
 """
 

@@ -1,7 +1,7 @@
 """Runs -> output bytes: the ``text`` and ``jsonl`` formats.
 
 ``text``: each KEEP run's bytes exactly as they arrived; each DROP run as its
-summary line. ``jsonl``: one JSON object a line (see README, "Output formats").
+summary line. ``jsonl``: one JSON object a line (see docs/output.md).
 """
 
 from __future__ import annotations
