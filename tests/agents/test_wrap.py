@@ -110,3 +110,12 @@ def test_a_config_file_with_a_typo_is_an_error_that_names_it(tmp_path: Path, tex
     config.write_text(text)
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
+
+
+def test_the_config_file_shown_in_the_docs_is_one_the_hooks_accept(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
+    shown = page.split("```toml hooks.toml\n", 1)[1].split("```", 1)[0]
+    config = tmp_path / "hooks.toml"
+    config.write_text(shown)
+    rules = load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
+    assert rules.skip == (("make", "deploy"),) and rules.budget_tokens == 2000 and rules.query == "error failed"
