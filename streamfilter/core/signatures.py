@@ -13,6 +13,7 @@ for quickly), plus a few unanchored literals searched with ``bytes.find``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Iterable, Sequence
@@ -341,6 +342,33 @@ class _Finder:
 _Found = tuple[int, list[_Finder], re.Pattern[bytes] | None]  # signature index, finders, line regex
 
 
+# Compiled once per process: a filter is made per stream (and twice for a token budget), and
+# compiling the table's regexes took about 70 ms each time. Bounded by the distinct patterns seen.
+@functools.lru_cache(maxsize=1024)
+def _finder(pattern: bytes, builtin: bool) -> _Finder:
+    return _Finder.of(pattern, builtin)
+
+
+@functools.lru_cache(maxsize=1024)
+def _line_regex(pattern: bytes) -> re.Pattern[bytes]:
+    return re.compile(b"[ \t]*(?:" + pattern + b")", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=16)
+def _anchored_regex(anchored: tuple[tuple[int, bytes], ...]) -> re.Pattern[bytes] | None:
+    """The line-start signatures ``(id, pattern)`` as one alternation, each a named group ``g<id>``."""
+    if not anchored:  # an empty alternation would match at every line start
+        return None
+    alternation = b"|".join(b"(?P<g%d>%s)" % (i, pattern) for i, pattern in anchored)
+    # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead
+    # for the bytes the signatures can start with rejects most lines before the alternation
+    starts = [first_bytes(pattern) for _, pattern in anchored]
+    known = [b for b in starts if b is not None]
+    lead = sorted(set().union(*known))
+    ahead = b"(?=[%s])" % b"".join(b"\\x%02x" % c for c in lead) if known and len(known) == len(starts) else b""
+    return re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE)
+
+
 class SignatureSet:
     """A compiled set of signatures, matched over whole blocks of lines.
 
@@ -387,25 +415,15 @@ class SignatureSet:
         self.shape_above = np.asarray([s.shape_above for s in named], dtype=bool)
         self.found = np.asarray([s.found for s in named], dtype=bool)
         anchored = [(i, s) for i, s in enumerate(sigs) if not s.find]
-        alternation = b"|".join(b"(?P<g%d>%s)" % (i, s.pattern) for i, s in anchored)
-        # "\n" first gives re a literal prefix to scan for; text is prefixed with "\n". A lookahead
-        # for the bytes the signatures can start with rejects most lines before the alternation
-        starts = [first_bytes(s.pattern) for _, s in anchored]
-        known = [b for b in starts if b is not None]
-        lead = sorted(set().union(*known))
-        ahead = b"(?=[%s])" % b"".join(b"\\x%02x" % c for c in lead) if known and len(known) == len(starts) else b""
-        # with no anchored signature, an empty alternation would match at every line start
-        self._anchored = (
-            re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE) if anchored else None
-        )
+        self._anchored = _anchored_regex(tuple((i, s.pattern) for i, s in anchored))
         # user patterns (ids from here on) have no trigger words: they see every line
         self.builtin = builtin = len(signatures)
         found: list[_Found] = [
             (
                 i,
                 # a built-in finder is only run on text that holds its required literal
-                [_Finder.of(f, i < builtin) for f in s.find],
-                re.compile(b"[ \t]*(?:" + s.pattern + b")", re.MULTILINE) if s.pattern else None,
+                [_finder(f, i < builtin) for f in s.find],
+                _line_regex(s.pattern) if s.pattern else None,
             )
             for i, s in enumerate(sigs)
             if s.find
