@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._heap import keep_block_buffers
+from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes
 from .budget import Selection
 from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
 from .lines import LineSplitter, utf8_cut
@@ -214,6 +215,7 @@ class _WindowFacts:
     tail_end: int  # ...up to this one (the tail's first exit verdict, or all)
     last: int  # pending lines from this on are the stream's last lines (LAST_LINES), kept with the tail
     natural: npt.NDArray[np.bool_] | None  # with a selection: each pending line's own decision
+    weighed: npt.NDArray[np.bool_] | None = None  # with a baseline: kept for a score novelty weighed up
 
 
 @dataclass(slots=True)
@@ -267,6 +269,12 @@ class StreamFilter:
             kept or not (a stream resumed from a checkpoint taken inside a line).
         prior_model: the prior's weights when ``config.prior`` (default: the shipped ones,
             ``prior.default_model``); an evaluation passes a model fitted on other logs.
+        baseline: the line shapes of the last green run of the same command: the lines it saw
+            weigh less, the others more (``streamfilter.core.baseline``); None: as without.
+
+    Attributes:
+        collector: when set, the shape hashes of every line go to it too (a run whose baseline
+            is stored if it passes).
 
     Raises:
         UsageError: a ``protect`` pattern that is not a valid regex.
@@ -282,6 +290,7 @@ class StreamFilter:
         selection: Selection | None = None,
         rest_of: tuple[int, bool] | None = None,
         prior_model: PriorModel | None = None,
+        baseline: Baseline | None = None,
     ) -> None:
         self.config = cfg = config or FilterConfig()
         keep_block_buffers()  # the stages' block-sized buffers reuse heap pages (see _heap)
@@ -351,6 +360,7 @@ class StreamFilter:
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
         self._tail_now = cfg.tail_lines
+        self._tail_reach = cfg.tail_lines  # the tail's T before a found failure shortens it (with a baseline)
         self._found = False  # a signature that shows what failed protected a line (found_tail_lines)
         self._done = False
         self._shape_counts = ShapeCounter()
@@ -358,6 +368,8 @@ class StreamFilter:
         self._prior_done = start_line - 1  # stream index of the first line the prior has not rated
         self._logit_before = np.zeros(0, dtype=np.float64)  # the last logits of lines decided and gone
         self._prior_why: dict[int, tuple[float, tuple[str, ...]]] = {}  # explain: 1-based line -> rating
+        self._novelty = Novelty(baseline, start_line - 1) if baseline is not None else None
+        self.collector: ShapeCollector | None = None
 
     @property
     def drop_open(self) -> bool:
@@ -553,6 +565,7 @@ class StreamFilter:
         if self._done:
             return []
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
+        self._tail_reach = self._tail_now
         if self._found:
             self._tail_now = min(self._tail_now, self.config.found_tail_lines)
         held: list[Run] = []
@@ -609,6 +622,12 @@ class StreamFilter:
         self._shapes += facts.shapes
         if n:
             self._last_shape = facts.line_shape(n - 1)
+        if self._novelty is not None or self.collector is not None:
+            hashes = line_hashes(facts.shapes, n)
+            if self._novelty is not None:
+                self._novelty.add_lines(hashes)
+            if self.collector is not None:
+                self.collector.add(hashes)
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.repeat = np.concatenate((p.repeat, repeats))
@@ -706,6 +725,8 @@ class StreamFilter:
         self._w_score[rel] = scores
         self._w_term[rel] = has_term
         self._cuts.add(scores, has_term)
+        if self._novelty is not None:
+            self._novelty.add_windows(self._scored, p.base + lo + offsets, p.base + end)
         self._scored = closed
 
     # -- decisions -----------------------------------------------------------------------
@@ -798,8 +819,18 @@ class StreamFilter:
         window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._w_base
         cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids, pending=np.inf)
         w_prot = self._w_prot[w_lo:w_hi] >= 0
-        w_keep = w_prot | (self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut))
-        keep = self._window_lines(w_keep, w_prot, wrel - w_lo, n) | p.forced[:n]
+        scored = self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut)
+        weighed = None
+        if self._novelty is not None:  # the last green run's lines re-weigh the scored windows
+            near = min(NEAR_LINES, cfg.lookahead_lines)  # (known before a line is decided)
+            terms, scores = self._w_term[w_lo:w_hi], self._w_score[w_lo:w_hi]
+            end = total if final else None
+            scored, weighed = self._novelty.scored(window_ids, terms, scores, cut, end, self._verdicts, near)
+        w_keep = w_prot | scored
+        keep = self._window_lines(w_keep, w_prot, wrel - w_lo, n)
+        if self._novelty is not None:  # a line the last green run printed too is not kept for its window's sake
+            keep &= ~self._novelty.seen(p.base, n)
+        keep |= p.forced[:n]
         head = cfg.head_lines - p.base
         if head > 0:
             keep[:head] = True
@@ -813,7 +844,13 @@ class StreamFilter:
             tail = max(0, tail_end - self._tail_now)
             last = max(0, n - LAST_LINES)
             keep[last:n] = True  # a run's last words, even after such a verdict
-        keep[tail:tail_end] = True
+        if self._novelty is not None and tail < tail_end:
+            # with a baseline, the tail is the lines of its whole reach (a failure found or not)
+            # that the last green run did not print; the stream's last lines are kept all the same
+            tail = max(0, tail_end - self._tail_reach)
+            keep[tail:tail_end] |= ~self._novelty.seen(p.base + tail, tail_end - tail)
+        else:
+            keep[tail:tail_end] = True
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
@@ -824,7 +861,7 @@ class StreamFilter:
         if self._selection is not None:
             natural, keep = keep, self._selection.mask(p.base + 1, n)
         if cfg.explain:
-            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, tail_end, last, natural)
+            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, tail_end, last, natural, weighed)
         self._build_runs(keep, runs)
         self._last_keep = bool(keep[-1])
         if settle and not hold:
@@ -991,13 +1028,15 @@ class StreamFilter:
             if prot >= 0:
                 reason = f"protected:{names[prot]}"
             elif why.window_keep[rel - why.w_lo]:
-                reason = "score"
+                reason = "novel" if why.weighed is not None and why.weighed[rel - why.w_lo] else "score"
             else:
                 first = int(lines[0])  # in this run
                 tail = why.tail <= first < why.tail_end or first >= why.last
                 reason = "head" if first < why.head else "tail" if tail else "context"
         elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
             reason = "budget"  # kept on its own, not chosen within the token budget
+        elif self._seen_reason(rel, lines):
+            reason = "seen"
         elif prot >= 0:
             reason = "weak-line"  # an over-long or redrawn line in a kept window
         elif why.window_keep[rel - why.w_lo]:  # kept for its score: these lines hold no query term
@@ -1020,7 +1059,20 @@ class StreamFilter:
             hit_line,
             prior,
             features,
+            self._novelty.novel_lines(w) if self._novelty is not None else None,
         )
+
+    def _seen_reason(self, rel: int, lines: npt.NDArray[np.int64]) -> bool:
+        """Whether the dropped ``lines`` (pending indexes) of window ``rel`` (index into the window
+        arrays) were dropped for the baseline: each was in the last green run, and without a baseline
+        the window (kept for a signature or its score) or the tail would have kept them."""
+        why = self._why
+        if self._novelty is None or why is None:
+            return False
+        if not self._novelty.seen(self._p.base, int(lines[-1]) + 1)[lines].all():
+            return False
+        by_score = self._w_term[rel] and self._w_score[rel] >= why.cut[rel - why.w_lo]
+        return bool(self._w_prot[rel] >= 0 or by_score or why.tail <= int(lines[0]) < why.tail_end)
 
     def _weak(self, a: int, b: int) -> npt.NDArray[np.bool_]:
         """Shape ``(b - a,)``: which of pending lines ``a .. b-1`` are kept only as protected hits
@@ -1063,7 +1115,8 @@ class StreamFilter:
         p, cfg = self._p, self.config
         start, end = self._line_start(a), int(p.ends[b - 1])
         if self._open is None:
-            self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
+            green = self._novelty is not None
+            self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars, green)
             if self._keep is not None:
                 self._gap = bytearray()
         first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
@@ -1084,12 +1137,16 @@ class StreamFilter:
             int(over.shape[0]),
             int(over.max()) if over.shape[0] else 0,
             held,  # (protected lines are dropped only by a budget's selection)
+            int(self._novelty.seen(p.base + a, b - a).sum()) if self._novelty is not None else 0,
         )
         with memoryview(self._buf) as view:
             self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)
         if self._gap is not None:
             self._gap += self._buf[start - self._buf_start : end - self._buf_start]
-            if self._open.lines >= cfg.min_drop_lines or len(self._gap) > cfg.summary_chars:
+            # with a baseline, any gap no longer than a summary is kept: the seen lines it drops
+            # inside kept stretches are often a blank line or a rule, cheaper than their summary
+            lines = self._open.lines >= cfg.min_drop_lines and self._novelty is None
+            if lines or len(self._gap) > cfg.summary_chars:
                 self._gap = None
         if self._gap is None and self._keep is not None:
             runs.append(self._close_keep())
@@ -1246,3 +1303,5 @@ class StreamFilter:
             self._w_hit = self._w_hit[k:]
             self._w_base = first_window
             self._cuts.forget_before(first_window)
+        if self._novelty is not None:
+            self._novelty.forget(p.base, first_window)

@@ -48,6 +48,7 @@ def render(run: Run, fmt: str, source: str, ref: str = "", extra: Mapping[str, o
             {"first_line": t.first_line, "last_line": t.last_line, "score": t.score, "cut": t.cut, "reason": t.reason}
             | ({"hit_line": t.hit_line} if t.hit_line else {})
             | ({"prior": t.prior, "features": list(t.features)} if t.prior else {})
+            | ({"novel": t.novel} if t.novel is not None else {})
             for t in run.traces
         ]
         event["windows_omitted"] = run.traces_omitted

@@ -53,9 +53,11 @@ class WindowTrace:
         score: BM25 score of the window against the query.
         cut: the score threshold in force for the window.
         reason: for KEEP: ``protected:<signature name>``, ``score`` (a query term
-            and a score at or above the cut), ``head``, ``tail``, ``context`` (lines
-            kept around a protected line) or ``short-gap`` (a DROP run too short
-            to summarize); for DROP: ``below-cut`` (a query term, score below the
+            and a score at or above the cut), ``novel`` (a score at or above the cut once
+            weighed up for a novel line near the end or an exit verdict), ``head``, ``tail``,
+            ``context`` (lines kept around a protected line) or ``short-gap`` (a DROP run too short
+            to summarize); for DROP: ``seen`` (lines the last green run printed too, which the
+            window or the tail would have kept without a baseline), ``below-cut`` (a query term, score below the
             cut), ``no-term`` (none of its lines here holds a query term, also the lines of a
             window kept for its score that no term line keeps), ``weak-line`` (an over-long or carriage-return
             redrawn line in a kept window: such lines are kept only when protected
@@ -68,6 +70,8 @@ class WindowTrace:
             it gave that line; else 0.
         features: for such a window, the words and word pairs of that line that raised its
             probability most (numbers shown as ``<num>``, ids as ``<id>``).
+        novel: with a baseline (the last green run's line shapes), how many lines of the window
+            it never saw; None without one.
     """
 
     first_line: int
@@ -78,6 +82,7 @@ class WindowTrace:
     hit_line: int = 0
     prior: float = 0.0
     features: tuple[str, ...] = ()
+    novel: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

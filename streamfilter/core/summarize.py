@@ -210,9 +210,13 @@ class DropSummary:
         top_shapes: K, most shapes named in the summary.
         max_chars: longest summary, in characters; its head (range, counts) and the count of
             failure lines left out by a budget are never cut, so a summary may be longer.
+        green: the stream has a baseline (the last green run's line shapes): the summary says how
+            many of its lines that run printed too (``seen_lines``).
     """
 
-    def __init__(self, first_line: int, start_byte: int, top_shapes: int = 3, max_chars: int = 240) -> None:
+    def __init__(
+        self, first_line: int, start_byte: int, top_shapes: int = 3, max_chars: int = 240, green: bool = False
+    ) -> None:
         self.first_line = first_line
         self.last_line = first_line - 1
         self.start_byte = start_byte
@@ -229,6 +233,8 @@ class DropSummary:
         self.frames = 0
         self.long_lines = 0
         self.longest = 0  # bytes
+        self.green = green
+        self.seen_lines = 0
 
     def add(
         self,
@@ -242,6 +248,7 @@ class DropSummary:
         long_lines: int = 0,
         longest: int = 0,
         failure_lines: int = 0,
+        seen_lines: int = 0,
     ) -> None:
         """Add the next ``n_lines`` lines of the run.
 
@@ -260,9 +267,11 @@ class DropSummary:
             failure_lines: how many of them carry a failure signature, left out by a token
                 budget (``--budget-tokens``): protected ones and repeats alike, since the
                 lines a repeat is like may be left out too.
+            seen_lines: how many of them the last green run printed too (with ``green``).
         """
         self.repeated_failures += repeated_failures
         self.failure_lines += failure_lines
+        self.seen_lines += seen_lines
         self.long_lines += long_lines
         self.longest = max(self.longest, longest)
         self.last_line += n_lines
@@ -323,6 +332,12 @@ class DropSummary:
             facts.append(
                 f"{_count(self.progress_lines, 'progress line')}: {self.frames - self.progress_lines} frames collapsed"
             )
+        # what the last green run printed too: that the run holds nothing new (a fact that never
+        # gives way to a shape), or how much of it
+        everything = self.seen_lines == self.lines
+        green = f"{'all' if everything else self.seen_lines} in the last green run"
+        if self.green:
+            facts.append(green)
         # blank lines and bare "<*>" say little: counted among the other shapes, named only when
         # the run has no other shape to name ("95× <*>" for a run of numbers, "4975× blank")
         silent = (b"", bytes([_MARK]))
@@ -333,11 +348,11 @@ class DropSummary:
         # room for the count of the shapes not named (none needed when there is one shape)
         reserve = len(f"; +{len(self._shapes) + 1} more") if len(self._shapes) + bool(self._other) > 1 else 0
         # facts first, so a long shape list never pushes them out of the line; but the most
-        # frequent shape gets room too: the count of warning mentions, then that of lines with
-        # query terms (the least telling facts, an error's words telling more than a warning's)
-        # give way to it
+        # frequent shape gets room too: the count of lines the last green run printed, of
+        # warning mentions, then that of lines with query terms (the least telling facts, a
+        # shape telling more than a count, an error's words more than a warning's) give way to it
         room = self.max_chars - len(head) - len(": ]") - 2 - reserve  # for the facts and the shapes
-        for fact in (warnings, terms):
+        for fact in (green, warnings, terms) if not everything else (warnings, terms):
             if room - len("; ".join(facts)) < _MIN_SHAPE_ROOM and ranked and fact in facts:
                 facts.remove(fact)
         facts_text = "; ".join(facts)

@@ -1,0 +1,252 @@
+"""Novelty against a baseline: the line shapes of the last green run, and what they say of a failing one.
+
+A *baseline* is the set of the masked line shapes (``summarize.shape_text``, the shapes DROP
+summaries count) that a passing run of a command printed, kept as a bounded set of 32-bit hashes
+(``Baseline``, built by ``ShapeCollector``). A later run of the same command reads it through
+``Novelty``: each of its lines is *seen* (its shape is in the set), *novel* (it is not) or, past a
+full set's limit, unknown (treated as novel, but never weighed up). The filter then
+
+- keeps a line the baseline saw neither for its window's sake alone (the other lines of a window
+  kept for a failure signature, the prior or its BM25 score) nor for its place in the tail alone
+  (the stream's last ``LAST_LINES`` are kept all the same): the green run printed it too, so it
+  is not what broke; the lines a signature or the prior keeps (the line, its context, its
+  continuation lines, its section) are kept as without a baseline;
+- does not keep a window all of whose lines the baseline saw for its score;
+- weighs a window with a novel line near the stream's end or before an exit verdict more
+  (``NOVEL_WEIGHT`` times its score against the cut).
+
+Pure: no I/O. Storing baselines is ``streamfilter.live.baselines``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .normalize import normalize_block
+from .records import LineBlock
+from .summarize import shape_text
+
+__all__ = (
+    "MAX_SHAPES",
+    "NEAR_LINES",
+    "NOVEL_WEIGHT",
+    "Baseline",
+    "Novelty",
+    "ShapeCollector",
+    "line_hashes",
+)
+
+Int64Array = npt.NDArray[np.int64]
+UInt32Array = npt.NDArray[np.uint32]
+BoolArray = npt.NDArray[np.bool_]
+
+# hashes kept per baseline (4 bytes each: 128 KiB): a verbose green run of a few thousand tests
+# prints a few thousand shapes; past the cap the smallest hashes are kept (a bottom-k sample), so
+# what is kept does not depend on the order the lines came in
+MAX_SHAPES = 1 << 15
+_FULL = (1 << 32) - 1  # the limit of a set that is not full: every hash is at or below it
+# a novel line this close to the stream's end, or this many lines or fewer before an exit verdict,
+# makes its window weigh more (within the tail's default reach: what a failing run prints last)
+NEAR_LINES = 25
+NOVEL_WEIGHT = 2.0  # the score of such a window is multiplied by this against the cut
+
+
+def line_hashes(shapes: bytes, n_lines: int) -> UInt32Array:
+    """Shape ``(n_lines,)``: the CRC-32 of each line's shape in ``shapes`` (``BlockFacts.shapes``:
+    each line's shape followed by its ``\\n``, the last one maybe without)."""
+    parts = shapes.split(b"\n", n_lines)[:n_lines]
+    return np.fromiter(map(zlib.crc32, parts), dtype=np.uint32, count=n_lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The shapes a green run printed, as a bounded set of hashes.
+
+    Attributes:
+        hashes: the sorted distinct CRC-32 hashes of its line shapes, as little-endian uint32
+            bytes (at most ``MAX_SHAPES`` of them).
+        limit: the greatest hash the set can tell about: a full set kept only the smallest
+            hashes, so a hash above it is unknown (``2**32 - 1`` when the set is not full).
+        lines: how many lines it was built from.
+    """
+
+    hashes: bytes
+    limit: int
+    lines: int
+
+    @property
+    def size(self) -> int:
+        """How many hashes the set holds."""
+        return len(self.hashes) // 4
+
+    def array(self) -> UInt32Array:
+        """The hashes as a read-only uint32 array (no copy)."""
+        return np.frombuffer(self.hashes, dtype="<u4").astype(np.uint32, copy=False)
+
+    def lookup(self, hashes: UInt32Array) -> tuple[BoolArray, BoolArray]:
+        """``(seen, novel)``, shape ``(n,)`` each: which of ``hashes`` the set holds, and which it
+        does not while it can tell (at or below ``limit``); a hash that is neither is unknown."""
+        table = self.array()
+        if table.shape[0] == 0:
+            seen = np.zeros(hashes.shape[0], dtype=bool)
+        else:
+            at = np.minimum(np.searchsorted(table, hashes), table.shape[0] - 1)
+            seen = table[at] == hashes
+        novel: BoolArray = ~seen & (hashes <= self.limit)
+        return seen, novel
+
+
+class ShapeCollector:
+    """Builds a ``Baseline`` from the lines of one or more streams, in bounded memory.
+
+    Holds at most ``2 * max_shapes`` hashes: when more come, the smallest ``max_shapes`` distinct
+    ones are kept (the limit then drops to the greatest of them), so the result is the same
+    whatever the order and chunking of the lines.
+
+    Args:
+        max_shapes: most hashes in the baseline.
+    """
+
+    def __init__(self, max_shapes: int = MAX_SHAPES) -> None:
+        self.max_shapes = max_shapes
+        self.lines = 0
+        self._limit = _FULL
+        self._kept = np.zeros(0, dtype=np.uint32)  # sorted, distinct, all at or below _limit
+        self._new: list[UInt32Array] = []
+        self._held = 0  # hashes in _new
+
+    def add(self, hashes: UInt32Array) -> None:
+        """Add the hashes of the next lines (``line_hashes``)."""
+        self.lines += int(hashes.shape[0])
+        fresh = hashes[hashes <= self._limit]
+        if fresh.shape[0]:
+            self._new.append(fresh)
+            self._held += int(fresh.shape[0])
+            if self._held > self.max_shapes:
+                self._merge()
+
+    def add_block(self, block: LineBlock, max_line_bytes: int) -> None:
+        """Add the lines of ``block``, shaped as the filter shapes them with this ``max_line_bytes``
+        (``FilterConfig.max_line_bytes``): a baseline built from a file (``filter --baseline``)."""
+        norm = normalize_block(block.data, block.n_lines, max_line_bytes, block.ends)
+        self.add(line_hashes(shape_text(norm.text), block.n_lines))
+
+    def _merge(self) -> None:
+        merged = np.unique(np.concatenate((self._kept, *self._new)))
+        if merged.shape[0] > self.max_shapes:
+            merged = merged[: self.max_shapes]
+            self._limit = int(merged[-1])
+        self._kept, self._new, self._held = merged, [], 0
+
+    def baseline(self) -> Baseline:
+        """The baseline of the lines added so far."""
+        self._merge()
+        return Baseline(self._kept.astype("<u4").tobytes(), self._limit, self.lines)
+
+
+class Novelty:
+    """One stream's lines and windows against a baseline (``StreamFilter`` keeps one per stream).
+
+    Lines are added in stream order (``add_lines``), windows once all their lines are in
+    (``add_windows``); both are forgotten once decided (``forget``), so memory follows the
+    filter's look-ahead. Stream indexes are 0-based line numbers.
+
+    Args:
+        baseline: the shapes of the last green run.
+        first_line: the stream index of the first line to come.
+    """
+
+    def __init__(self, baseline: Baseline, first_line: int = 0) -> None:
+        self.baseline = baseline
+        self._base = first_line  # stream index of _seen[0]
+        self._seen = np.zeros(0, dtype=bool)  # per line: its shape is in the baseline
+        self._novel = np.zeros(0, dtype=bool)  # per line: it is not, and the baseline can tell
+        self._w_base = 0  # window id of the per-window arrays' first entry
+        self._w_novel = np.zeros(0, dtype=np.int64)  # per window: its novel lines
+        self._w_seen = np.zeros(0, dtype=bool)  # per window: every line of it seen
+        self._w_last = np.zeros(0, dtype=np.int64)  # per window: stream index of its last novel line (-1: none)
+
+    def add_lines(self, hashes: UInt32Array) -> None:
+        """The next lines' shape hashes (``line_hashes``)."""
+        seen, novel = self.baseline.lookup(hashes)
+        self._seen = np.concatenate((self._seen, seen))
+        self._novel = np.concatenate((self._novel, novel))
+
+    def add_windows(self, first: int, starts: Int64Array, end: int) -> None:
+        """Windows ``first, first + 1, ...`` are complete: window k holds the lines from stream
+        index ``starts[k]`` up to the next one's start (the last one's up to ``end``, exclusive).
+        The first of them must follow the last window added (or be the first)."""
+        if not self._w_novel.shape[0]:
+            self._w_base = first
+        bounds = np.append(starts, end) - self._base
+        novel_before = np.concatenate(([0], np.cumsum(self._novel, dtype=np.int64)))
+        seen_before = np.concatenate(([0], np.cumsum(self._seen, dtype=np.int64)))
+        sizes = np.diff(bounds)
+        novel = novel_before[bounds[1:]] - novel_before[bounds[:-1]]
+        seen = (seen_before[bounds[1:]] - seen_before[bounds[:-1]]) == sizes
+        # the last novel line before each window's end, if it is in the window
+        index = np.where(self._novel, np.arange(self._seen.shape[0], dtype=np.int64), -1)
+        last_novel = np.maximum.accumulate(index) if index.shape[0] else index
+        last = np.where(novel > 0, last_novel[np.maximum(bounds[1:] - 1, 0)] + self._base, -1)
+        self._w_novel = np.concatenate((self._w_novel, novel))
+        self._w_seen = np.concatenate((self._w_seen, seen))
+        self._w_last = np.concatenate((self._w_last, last.astype(np.int64)))
+
+    def scored(
+        self,
+        windows: Int64Array,
+        terms: BoolArray,
+        scores: npt.NDArray[np.float64],
+        cuts: npt.NDArray[np.float64],
+        end: int | None,
+        verdicts: Int64Array,
+        near_lines: int,
+    ) -> tuple[BoolArray, BoolArray]:
+        """Which of ``windows`` (ids, added) a score keeps: ``(kept, weighed)``, shape ``(w,)``.
+
+        As without a baseline, a window needs a query term (``terms``) and a score (``scores``) at
+        or above its cut (``cuts``); but one all of whose lines the baseline saw is not kept for its
+        score, and one with a novel
+        line at most ``near_lines`` before the stream's ``end`` (its line count, None while it
+        goes on) or before one of ``verdicts`` (stream indexes of exit verdicts) is kept when
+        ``NOVEL_WEIGHT`` times its score reaches its cut (``weighed``: kept so, not otherwise).
+        """
+        rel = windows - self._w_base
+        last = self._w_last[rel]
+        near = last >= 0
+        if end is None:
+            near_end = np.zeros(rel.shape[0], dtype=bool)
+        else:
+            near_end = end - 1 - last < near_lines
+        # the first verdict at or after the window's last novel line, within near_lines of it
+        at = np.searchsorted(verdicts, last)
+        after = np.append(verdicts, np.iinfo(np.int64).max)[at]
+        near &= near_end | (after - last <= near_lines)
+        by_score = scores >= cuts
+        kept: BoolArray = terms & (by_score | (near & (scores * NOVEL_WEIGHT >= cuts))) & ~self._w_seen[rel]
+        return kept, kept & ~by_score
+
+    def seen(self, first: int, n: int) -> BoolArray:
+        """Shape ``(n,)``: which of the lines from stream index ``first`` on the baseline saw."""
+        a = first - self._base
+        seen: BoolArray = self._seen[a : a + n]
+        return seen
+
+    def novel_lines(self, window: int) -> int:
+        """How many lines of ``window`` (an id, added) are novel."""
+        return int(self._w_novel[window - self._w_base])
+
+    def forget(self, line: int, window: int | None) -> None:
+        """Lines before stream index ``line`` and windows before ``window`` are decided."""
+        k = line - self._base
+        if k > 0:
+            self._seen, self._novel = self._seen[k:], self._novel[k:]
+            self._base = line
+        if window is not None and window > self._w_base:
+            k = window - self._w_base
+            self._w_novel, self._w_seen, self._w_last = self._w_novel[k:], self._w_seen[k:], self._w_last[k:]
+            self._w_base = window

@@ -1,0 +1,88 @@
+"""With a baseline too, nothing is lost and the same bytes give the same answer however they are
+chunked; and the baseline built from a green run does not depend on how its bytes were chunked."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamfilter.core.baseline import MAX_SHAPES, Baseline, ShapeCollector
+from streamfilter.core.filter import StreamFilter
+from streamfilter.core.records import Run
+from tests.property.test_filter_properties import CONFIGS, FRAGMENTS, input_lines, streams
+
+cutting = st.lists(st.integers(min_value=0, max_value=10_000), max_size=20)
+
+
+def collected(data: bytes, cuts: list[int], max_shapes: int = MAX_SHAPES) -> Baseline:
+    """The baseline a filter fed ``data`` in pieces at ``cuts`` collects (at most ``max_shapes``)."""
+    sf = StreamFilter()
+    sf.collector = ShapeCollector(max_shapes)
+    prev = 0
+    for cut in [*sorted({c % (len(data) + 1) for c in cuts}), len(data)]:
+        sf.feed(data[prev:cut])
+        prev = cut
+    sf.flush()
+    return sf.collector.baseline()
+
+
+def run_filter(data: bytes, cuts: list[int], which: int, baseline: Baseline, explain: bool = False) -> list[Run]:
+    sf = StreamFilter(replace(CONFIGS[which], explain=explain), baseline=baseline)
+    runs: list[Run] = []
+    prev = 0
+    for cut in sorted({c % (len(data) + 1) for c in cuts}):
+        runs += sf.feed(data[prev:cut])
+        prev = cut
+    return runs + sf.feed(data[prev:]) + sf.flush()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# a cap of 8 shapes: a full set, whose hashes past its limit are unknown, is exercised too
+@given(streams, streams, cutting, st.sampled_from(range(len(CONFIGS))), st.booleans(), st.sampled_from([8, MAX_SHAPES]))
+def test_any_chunking_gives_the_same_runs_with_a_baseline(
+    green: bytes, data: bytes, cuts: list[int], which: int, explain: bool, cap: int
+) -> None:
+    baseline = collected(green, [], cap)
+    whole = run_filter(data, [], which, baseline, explain)
+    assert run_filter(data, cuts, which, baseline, explain) == whole
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, streams, cutting, st.sampled_from(range(len(CONFIGS))))
+def test_runs_tile_the_input_with_a_baseline(green: bytes, data: bytes, cuts: list[int], which: int) -> None:
+    runs = run_filter(data, cuts, which, collected(green, []))
+    expect_line, expect_byte = 1, 0
+    for run in runs:
+        assert run.first_line == expect_line and run.start_byte == expect_byte
+        if run.decision == "keep":
+            assert run.data == data[run.start_byte : run.end_byte]
+        elif not run.rest:
+            assert "in the last green run" in run.summary or len(run.summary) >= CONFIGS[which].summary_chars - 30
+        expect_line, expect_byte = run.last_line + 1, run.end_byte
+    assert (expect_line, expect_byte) == (input_lines(data) + 1, len(data))
+    for a, b in itertools.pairwise(runs):
+        assert a.decision != b.decision or (a.decision == "keep" and a.n_bytes >= CONFIGS[which].max_keep_event_bytes)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, cutting)
+def test_the_baseline_a_run_collects_does_not_depend_on_chunking(green: bytes, cuts: list[int]) -> None:
+    baseline = collected(green, cuts, 8)
+    assert baseline == collected(green, [], 8)
+    assert baseline.lines == input_lines(green)
+    assert baseline.size <= 8
+
+
+def test_a_green_run_of_the_same_bytes_marks_no_line_novel_and_keeps_only_what_signatures_keep() -> None:
+    data = b"".join(FRAGMENTS) * 3
+    baseline = collected(data, [])
+    runs = run_filter(data, list(range(0, len(data), 7)), 2, baseline, explain=True)
+    assert all(t.novel == 0 for r in runs for t in r.traces)
+    reasons = {t.reason.partition(":")[0] for r in runs for t in r.traces if r.decision == "keep"}
+    assert reasons <= {"protected", "context", "tail", "short-gap"}
+    without = run_filter(data, [], 2, Baseline(b"", 0, 0))  # a set that can tell nothing: as without one
+    kept = [sum(r.n_bytes for r in rs if r.decision == "keep") for rs in (runs, without)]
+    assert kept[0] < kept[1]
