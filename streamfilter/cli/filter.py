@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, BinaryIO, cast
 
 from ..core.errors import InputError, StreamfilterError, UsageError
+from ..live.baselines import baseline_of_files
 from ..live.batch import StopSignals, filter_input
 from ..live.writes import Escaped
 from .options import count, filter_config, filter_options
@@ -34,6 +35,14 @@ def add_parser(sub: Any) -> None:
     f.add_argument(
         "--raw", action="store_true", help="on a terminal, write control bytes as they are (default: escaped)"
     )
+    f.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="GOOD.log",
+        help="the output of a passing run (repeatable): lines it printed weigh less, the others more",
+    )
+    f.add_argument("--no-baseline", action="store_true", help="ignore --baseline (no baseline)")
     f.add_argument(
         "--budget-tokens",
         type=count(1),
@@ -70,6 +79,11 @@ def _filter(args: argparse.Namespace) -> int:
         raise UsageError("--explain needs --format jsonl")
     config = filter_config(args, args.explain)
     paths = _check_inputs(args.files)
+    baseline = None
+    if args.baseline and not args.no_baseline:
+        if "-" in args.baseline:
+            raise UsageError("--baseline -: a baseline is read from a file (stdin is the input)")
+        baseline = baseline_of_files(_check_inputs(args.baseline), config.max_line_bytes)
     if sys.stdout is None:
         raise StreamfilterError("cannot write output: standard output is closed")
     out: BinaryIO = sys.stdout.buffer
@@ -84,7 +98,7 @@ def _filter(args: argparse.Namespace) -> int:
             # a blank line between files, as head and tail print them (after an unended last line too)
             gap = {b"": b"", b"\n": b"\n"}.get(last, b"\n\n")
             header = gap + f"==> {name} <==\n".encode("utf-8", "surrogateescape")
-        done = filter_input(name, config, args.format, out, signals, args.budget_tokens, header)
+        done = filter_input(name, config, args.format, out, signals, args.budget_tokens, header, baseline)
         last = done.last or last
         if done.changed is not None:  # that file only: the others are still filtered
             sys.stderr.write(f"streamfilter: error: {done.changed}\n")

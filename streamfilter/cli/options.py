@@ -44,6 +44,8 @@ _NOT_HERE = {
         "a budget is decided over a whole input; follow writes lines as they come",
     ),
     "--explain": ("filter", "decision traces are for filter's JSONL"),
+    "--baseline": ("filter", "run weighs its command's output against the last green run it stored itself"),
+    "--no-baseline": ("filter and run", "follow has no green run to weigh against"),
 }
 
 

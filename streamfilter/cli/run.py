@@ -33,6 +33,11 @@ def add_parser(sub: Any) -> None:
     )
     rn.add_argument("--raw", action="store_true", help="on a terminal, write control bytes as they are")
     rn.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="neither weigh the output against CMD's last green run nor store this run's as its baseline",
+    )
+    rn.add_argument(
         "--budget-tokens",
         type=count(1),
         metavar="N",
@@ -60,7 +65,10 @@ def add_send_parser(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
+    from ..live.baselines import BaselineStore
     from ..live.run import run_budgeted, run_command
+
+    baselines = None if args.no_baseline else BaselineStore()
 
     if args.budget_tokens is not None:
         if args.separate:
@@ -71,14 +79,16 @@ def _run(args: argparse.Namespace) -> int:
         out: BinaryIO = sys.stdout.buffer
         if not args.raw and out.isatty():
             out = cast(BinaryIO, Escaped(out))  # only write and flush are used
-        return run_budgeted(argv, config, args.format, args.budget_tokens, out, args.tee, args.success_tail)[0]
+        return run_budgeted(argv, config, args.format, args.budget_tokens, out, args.tee, args.success_tail, baselines)[
+            0
+        ]
     failure_tail = args.tail_lines
     args.tail_lines = max(args.tail_lines, args.success_tail)  # held back for the end either way
     config = filter_config(args)
     argv = command_argv(args)
     return anyio.run(
         lambda: run_command(
-            argv, config, args.format, args.separate, args.tee, args.success_tail, args.raw, failure_tail
+            argv, config, args.format, args.separate, args.tee, args.success_tail, args.raw, failure_tail, baselines
         )
     )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, BinaryIO, ClassVar
 
+from ..core.baseline import Baseline, ShapeCollector
 from ..core.budget import BUDGET_SUMMARY_CHARS, REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
 from ..core.errors import StreamfilterError
 from ..core.filter import FilterConfig, FilterStats, StreamFilter, asked_patterns
@@ -99,12 +100,15 @@ def filter_input(
     signals: StopSignals | None = None,
     budget_tokens: int | None = None,
     header: bytes = b"",
+    baseline: Baseline | None = None,
+    collector: ShapeCollector | None = None,
 ) -> Filtered:
     """Filter the input ``name`` (a file path, or ``-`` for stdin) to ``out`` in format ``fmt``.
 
     Without a budget, runs are written as they are decided, after ``header``; also after a stop
     signal or a change of the file, what was read is decided and written. Within ``budget_tokens``
-    (estimated tokens of the text output), see ``_budgeted``.
+    (estimated tokens of the text output), see ``_budgeted``. ``baseline``: the line shapes of the
+    last green run (``StreamFilter``); ``collector``: gets the shape hashes of every line read.
 
     Raises:
         StreamfilterError: the output cannot be written, or the stdin archive cannot be made.
@@ -113,13 +117,14 @@ def filter_input(
     refs = _Refs(name)
     if budget_tokens is not None:
         try:
-            last, stats = _budgeted(config, name, fmt, budget_tokens, out, refs, signals, header)
+            last, stats = _budgeted(config, name, fmt, budget_tokens, out, refs, signals, header, baseline, collector)
         except InputChanged as exc:
             return Filtered(b"", FilterStats(), exc)
         return Filtered(last, stats)
     write_all(out, header)
     writer = _Writer(out, fmt, name, refs)
-    sf = StreamFilter(config, source=name)
+    sf = StreamFilter(config, source=name, baseline=baseline)
+    sf.collector = collector
     changed = None
     with _open(name) as handle:
         try:
@@ -148,6 +153,8 @@ def _budgeted(
     refs: _Refs,
     signals: StopSignals | None,
     header: bytes = b"",
+    baseline: Baseline | None = None,
+    collector: ShapeCollector | None = None,
 ) -> tuple[bytes, FilterStats]:
     """Filter one input within a token budget; return the last byte written and the counts of the
     filter whose output it is.
@@ -175,7 +182,8 @@ def _budgeted(
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
         own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens))
-        first = StreamFilter(replace(config, explain=True), source=name)
+        first = StreamFilter(replace(config, explain=True), source=name, baseline=baseline)
+        first.collector = collector  # (the first pass reads every line)
         handle = stack.enter_context(_open(name))
         regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
         start = handle.tell() if regular else 0  # stdin redirected from a file may not start at 0
@@ -201,7 +209,7 @@ def _budgeted(
         if own.within_limit():
             own.end(first)
             return _copy(held, out, header), first.stats
-        second = StreamFilter(terse, source=name, selection=pool.select())
+        second = StreamFilter(terse, source=name, selection=pool.select(), baseline=baseline)
         again = spool if spool is not None else handle
         again.seek(start if spool is None else 0)
         held.seek(0)

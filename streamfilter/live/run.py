@@ -7,6 +7,8 @@ process group (the terminal has sent it to CMD already). Faithful on failure, te
 when CMD fails, the tail rule keeps its last ``tail_lines`` lines; when it exits 0, only the
 last ``success_tail`` lines (failure signatures are kept either way). A last line states the exit
 status. With ``tee``, the whole raw output is written to that file too and DROP refs point into it.
+With a ``BaselineStore``, the lines of the last green run of the same command in the same directory
+weigh less (``core.baseline``), and a run that exits 0 stores its own (``live.baselines``).
 
 ``send`` runs CMD the same way but streams its raw output to a daemon's socket source inside a
 run envelope (``envelope``), so the daemon filters it as one run with its own query.
@@ -30,9 +32,11 @@ from typing import BinaryIO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
 
+from ..core.baseline import Baseline, ShapeCollector
 from ..core.errors import StreamfilterError, UsageError
 from ..core.filter import FilterConfig
 from ..core.records import Run
+from .baselines import BaselineStore
 from .config import SinkConfig, SourceConfig, Timing
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
 from .expand import ref_of, state_dir
@@ -173,6 +177,7 @@ async def run_command(
     success_tail: int = SUCCESS_TAIL_LINES,
     raw: bool = False,
     failure_tail: int | None = None,
+    baselines: BaselineStore | None = None,
 ) -> int:
     """Run ``argv``, filter its output live to stdout; return its exit status (see module docstring).
 
@@ -181,6 +186,7 @@ async def run_command(
             ``failure_tail`` and ``success_tail`` (the lines held back for the end).
         failure_tail: lines kept at the end when CMD fails (default ``config.tail_lines``).
         success_tail: lines kept at the end when CMD exits 0.
+        baselines: where the baseline of CMD is read, and stored when CMD exits 0 (None: none).
 
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
@@ -191,6 +197,7 @@ async def run_command(
     name = os.path.basename(argv[0])
     command = _command_text(argv)
     source = _command_source(name, config)
+    green = _Green(baselines, argv)
     try:
         process = await _start(argv, separate)
     except CommandError as exc:
@@ -209,9 +216,11 @@ async def run_command(
     streams: list[LiveStream] = []
     for stream_name, _ in pipes:
         if tee is not None and not separate:
-            streams.append(LiveStream(stream_name, config, RUN_TIMING, [sink], tee.ref, hold_tail=True))
+            live = LiveStream(stream_name, config, RUN_TIMING, [sink], tee.ref, hold_tail=True, baseline=green.baseline)
         else:
-            streams.append(archived_stream(source, [sink], stream_name, None, hold_tail=True))
+            live = archived_stream(source, [sink], stream_name, None, hold_tail=True, baseline=green.baseline)
+        live.filter.collector = green.collector
+        streams.append(live)
     received = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(_forward_signals, process, received)
@@ -229,8 +238,46 @@ async def run_command(
         await live.end(tail)
     if tee is not None:
         tee.close()
+    if returncode == 0 and not received.is_set():  # (a run stopped early printed part of its output)
+        green.save()
     await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=status_of(returncode)))
     return status_of(returncode)
+
+
+class _Green:
+    """A command's baseline: the one its last green run stored, and the one this run collects.
+
+    Attributes:
+        baseline: the last green run's, or None (no store, none stored, or one that cannot be read).
+        collector: gets this run's line shapes (None without a store).
+    """
+
+    def __init__(self, baselines: BaselineStore | None, argv: Sequence[str]) -> None:
+        self.baselines = baselines
+        self.command = shlex.join(argv)
+        self.cwd = ""
+        try:
+            self.cwd = os.getcwd()
+        except OSError:  # (a directory removed under us: no key to store it by)
+            self.baselines = None
+        self.baseline: Baseline | None = None
+        self.collector: ShapeCollector | None = None
+        if self.baselines is not None:
+            self.baseline = self.baselines.load(self.command, self.cwd)
+            self.collector = ShapeCollector()
+
+    def save(self) -> None:
+        """CMD exited 0: its line shapes become its baseline (a warning on stderr if they cannot be
+        stored: the run's status is CMD's all the same)."""
+        if self.baselines is None or self.collector is None:
+            return
+        try:
+            self.baselines.save(self.command, self.cwd, self.collector.baseline())
+        except OSError as exc:
+            why = exc.strerror or exc
+            sys.stderr.write(
+                f"streamfilter: warning: cannot store this run's baseline in {self.baselines.folder}: {why}\n"
+            )
 
 
 def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:
@@ -291,6 +338,7 @@ def run_budgeted(
     out: BinaryIO,
     tee_path: str | None = None,
     success_tail: int = SUCCESS_TAIL_LINES,
+    baselines: BaselineStore | None = None,
 ) -> tuple[int, Path]:
     """Run ``argv`` to its end, its whole output kept in a file, then write that output filtered to
     about ``budget_tokens`` tokens to ``out``, and a last line naming the exit status and the file.
@@ -299,7 +347,8 @@ def run_budgeted(
     output is decided over the whole run (``batch.filter_input`` within the budget), faithful on
     failure (the tail keeps ``config.tail_lines`` lines) and terse on success (``success_tail``).
     DROP refs point into the file (``streamfilter expand REF``), which is ``tee_path`` or a new
-    file in the state directory's ``runs/`` (``output_file``: capped, the oldest evicted).
+    file in the state directory's ``runs/`` (``output_file``: capped, the oldest evicted). With
+    ``baselines``, CMD's last green run weighs its lines, and CMD exiting 0 stores its own.
 
     Returns:
         The command's exit status (128+N when a signal N killed it) and the file's path.
@@ -311,6 +360,7 @@ def run_budgeted(
     from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
 
     name, command = os.path.basename(argv[0]), _command_text(argv)
+    green = _Green(baselines, argv)
     path = Path(tee_path).resolve() if tee_path else output_file(argv)
     try:
         returncode = anyio.run(capture_command, argv, path)
@@ -321,7 +371,11 @@ def run_budgeted(
         )
         raise
     tail = config.tail_lines if returncode != 0 else success_tail
-    done = filter_input(str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens)
+    done = filter_input(
+        str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", green.baseline, green.collector
+    )
+    if returncode == 0:
+        green.save()
     lines = done.stats.kept_lines + done.stats.dropped_lines
     size = done.stats.kept_bytes + done.stats.dropped_bytes
     # the way to the whole output, without running CMD again, on the line an agent reads last

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
+from ..core.baseline import Baseline
 from ..core.filter import FilterConfig, StreamFilter
 from ..core.output import end_event, render
 from ..core.records import Run
@@ -88,6 +89,7 @@ class LiveStream:
         extra: fields added to every JSONL object of the stream (e.g. a run id).
         hold_tail: a command's run: settling leaves the last ``tail_lines`` lines undecided,
             so the tail rule at its end (faithful on failure) still has them.
+        baseline: the line shapes of the command's last green run (``StreamFilter``).
 
     Attributes:
         emitted_line, emitted_byte: the stream position just past the last run written
@@ -116,9 +118,10 @@ class LiveStream:
         extra: dict[str, object] | None = None,
         hold_tail: bool = False,
         rest_of: tuple[int, bool] | None = None,
+        baseline: Baseline | None = None,
     ) -> None:
         self.source = source
-        self.filter = StreamFilter(config, source, start_line, start_byte, rest_of=rest_of)
+        self.filter = StreamFilter(config, source, start_line, start_byte, rest_of=rest_of, baseline=baseline)
         self.timing = timing
         self.sinks = sinks
         self.refs = refs or (lambda run: "")
@@ -315,8 +318,10 @@ def archived_stream(
     totals: Totals | None,
     extra: dict[str, object] | None = None,
     hold_tail: bool = False,
+    baseline: Baseline | None = None,
 ) -> LiveStream:
-    """A live stream of ``source`` named ``name`` whose bytes are archived for its refs."""
+    """A live stream of ``source`` named ``name`` whose bytes are archived for its refs (``baseline``:
+    see ``LiveStream``)."""
     archive, refs = archive_refs(name)
     stream = ArchivedStream(
         name,
@@ -328,6 +333,7 @@ def archived_stream(
         totals_key=source.name,
         extra=extra,
         hold_tail=hold_tail,
+        baseline=baseline,
     )
     stream.archive = archive
     return stream

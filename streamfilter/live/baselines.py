@@ -1,0 +1,155 @@
+"""Baselines on disk: the line shapes of each command's last green run, in the state directory.
+
+``run`` (and a daemon's run in an envelope) loads the baseline of its command and working
+directory before the command starts, and stores a new one when the command exits 0; ``filter
+--baseline GOOD.log`` builds one from files (``baseline_of_files``). See ``core.baseline`` for
+what a baseline is and how it changes decisions.
+
+A baseline is one file in ``baselines/`` under the state directory, named by a hash of the
+working directory and the command: a first line ``streamfilter-baseline 1``, a JSON line (the
+command, the directory, the counts), then the sorted hashes as little-endian uint32. Each file
+holds at most ``core.baseline.MAX_SHAPES`` hashes (128 KiB); past ``MAX_BASELINES`` files the
+least recently used (stored or loaded) are removed, so the folder stays under about 8 MiB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..core.baseline import MAX_SHAPES, Baseline, ShapeCollector
+from ..core.errors import InputError
+from ..core.lines import LineSplitter
+from .expand import state_dir
+
+__all__ = ("MAGIC", "MAX_BASELINES", "BaselineStore", "baseline_of_files", "read_baseline")
+
+MAGIC = b"streamfilter-baseline 1\n"
+MAX_BASELINES = 64  # files kept; the least recently used past it are removed
+MAX_HEADER_BYTES = 4096  # the JSON line's longest (the command in it is cut to fit)
+READ_BYTES = 1 << 20  # bytes read per call from a baseline's file
+
+
+def read_baseline(data: bytes) -> Baseline:
+    """The baseline stored in ``data`` (a baseline file's bytes).
+
+    Raises:
+        ValueError: ``data`` is not a baseline file, or a damaged one.
+    """
+    if not data.startswith(MAGIC):
+        raise ValueError("not a streamfilter baseline")
+    end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER_BYTES)
+    if end < 0:
+        raise ValueError("no header line")
+    header = json.loads(data[len(MAGIC) : end])
+    hashes = data[end + 1 :]
+    count, limit, lines = header.get("shapes"), header.get("limit"), header.get("lines")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (count, limit, lines)):
+        raise ValueError("a count in the header is not a whole number")
+    if len(hashes) != 4 * count or count > MAX_SHAPES or not 0 <= limit < 1 << 32 or lines < 0:
+        raise ValueError("the header does not match the hashes")
+    table = np.frombuffer(hashes, dtype="<u4")
+    if table.shape[0] and (np.any(np.diff(table.astype(np.int64)) <= 0) or int(table[-1]) > limit):
+        raise ValueError("the hashes are not sorted and below the limit")
+    return Baseline(hashes, limit, lines)
+
+
+class BaselineStore:
+    """The baselines of commands in a folder (default: ``baselines/`` in the state directory).
+
+    Args:
+        folder: where the files are.
+        cap: most files kept.
+    """
+
+    def __init__(self, folder: Path | None = None, cap: int = MAX_BASELINES) -> None:
+        self.folder = folder or state_dir() / "baselines"
+        self.cap = cap
+
+    def path(self, command: str, cwd: str) -> Path:
+        """The file of ``command`` (its text, ``shlex.join`` of its argv) run in ``cwd``."""
+        key = hashlib.sha256(json.dumps([cwd, command]).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        return self.folder / f"{key}.shapes"
+
+    def load(self, command: str, cwd: str) -> Baseline | None:
+        """The baseline of ``command`` in ``cwd``, or None when there is none, or it cannot be read
+        or is damaged (a run then goes as without one). Marks it used (it is evicted last)."""
+        path = self.path(command, cwd)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(len(MAGIC) + MAX_HEADER_BYTES + 4 * MAX_SHAPES + 1)
+            baseline = read_baseline(data)
+        except (OSError, ValueError):
+            return None
+        with contextlib.suppress(OSError):  # (a folder this user may read but not write)
+            os.utime(path)
+        return baseline
+
+    def save(self, command: str, cwd: str, baseline: Baseline) -> Path:
+        """Store ``baseline`` as that of ``command`` in ``cwd`` (replacing the one before), then
+        remove the least recently used files past ``cap``; return the file's path.
+
+        Raises:
+            OSError: the folder or the file cannot be written.
+        """
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self.path(command, cwd)
+        facts = {"command": command, "cwd": cwd, "lines": baseline.lines, "limit": baseline.limit}
+        header = json.dumps({**facts, "shapes": baseline.size}).encode("utf-8", "surrogateescape")
+        if len(header) >= MAX_HEADER_BYTES:  # a long command: cut in the header only (the name has all of it)
+            cut = len(command) - (len(header) - MAX_HEADER_BYTES) - 8
+            facts["command"] = command[: max(0, cut)] + "..."
+            header = json.dumps({**facts, "shapes": baseline.size}).encode("utf-8", "surrogateescape")
+        # written whole to a temporary file, then renamed over: a reader never sees half a baseline
+        fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(MAGIC + header + b"\n" + baseline.hashes)
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        self._evict()
+        return path
+
+    def _evict(self) -> None:
+        """Remove the least recently used baselines past ``cap``."""
+        files = []
+        for entry in self.folder.glob("*.shapes"):
+            with contextlib.suppress(OSError):  # (removed meanwhile by another run)
+                files.append((entry.stat().st_mtime_ns, entry.name, entry))
+        for _, _, old in sorted(files)[: max(0, len(files) - self.cap)]:
+            old.unlink(missing_ok=True)
+
+
+def baseline_of_files(paths: Sequence[str], max_line_bytes: int) -> Baseline:
+    """The baseline of the lines of ``paths`` (logs of green runs), shaped as a filter with this
+    ``max_line_bytes`` shapes them (``FilterConfig.max_line_bytes``); each file is read once, in
+    chunks, so memory stays bounded whatever their size.
+
+    Raises:
+        InputError: a file cannot be read.
+    """
+    collector = ShapeCollector()
+    for path in paths:
+        splitter = LineSplitter()
+        try:
+            with open(path, "rb") as handle:
+                while chunk := handle.read(READ_BYTES):
+                    block = splitter.feed(chunk)
+                    if block is not None:
+                        collector.add_block(block, max_line_bytes)
+        except OSError as exc:
+            raise InputError(f"cannot read --baseline {path}: {exc.strerror or exc}") from None
+        block = splitter.flush()
+        if block is not None:
+            collector.add_block(block, max_line_bytes)
+    return collector.baseline()
