@@ -29,7 +29,7 @@ from ..core.errors import InputError
 from ..core.lines import LineSplitter
 from .expand import state_dir
 
-__all__ = ("MAGIC", "MAX_BASELINES", "BaselineStore", "baseline_of_files", "read_baseline")
+__all__ = ("MAGIC", "MAX_BASELINES", "BaselineStore", "GreenRun", "baseline_of_files", "read_baseline")
 
 MAGIC = b"streamfilter-baseline 1\n"
 MAX_BASELINES = 64  # files kept; the least recently used past it are removed
@@ -128,6 +128,35 @@ class BaselineStore:
                 files.append((entry.stat().st_mtime_ns, entry.name, entry))
         for _, _, old in sorted(files)[: max(0, len(files) - self.cap)]:
             old.unlink(missing_ok=True)
+
+
+class GreenRun:
+    """One run of a command against its baseline: the one its last green run stored, and the one
+    this run collects (stored by ``save`` if the run passes).
+
+    Args:
+        store: where the baseline is read and stored; None: no baseline (``--no-baseline``).
+        command: the command's text (``shlex.join`` of its argv).
+        cwd: the directory it runs in.
+
+    Attributes:
+        baseline: the last green run's, or None (no store, none stored, or one that cannot be read).
+        collector: gets this run's line shapes (``StreamFilter.collector``; None without a store).
+    """
+
+    def __init__(self, store: BaselineStore | None, command: str, cwd: str) -> None:
+        self.store, self.command, self.cwd = store, command, cwd
+        self.baseline = store.load(command, cwd) if store is not None else None
+        self.collector = ShapeCollector() if store is not None else None
+
+    def save(self) -> None:
+        """The run passed: its line shapes become the command's baseline.
+
+        Raises:
+            OSError: it cannot be stored.
+        """
+        if self.store is not None and self.collector is not None:
+            self.store.save(self.command, self.cwd, self.collector.baseline())
 
 
 def baseline_of_files(paths: Sequence[str], max_line_bytes: int) -> Baseline:

@@ -99,6 +99,8 @@ class SourceConfig:
         max_line_bytes: longest line taken from a socket; the rest of a longer line is
             discarded and replaced by an ``[N bytes elided]`` marker.
         checkpoint: whether file positions are saved in the state directory.
+        baselines: a socket source's runs in an envelope are weighed against their command's last
+            green run (``live.baselines``), and store their own when they exit 0.
         sinks: names of the sinks the source writes to.
         filter: the filter settings.
         timing: idle and poll times.
@@ -114,6 +116,7 @@ class SourceConfig:
     group: int | None = None
     max_line_bytes: int = 1 << 20
     checkpoint: bool = True
+    baselines: bool = True
     sinks: tuple[str, ...] = ("stdout",)
     filter: FilterConfig = field(default_factory=FilterConfig)
     timing: Timing = field(default_factory=Timing)
@@ -171,6 +174,7 @@ _SOURCE_KEYS = {
     "group",
     "max_line_bytes",
     "checkpoint",
+    "baselines",
     "sinks",
 }
 # the source keys that only some types have (a key of another type is a mistake, said as such)
@@ -180,6 +184,7 @@ _KEY_TYPES = {
     "start_at": ("file",),
     "roots": ("file",),
     "checkpoint": ("file",),
+    "baselines": ("unix", "tcp"),
     "mode": ("unix",),
     "group": ("unix",),
 }
@@ -348,6 +353,8 @@ def _source(
     values["max_line_bytes"] = filt.max_line_bytes  # the source's own, or [defaults]'
     if "checkpoint" in table:
         values["checkpoint"] = check.typed(table["checkpoint"], bool, f"{key}.checkpoint")
+    if "baselines" in table:
+        values["baselines"] = check.typed(table["baselines"], bool, f"{key}.baselines")
     if "sinks" in table:
         sinks = check.typed(table["sinks"], list, f"{key}.sinks")
         values["sinks"] = tuple(check.typed(s, str, f"{key}.sinks[{j}]") for j, s in enumerate(sinks))

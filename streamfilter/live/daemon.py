@@ -25,13 +25,14 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.errors import StreamfilterError, first_cause
 from ._logging import get_logger
+from .baselines import BaselineStore, GreenRun
 from .checkpoint import CheckpointStore
 from .config import ConfigError, DaemonConfig, SourceConfig, check_access, load_config, unused_sinks
 from .expand import state_dir
 from .files import FileSource
 from .sinks import Sink, StdoutSink, open_sink
 from .sockets import serve_socket_source
-from .stream import Totals, archived_stream
+from .stream import LiveStream, Totals, archived_stream
 from .systemd import Notifier, listen_fds
 from .unix import SocketInUseError, bind_unix
 
@@ -39,6 +40,41 @@ __all__ = ("run_daemon",)
 
 READ_BYTES = 1 << 20
 STATUS_SECONDS = 2.0  # how often STATUS= is sent to systemd
+
+
+def _open_stream(
+    source: SourceConfig,
+    sinks: list[Sink],
+    totals: Totals,
+    name: str,
+    query: str | None = None,
+    extra: dict[str, object] | None = None,
+) -> LiveStream:
+    """The stream of a socket source's connection, or (``extra``: its ``run``, ``command`` and
+    ``cwd``) of a run in an envelope in it, with its own ``query``; a run whose ``run-start`` named
+    its command and directory is weighed against its last green run and stores its own when it
+    exits 0 (``source.baselines``)."""
+    if query:
+        source = replace(source, filter=replace(source.filter, query=query))
+    command, cwd = (extra or {}).get("command"), (extra or {}).get("cwd")
+    green = None
+    if source.baselines and isinstance(command, str) and isinstance(cwd, str):
+        green = GreenRun(BaselineStore(), command, cwd)
+    # a run in an envelope: its end applies the tail rule
+    baseline = green.baseline if green is not None else None
+    stream = archived_stream(source, sinks, name, totals, extra, hold_tail=extra is not None, baseline=baseline)
+    if green is not None:
+        stream.filter.collector = green.collector
+        stream.on_green = lambda: _save(green, name)
+    return stream
+
+
+def _save(green: GreenRun, stream: str) -> None:
+    """A run in an envelope exited 0: store its baseline (logged if it cannot be)."""
+    try:
+        green.save()
+    except OSError as exc:
+        get_logger().warning("baseline.not_stored", stream=stream, error=str(exc.strerror or exc))
 
 
 async def _socket_source(
@@ -80,14 +116,7 @@ async def _socket_source(
             await serve_socket_source(
                 listener,
                 source.name,
-                lambda name, query=None, extra=None: archived_stream(
-                    replace(source, filter=replace(source.filter, query=query)) if query else source,
-                    sinks,
-                    name,
-                    totals,
-                    extra,
-                    hold_tail=extra is not None,  # a run in an envelope: its end applies the tail rule
-                ),
+                lambda name, query=None, extra=None: _open_stream(source, sinks, totals, name, query, extra),
                 source.max_line_bytes,
                 tg,
                 lambda: totals.next_connection(source.name),

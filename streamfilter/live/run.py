@@ -32,11 +32,10 @@ from typing import BinaryIO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
 
-from ..core.baseline import Baseline, ShapeCollector
 from ..core.errors import StreamfilterError, UsageError
 from ..core.filter import FilterConfig
 from ..core.records import Run
-from .baselines import BaselineStore
+from .baselines import BaselineStore, GreenRun
 from .config import SinkConfig, SourceConfig, Timing
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
 from .expand import ref_of, state_dir
@@ -197,7 +196,7 @@ async def run_command(
     name = os.path.basename(argv[0])
     command = _command_text(argv)
     source = _command_source(name, config)
-    green = _Green(baselines, argv)
+    green = _green_run(baselines, argv)
     try:
         process = await _start(argv, separate)
     except CommandError as exc:
@@ -239,45 +238,9 @@ async def run_command(
     if tee is not None:
         tee.close()
     if returncode == 0 and not received.is_set():  # (a run stopped early printed part of its output)
-        green.save()
+        _save(green)
     await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=status_of(returncode)))
     return status_of(returncode)
-
-
-class _Green:
-    """A command's baseline: the one its last green run stored, and the one this run collects.
-
-    Attributes:
-        baseline: the last green run's, or None (no store, none stored, or one that cannot be read).
-        collector: gets this run's line shapes (None without a store).
-    """
-
-    def __init__(self, baselines: BaselineStore | None, argv: Sequence[str]) -> None:
-        self.baselines = baselines
-        self.command = shlex.join(argv)
-        self.cwd = ""
-        try:
-            self.cwd = os.getcwd()
-        except OSError:  # (a directory removed under us: no key to store it by)
-            self.baselines = None
-        self.baseline: Baseline | None = None
-        self.collector: ShapeCollector | None = None
-        if self.baselines is not None:
-            self.baseline = self.baselines.load(self.command, self.cwd)
-            self.collector = ShapeCollector()
-
-    def save(self) -> None:
-        """CMD exited 0: its line shapes become its baseline (a warning on stderr if they cannot be
-        stored: the run's status is CMD's all the same)."""
-        if self.baselines is None or self.collector is None:
-            return
-        try:
-            self.baselines.save(self.command, self.cwd, self.collector.baseline())
-        except OSError as exc:
-            why = exc.strerror or exc
-            sys.stderr.write(
-                f"streamfilter: warning: cannot store this run's baseline in {self.baselines.folder}: {why}\n"
-            )
 
 
 def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:
@@ -360,7 +323,7 @@ def run_budgeted(
     from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
 
     name, command = os.path.basename(argv[0]), _command_text(argv)
-    green = _Green(baselines, argv)
+    green = _green_run(baselines, argv)
     path = Path(tee_path).resolve() if tee_path else output_file(argv)
     try:
         returncode = anyio.run(capture_command, argv, path)
@@ -375,7 +338,7 @@ def run_budgeted(
         str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", green.baseline, green.collector
     )
     if returncode == 0:
-        green.save()
+        _save(green)
     lines = done.stats.kept_lines + done.stats.dropped_lines
     size = done.stats.kept_bytes + done.stats.dropped_bytes
     # the way to the whole output, without running CMD again, on the line an agent reads last
@@ -476,6 +439,26 @@ async def _filter_the_rest(link: _Link, argv: Sequence[str], query: str | None, 
     )
     await here.feed(replay + unsent)
     return here
+
+
+def _green_run(baselines: BaselineStore | None, argv: Sequence[str]) -> GreenRun:
+    """CMD's baseline in ``baselines``, by its command line and this working directory (none when
+    it has been removed under us: no key to store it by)."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return GreenRun(None, "", "")
+    return GreenRun(baselines, shlex.join(argv), cwd)
+
+
+def _save(green: GreenRun) -> None:
+    """CMD exited 0: store its baseline; a warning on stderr if it cannot be (the status is CMD's)."""
+    try:
+        green.save()
+    except OSError as exc:
+        assert green.store is not None
+        where, why = green.store.folder, exc.strerror or exc
+        sys.stderr.write(f"streamfilter: warning: cannot store this run's baseline in {where}: {why}\n")
 
 
 def _command_text(argv: Sequence[str]) -> str:

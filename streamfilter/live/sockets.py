@@ -167,6 +167,8 @@ class _Connection:
             return
         run, self.run = self.run, None
         await run.end(SUCCESS_TAIL_LINES if status == 0 else None)
+        if status == 0 and run.on_green is not None:
+            run.on_green()
         self.ended_lines += run.filter.stats.lines
         what = f"run {self.run_id}" + (f" ({self.command[:80]})" if self.command else "")
         if status is None:

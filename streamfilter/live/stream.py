@@ -96,6 +96,8 @@ class LiveStream:
             (what a checkpoint may record).
         on_written: called after each batch of runs is written to every sink (a checkpoint
             saved there leaves the least to repeat after a crash).
+        on_green: called when the stream, a command's run, ended and the command exited 0 (its
+            baseline is stored there).
 
     In ``text`` sinks, which streams may share, a stream that ends (or writes a marker) after
     an unterminated line gets a newline first, so the next output starts a line of its own; so
@@ -138,6 +140,7 @@ class LiveStream:
         self.extra = extra
         self._hold = config.tail_lines if hold_tail else 0
         self.on_written: Callable[[], None] | None = None
+        self.on_green: Callable[[], None] | None = None
         self._fed_ends_line = True  # the last byte fed is a line end (or nothing was fed)
         self._last_kept = False  # the last run written was KEEP
         self._drop_since: float | None = None  # when the open DROP run was first seen open

@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from streamfilter.core.filter import StreamFilter
 from streamfilter.core.output import render
 from streamfilter.live.baselines import baseline_of_files
 from tests.conftest import run_cli
+from tests.integration.test_daemon import connect_unix, kept, start
 
 GREEN = "".join(f"test_case_{i:02d} ... ok\n" for i in range(60)) + "Ran 60 tests\nOK\n"
 RED = GREEN.replace("Ran 60 tests\nOK\n", "test_case_60 ... the disk is full\nRan 61 tests\nFAILED (errors=1)\n")
@@ -30,7 +33,7 @@ def prints(folder: Path, text: str, code: int) -> None:
     (folder / "code.txt").write_text(str(code))
 
 
-def baselines(state: Path) -> list[Path]:
+def baselines_in(state: Path) -> list[Path]:
     folder = state / "streamfilter" / "baselines"
     return sorted(folder.glob("*.shapes")) if folder.exists() else []
 
@@ -39,7 +42,7 @@ def test_a_green_run_stores_a_baseline_that_the_next_failing_run_is_weighed_with
     state = tmp_path / "state"
     prints(tmp_path, GREEN, 0)
     assert run_here(tmp_path, state).returncode == 0
-    assert len(baselines(state)) == 1
+    assert len(baselines_in(state)) == 1
     prints(tmp_path, RED, 1)
     weighed = run_here(tmp_path, state)
     assert weighed.returncode == 1
@@ -59,9 +62,9 @@ def test_a_failing_run_or_one_with_no_baseline_stores_none(tmp_path: Path) -> No
     run_here(tmp_path, state)
     prints(tmp_path, GREEN, 0)
     run_here(tmp_path, state, "--no-baseline")
-    assert baselines(state) == []
+    assert baselines_in(state) == []
     run_here(tmp_path, state, "--budget-tokens", "500")  # decided at the end: stored too
-    assert len(baselines(state)) == 1
+    assert len(baselines_in(state)) == 1
 
 
 def test_filter_baseline_builds_one_from_files(tmp_path: Path) -> None:
@@ -88,3 +91,27 @@ def test_filter_baseline_errors(tmp_path: Path) -> None:
     assert stdin.returncode == 2 and b"--baseline -" in stdin.stderr
     follow = run_cli("follow", "--baseline", "x", str(tmp_path / "bad.log"))
     assert follow.returncode == 2 and b"an option of filter only" in follow.stderr
+
+
+@pytest.mark.parametrize("baselines", [True, False])
+def test_a_daemons_runs_in_an_envelope_store_and_use_baselines(tmp_path: Path, baselines: bool) -> None:
+    sock, out = tmp_path / "in.sock", tmp_path / "out.jsonl"
+    live = start(
+        tmp_path,
+        f'[[source]]\nname = "tools"\ntype = "unix"\npath = "{sock}"\nbaselines = {str(baselines).lower()}\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
+    )
+    mark = b"\x1estreamfilter "
+    head = b'"command": "make test", "cwd": "/src"'
+    for run, text, status in (("1", GREEN, 0), ("2", RED, 1)):
+        with connect_unix(sock) as client:
+            client.sendall(mark + b'{"type": "run-start", "run": "%s", %s}\n' % (run.encode(), head))
+            end = b'{"type": "run-end", "run": "%s", "status": %d}\n' % (run.encode(), status)
+            client.sendall(text.encode() + mark + end)
+        live.wait_for(lambda: sum(e["event"] == "exit" for e in live.events(out)) == int(run), 10)  # noqa: B023
+    assert live.stop() == 0
+    second = [e for e in live.events(out) if e.get("run") == "2" and e["event"] in ("keep", "drop")]
+    summaries = " ".join(e["summary"] for e in second if e["event"] == "drop")
+    assert ("in the last green run" in summaries) is baselines
+    assert ("test_case_59 ... ok" in kept(second)) is not baselines
+    assert len(baselines_in(tmp_path / "state")) == int(baselines)
