@@ -1117,7 +1117,9 @@ class StreamFilter:
         if self._open is None:
             green = self._novelty is not None
             self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars, green)
-            if self._keep is not None:
+            # with a baseline, the stream's first run is a gap too (a seen line before the failure)
+            first_run = self._novelty is not None and not self.stats.keep_runs + self.stats.drop_runs
+            if self._keep is not None or first_run:
                 self._gap = bytearray()
         first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
         shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
@@ -1154,8 +1156,10 @@ class StreamFilter:
     def _absorb_gap(self, runs: list[Run]) -> bool:
         """A short DROP run after a KEEP run (before the next, or at the end of the stream) joins it,
         its summary would save nothing; whether it did."""
-        if self._gap is None or self._keep is None or self._open is None:
+        if self._gap is None or self._open is None:
             return False
+        if self._keep is None:  # the stream's first run, with a baseline: the KEEP run starts with it
+            self._keep = (self._open.first_line, self._open.start_byte, bytearray())
         first_line, traces = self._open.first_line, self._traces["drop"]
         self._open = None
         self._drop_crc = 0
