@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..core.errors import StreamfilterError, first_cause
 from ..live._logging import configure_logging
-from . import daemon, expand, filter, follow, run
+from . import daemon, expand, filter, follow, mcp, run
 from .options import Parser
 
 __all__ = ("main",)
@@ -32,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     daemon.add_parser(sub)
     daemon.add_check_parser(sub)
     expand.add_parser(sub)
+    mcp.add_parser(sub)
     return parser
 
 

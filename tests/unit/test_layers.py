@@ -1,5 +1,6 @@
-"""The folders are the layers: core imports nothing from live or cli, live nothing from cli, and no
-module imports itself back through others (type-only imports count too)."""
+"""The folders are the layers: core imports nothing from live, cli or agents, live nothing from cli
+or agents (which sit side by side), and no module imports itself back through others (type-only
+imports count too)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "streamfilter"
-LAYER = {"core": 0, "live": 1, "cli": 2}
+LAYER = {"core": 0, "live": 1, "cli": 2, "agents": 2}
 
 
 def _name(path: Path) -> str:
