@@ -208,32 +208,15 @@ def test_a_stop_signal_kills_the_running_commands_then_the_server(tmp_path: Path
     )
     assert server.stdin is not None and server.stdout is not None
     try:
-        messages = [
-            {
-                "method": "initialize",
-                "id": 1,
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "0"},
-                },
-            },
-            {"method": "notifications/initialized"},
-        ]
         pid_file = tmp_path / "bg"
         pid_files.append(pid_file)
-        messages.append(
-            {
-                "method": "tools/call",
-                "id": 2,
-                "params": {
-                    "name": "run",
-                    "arguments": {
-                        "command": f"sleep 300 & echo $! > {pid_file}.new; mv {pid_file}.new {pid_file}; wait"
-                    },
-                },
-            }
-        )
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}
+        command = f"sleep 300 & echo $! > {pid_file}.new; mv {pid_file}.new {pid_file}; wait"
+        messages = [
+            {"method": "initialize", "id": 1, "params": hello},
+            {"method": "notifications/initialized"},
+            {"method": "tools/call", "id": 2, "params": {"name": "run", "arguments": {"command": command}}},
+        ]
         for message in messages:
             server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
             server.stdin.flush()
