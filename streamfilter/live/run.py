@@ -14,6 +14,8 @@ run envelope (``envelope``), so the daemon filters it as one run with its own qu
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import secrets
 import shlex
@@ -25,7 +27,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
@@ -40,13 +42,19 @@ from .sinks import StdoutSink
 from .stream import LiveStream, archived_stream, marker_event
 from .writes import flush_out, write_all
 
+if TYPE_CHECKING:
+    from .batch import Filtered
+
 __all__ = (
+    "KILL_GRACE_SECONDS",
     "RUNS_BYTES",
     "CommandError",
     "Tee",
     "capture_command",
+    "not_started_event",
     "output_file",
     "parse_socket",
+    "report_run",
     "run_budgeted",
     "run_command",
     "send_command",
@@ -62,6 +70,7 @@ REPLAY_BYTES = 16 << 20
 REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to read it and close
 MAX_REPLY_BYTES = 4096  # send: most bytes kept of a daemon's reply line not yet ended
 RUNS_BYTES = 256 << 20  # run --budget-tokens: the whole outputs kept in the state directory, in bytes
+KILL_GRACE_SECONDS = 2.0  # a cancelled capture_command: from SIGTERM to SIGKILL, in seconds
 
 
 class CommandError(StreamfilterError):
@@ -73,14 +82,19 @@ class CommandError(StreamfilterError):
         self.exit_code = exit_code
 
 
-async def _start(argv: Sequence[str], separate: bool, into: BinaryIO | None = None) -> Process:
-    """Start ``argv``, its output to pipes, or (``into``) straight to that file, stderr merged."""
+async def _start(
+    argv: Sequence[str], separate: bool, into: BinaryIO | None = None, cwd: str | None = None, detached: bool = False
+) -> Process:
+    """Start ``argv`` in ``cwd``, its output to pipes, or (``into``) straight to that file, stderr
+    merged; ``detached``: see ``capture_command``."""
     try:
         return await anyio.open_process(
             list(argv),
-            stdin=None,
+            stdin=subprocess.DEVNULL if detached else None,
             stdout=into if into is not None else subprocess.PIPE,
             stderr=subprocess.PIPE if separate else subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=detached,
         )
     except FileNotFoundError:
         raise CommandError(argv[0], "command not found", 127) from None
@@ -235,8 +249,8 @@ async def run_command(
 
 def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:
     """A new file for the whole output of ``argv`` in ``folder`` (default ``runs/`` in the state
-    directory), named by time, process id and program, after evicting the oldest files there
-    until the others take at most half of ``cap_bytes``.
+    directory), named by time, process id and program (and a count from 2 when that name is
+    taken), after evicting the oldest files there until the others take at most half of ``cap_bytes``.
 
     Raises:
         StreamfilterError: the folder cannot be created or the file cannot be made.
@@ -252,18 +266,30 @@ def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int 
                 break
             total -= old.stat().st_size
             old.unlink(missing_ok=True)
-        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{program}.log"
-        path.touch(mode=0o600, exist_ok=False)
+        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{program}"
+        # a server (``streamfilter mcp``) may start the same program twice in a second, even at once
+        for n in itertools.count(1):
+            path = folder / f"{stem}{f'-{n}' if n > 1 else ''}.log"
+            try:
+                path.touch(mode=0o600, exist_ok=False)
+                break
+            except FileExistsError:
+                continue
     except OSError as exc:
         raise StreamfilterError(f"cannot keep the command's output in {folder}: {exc.strerror or exc}") from None
     return path
 
 
-async def capture_command(argv: Sequence[str], path: Path) -> int:
-    """Run ``argv`` with stdout and stderr merged into the file ``path``, passing stop signals on
-    as ``run_command`` does; return its return code (-N when a signal N killed it).
+async def capture_command(argv: Sequence[str], path: Path, cwd: str | None = None, detached: bool = False) -> int:
+    """Run ``argv`` in ``cwd`` with stdout and stderr merged into the file ``path``, passing stop
+    signals on as ``run_command`` does; return its return code (-N when a signal N killed it).
 
     The command writes to the file itself (no pipe): its output lands in the order it printed it.
+    ``detached``, for a server that runs commands for its clients (``streamfilter mcp``): CMD reads
+    no stdin (the server's is its protocol), starts a session and process group of its own, and
+    the server's stop signals are its own to handle (not passed on). Whenever the capture is
+    cancelled, CMD is sent SIGTERM (with ``detached``, its whole process group: what it started
+    too), SIGKILL after ``KILL_GRACE_SECONDS``, and waited for: it never outlives the capture.
 
     Raises:
         CommandError: CMD cannot be started.
@@ -274,13 +300,37 @@ async def capture_command(argv: Sequence[str], path: Path) -> int:
     except OSError as exc:
         raise StreamfilterError(f"cannot write {path}: {exc.strerror or exc}") from None
     with into:
-        process = await _start(argv, separate=False, into=into)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_forward_signals, process)
-        returncode = await process.wait()
-        tg.cancel_scope.cancel()
+        process = await _start(argv, separate=False, into=into, cwd=cwd, detached=detached)
+    try:
+        async with anyio.create_task_group() as tg:
+            if not detached:
+                tg.start_soon(_forward_signals, process)
+            returncode = await process.wait()
+            tg.cancel_scope.cancel()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _stop(process, detached)
+        raise
     await process.aclose()
     return returncode
+
+
+async def _stop(process: Process, group: bool) -> None:
+    """SIGTERM ``process`` (``group``: its process group), SIGKILL after ``KILL_GRACE_SECONDS``; reap it."""
+
+    def send(signum: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):  # (gone already)
+            if group:  # the leader's pid is the group's id (a session of its own); members may outlive it
+                os.killpg(process.pid, signum)
+            else:
+                process.send_signal(signum)
+
+    send(signal.SIGTERM)
+    with anyio.move_on_after(KILL_GRACE_SECONDS):
+        await process.wait()
+    # what is left of the group (or a leader that ignored SIGTERM) goes now
+    send(signal.SIGKILL)
+    await process.aclose()
 
 
 def run_budgeted(
@@ -296,10 +346,9 @@ def run_budgeted(
     about ``budget_tokens`` tokens to ``out``, and a last line naming the exit status and the file.
 
     What an agent reads: it sees a command's output only once the command has ended, so the
-    output is decided over the whole run (``batch.filter_input`` within the budget), faithful on
-    failure (the tail keeps ``config.tail_lines`` lines) and terse on success (``success_tail``).
-    DROP refs point into the file (``streamfilter expand REF``), which is ``tee_path`` or a new
-    file in the state directory's ``runs/`` (``output_file``: capped, the oldest evicted).
+    output is decided over the whole run (``report_run``). DROP refs point into the file
+    (``streamfilter expand REF``), which is ``tee_path`` or a new file in the state directory's
+    ``runs/`` (``output_file``: capped, the oldest evicted).
 
     Returns:
         The command's exit status (128+N when a signal N killed it) and the file's path.
@@ -308,18 +357,53 @@ def run_budgeted(
         CommandError: CMD cannot be started (a status line says so first).
         StreamfilterError: the file or ``out`` cannot be written.
     """
-    from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
-
-    name, command = os.path.basename(argv[0]), _command_text(argv)
     path = Path(tee_path).resolve() if tee_path else output_file(argv)
     try:
         returncode = anyio.run(capture_command, argv, path)
     except CommandError as exc:
-        write_all(
-            out,
-            marker_event(fmt, name, f"{command}: {exc.reason} (status {exc.exit_code})", "exit", status=exc.exit_code),
-        )
+        write_all(out, not_started_event(argv, exc, fmt))
         raise
+    report_run(argv, returncode, path, config, fmt, budget_tokens, out, success_tail)
+    return status_of(returncode), path
+
+
+def not_started_event(argv: Sequence[str], error: CommandError, fmt: str) -> bytes:
+    """The status line (or JSONL ``exit`` event) of a command that could not be started."""
+    text = f"{_command_text(argv)}: {error.reason} (status {error.exit_code})"
+    return marker_event(fmt, os.path.basename(argv[0]), text, "exit", status=error.exit_code)
+
+
+def report_run(
+    argv: Sequence[str],
+    returncode: int,
+    path: Path,
+    config: FilterConfig,
+    fmt: str,
+    budget_tokens: int,
+    out: BinaryIO,
+    success_tail: int = SUCCESS_TAIL_LINES,
+) -> Filtered:
+    """Write the whole output of a finished run of ``argv`` (in the file ``path``) filtered to about
+    ``budget_tokens`` tokens to ``out``, then a last line naming the exit status and the file.
+
+    Faithful on failure (the tail keeps ``config.tail_lines`` lines), terse on success
+    (``success_tail``), within the budget (``batch.filter_input``); DROP refs point into ``path``.
+
+    Args:
+        returncode: the command's return code (-N when a signal N killed it).
+
+    Returns:
+        What ``filter_input`` did: the counts of the output written (lines and bytes of the whole
+        output, kept and dropped), or ``changed`` when ``path`` was truncated or rewritten while
+        it was read (then only the status line was written).
+
+    Raises:
+        StreamfilterError: ``out`` cannot be written.
+        OSError: ``path`` cannot be read.
+    """
+    from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
+
+    name, command = os.path.basename(argv[0]), _command_text(argv)
     tail = config.tail_lines if returncode != 0 else success_tail
     done = filter_input(str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens)
     lines = done.stats.kept_lines + done.stats.dropped_lines
@@ -329,7 +413,7 @@ def run_budgeted(
     marker = marker_event(fmt, name, text, "exit", status=status_of(returncode), output=str(path))
     write_all(out, (b"\n" if done.last not in (b"", b"\n") else b"") + marker)
     flush_out(out)
-    return status_of(returncode), path
+    return done
 
 
 async def send_command(
