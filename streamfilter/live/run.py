@@ -15,6 +15,7 @@ run envelope (``envelope``), so the daemon filters it as one run with its own qu
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import secrets
@@ -22,6 +23,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -69,6 +71,7 @@ GRACE_SECONDS = 0.5  # after a stop signal and CMD's exit, how long its pipes ar
 REPLAY_BYTES = 16 << 20
 REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to read it and close
 MAX_REPLY_BYTES = 4096  # send: most bytes kept of a daemon's reply line not yet ended
+RECENT_SECONDS = 600.0  # a kept output written this recently is never evicted (its run may be filtering it)
 RUNS_BYTES = 256 << 20  # run --budget-tokens: the whole outputs kept in the state directory, in bytes
 KILL_GRACE_SECONDS = 2.0  # a cancelled capture_command: from SIGTERM to SIGKILL, in seconds
 
@@ -249,13 +252,19 @@ async def run_command(
 
 def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:
     """A new file for the whole output of ``argv`` in ``folder`` (default ``runs/`` in the state
-    directory), named by time, process id and program (and a count from 2 when that name is
-    taken), after evicting the oldest files there until the others take at most half of ``cap_bytes``.
+    directory, or, where that cannot be written (a sandboxed agent), ``streamfilter-UID/runs/`` in
+    the temporary directory), named by time, process id and program (and a count from 2 when that
+    name is taken), after evicting the oldest files there until the others take at most half of
+    ``cap_bytes`` (not one a run still writes, ``_evict``).
 
     Raises:
         StreamfilterError: the folder cannot be created or the file cannot be made.
     """
-    folder = folder or state_dir() / "runs"
+    if folder is None:
+        try:
+            return output_file(argv, state_dir() / "runs", cap_bytes)
+        except StreamfilterError:
+            folder = Path(tempfile.gettempdir()) / f"streamfilter-{os.getuid()}" / "runs"
     program = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in os.path.basename(argv[0]))[:40]
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -264,8 +273,9 @@ def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int 
         for old in files:
             if total <= cap_bytes // 2:
                 break
-            total -= old.stat().st_size
-            old.unlink(missing_ok=True)
+            size = old.stat().st_size
+            if _evict(old):
+                total -= size
         stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{program}"
         # a server (``streamfilter mcp``) may start the same program twice in a second, even at once
         for n in itertools.count(1):
@@ -278,6 +288,23 @@ def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int 
     except OSError as exc:
         raise StreamfilterError(f"cannot keep the command's output in {folder}: {exc.strerror or exc}") from None
     return path
+
+
+def _evict(path: Path) -> bool:
+    """Remove a kept output unless a run still writes it (its command holds a shared lock on it,
+    ``capture_command``) or wrote it in the last ``RECENT_SECONDS``; whether it was removed."""
+    try:
+        if time.time() - path.stat().st_mtime < RECENT_SECONDS:
+            return False
+        with open(path, "rb") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            path.unlink(missing_ok=True)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 async def capture_command(argv: Sequence[str], path: Path, cwd: str | None = None, detached: bool = False) -> int:
@@ -297,6 +324,8 @@ async def capture_command(argv: Sequence[str], path: Path, cwd: str | None = Non
     """
     try:
         into = open(path, "wb")  # noqa: ASYNC230  # opened once, before the command starts
+        # shared lock, held by the command too (its stdout is this open file): no other run evicts it
+        fcntl.flock(into.fileno(), fcntl.LOCK_SH)
     except OSError as exc:
         raise StreamfilterError(f"cannot write {path}: {exc.strerror or exc}") from None
     with into:

@@ -126,7 +126,7 @@ async def test_the_tools_are_listed_with_their_parameters(tmp_path: Path) -> Non
         "expand": {"ref", "context_lines"},
     }
     assert listed["run"].input_schema["required"] == ["command"]
-    assert listed["run"].input_schema["properties"]["budget_tokens"]["default"] == 2000
+    assert listed["run"].input_schema["properties"]["budget_tokens"]["default"] == 4000
     assert all(tool.output_schema is not None for tool in listed.values())
     assert "expand" in (listed["run"].description or "") and "ref" in (listed["filter"].description or "")
 
