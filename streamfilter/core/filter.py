@@ -17,7 +17,7 @@ import itertools
 import re
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,7 @@ from .budget import Selection
 from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
 from .lines import LineSplitter, utf8_cut
 from .normalize import strip_ansi
+from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
 from .prior import END_REACH, NEIGHBOURS, PriorModel, ShapeCounter, context_features, default_model, to_verdict
 from .records import LineBlock, Run, WindowTrace
@@ -216,31 +217,6 @@ class _WindowFacts:
     natural: npt.NDArray[np.bool_] | None  # with a selection: each pending line's own decision
 
 
-@dataclass(slots=True)
-class _Pending:
-    """Per-line arrays of the lines not yet emitted (index 0 = stream line ``base``)."""
-
-    base: int = 0
-    ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    shape_ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    warnings: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    term: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    repeat: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    window: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    cont: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    record: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    forced: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    hit: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    tokens: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
-    # the prior's inputs (empty without a prior): content logit, earlier lines of its shape, blank
-    logit: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    seen: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    shape: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # prior.shape_hashes
-    blank: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-
-
 class StreamFilter:
     """One stream through every stage: ``feed(bytes) -> list[Run]``, ``flush() -> list[Run]``.
 
@@ -309,22 +285,13 @@ class StreamFilter:
         self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
         self._repeats = RepeatGate(cfg.max_repeats)
         self._last_shape = b""  # the shape of the stream's last line so far (with its line end)
-        self._p = _Pending(base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
-        self._buf = bytearray()  # raw bytes of pending lines
-        self._buf_start = start_byte  # stream offset of _buf[0]
-        self._shapes = bytearray()  # line shapes of pending lines (for DROP summaries)
-        self._shapes_start = 0  # offset of _shapes[0] in the stream's line shapes
+        self._p = PendingLines(
+            base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64), buf_start=start_byte
+        )
         self._assigned = start_line - 1  # lines with a window
         self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
-        self._stops = np.zeros(0, dtype=np.int64)  # stream indexes of pending lines that end sections
-        self._verdicts = np.zeros(0, dtype=np.int64)  # stream indexes of pending lines with an exit verdict
         self._hit_ids = np.zeros(0, dtype=np.int64)
-        # per-window arrays, index 0 = window id _w_base
-        self._w_base = 0
-        self._w_score = np.zeros(0, dtype=np.float64)
-        self._w_term = np.zeros(0, dtype=bool)
-        self._w_prot = np.zeros(0, dtype=np.int64)
-        self._w_hit = np.zeros(0, dtype=np.int64)  # 1-based line of each window's first hit (0: none)
+        self._windows = WindowTable()  # the windows of pending lines
         self._scored = 0  # windows 0.._scored-1 have a score
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
         self._open: DropSummary | None = None
@@ -526,9 +493,9 @@ class StreamFilter:
         # the rest is judged too: "Running tests... " let out, then "FAILED" must not be summarized
         kept = kept or self._matters(rest)
         self._rest = None if nl >= 0 else (line, kept)
-        start = self._buf_start
+        start = self._p.buf_start
         self._splitter.skip(len(rest))
-        self._buf_start += len(rest)
+        self._p.buf_start += len(rest)
         self.stats.bytes += len(rest)
         if kept:
             self.stats.kept_bytes += len(rest)
@@ -605,8 +572,8 @@ class StreamFilter:
             self._found = bool(self._signatures.found[ids].any())
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
-        p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (self._shapes_start + len(self._shapes))))
-        self._shapes += facts.shapes
+        p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (p.shapes_start + len(p.shapes))))
+        p.shapes += facts.shapes
         if n:
             self._last_shape = facts.line_shape(n - 1)
         p.warnings = np.concatenate((p.warnings, facts.warnings))
@@ -625,10 +592,10 @@ class StreamFilter:
             p.seen = np.concatenate((p.seen, self._shape_counts.seen(facts.shape_hashes)))
             p.shape = np.concatenate((p.shape, facts.shape_hashes))
             p.blank = np.concatenate((p.blank, layout.blank))
-        self._buf += block.data
+        self._p.buf += block.data
         self._hits = np.concatenate((self._hits, hits + first))
-        self._stops = np.concatenate((self._stops, facts.section_stops + first))
-        self._verdicts = np.concatenate((self._verdicts, facts.verdicts + first))
+        p.stops = np.concatenate((p.stops, facts.section_stops + first))
+        p.verdicts = np.concatenate((p.verdicts, facts.verdicts + first))
         self._hit_ids = np.concatenate((self._hit_ids, ids))
         self._assign(self._segmenter.feed(layout))
         self._score_windows(self._segmenter_closed)
@@ -666,18 +633,12 @@ class StreamFilter:
                 p.forced[a : a + upto] = True
                 self._carry = 0 if upto < k else self._carry - upto
             if self._section_carry:
-                later = self._stops[(self._stops >= assignment.first_line) & (self._stops != self._section_ignore)]
+                later = p.stops[(p.stops >= assignment.first_line) & (p.stops != self._section_ignore)]
                 stop = int(later[0]) - assignment.first_line if later.shape[0] else k
                 upto = min(k, stop, self._section_carry)
                 p.forced[a : a + upto] = True
                 self._section_carry = 0 if stop < k else self._section_carry - upto
-            top = int(assignment.windows[-1]) + 1 - self._w_base
-            grow = top - self._w_score.shape[0]
-            if grow > 0:
-                self._w_score = np.concatenate((self._w_score, np.zeros(grow)))
-                self._w_term = np.concatenate((self._w_term, np.zeros(grow, dtype=bool)))
-                self._w_prot = np.concatenate((self._w_prot, np.full(grow, -1, dtype=np.int64)))
-                self._w_hit = np.concatenate((self._w_hit, np.zeros(grow, dtype=np.int64)))
+            self._windows.grow(int(assignment.windows[-1]) + 1)
         self._segmenter_closed = assignment.closed
 
     def _score_windows(self, closed: int) -> None:
@@ -696,15 +657,15 @@ class StreamFilter:
         line_tf = p.tf[lo:end]
         # an over-long line is never kept as a window's member (the weak-line rule), so its terms
         # do not make its window's score either: the window is judged on the lines it would show
-        over = self._lengths(lo, end) > self.config.max_line_bytes
+        over = self._p.lengths(lo, end) > self.config.max_line_bytes
         if over.any():
             line_tf = np.where(over[:, None], 0, line_tf)
         tf = np.add.reduceat(line_tf, offsets, axis=0) if end > lo else p.tf[:0]
         scores = self._scorer.score(lengths, tf)
         has_term = tf.sum(axis=1) > 0
-        rel = ids - self._w_base
-        self._w_score[rel] = scores
-        self._w_term[rel] = has_term
+        rel = ids - self._windows.base
+        self._windows.score[rel] = scores
+        self._windows.term[rel] = has_term
         self._cuts.add(scores, has_term)
         self._scored = closed
 
@@ -727,7 +688,7 @@ class StreamFilter:
         # pytest's FAILURES at "short test summary info", cargo's failures at "test result:",
         # unittest's report at its closing rule (not at the rule right under its header); the
         # log's own lines after the tool's last line are not the section's
-        stops = np.append(self._stops - p.base, assigned + 1)  # (a sentinel: none)
+        stops = np.append(p.stops - p.base, assigned + 1)  # (a sentinel: none)
         nxt = np.minimum(np.searchsorted(stops, hits + 1, side="right"), stops.shape[0] - 1)
         section_end = stops[nxt] - 1
         section = self._signatures.section[ids]
@@ -758,10 +719,10 @@ class StreamFilter:
         p.hit[hits] = True
         # a window is explained by its first hit (hits are in order, and an earlier one is never
         # applied after a later one), however the hits were batched
-        wrel, first_hit = np.unique(p.window[hits] - self._w_base, return_index=True)
-        unset = self._w_prot[wrel] < 0
-        self._w_prot[wrel[unset]] = ids[first_hit[unset]]
-        self._w_hit[wrel[unset]] = p.base + hits[first_hit[unset]] + 1
+        wrel, first_hit = np.unique(p.window[hits] - self._windows.base, return_index=True)
+        unset = self._windows.prot[wrel] < 0
+        self._windows.prot[wrel[unset]] = ids[first_hit[unset]]
+        self._windows.hit[wrel[unset]] = p.base + hits[first_hit[unset]] + 1
 
     def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
         cfg, p = self.config, self._p
@@ -793,12 +754,12 @@ class StreamFilter:
                 self._absorb_gap(runs)
                 self._close_runs(runs)
             return runs
-        wrel = p.window[:n] - self._w_base
+        wrel = p.window[:n] - self._windows.base
         w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1
-        window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._w_base
+        window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._windows.base
         cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids, pending=np.inf)
-        w_prot = self._w_prot[w_lo:w_hi] >= 0
-        w_keep = w_prot | (self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut))
+        w_prot = self._windows.prot[w_lo:w_hi] >= 0
+        w_keep = w_prot | (self._windows.term[w_lo:w_hi] & (self._windows.score[w_lo:w_hi] >= cut))
         keep = self._window_lines(w_keep, w_prot, wrel - w_lo, n) | p.forced[:n]
         head = cfg.head_lines - p.base
         if head > 0:
@@ -808,7 +769,7 @@ class StreamFilter:
             # the tail ends at the first exit verdict of the last tail_lines lines: what a CI runner
             # prints after a command failed is its cleanup (the lines a signature protects there are
             # kept all the same); its lines are the ones before it
-            verdicts = self._verdicts[self._verdicts >= p.base + max(0, n - cfg.tail_lines)] - p.base
+            verdicts = p.verdicts[p.verdicts >= p.base + max(0, n - cfg.tail_lines)] - p.base
             tail_end = min(n, int(verdicts[0]) + 1) if verdicts.shape[0] else n
             tail = max(0, tail_end - self._tail_now)
             last = max(0, n - LAST_LINES)
@@ -859,7 +820,7 @@ class StreamFilter:
             lo + before.shape[0],
             hi + before.shape[0],
             to_end,
-            to_verdict(lines, self._verdicts),
+            to_verdict(lines, p.verdicts),
             p.seen[lo:hi],
             p.blank[lo:hi],
         )
@@ -877,8 +838,7 @@ class StreamFilter:
             return
         if cfg.explain:
             for i in rated.tolist():
-                a, b = self._line_start(i) - self._buf_start, int(p.ends[i]) - self._buf_start
-                words = self._prior.explain_line(strip_ansi(bytes(self._buf[a:b])))
+                words = self._prior.explain_line(strip_ansi(p.line(i)))
                 self._prior_why[p.base + i + 1] = (round(float(prob[i - lo]), 4), words)
         hits = np.concatenate((self._hits, rated + p.base))
         ids = np.concatenate((self._hit_ids, np.full(rated.shape[0], self._signatures.prior_id, dtype=np.int64)))
@@ -920,8 +880,7 @@ class StreamFilter:
         for k, (hit, start) in enumerate(zip(hits.tolist(), first.tolist(), strict=True)):
             line = start - 1
             while line >= max(0, hit - LEAD_LINES) and records[line] == records[hit]:
-                a, b = self._line_start(line) - self._buf_start, int(self._p.ends[line]) - self._buf_start
-                if LEAD_IN.match(strip_ansi(bytes(self._buf[a:b]))) is None:
+                if LEAD_IN.match(strip_ansi(self._p.line(line))) is None:
                     break
                 line -= 1
             out[k] = line + 1
@@ -934,9 +893,9 @@ class StreamFilter:
         first = self._cuts.known_groups * self.config.group_windows
         if self.config.explain:
             return first
-        lo, hi = max(0, first - self._w_base), self._scored - self._w_base
-        waits = np.flatnonzero(self._w_term[lo:hi] & (self._w_prot[lo:hi] < 0))
-        return self._w_base + (lo + int(waits[0]) if waits.shape[0] else max(lo, hi))
+        lo, hi = max(0, first - self._windows.base), self._scored - self._windows.base
+        waits = np.flatnonzero(self._windows.term[lo:hi] & (self._windows.prot[lo:hi] < 0))
+        return self._windows.base + (lo + int(waits[0]) if waits.shape[0] else max(lo, hi))
 
     # -- runs ----------------------------------------------------------------------------
     def _build_runs(self, keep: npt.NDArray[np.bool_], runs: list[Run]) -> None:
@@ -985,8 +944,8 @@ class StreamFilter:
         """The trace of window ``w`` in the open run: its ``lines`` there (pending indexes in ``a..b-1``)."""
         why, p, names = self._why, self._p, self._signatures.names
         assert why is not None
-        rel = w - self._w_base
-        prot = int(self._w_prot[rel])
+        rel = w - self._windows.base
+        prot = int(self._windows.prot[rel])
         if decision == "keep":
             if prot >= 0:
                 reason = f"protected:{names[prot]}"
@@ -1004,16 +963,16 @@ class StreamFilter:
             reason = "weak-line" if p.term[lines].any() else "no-term"
         elif p.repeat[lines].any():
             reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
-        elif self._w_term[rel]:
+        elif self._windows.term[rel]:
             reason = "below-cut"
         else:  # its query terms, if any, are in over-long lines: they do not score
             reason = "weak-line" if p.term[lines].any() else "no-term"
-        hit_line = int(self._w_hit[rel]) if prot >= 0 else 0
+        hit_line = int(self._windows.hit[rel]) if prot >= 0 else 0
         prior, features = self._prior_why.get(hit_line, (0.0, ())) if prot == self._signatures.prior_id else (0.0, ())
         return WindowTrace(
             p.base + int(lines[0]) + 1,
             p.base + int(lines[-1]) + 1,
-            round(float(self._w_score[rel]), 6),
+            round(float(self._windows.score[rel]), 6),
             round(float(why.cut[rel - why.w_lo]), 6),
             reason,
             # its first failure line, also when it is past this run (a lead-up to it) or before it
@@ -1026,17 +985,9 @@ class StreamFilter:
         """Shape ``(b - a,)``: which of pending lines ``a .. b-1`` are kept only as protected hits
         themselves: over-long lines, and lines redrawn by carriage returns with no query term."""
         p = self._p
-        long = self._lengths(a, b) > self.config.max_line_bytes
+        long = self._p.lengths(a, b) > self.config.max_line_bytes
         weak: npt.NDArray[np.bool_] = long | ((p.frames[a:b] > REDRAW_FRAMES) & ~p.term[a:b])
         return weak
-
-    def _line_start(self, rel: int) -> int:
-        return int(self._p.ends[rel - 1]) if rel > 0 else self._buf_start
-
-    def _lengths(self, a: int, b: int) -> Int64Array:
-        """Shape ``(b - a,)``: the raw length in bytes of pending lines ``a .. b-1``."""
-        lengths: Int64Array = np.diff(self._p.ends[a:b], prepend=np.int64(self._line_start(a)))
-        return lengths
 
     def _add_keep(self, a: int, b: int, runs: list[Run]) -> None:
         p, cap = self._p, self.config.max_keep_event_bytes
@@ -1045,7 +996,7 @@ class StreamFilter:
                 runs.append(self._close_drop())
             self._gap = None
         while a < b:
-            start = self._line_start(a)
+            start = self._p.line_start(a)
             if self._keep is None:
                 self._keep = (p.base + a + 1, start, bytearray())
             data = self._keep[2]
@@ -1054,21 +1005,20 @@ class StreamFilter:
             stop = min(int(np.searchsorted(p.ends[a:b], start + room, side="left")) + a + 1, b)
             if self._why is not None:  # this piece's own lines: a window it shares with the next is in both
                 self._trace(a, stop, "keep")
-            data += self._buf[start - self._buf_start : int(p.ends[stop - 1]) - self._buf_start]
+            data += self._p.buf[start - self._p.buf_start : int(p.ends[stop - 1]) - self._p.buf_start]
             a = stop
             if len(data) >= cap:
                 runs.append(self._close_keep())
 
     def _add_drop(self, a: int, b: int, runs: list[Run]) -> None:
         p, cfg = self._p, self.config
-        start, end = self._line_start(a), int(p.ends[b - 1])
+        start, end = self._p.line_start(a), int(p.ends[b - 1])
         if self._open is None:
             self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
             if self._keep is not None:
                 self._gap = bytearray()
-        first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
-        shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
-        lengths = self._lengths(a, b)
+        shapes = p.line_shapes(a, b)
+        lengths = self._p.lengths(a, b)
         over = lengths[lengths > cfg.max_line_bytes]
         repeats, held = int(p.repeat[a:b].sum()), int(p.hit[a:b].sum())
         if self._selection is not None:  # the lines a repeat is "like" may be left out too
@@ -1085,10 +1035,10 @@ class StreamFilter:
             int(over.max()) if over.shape[0] else 0,
             held,  # (protected lines are dropped only by a budget's selection)
         )
-        with memoryview(self._buf) as view:
-            self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)
+        with memoryview(self._p.buf) as view:
+            self._drop_crc = zlib.crc32(view[start - self._p.buf_start : end - self._p.buf_start], self._drop_crc)
         if self._gap is not None:
-            self._gap += self._buf[start - self._buf_start : end - self._buf_start]
+            self._gap += self._p.buf[start - self._p.buf_start : end - self._p.buf_start]
             if self._open.lines >= cfg.min_drop_lines or len(self._gap) > cfg.summary_chars:
                 self._gap = None
         if self._gap is None and self._keep is not None:
@@ -1215,34 +1165,17 @@ class StreamFilter:
     def _trim(self, n: int) -> None:
         """Forget the first ``n`` pending lines (decided and accounted for)."""
         p = self._p
-        end = int(p.ends[n - 1])
-        del self._buf[: end - self._buf_start]
-        self._buf_start = end
-        shapes_end = int(p.shape_ends[n - 1])
-        del self._shapes[: shapes_end - self._shapes_start]
-        self._shapes_start = shapes_end
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
         if n == p.window.shape[0] and self._scored > int(p.window[n - 1]):
             first_window = self._scored  # all settled: no window of these lines is needed again
-        p.base += n
-        self._stops = self._stops[self._stops >= p.base]
-        self._verdicts = self._verdicts[self._verdicts >= p.base]
-        p.ends, p.shape_ends, p.term, p.frames = p.ends[n:], p.shape_ends[n:], p.term[n:], p.frames[n:]
-        p.warnings = p.warnings[n:]
-        p.repeat = p.repeat[n:]
-        p.window, p.cont, p.record, p.forced = p.window[n:], p.cont[n:], p.record[n:], p.forced[n:]
-        p.hit = p.hit[n:]
-        p.tokens, p.tf = p.tokens[n:], p.tf[n:]
         if self._prior is not None:
             self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]
-            p.logit, p.seen, p.shape, p.blank = p.logit[n:], p.seen[n:], p.shape[n:], p.blank[n:]
+        p.trim(n)
+        if self._prior is not None:
             # a window's trace looks up the rating of its first hit, at most a window's lines back (a
             # window holds up to 4 times window_lines with its continuation lines)
             for line in [k for k in self._prior_why if k <= p.base - 4 * self.config.window_lines]:
                 del self._prior_why[line]
-        if first_window is not None and first_window > self._w_base:
-            k = first_window - self._w_base
-            self._w_score, self._w_term, self._w_prot = self._w_score[k:], self._w_term[k:], self._w_prot[k:]
-            self._w_hit = self._w_hit[k:]
-            self._w_base = first_window
+        if first_window is not None and first_window > self._windows.base:
+            self._windows.forget_before(first_window)
             self._cuts.forget_before(first_window)
