@@ -25,12 +25,13 @@ import numpy.typing as npt
 from ._heap import keep_block_buffers
 from .budget import Selection
 from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
+from .explain import MAX_TRACES, BatchFacts, Tracer
 from .lines import LineSplitter, utf8_cut
 from .normalize import strip_ansi
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
 from .prior import END_REACH, NEIGHBOURS, PriorModel, ShapeCounter, context_features, default_model, to_verdict
-from .records import LineBlock, Run, WindowTrace
+from .records import LineBlock, Run
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
 from .signatures import LEAD_IN, LEAD_LINES, SignatureSet
@@ -54,7 +55,6 @@ __all__ = (
 MAX_COUNT = 1 << 40
 MIN_LINE_BYTES = 64  # the smallest max_line_bytes: a shorter cap would score next to nothing of a line
 
-MAX_TRACES = 256  # window traces kept per run with explain; the rest are counted
 # a line redrawn more often than this (carriage returns) is a progress display, not a message; CI
 # logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
 # labelled as needed in the corpus with up to 5 frames; progress bars redraw by the dozen
@@ -203,20 +203,6 @@ class Notice:
     count: int = 1
 
 
-@dataclass(frozen=True, slots=True)
-class _WindowFacts:
-    """What one decision batch knew of its windows (index 0 = window ``w_lo - w_base``)."""
-
-    w_lo: int
-    cut: npt.NDArray[np.float64]
-    window_keep: npt.NDArray[np.bool_]
-    head: int  # pending lines below this are head lines
-    tail: int  # pending lines from this on are tail lines...
-    tail_end: int  # ...up to this one (the tail's first exit verdict, or all)
-    last: int  # pending lines from this on are the stream's last lines (LAST_LINES), kept with the tail
-    natural: npt.NDArray[np.bool_] | None  # with a selection: each pending line's own decision
-
-
 class StreamFilter:
     """One stream through every stage: ``feed(bytes) -> list[Run]``, ``flush() -> list[Run]``.
 
@@ -298,11 +284,8 @@ class StreamFilter:
         self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
         self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
         self._drop_crc = 0  # CRC-32 of the open DROP run's bytes
-        # explain: traces of the open KEEP and DROP runs, and how many were left out
-        self._traces: dict[str, list[tuple[int, WindowTrace]]] = {"keep": [], "drop": []}
-        self._omitted = {"keep": 0, "drop": 0}
-        self._traced = {"keep": -1, "drop": -1}  # the window last traced for each open run
-        self._why: _WindowFacts | None = None
+        sigs = self._signatures
+        self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
         self._seen_invalid_utf8 = False
         self._long_lines = 0
         self._last_long: Notice | None = None
@@ -324,7 +307,6 @@ class StreamFilter:
         self._prior_repeats = ShapeCounter()  # lines the prior rated at its cut, by shape
         self._prior_done = start_line - 1  # stream index of the first line the prior has not rated
         self._logit_before = np.zeros(0, dtype=np.float64)  # the last logits of lines decided and gone
-        self._prior_why: dict[int, tuple[float, tuple[str, ...]]] = {}  # explain: 1-based line -> rating
 
     @property
     def drop_open(self) -> bool:
@@ -784,8 +766,24 @@ class StreamFilter:
         natural = None
         if self._selection is not None:
             natural, keep = keep, self._selection.mask(p.base + 1, n)
-        if cfg.explain:
-            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, tail_end, last, natural)
+        if self._tracer is not None:
+            w = self._windows
+            self._tracer.begin(
+                BatchFacts(
+                    w.base + w_lo,
+                    w.score[w_lo:w_hi],
+                    w.term[w_lo:w_hi],
+                    w.prot[w_lo:w_hi],
+                    w.hit[w_lo:w_hi],
+                    cut,
+                    w_keep,
+                    max(0, head),
+                    tail,
+                    tail_end,
+                    last,
+                    natural,
+                )
+            )
         self._build_runs(keep, runs)
         self._last_keep = bool(keep[-1])
         if settle and not hold:
@@ -807,7 +805,7 @@ class StreamFilter:
         decides with what has come in.
         """
         assert self._prior is not None
-        cfg, p = self.config, self._p
+        p = self._p
         total = p.base + p.ends.shape[0]
         if upto <= self._prior_done:
             return
@@ -836,10 +834,10 @@ class StreamFilter:
         self._prior_done = upto
         if not rated.shape[0]:
             return
-        if cfg.explain:
+        if self._tracer is not None:
             for i in rated.tolist():
                 words = self._prior.explain_line(strip_ansi(p.line(i)))
-                self._prior_why[p.base + i + 1] = (round(float(prob[i - lo]), 4), words)
+                self._tracer.rated(p.base + i + 1, round(float(prob[i - lo]), 4), words)
         hits = np.concatenate((self._hits, rated + p.base))
         ids = np.concatenate((self._hit_ids, np.full(rated.shape[0], self._signatures.prior_id, dtype=np.int64)))
         order = np.argsort(hits, kind="stable")
@@ -906,80 +904,9 @@ class StreamFilter:
             if keep[a]:
                 self._add_keep(a, b, runs)  # traces each piece of the run (it may split at the cap)
             else:
-                if self._why is not None:
-                    self._trace(a, b, "drop")
+                if self._tracer is not None:
+                    self._tracer.trace(self._p, a, b, "drop")
                 self._add_drop(a, b, runs)
-
-    def _trace(self, a: int, b: int, decision: str) -> None:
-        """Record the windows of lines ``a..b-1`` (pending indexes) for the open run."""
-        p = self._p
-        assert self._why is not None
-        traces = self._traces[decision]
-        for w in np.unique(p.window[a:b]).tolist():
-            lines = np.flatnonzero(p.window[a:b] == w) + a  # its lines in this piece
-            if self._traced[decision] == w:  # the same window, continued (a later batch, or past a short gap)
-                # traces are added in line order, so a listed one is the last (an omitted one stays counted)
-                if traces and traces[-1][0] == w:
-                    last = traces[-1][1]
-                    if last.reason == "short-gap":  # the gap's window goes on here: it has this window's reason
-                        fresh = self._new_trace(w, a, b, lines, decision)
-                        traces[-1] = (w, replace(fresh, first_line=last.first_line))
-                    else:
-                        traces[-1] = (w, replace(last, last_line=p.base + int(lines[-1]) + 1))
-                continue
-            self._traced[decision] = w
-            if len(traces) >= MAX_TRACES:
-                self._omitted[decision] += 1
-                continue
-            traces.append((w, self._new_trace(w, a, b, lines, decision)))
-
-    def _new_trace(
-        self,
-        w: int,
-        a: int,
-        b: int,
-        lines: npt.NDArray[np.int64],
-        decision: str,
-    ) -> WindowTrace:
-        """The trace of window ``w`` in the open run: its ``lines`` there (pending indexes in ``a..b-1``)."""
-        why, p, names = self._why, self._p, self._signatures.names
-        assert why is not None
-        rel = w - self._windows.base
-        prot = int(self._windows.prot[rel])
-        if decision == "keep":
-            if prot >= 0:
-                reason = f"protected:{names[prot]}"
-            elif why.window_keep[rel - why.w_lo]:
-                reason = "score"
-            else:
-                first = int(lines[0])  # in this run
-                tail = why.tail <= first < why.tail_end or first >= why.last
-                reason = "head" if first < why.head else "tail" if tail else "context"
-        elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
-            reason = "budget"  # kept on its own, not chosen within the token budget
-        elif prot >= 0:
-            reason = "weak-line"  # an over-long or redrawn line in a kept window
-        elif why.window_keep[rel - why.w_lo]:  # kept for its score: these lines hold no query term
-            reason = "weak-line" if p.term[lines].any() else "no-term"
-        elif p.repeat[lines].any():
-            reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
-        elif self._windows.term[rel]:
-            reason = "below-cut"
-        else:  # its query terms, if any, are in over-long lines: they do not score
-            reason = "weak-line" if p.term[lines].any() else "no-term"
-        hit_line = int(self._windows.hit[rel]) if prot >= 0 else 0
-        prior, features = self._prior_why.get(hit_line, (0.0, ())) if prot == self._signatures.prior_id else (0.0, ())
-        return WindowTrace(
-            p.base + int(lines[0]) + 1,
-            p.base + int(lines[-1]) + 1,
-            round(float(self._windows.score[rel]), 6),
-            round(float(why.cut[rel - why.w_lo]), 6),
-            reason,
-            # its first failure line, also when it is past this run (a lead-up to it) or before it
-            hit_line,
-            prior,
-            features,
-        )
 
     def _weak(self, a: int, b: int) -> npt.NDArray[np.bool_]:
         """Shape ``(b - a,)``: which of pending lines ``a .. b-1`` are kept only as protected hits
@@ -1003,8 +930,8 @@ class StreamFilter:
             room = cap - len(data)
             # the first line at which the run reaches the cap closes it (a deterministic split)
             stop = min(int(np.searchsorted(p.ends[a:b], start + room, side="left")) + a + 1, b)
-            if self._why is not None:  # this piece's own lines: a window it shares with the next is in both
-                self._trace(a, stop, "keep")
+            if self._tracer is not None:  # this piece's own lines: a window it shares with the next is in both
+                self._tracer.trace(p, a, stop, "keep")
             data += self._p.buf[start - self._p.buf_start : int(p.ends[stop - 1]) - self._p.buf_start]
             a = stop
             if len(data) >= cap:
@@ -1049,22 +976,22 @@ class StreamFilter:
         its summary would save nothing; whether it did."""
         if self._gap is None or self._keep is None or self._open is None:
             return False
-        first_line, traces = self._open.first_line, self._traces["drop"]
+        first_line = self._open.first_line
         self._open = None
         self._drop_crc = 0
-        self._traces["drop"], self._omitted["drop"], self._traced["drop"] = [], 0, -1
-        self._keep_gap(runs, first_line, traces)
+        if self._tracer is not None:
+            self._tracer.gap_joins()
+        self._keep_gap(runs, first_line)
         self._gap = None
         return True
 
-    def _keep_gap(self, runs: list[Run], first_line: int, traces: list[tuple[int, WindowTrace]]) -> None:
+    def _keep_gap(self, runs: list[Run], first_line: int) -> None:
         """The short gap's lines join the open KEEP run as kept lines do: the line that brings it
         to ``max_keep_event_bytes`` closes it (where a budget that keeps them would close it).
 
         Args:
             runs: where a piece closed at the cap goes.
             first_line: the gap's first line (1-based).
-            traces: the gap's window traces (as a DROP run): each piece lists those of its lines.
         """
         assert self._gap is not None and self._keep is not None
         gap, start, line = self._gap, 0, first_line
@@ -1076,41 +1003,19 @@ class StreamFilter:
             self._keep[2].extend(gap[start:end])
             start = end
             if len(self._keep[2]) >= self.config.max_keep_event_bytes:
-                # the piece ends at this line: a window of the gap that goes on is in the next one too
-                self._merge_gap(
-                    [(w, replace(t, last_line=min(t.last_line, line))) for w, t in traces if t.first_line <= line]
-                )
-                traces = [
-                    (w, replace(t, first_line=max(t.first_line, line + 1))) for w, t in traces if t.last_line > line
-                ]
+                if self._tracer is not None:  # each piece lists the gap's windows of its lines
+                    self._tracer.gap_piece_ends(line)
                 runs.append(self._close_keep())
             line += 1
-        self._merge_gap(traces)
-
-    def _merge_gap(self, traces: list[tuple[int, WindowTrace]]) -> None:
-        """Add a kept short gap's window traces (its lines in the open KEEP piece) to the piece's.
-
-        The piece's last window, going on over the gap, reaches over it instead (or stays counted
-        once when omitted); another is a ``short-gap`` window, within the piece's ``MAX_TRACES``
-        (the KEEP lines after the gap give it their reason when it goes on there, see ``_trace``).
-        """
-        keep = self._traces["keep"]
-        for w, t in traces:
-            if w == self._traced["keep"]:
-                if keep and keep[-1][0] == w:
-                    keep[-1] = (w, replace(keep[-1][1], last_line=t.last_line))
-                continue
-            self._traced["keep"] = w
-            if len(keep) >= MAX_TRACES:
-                self._omitted["keep"] += 1
-            else:
-                keep.append((w, replace(t, reason="short-gap")))
+        if self._tracer is not None:
+            self._tracer.gap_joined()
 
     def _close_keep(self) -> Run:
         assert self._keep is not None
         first_line, start_byte, data = self._keep
         self._keep = None
         n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        traces, omitted = self._tracer.take("keep") if self._tracer is not None else ((), 0)
         run = Run(
             "keep",
             first_line,
@@ -1118,10 +1023,9 @@ class StreamFilter:
             start_byte,
             start_byte + len(data),
             bytes(data),
-            traces=self._take_traces("keep"),
-            traces_omitted=self._omitted["keep"],
+            traces=traces,
+            traces_omitted=omitted,
         )
-        self._omitted["keep"] = 0
         self.stats.kept_lines += run.lines
         self.stats.kept_bytes += run.n_bytes
         self.stats.keep_runs += 1
@@ -1132,6 +1036,7 @@ class StreamFilter:
         s = self._open
         self._open = None
         checksum, self._drop_crc = f"{self._drop_crc:08x}", 0
+        traces, omitted = self._tracer.take("drop") if self._tracer is not None else ((), 0)
         self.stats.dropped_lines += s.lines
         self.stats.dropped_bytes += s.end_byte - s.start_byte
         self.stats.drop_runs += 1
@@ -1143,17 +1048,10 @@ class StreamFilter:
             s.end_byte,
             summary=s.render(),
             checksum=checksum,
-            traces=self._take_traces("drop"),
-            traces_omitted=self._omitted["drop"],
+            traces=traces,
+            traces_omitted=omitted,
         )
-        self._omitted["drop"] = 0
         return run
-
-    def _take_traces(self, decision: str) -> tuple[WindowTrace, ...]:
-        traces = tuple(sorted((t for _, t in self._traces[decision]), key=lambda t: t.first_line))
-        self._traces[decision] = []
-        self._traced[decision] = -1
-        return traces
 
     def _close_runs(self, runs: list[Run], close_drop: bool = True) -> None:
         self._gap = None
@@ -1171,11 +1069,8 @@ class StreamFilter:
         if self._prior is not None:
             self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]
         p.trim(n)
-        if self._prior is not None:
-            # a window's trace looks up the rating of its first hit, at most a window's lines back (a
-            # window holds up to 4 times window_lines with its continuation lines)
-            for line in [k for k in self._prior_why if k <= p.base - 4 * self.config.window_lines]:
-                del self._prior_why[line]
+        if self._tracer is not None:
+            self._tracer.forget_ratings(p.base)
         if first_window is not None and first_window > self._windows.base:
             self._windows.forget_before(first_window)
             self._cuts.forget_before(first_window)
