@@ -13,7 +13,6 @@ decision depends only on the bytes, never on how they were chunked.
 
 from __future__ import annotations
 
-import itertools
 import re
 import zlib
 from collections.abc import Callable
@@ -31,11 +30,11 @@ from .normalize import strip_ansi
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
 from .prior import END_REACH, NEIGHBOURS, PriorModel, ShapeCounter, context_features, default_model, to_verdict
-from .records import LineBlock, Run
+from .records import FilterStats, LineBlock, Run
+from .runs import RunBuilder
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
 from .signatures import LEAD_IN, LEAD_LINES, SignatureSet
-from .summarize import DropSummary
 from .tokens import Query
 
 __all__ = (
@@ -169,20 +168,6 @@ def asked_patterns(config: FilterConfig) -> tuple[str, ...]:
     return config.protect + tuple(codes)
 
 
-@dataclass(slots=True)
-class FilterStats:
-    """Totals so far: lines and bytes in, kept and dropped; runs emitted."""
-
-    lines: int = 0
-    bytes: int = 0
-    kept_lines: int = 0
-    kept_bytes: int = 0
-    dropped_lines: int = 0
-    dropped_bytes: int = 0
-    keep_runs: int = 0
-    drop_runs: int = 0
-
-
 @dataclass(frozen=True, slots=True)
 class Notice:
     """Something about the input worth a warning (the edge logs it; the filter goes on).
@@ -280,12 +265,18 @@ class StreamFilter:
         self._windows = WindowTable()  # the windows of pending lines
         self._scored = 0  # windows 0.._scored-1 have a score
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
-        self._open: DropSummary | None = None
-        self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
-        self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
-        self._drop_crc = 0  # CRC-32 of the open DROP run's bytes
         sigs = self._signatures
         self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
+        self._runs = RunBuilder(
+            self.stats,
+            max_keep_event_bytes=cfg.max_keep_event_bytes,
+            top_shapes=cfg.top_shapes,
+            summary_chars=cfg.summary_chars,
+            min_drop_lines=cfg.min_drop_lines,
+            max_line_bytes=cfg.max_line_bytes,
+            budgeted=selection is not None,
+            tracer=self._tracer,
+        )
         self._seen_invalid_utf8 = False
         self._long_lines = 0
         self._last_long: Notice | None = None
@@ -311,7 +302,7 @@ class StreamFilter:
     @property
     def drop_open(self) -> bool:
         """Whether a DROP run is open (``settle(close_drop=False)`` left it so, or it waits for more lines)."""
-        return self._open is not None
+        return self._runs.drop_open
 
     @property
     def rest_of(self) -> tuple[int, bool] | None:
@@ -391,7 +382,7 @@ class StreamFilter:
         # a query term in a line that continues (indented) a kept one: kept with its record
         if facts.tf.sum() and self._last_keep and int(facts.layout.indent[0]) > 0:
             return runs + self._settle(True, hold_lines, close_drop)
-        self._close_runs(runs, close_drop)
+        self._runs.close(runs, close_drop)
         return runs
 
     def _settle(
@@ -415,7 +406,7 @@ class StreamFilter:
         runs = self._emit(final=False, settle=True, hold=hold_lines)
         # a line let out unterminated: its run closes, its rest comes after it
         if close:
-            self._close_runs(runs, close_drop or forced is not None)
+            self._runs.close(runs, close_drop or forced is not None)
         if forced is not None:
             self._rest = (forced.first_line, self._last_keep)
         return runs
@@ -733,8 +724,7 @@ class StreamFilter:
         runs: list[Run] = []
         if n <= 0:
             if final:  # everything was decided before (a settle that left a DROP run open)
-                self._absorb_gap(runs)
-                self._close_runs(runs)
+                self._runs.finish(runs)
             return runs
         wrel = p.window[:n] - self._windows.base
         w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1
@@ -784,14 +774,13 @@ class StreamFilter:
                     natural,
                 )
             )
-        self._build_runs(keep, runs)
+        self._runs.add(p, keep, runs)
         self._last_keep = bool(keep[-1])
         if settle and not hold:
             self._carry = cfg.extend_lines if self._last_keep else 0
             self._carry_bridged = False
         if final:
-            self._absorb_gap(runs)  # a short last DROP run
-            self._close_runs(runs)
+            self._runs.finish(runs)  # (a short last DROP run joins the KEEP run before it)
         self._trim(n)
         return runs
 
@@ -895,19 +884,6 @@ class StreamFilter:
         waits = np.flatnonzero(self._windows.term[lo:hi] & (self._windows.prot[lo:hi] < 0))
         return self._windows.base + (lo + int(waits[0]) if waits.shape[0] else max(lo, hi))
 
-    # -- runs ----------------------------------------------------------------------------
-    def _build_runs(self, keep: npt.NDArray[np.bool_], runs: list[Run]) -> None:
-        n = int(keep.shape[0])
-        cuts = np.flatnonzero(keep[1:] != keep[:-1]) + 1
-        bounds = [0, *cuts.tolist(), n]
-        for a, b in itertools.pairwise(bounds):
-            if keep[a]:
-                self._add_keep(a, b, runs)  # traces each piece of the run (it may split at the cap)
-            else:
-                if self._tracer is not None:
-                    self._tracer.trace(self._p, a, b, "drop")
-                self._add_drop(a, b, runs)
-
     def _weak(self, a: int, b: int) -> npt.NDArray[np.bool_]:
         """Shape ``(b - a,)``: which of pending lines ``a .. b-1`` are kept only as protected hits
         themselves: over-long lines, and lines redrawn by carriage returns with no query term."""
@@ -915,150 +891,6 @@ class StreamFilter:
         long = self._p.lengths(a, b) > self.config.max_line_bytes
         weak: npt.NDArray[np.bool_] = long | ((p.frames[a:b] > REDRAW_FRAMES) & ~p.term[a:b])
         return weak
-
-    def _add_keep(self, a: int, b: int, runs: list[Run]) -> None:
-        p, cap = self._p, self.config.max_keep_event_bytes
-        if self._open is not None:
-            if not self._absorb_gap(runs):
-                runs.append(self._close_drop())
-            self._gap = None
-        while a < b:
-            start = self._p.line_start(a)
-            if self._keep is None:
-                self._keep = (p.base + a + 1, start, bytearray())
-            data = self._keep[2]
-            room = cap - len(data)
-            # the first line at which the run reaches the cap closes it (a deterministic split)
-            stop = min(int(np.searchsorted(p.ends[a:b], start + room, side="left")) + a + 1, b)
-            if self._tracer is not None:  # this piece's own lines: a window it shares with the next is in both
-                self._tracer.trace(p, a, stop, "keep")
-            data += self._p.buf[start - self._p.buf_start : int(p.ends[stop - 1]) - self._p.buf_start]
-            a = stop
-            if len(data) >= cap:
-                runs.append(self._close_keep())
-
-    def _add_drop(self, a: int, b: int, runs: list[Run]) -> None:
-        p, cfg = self._p, self.config
-        start, end = self._p.line_start(a), int(p.ends[b - 1])
-        if self._open is None:
-            self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars)
-            if self._keep is not None:
-                self._gap = bytearray()
-        shapes = p.line_shapes(a, b)
-        lengths = self._p.lengths(a, b)
-        over = lengths[lengths > cfg.max_line_bytes]
-        repeats, held = int(p.repeat[a:b].sum()), int(p.hit[a:b].sum())
-        if self._selection is not None:  # the lines a repeat is "like" may be left out too
-            repeats, held = 0, held + repeats
-        self._open.add(
-            end - start,
-            shapes,
-            b - a,
-            int(p.term[a:b].sum()),
-            int(p.warnings[a:b].sum()),
-            p.frames[a:b],
-            repeats,
-            int(over.shape[0]),
-            int(over.max()) if over.shape[0] else 0,
-            held,  # (protected lines are dropped only by a budget's selection)
-        )
-        with memoryview(self._p.buf) as view:
-            self._drop_crc = zlib.crc32(view[start - self._p.buf_start : end - self._p.buf_start], self._drop_crc)
-        if self._gap is not None:
-            self._gap += self._p.buf[start - self._p.buf_start : end - self._p.buf_start]
-            if self._open.lines >= cfg.min_drop_lines or len(self._gap) > cfg.summary_chars:
-                self._gap = None
-        if self._gap is None and self._keep is not None:
-            runs.append(self._close_keep())
-
-    def _absorb_gap(self, runs: list[Run]) -> bool:
-        """A short DROP run after a KEEP run (before the next, or at the end of the stream) joins it,
-        its summary would save nothing; whether it did."""
-        if self._gap is None or self._keep is None or self._open is None:
-            return False
-        first_line = self._open.first_line
-        self._open = None
-        self._drop_crc = 0
-        if self._tracer is not None:
-            self._tracer.gap_joins()
-        self._keep_gap(runs, first_line)
-        self._gap = None
-        return True
-
-    def _keep_gap(self, runs: list[Run], first_line: int) -> None:
-        """The short gap's lines join the open KEEP run as kept lines do: the line that brings it
-        to ``max_keep_event_bytes`` closes it (where a budget that keeps them would close it).
-
-        Args:
-            runs: where a piece closed at the cap goes.
-            first_line: the gap's first line (1-based).
-        """
-        assert self._gap is not None and self._keep is not None
-        gap, start, line = self._gap, 0, first_line
-        while start < len(gap):  # its whole lines, one by one
-            end = gap.find(b"\n", start) + 1 or len(gap)
-            if self._keep is None:  # closed at the cap: the next line starts the next piece
-                last = runs[-1]
-                self._keep = (last.last_line + 1, last.end_byte, bytearray())
-            self._keep[2].extend(gap[start:end])
-            start = end
-            if len(self._keep[2]) >= self.config.max_keep_event_bytes:
-                if self._tracer is not None:  # each piece lists the gap's windows of its lines
-                    self._tracer.gap_piece_ends(line)
-                runs.append(self._close_keep())
-            line += 1
-        if self._tracer is not None:
-            self._tracer.gap_joined()
-
-    def _close_keep(self) -> Run:
-        assert self._keep is not None
-        first_line, start_byte, data = self._keep
-        self._keep = None
-        n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-        traces, omitted = self._tracer.take("keep") if self._tracer is not None else ((), 0)
-        run = Run(
-            "keep",
-            first_line,
-            first_line + n_lines - 1,
-            start_byte,
-            start_byte + len(data),
-            bytes(data),
-            traces=traces,
-            traces_omitted=omitted,
-        )
-        self.stats.kept_lines += run.lines
-        self.stats.kept_bytes += run.n_bytes
-        self.stats.keep_runs += 1
-        return run
-
-    def _close_drop(self) -> Run:
-        assert self._open is not None
-        s = self._open
-        self._open = None
-        checksum, self._drop_crc = f"{self._drop_crc:08x}", 0
-        traces, omitted = self._tracer.take("drop") if self._tracer is not None else ((), 0)
-        self.stats.dropped_lines += s.lines
-        self.stats.dropped_bytes += s.end_byte - s.start_byte
-        self.stats.drop_runs += 1
-        run = Run(
-            "drop",
-            s.first_line,
-            s.last_line,
-            s.start_byte,
-            s.end_byte,
-            summary=s.render(),
-            checksum=checksum,
-            traces=traces,
-            traces_omitted=omitted,
-        )
-        return run
-
-    def _close_runs(self, runs: list[Run], close_drop: bool = True) -> None:
-        self._gap = None
-        if self._keep is not None:
-            runs.append(self._close_keep())
-        if self._open is not None and close_drop:
-            runs.append(self._close_drop())
 
     def _trim(self, n: int) -> None:
         """Forget the first ``n`` pending lines (decided and accounted for)."""
