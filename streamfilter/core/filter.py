@@ -23,18 +23,18 @@ import numpy.typing as npt
 
 from ._heap import keep_block_buffers
 from .budget import Selection
-from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
+from .decide import CutTracker, bridged_ends
 from .explain import MAX_TRACES, BatchFacts, Tracer
+from .hits import Hits, PriorRater, weak_lines
 from .lines import LineSplitter, utf8_cut
-from .normalize import strip_ansi
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
-from .prior import END_REACH, NEIGHBOURS, PriorModel, ShapeCounter, context_features, default_model, to_verdict
+from .prior import END_REACH, NEIGHBOURS, PriorModel, default_model
 from .records import FilterStats, LineBlock, Run
 from .runs import RunBuilder
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
-from .signatures import LEAD_IN, LEAD_LINES, SignatureSet
+from .signatures import LEAD_LINES, SignatureSet
 from .tokens import Query
 
 __all__ = (
@@ -54,16 +54,9 @@ __all__ = (
 MAX_COUNT = 1 << 40
 MIN_LINE_BYTES = 64  # the smallest max_line_bytes: a shorter cap would score next to nothing of a line
 
-# a line redrawn more often than this (carriage returns) is a progress display, not a message; CI
-# logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
-# labelled as needed in the corpus with up to 5 frames; progress bars redraw by the dozen
-REDRAW_FRAMES = 9
 # the stream's last lines, kept with a tail that ends at an earlier exit verdict: what came after a
 # retried command's "exited with 1" may be the failure, and a CI runner's last line is its verdict
 LAST_LINES = 2
-# lines of one shape (``prior.shape_hashes``) the prior keeps per stream: out of fold on the corpus
-# the cap of 5 left recall as it was and the prior's share of the output a fifth of what it was
-PRIOR_REPEATS = 5
 MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
 
 Int64Array = npt.NDArray[np.int64]
@@ -245,28 +238,32 @@ class StreamFilter:
         asked = asked_patterns(cfg)
         # --protect patterns and error codes take their lines from the built-ins (never repeat-capped);
         # query symbols do not (a "=====" word must not take pytest's section header from its signature)
-        self._prior = (prior_model or default_model()) if cfg.prior else None
-        self._signatures = SignatureSet(extra=asked + symbols, first=len(asked), prior=self._prior is not None)
+        prior = (prior_model or default_model()) if cfg.prior else None
+        self._signatures = SignatureSet(extra=asked + symbols, first=len(asked), prior=prior is not None)
         self._splitter = LineSplitter(start_line, start_byte)
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars, first_index=start_line - 1)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
         self._cuts = CutTracker(cfg.min_score, cfg.group_windows)
-        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes, self._prior)
+        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes, prior)
         # where the stateless stages run: here, or a worker that computes them ahead
         self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
-        self._repeats = RepeatGate(cfg.max_repeats)
-        self._last_shape = b""  # the shape of the stream's last line so far (with its line end)
         self._p = PendingLines(
             base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64), buf_start=start_byte
         )
         self._assigned = start_line - 1  # lines with a window
-        self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
-        self._hit_ids = np.zeros(0, dtype=np.int64)
+        self._hits = Hits(
+            self._signatures,
+            context_lines=cfg.context_lines,
+            extend_lines=cfg.extend_lines,
+            section_lines=cfg.section_lines,
+            max_repeats=cfg.max_repeats,
+        )
         self._windows = WindowTable()  # the windows of pending lines
         self._scored = 0  # windows 0.._scored-1 have a score
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
         sigs = self._signatures
         self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
+        self._rater = PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer) if prior is not None else None
         self._runs = RunBuilder(
             self.stats,
             max_keep_event_bytes=cfg.max_keep_event_bytes,
@@ -284,20 +281,11 @@ class StreamFilter:
         # and the line that settle(partial=True) let out, whose rest is still to come
         self._carry = 0
         self._carry_bridged = False  # the carry crossed its one gap already
-        # a section head applied at a settle before its end came in: its lines still to come
-        # (at most this many) are kept up to a section stop (not the one at line _section_ignore)
-        self._section_carry = 0
-        self._section_ignore = -1
         self._last_keep = False
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
         self._tail_now = cfg.tail_lines
-        self._found = False  # a signature that shows what failed protected a line (found_tail_lines)
         self._done = False
-        self._shape_counts = ShapeCounter()
-        self._prior_repeats = ShapeCounter()  # lines the prior rated at its cut, by shape
-        self._prior_done = start_line - 1  # stream index of the first line the prior has not rated
-        self._logit_before = np.zeros(0, dtype=np.float64)  # the last logits of lines decided and gone
 
     @property
     def drop_open(self) -> bool:
@@ -493,7 +481,7 @@ class StreamFilter:
         if self._done:
             return []
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
-        if self._found:
+        if self._hits.found:
             self._tail_now = min(self._tail_now, self.config.found_tail_lines)
         held: list[Run] = []
         self._let_rest_out(held, whole=True)  # (a character the stream ended inside, say)
@@ -526,29 +514,11 @@ class StreamFilter:
                 self.notices.append(Notice("input.long_line", block.first_line + i, length))
             else:
                 self._last_long = Notice("input.long_line", block.first_line + i, length)
-        counted = self._signatures.limit(facts.hit_ids)
-        hits, ids = facts.hits[counted], facts.hit_ids[counted]
-        repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
-        if hits.shape[0]:
-            shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
-            for k in np.flatnonzero(self._signatures.shape_above[ids]).tolist():
-                # told apart by the line above too (ruff's "  --> a.py:3:1" under its code and message)
-                i = int(hits[k])
-                shapes[k] = (facts.line_shape(i - 1) if i else self._last_shape) + shapes[k]
-            gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
-            fresh = np.ones(hits.shape[0], dtype=bool)
-            if gated.any():
-                fresh[gated] = self._repeats.admit([s for s, g in zip(shapes, gated.tolist(), strict=True) if g])
-            repeats[hits[~fresh]] = True
-            hits, ids = hits[fresh], ids[fresh]
-        if not self._found:
-            self._found = bool(self._signatures.found[ids].any())
+        repeats = self._hits.admit(facts)  # failure lines past their shape's max_repeats
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
         p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (p.shapes_start + len(p.shapes))))
         p.shapes += facts.shapes
-        if n:
-            self._last_shape = facts.line_shape(n - 1)
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.repeat = np.concatenate((p.repeat, repeats))
@@ -560,16 +530,14 @@ class StreamFilter:
         p.hit = np.concatenate((p.hit, np.zeros(n, dtype=bool)))
         p.tokens = np.concatenate((p.tokens, tokens))
         p.tf = np.concatenate((p.tf, tf))
-        if self._prior is not None:
+        if self._rater is not None:
             p.logit = np.concatenate((p.logit, facts.prior_logits))
-            p.seen = np.concatenate((p.seen, self._shape_counts.seen(facts.shape_hashes)))
+            p.seen = np.concatenate((p.seen, self._rater.seen(facts.shape_hashes)))
             p.shape = np.concatenate((p.shape, facts.shape_hashes))
             p.blank = np.concatenate((p.blank, layout.blank))
-        self._p.buf += block.data
-        self._hits = np.concatenate((self._hits, hits + first))
+        p.buf += block.data
         p.stops = np.concatenate((p.stops, facts.section_stops + first))
         p.verdicts = np.concatenate((p.verdicts, facts.verdicts + first))
-        self._hit_ids = np.concatenate((self._hit_ids, ids))
         self._assign(self._segmenter.feed(layout))
         self._score_windows(self._segmenter_closed)
 
@@ -605,12 +573,7 @@ class StreamFilter:
                 upto = min(end, self._carry)
                 p.forced[a : a + upto] = True
                 self._carry = 0 if upto < k else self._carry - upto
-            if self._section_carry:
-                later = p.stops[(p.stops >= assignment.first_line) & (p.stops != self._section_ignore)]
-                stop = int(later[0]) - assignment.first_line if later.shape[0] else k
-                upto = min(k, stop, self._section_carry)
-                p.forced[a : a + upto] = True
-                self._section_carry = 0 if stop < k else self._section_carry - upto
+            self._hits.carry_section(p, assignment.first_line, k)
             self._windows.grow(int(assignment.windows[-1]) + 1)
         self._segmenter_closed = assignment.closed
 
@@ -643,78 +606,26 @@ class StreamFilter:
         self._scored = closed
 
     # -- decisions -----------------------------------------------------------------------
-    def _apply_hits(self, final: bool, upto: int = -1, settling: bool = False) -> None:
-        """Protect around the hits whose reach is known (all if ``final``; all before line index ``upto``;
-        ``settling``: a settle applies them, not the stream's end)."""
-        cfg, p = self.config, self._p
-        assigned = self._assigned - p.base
-        reach = max(cfg.extend_lines, cfg.section_lines)
-        ready = self._hits + reach < self._assigned if not final else np.ones_like(self._hits, dtype=bool)
-        ready |= self._hits < upto
-        ready &= self._hits < self._assigned
-        if not ready.any():
-            return
-        hits = self._hits[ready] - p.base
-        ids = self._hit_ids[ready]
-        self._hits, self._hit_ids = self._hits[~ready], self._hit_ids[~ready]
-        # a section ends before the next line that ends sections (``BlockFacts.section_stops``):
-        # pytest's FAILURES at "short test summary info", cargo's failures at "test result:",
-        # unittest's report at its closing rule (not at the rule right under its header); the
-        # log's own lines after the tool's last line are not the section's
-        stops = np.append(p.stops - p.base, assigned + 1)  # (a sentinel: none)
-        nxt = np.minimum(np.searchsorted(stops, hits + 1, side="right"), stops.shape[0] - 1)
-        section_end = stops[nxt] - 1
-        section = self._signatures.section[ids]
-        if settling:  # a section whose end has not come in goes on in the lines to come
-            going = section & (nxt == stops.shape[0] - 1) & (hits + cfg.section_lines >= assigned)
-            if going.any():
-                head = int(hits[going].max())
-                self._section_carry = max(self._section_carry, head + cfg.section_lines - assigned + 1)
-                self._section_ignore = p.base + head + 1  # a rule right under the head
-        first, last = protected_ranges(
-            hits,
-            p.cont[:assigned],
-            cfg.context_lines,
-            cfg.extend_lines,
-            section,
-            cfg.section_lines,
-            p.record[:assigned],
-            self._signatures.record[ids],
-            section_end,
-        )
-        first = self._lead_ins(hits, first)
-        marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
-        np.add.at(marks, first, 1)
-        np.add.at(marks, last + 1, -1)
-        around = np.cumsum(marks[:-1]) > 0
-        around[hits] = True
-        p.forced |= around
-        p.hit[hits] = True
-        # a window is explained by its first hit (hits are in order, and an earlier one is never
-        # applied after a later one), however the hits were batched
-        wrel, first_hit = np.unique(p.window[hits] - self._windows.base, return_index=True)
-        unset = self._windows.prot[wrel] < 0
-        self._windows.prot[wrel[unset]] = ids[first_hit[unset]]
-        self._windows.hit[wrel[unset]] = p.base + hits[first_hit[unset]] + 1
-
     def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
-        if self._prior is not None:
-            self._rate_lines(total if final else total - hold if settle else total - END_REACH - NEIGHBOURS, final)
-        self._apply_hits(final or (settle and not hold), upto=total - hold if settle else -1, settling=settle)
+        if self._rater is not None:
+            upto = total if final else total - hold if settle else total - END_REACH - NEIGHBOURS
+            self._rater.rate(p, upto, final, self._hits)
+        apply_all = final or (settle and not hold)
+        self._hits.apply(p, self._windows, self._assigned, apply_all, total - hold if settle else -1, settling=settle)
         assigned = self._assigned - p.base
         if final or settle:
             limit = total - hold
         else:
             by_cut = p.base + int(np.searchsorted(p.window[:assigned], self._cut_waits()))
             limit = min(self._assigned - cfg.lookahead_lines, by_cut)
-            if self._prior is not None:  # a line the prior has not rated yet may be a hit
-                limit = min(limit, self._prior_done - cfg.context_lines - LEAD_LINES)
-        if self._hits.shape[0]:
+            if self._rater is not None:  # a line the prior has not rated yet may be a hit
+                limit = min(limit, self._rater.done - cfg.context_lines - LEAD_LINES)
+        if self._hits.queued.shape[0]:
             # a hit not yet applied (its reach is still to come, or held back by a settle) protects
             # its whole window and the context before it: lines it may protect wait for it
-            rel = int(self._hits[0]) - p.base
+            rel = int(self._hits.queued[0]) - p.base
             open_from = self._segmenter_closed if rel >= assigned else int(p.window[rel])
             start = int(np.searchsorted(p.window[:assigned], open_from))
             limit = min(limit, p.base + min(start, rel - cfg.context_lines - LEAD_LINES))
@@ -750,7 +661,7 @@ class StreamFilter:
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
-        weak = self._weak(0, n)
+        weak = weak_lines(p, 0, n, cfg.max_line_bytes)
         if weak.any():
             keep &= ~weak | p.hit[:n]
         natural = None
@@ -784,54 +695,6 @@ class StreamFilter:
         self._trim(n)
         return runs
 
-    def _rate_lines(self, upto: int, final: bool) -> None:
-        """Rate the lines from ``_prior_done`` up to stream index ``upto`` with the prior, and add those
-        at or above its cut to the hits.
-
-        A line's context is its neighbours, the next exit verdict and how far the stream's end is,
-        within ``END_REACH + NEIGHBOURS`` lines: ``_emit`` rates a line once they are in (so the
-        rating does not depend on chunking), or at the stream's end; a settle rates the lines it
-        decides with what has come in.
-        """
-        assert self._prior is not None
-        p = self._p
-        total = p.base + p.ends.shape[0]
-        if upto <= self._prior_done:
-            return
-        lo, hi = self._prior_done - p.base, upto - p.base
-        before = self._logit_before
-        lines = np.arange(self._prior_done, upto, dtype=np.int64)
-        to_end = total - 1 - lines if final else np.full(hi - lo, END_REACH, dtype=np.int64)
-        context = context_features(
-            np.concatenate((before, p.logit[: hi + NEIGHBOURS])),
-            lo + before.shape[0],
-            hi + before.shape[0],
-            to_end,
-            to_verdict(lines, p.verdicts),
-            p.seen[lo:hi],
-            p.blank[lo:hi],
-        )
-        prob = self._prior.probability(context)
-        rated = np.flatnonzero(prob >= self._prior.cut) + lo
-        # not a line that is a hit already, a blank line, an over-long line or a progress display
-        weak = self._weak(lo, hi) | p.blank[lo:hi]
-        fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, self._hits)
-        rated = rated[fresh]
-        # the first PRIOR_REPEATS of a shape: a line repeated by the dozen (a stack frame of every
-        # failing test, a config file's "#" lines) is not each time the failure
-        rated = rated[self._prior_repeats.seen(p.shape[rated]) < PRIOR_REPEATS]
-        self._prior_done = upto
-        if not rated.shape[0]:
-            return
-        if self._tracer is not None:
-            for i in rated.tolist():
-                words = self._prior.explain_line(strip_ansi(p.line(i)))
-                self._tracer.rated(p.base + i + 1, round(float(prob[i - lo]), 4), words)
-        hits = np.concatenate((self._hits, rated + p.base))
-        ids = np.concatenate((self._hit_ids, np.full(rated.shape[0], self._signatures.prior_id, dtype=np.int64)))
-        order = np.argsort(hits, kind="stable")
-        self._hits, self._hit_ids = hits[order], ids[order]
-
     def _window_lines(
         self, w_keep: npt.NDArray[np.bool_], w_prot: npt.NDArray[np.bool_], wrel: Int64Array, n: int
     ) -> npt.NDArray[np.bool_]:
@@ -858,21 +721,6 @@ class StreamFilter:
             keep &= ~scored | has_term[group]
         return keep
 
-    def _lead_ins(self, hits: Int64Array, first: Int64Array) -> Int64Array:
-        """Each hit's first kept line (pending indexes, shape ``(h,)``), moved back over the lead-in
-        lines right before it (``LEAD_IN``: where a compiler's diagnostic comes from), within the
-        hit's record and at most ``LEAD_LINES`` before it."""
-        records = self._p.record
-        out = first.copy()
-        for k, (hit, start) in enumerate(zip(hits.tolist(), first.tolist(), strict=True)):
-            line = start - 1
-            while line >= max(0, hit - LEAD_LINES) and records[line] == records[hit]:
-                if LEAD_IN.match(strip_ansi(self._p.line(line))) is None:
-                    break
-                line -= 1
-            out[k] = line + 1
-        return out
-
     def _cut_waits(self) -> int:
         """The first window whose decision waits for a cut not known yet: one with a query term
         and no signature (another is decided without a cut), or, explaining, any (its trace gives
@@ -884,22 +732,14 @@ class StreamFilter:
         waits = np.flatnonzero(self._windows.term[lo:hi] & (self._windows.prot[lo:hi] < 0))
         return self._windows.base + (lo + int(waits[0]) if waits.shape[0] else max(lo, hi))
 
-    def _weak(self, a: int, b: int) -> npt.NDArray[np.bool_]:
-        """Shape ``(b - a,)``: which of pending lines ``a .. b-1`` are kept only as protected hits
-        themselves: over-long lines, and lines redrawn by carriage returns with no query term."""
-        p = self._p
-        long = self._p.lengths(a, b) > self.config.max_line_bytes
-        weak: npt.NDArray[np.bool_] = long | ((p.frames[a:b] > REDRAW_FRAMES) & ~p.term[a:b])
-        return weak
-
     def _trim(self, n: int) -> None:
         """Forget the first ``n`` pending lines (decided and accounted for)."""
         p = self._p
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
         if n == p.window.shape[0] and self._scored > int(p.window[n - 1]):
             first_window = self._scored  # all settled: no window of these lines is needed again
-        if self._prior is not None:
-            self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]
+        if self._rater is not None:
+            self._rater.forget(p, n)
         p.trim(n)
         if self._tracer is not None:
             self._tracer.forget_ratings(p.base)
