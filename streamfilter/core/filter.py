@@ -5,6 +5,12 @@ stages: lines -> scoring text -> layout, terms, signatures -> windows -> BM25
 scores -> cut -> per-line decisions -> runs (KEEP verbatim, DROP summarized).
 No I/O, no event loop; the CLI and the daemon share it.
 
+This module ingests blocks (``prepare``), assigns their lines to windows (``segment``), scores
+the windows (``score``, ``decide``) and decides which lines to keep (``StreamFilter._emit``). The
+lines it holds (``pending``) it hands to the stages around the decision: ``hits`` (the lines
+failure signatures and the learned prior protect, and what each keeps around it), ``runs`` (the
+decided lines as KEEP runs and DROP summaries) and ``explain`` (``--explain``'s window traces).
+
 Decisions wait for a bounded look-ahead: a line is decided once its window's
 group has a cut and ``lookahead_lines`` more lines have arrived (so the last
 ``tail_lines`` lines and the context after a protected hit are known). Every
@@ -593,7 +599,7 @@ class StreamFilter:
         line_tf = p.tf[lo:end]
         # an over-long line is never kept as a window's member (the weak-line rule), so its terms
         # do not make its window's score either: the window is judged on the lines it would show
-        over = self._p.lengths(lo, end) > self.config.max_line_bytes
+        over = p.lengths(lo, end) > self.config.max_line_bytes
         if over.any():
             line_tf = np.where(over[:, None], 0, line_tf)
         tf = np.add.reduceat(line_tf, offsets, axis=0) if end > lo else p.tf[:0]
