@@ -11,7 +11,7 @@ percentiles over ``--runs`` runs, the rows interleaved so the machine's noise fa
 * ``hook, left alone``: ``streamfilter hook claude`` fed Claude Code's JSON for CMD (it answers
   nothing), then ``sh -c CMD``;
 * ``hook, wrapped``: the hook fed a command it wraps, then the rewritten command
-  ``streamfilter run --budget-tokens 2000 -- CMD``.
+  ``streamfilter run --budget-tokens 4000 -- CMD``.
 
 The added time is each row's median minus the bare median of the same command; the CPU time
 (user and system, of the processes) moves less with the machine's load than the wall time.
@@ -58,7 +58,7 @@ def main() -> int:
     # as installed: Python writes and reads its bytecode cache (a sandbox may turn it off)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     hook = [STREAMFILTER, "hook", "claude"]
-    wrapped = [STREAMFILTER, "run", "--budget-tokens", "2000", "--", "sh", "-c"]
+    wrapped = [STREAMFILTER, "run", "--budget-tokens", "4000", "--", "sh", "-c"]
     rows = {
         "true, bare": [(["sh", "-c", "true"], None)],
         "ls, bare": [(["sh", "-c", "ls"], None)],

@@ -105,6 +105,8 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str]) -> str | No
 
 def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:
     tool_input = payload.get("tool_input")
+    if payload.get("hook_event_name", "PreToolUse") != "PreToolUse":
+        return None
     if payload.get("tool_name") != "Bash" or not isinstance(tool_input, dict):
         return None
     command = tool_input.get("command")
@@ -113,11 +115,12 @@ def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
     said = claude_rules_say(command, str(payload.get("cwd") or ""), env)
     if said in ("deny", "ask"):
         return None
-    wrapped = rewrite(command, rules, executable, env).command
-    if wrapped is None:
+    wrap = rewrite(command, rules, executable, env)
+    if wrap.command is None:
         return None
-    out: dict[str, Any] = {"hookEventName": "PreToolUse", "updatedInput": {**tool_input, "command": wrapped}}
-    if said == "allow" or payload.get("permission_mode") == "bypassPermissions":
+    out: dict[str, Any] = {"hookEventName": "PreToolUse", "updatedInput": {**tool_input, "command": wrap.command}}
+    # the user's rule approved the original; not an expansion or a changed PATH it did not show
+    if (said == "allow" and wrap.plain) or payload.get("permission_mode") == "bypassPermissions":
         out["permissionDecision"] = "allow"
         out["permissionDecisionReason"] = _REASON
     return {"hookSpecificOutput": out}
@@ -125,7 +128,7 @@ def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
 
 def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:
     tool_input = payload.get("tool_input")
-    if not isinstance(tool_input, dict):
+    if payload.get("hook_event_name", "PreToolUse") != "PreToolUse" or not isinstance(tool_input, dict):
         return None
     command = tool_input.get("command")
     script: str | None = None
@@ -142,10 +145,10 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
         shell, script = command[:2], command[2]
     if script is None:
         return None
-    wrapped = rewrite(script, rules, executable, env).command
-    if wrapped is None:
+    wrap = rewrite(script, rules, executable, env)
+    if wrap.command is None or not wrap.plain:  # (its approval would cover what the hook cannot vouch for)
         return None
-    new = [*shell, wrapped] if shell else wrapped
+    new = [*shell, wrap.command] if shell else wrap.command
     return {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -163,10 +166,10 @@ def _cursor(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
         return {}
     if not isinstance(tool_input, dict) or not isinstance(command, str):
         return {}
-    wrapped = rewrite(command, rules, executable, env).command
-    if wrapped is None:
+    wrap = rewrite(command, rules, executable, env)
+    if wrap.command is None or not wrap.plain:  # (its approval would cover what the hook cannot vouch for)
         return {}
-    return {"permission": "allow", "updated_input": {**tool_input, "command": wrapped}, "agent_message": _REASON}
+    return {"permission": "allow", "updated_input": {**tool_input, "command": wrap.command}, "agent_message": _REASON}
 
 
 _ANSWERS = {"claude": _claude, "codex": _codex, "cursor": _cursor}

@@ -117,10 +117,12 @@ def _without_ours(doc: dict[str, Any], event: str, nested: bool) -> dict[str, An
     return doc
 
 
-def _indent(text: str) -> int:
-    """The indentation a JSON file uses (its first indented line's), 2 when it has none."""
-    found = re.search(r"\n( +)\S", text)
-    return len(found[1]) if found else 2
+def _indent(text: str) -> int | str:
+    """The indentation a JSON file uses (its first indented line's: spaces or a tab), 2 when it has none."""
+    found = re.search(r"\n([ \t]+)\S", text)
+    if found is None:
+        return 2
+    return "\t" if found[1].startswith("\t") else len(found[1])
 
 
 def plan(agent: str, path: Path, executable: Sequence[str], remove: bool = False) -> Change:
@@ -135,8 +137,11 @@ def plan(agent: str, path: Path, executable: Sequence[str], remove: bool = False
         before = None
     except OSError as exc:
         raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if before is not None and not os.access(path, os.W_OK):
+        raise InstallError(f"{path} is read-only; it was left as it was")
+    bom = "\ufeff" if before is not None and before.startswith("\ufeff") else ""
     try:
-        doc = json.loads(before) if before is not None and before.strip() else {}
+        doc = json.loads(before[len(bom) :]) if before is not None and before.strip() else {}
     except ValueError as exc:
         raise InstallError(f"{path} is not valid JSON ({exc}); it was left as it was") from None
     if not isinstance(doc, dict):
@@ -151,13 +156,13 @@ def plan(agent: str, path: Path, executable: Sequence[str], remove: bool = False
         else:
             entry = {"matcher": "Bash", "hooks": [{"type": "command", "command": command, "timeout": 30}]}
         hooks = doc.setdefault("hooks", {})
-        if not isinstance(hooks, dict):
-            raise InstallError(f"{path}: its hooks key is not a JSON object; it was left as it was")
-        hooks.setdefault(event, []).append(entry)
+        if not isinstance(hooks, dict) or not isinstance(hooks.setdefault(event, []), list):
+            raise InstallError(f"{path}: its hooks.{event} is not what the agent reads; it was left as it was")
+        hooks[event].append(entry)
     if before is None and remove:
         return Change(path, None, None)
-    after = json.dumps(doc, indent=_indent(before or ""), ensure_ascii=False) + "\n"
-    if before is not None and remove and json.loads(before or "{}") == doc:
+    after = bom + json.dumps(doc, indent=_indent(before or ""), ensure_ascii=False) + "\n"
+    if before is not None and remove and json.loads(before[len(bom) :] or "{}") == doc:
         after = before  # nothing of ours was there: the file stays byte for byte
     return Change(path, before, after)
 
@@ -168,9 +173,9 @@ def write(change: Change) -> None:
     Raises:
         InstallError: the folder or the file cannot be written.
     """
-    path = change.path
     if change.after is None:
         return
+    path = change.path.resolve()  # a settings file that is a link (a dotfiles manager's) stays one
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode & 0o7777 if change.before is not None else 0o644

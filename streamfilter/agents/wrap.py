@@ -15,7 +15,7 @@ list (``BUILTIN``) or of the user's ``wrap`` list, and none of ``skip``. Never w
 
 The rewrite keeps the command's own text (its quoting, ``$VAR`` and ``$(...)`` expand as before):
 ``FOO=1 npm test -- -t "cart total"`` becomes
-``FOO=1 /path/streamfilter run --budget-tokens 2000 -- npm test -- -t "cart total"``; the shell
+``FOO=1 /path/streamfilter run --budget-tokens 4000 -- npm test -- -t "cart total"``; the shell
 runs it in the same directory and environment, and ``run`` exits with the command's status.
 
 The user's rules are a TOML file: ``$STREAMFILTER_HOOKS_CONFIG``, else
@@ -24,7 +24,7 @@ The user's rules are a TOML file: ``$STREAMFILTER_HOOKS_CONFIG``, else
     wrap = ["just test", "./run-tests.sh"]   # also wrap these (word prefixes)
     skip = ["make deploy"]                    # never wrap these (wins over wrap and the built-ins)
     builtin = true                            # false: wrap only what `wrap` lists
-    budget_tokens = 2000                      # the wrapped output's budget, in estimated tokens
+    budget_tokens = 4000                      # the wrapped output's budget, in estimated tokens
     query = "error failed"                    # the filter's query (default: the filter's own)
 """
 
@@ -79,9 +79,25 @@ BUILTIN: tuple[str, ...] = (
 RUNNERS = ("uv run", "poetry run", "pdm run", "pipenv run", "hatch run", "npx", "pnpm exec", "pnpm dlx",
            "yarn dlx", "bunx", "bundle exec")  # fmt: skip
 
-# words that make a listed command a watcher, a server or a dialogue: its output never ends
+# words that make a listed command a watcher, a server or a dialogue: its output never ends, or
+# waits for a person (under a budget nothing is shown until the command ends)
 _NEVER_WORDS = frozenset(("--watch", "--watchAll", "watch", "--serve", "serve", "dev", "start",
                           "--interactive", "menuconfig", "nconfig", "xconfig"))  # fmt: skip
+# the same, for one program: ``make run``, ``./gradlew bootRun``, ``tsc -w``, ``pytest --pdb``
+_NEVER_FOR = {
+    "make": frozenset(("run", "up", "repl", "shell", "console", "run-server", "server")),
+    "gmake": frozenset(("run", "up", "repl", "shell", "console", "run-server", "server")),
+    "gradle": frozenset(("run", "bootRun", "-t", "--continuous")),
+    "./gradlew": frozenset(("run", "bootRun", "-t", "--continuous")),
+    "mvn": frozenset(("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev")),
+    "./mvnw": frozenset(("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev")),
+    "tsc": frozenset(("-w",)),
+    "pytest": frozenset(("--pdb", "--trace")),
+    "py.test": frozenset(("--pdb", "--trace")),
+}
+# variables that change which program runs or what it loads: an approval must not cover them
+_RISKY_VARIABLE = re.compile(r"PATH|LD_\w*|DYLD_\w*|BASH_ENV|ENV|\w*PRELOAD\w*|PYTHONPATH|PYTHONSTARTUP|"
+                             r"NODE_OPTIONS|PERL5OPT|RUBYOPT|GIT_\w*|\w*_HOME")  # fmt: skip
 
 
 class ConfigError(Exception):
@@ -107,10 +123,17 @@ class Rules:
 
 @dataclass(frozen=True, slots=True)
 class Wrap:
-    """A hook's decision on one command: ``command`` is the rewritten command, or None with ``why`` not."""
+    """A hook's decision on one command: ``command`` is the rewritten command, or None with ``why`` not.
+
+    ``plain``: the command runs a listed program by its name (or the listed ``./gradlew``), with no
+    expansion (``$``, a backquote) and no variable that changes what runs (``PATH=...``): what a
+    hook may approve when the agent takes a rewrite only with an approval (Codex, Cursor), or
+    when the user's rule approves the original (Claude Code).
+    """
 
     command: str | None
     why: str
+    plain: bool = False
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -252,6 +275,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     """
     if env.get(RAW_VARIABLE, "") not in ("", "0"):
         return Wrap(None, f"{RAW_VARIABLE} is set in the hook's environment")
+    command = command.rstrip()  # (a trailing newline is not a second command)
     segments, operator = _top_level(command)
     if operator is not None:
         return Wrap(None, f"not one simple command ({operator})")
@@ -267,7 +291,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         return Wrap(None, f"cannot read it as shell words ({exc})")
     assigned = 0
     while assigned < len(words) and "=" in words[assigned] and words[assigned].split("=")[0].isidentifier():
-        if words[assigned].split("=")[0] == RAW_VARIABLE:
+        name, _, value = words[assigned].partition("=")
+        if name == RAW_VARIABLE and value not in ("", "0"):
             return Wrap(None, f"it asks for its raw output ({RAW_VARIABLE}=...)")
         assigned += 1
     words = [w for w in words[assigned:] if w != "2>&1"]
@@ -285,7 +310,9 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         return Wrap(None, "it is in skip")
     if not any(_starts(words, p) or _starts(body, p) for p in rules.wrap):
         return Wrap(None, "not a build, test or lint command of the list")
-    never = _NEVER_WORDS.intersection(body[1:])
+    never = (_NEVER_WORDS | _NEVER_FOR.get(body[0], _NEVER_FOR.get(_program(body[0]), frozenset()))).intersection(
+        body[1:]
+    )
     if never:
         return Wrap(None, f"{sorted(never)[0]!r}: a watcher, a server or a dialogue")
     # the command's own text after its assignments: quoting and expansions stay as written
@@ -294,7 +321,13 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     if rules.query:
         run += ["--query", rules.query]
     wrapped = f"{text[:cut]}{shlex.join(run)} -- {text[cut:]}"
-    return Wrap(f"{command[:start].rstrip()} {wrapped}" if start else wrapped, "wrapped")
+    listed_path = any("/" in p[0] and words[0] == p[0] for p in rules.wrap)
+    plain = (
+        not any(ch in command for ch in "$`")
+        and ("/" not in words[0] or listed_path)
+        and not any(_RISKY_VARIABLE.fullmatch(w.split("=")[0]) for w in shlex.split(text)[:assigned])
+    )
+    return Wrap(f"{command[:start].rstrip()} {wrapped}" if start else wrapped, "wrapped", plain)
 
 
 def _word_starts(text: str) -> list[int]:

@@ -28,7 +28,8 @@ def add_parser(sub: Any) -> None:
         scope.add_argument("--user", dest="project", action="store_false", help="the user's settings (default)")
         scope.add_argument("--project", action="store_true", help="the settings of the project in this directory")
         p.add_argument("--dry-run", action="store_true", help="print the change as a diff; write nothing")
-        p.set_defaults(handler=_install, remove=name == "uninstall")
+        # (both write ``project``: the default must be set once, or --user's own default, True, wins)
+        p.set_defaults(handler=_install, remove=name == "uninstall", project=False)
 
 
 def _install(args: argparse.Namespace) -> int:

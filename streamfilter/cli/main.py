@@ -22,7 +22,7 @@ __all__ = ("main",)
 
 def _parser() -> argparse.ArgumentParser:
     # (here, not at the top: `hook` runs before every agent command and needs none of them)
-    from . import daemon, expand, filter, follow, install, run
+    from . import daemon, expand, filter, follow, install, mcp, run
     from .options import Parser
 
     parser = Parser(prog="streamfilter", description="Cut build and test logs down to what matters.")
@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     expand.add_parser(sub)
     hook.add_parser(sub)
     install.add_parser(sub)
+    mcp.add_parser(sub)
     return parser
 
 

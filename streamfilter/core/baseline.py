@@ -236,9 +236,10 @@ class Novelty:
         seen: BoolArray = self._seen[a : a + n]
         return seen
 
-    def novel_lines(self, window: int) -> int:
-        """How many lines of ``window`` (an id, added) are novel."""
-        return int(self._w_novel[window - self._w_base])
+    def novel_lines_of(self, windows: Int64Array) -> Int64Array:
+        """Shape ``(w,)``: how many lines of each of ``windows`` (ids, added) are novel."""
+        novel: Int64Array = self._w_novel[windows - self._w_base]
+        return novel
 
     def forget(self, line: int, window: int | None) -> None:
         """Lines before stream index ``line`` and windows before ``window`` are decided."""

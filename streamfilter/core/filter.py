@@ -5,6 +5,12 @@ stages: lines -> scoring text -> layout, terms, signatures -> windows -> BM25
 scores -> cut -> per-line decisions -> runs (KEEP verbatim, DROP summarized).
 No I/O, no event loop; the CLI and the daemon share it.
 
+This module ingests blocks (``prepare``), assigns their lines to windows (``segment``), scores
+the windows (``score``, ``decide``) and decides which lines to keep (``StreamFilter._emit``). The
+lines it holds (``pending``) it hands to the stages around the decision: ``hits`` (the lines
+failure signatures and the learned prior protect, and what each keeps around it), ``runs`` (the
+decided lines as KEEP runs and DROP summaries) and ``explain`` (``--explain``'s window traces).
+
 Decisions wait for a bounded look-ahead: a line is decided once its window's
 group has a cut and ``lookahead_lines`` more lines have arrived (so the last
 ``tail_lines`` lines and the context after a protected hit are known). Every
@@ -13,11 +19,10 @@ decision depends only on the bytes, never on how they were chunked.
 
 from __future__ import annotations
 
-import itertools
 import re
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -25,16 +30,18 @@ import numpy.typing as npt
 from ._heap import keep_block_buffers
 from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes
 from .budget import Selection
-from .decide import CutTracker, RepeatGate, bridged_ends, protected_ranges
+from .decide import CutTracker, bridged_ends
+from .explain import MAX_TRACES, BatchFacts, Tracer
+from .hits import Hits, PriorRater, weak_lines
 from .lines import LineSplitter, utf8_cut
-from .normalize import strip_ansi
+from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
-from .prior import END_REACH, NEIGHBOURS, PriorModel, ShapeCounter, context_features, default_model, to_verdict
-from .records import LineBlock, Run, WindowTrace
+from .prior import END_REACH, NEIGHBOURS, PriorModel, default_model
+from .records import FilterStats, LineBlock, Run
+from .runs import RunBuilder
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
-from .signatures import LEAD_IN, LEAD_LINES, SignatureSet
-from .summarize import DropSummary
+from .signatures import LEAD_LINES, SignatureSet
 from .tokens import Query
 
 __all__ = (
@@ -54,17 +61,9 @@ __all__ = (
 MAX_COUNT = 1 << 40
 MIN_LINE_BYTES = 64  # the smallest max_line_bytes: a shorter cap would score next to nothing of a line
 
-MAX_TRACES = 256  # window traces kept per run with explain; the rest are counted
-# a line redrawn more often than this (carriage returns) is a progress display, not a message; CI
-# logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
-# labelled as needed in the corpus with up to 5 frames; progress bars redraw by the dozen
-REDRAW_FRAMES = 9
 # the stream's last lines, kept with a tail that ends at an earlier exit verdict: what came after a
 # retried command's "exited with 1" may be the failure, and a CI runner's last line is its verdict
 LAST_LINES = 2
-# lines of one shape (``prior.shape_hashes``) the prior keeps per stream: out of fold on the corpus
-# the cap of 5 left recall as it was and the prior's share of the output a fifth of what it was
-PRIOR_REPEATS = 5
 MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
 
 Int64Array = npt.NDArray[np.int64]
@@ -169,20 +168,6 @@ def asked_patterns(config: FilterConfig) -> tuple[str, ...]:
     return config.protect + tuple(codes)
 
 
-@dataclass(slots=True)
-class FilterStats:
-    """Totals so far: lines and bytes in, kept and dropped; runs emitted."""
-
-    lines: int = 0
-    bytes: int = 0
-    kept_lines: int = 0
-    kept_bytes: int = 0
-    dropped_lines: int = 0
-    dropped_bytes: int = 0
-    keep_runs: int = 0
-    drop_runs: int = 0
-
-
 @dataclass(frozen=True, slots=True)
 class Notice:
     """Something about the input worth a warning (the edge logs it; the filter goes on).
@@ -201,46 +186,6 @@ class Notice:
     line: int
     n_bytes: int
     count: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class _WindowFacts:
-    """What one decision batch knew of its windows (index 0 = window ``w_lo - w_base``)."""
-
-    w_lo: int
-    cut: npt.NDArray[np.float64]
-    window_keep: npt.NDArray[np.bool_]
-    head: int  # pending lines below this are head lines
-    tail: int  # pending lines from this on are tail lines...
-    tail_end: int  # ...up to this one (the tail's first exit verdict, or all)
-    last: int  # pending lines from this on are the stream's last lines (LAST_LINES), kept with the tail
-    natural: npt.NDArray[np.bool_] | None  # with a selection: each pending line's own decision
-    weighed: npt.NDArray[np.bool_] | None = None  # with a baseline: kept for a score novelty weighed up
-
-
-@dataclass(slots=True)
-class _Pending:
-    """Per-line arrays of the lines not yet emitted (index 0 = stream line ``base``)."""
-
-    base: int = 0
-    ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    shape_ends: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    warnings: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    term: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    repeat: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    window: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    cont: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    record: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    forced: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    hit: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    tokens: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
-    # the prior's inputs (empty without a prior): content logit, earlier lines of its shape, blank
-    logit: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    seen: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    shape: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # prior.shape_hashes
-    blank: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 class StreamFilter:
@@ -307,44 +252,45 @@ class StreamFilter:
         asked = asked_patterns(cfg)
         # --protect patterns and error codes take their lines from the built-ins (never repeat-capped);
         # query symbols do not (a "=====" word must not take pytest's section header from its signature)
-        self._prior = (prior_model or default_model()) if cfg.prior else None
-        self._signatures = SignatureSet(extra=asked + symbols, first=len(asked), prior=self._prior is not None)
+        prior = (prior_model or default_model()) if cfg.prior else None
+        self._signatures = SignatureSet(extra=asked + symbols, first=len(asked), prior=prior is not None)
         self._splitter = LineSplitter(start_line, start_byte)
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars, first_index=start_line - 1)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
         self._cuts = CutTracker(cfg.min_score, cfg.group_windows)
-        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes, self._prior)
+        self._prepare = Preparer(self.query, self._signatures, cfg.max_line_bytes, prior)
         # where the stateless stages run: here, or a worker that computes them ahead
         self.preparer: Callable[[LineBlock], BlockFacts] = self._prepare
-        self._repeats = RepeatGate(cfg.max_repeats)
-        self._last_shape = b""  # the shape of the stream's last line so far (with its line end)
-        self._p = _Pending(base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64))
-        self._buf = bytearray()  # raw bytes of pending lines
-        self._buf_start = start_byte  # stream offset of _buf[0]
-        self._shapes = bytearray()  # line shapes of pending lines (for DROP summaries)
-        self._shapes_start = 0  # offset of _shapes[0] in the stream's line shapes
+        self._p = PendingLines(
+            base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64), buf_start=start_byte
+        )
         self._assigned = start_line - 1  # lines with a window
-        self._hits = np.zeros(0, dtype=np.int64)  # protected lines not yet processed
-        self._stops = np.zeros(0, dtype=np.int64)  # stream indexes of pending lines that end sections
-        self._verdicts = np.zeros(0, dtype=np.int64)  # stream indexes of pending lines with an exit verdict
-        self._hit_ids = np.zeros(0, dtype=np.int64)
-        # per-window arrays, index 0 = window id _w_base
-        self._w_base = 0
-        self._w_score = np.zeros(0, dtype=np.float64)
-        self._w_term = np.zeros(0, dtype=bool)
-        self._w_prot = np.zeros(0, dtype=np.int64)
-        self._w_hit = np.zeros(0, dtype=np.int64)  # 1-based line of each window's first hit (0: none)
+        self._hits = Hits(
+            self._signatures,
+            context_lines=cfg.context_lines,
+            extend_lines=cfg.extend_lines,
+            section_lines=cfg.section_lines,
+            max_repeats=cfg.max_repeats,
+        )
+        self._windows = WindowTable()  # the windows of pending lines
         self._scored = 0  # windows 0.._scored-1 have a score
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
-        self._open: DropSummary | None = None
-        self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
-        self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
-        self._drop_crc = 0  # CRC-32 of the open DROP run's bytes
-        # explain: traces of the open KEEP and DROP runs, and how many were left out
-        self._traces: dict[str, list[tuple[int, WindowTrace]]] = {"keep": [], "drop": []}
-        self._omitted = {"keep": 0, "drop": 0}
-        self._traced = {"keep": -1, "drop": -1}  # the window last traced for each open run
-        self._why: _WindowFacts | None = None
+        sigs = self._signatures
+        self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
+        self._rater = PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer) if prior is not None else None
+        self._novelty = Novelty(baseline, start_line - 1) if baseline is not None else None
+        self.collector: ShapeCollector | None = None
+        self._runs = RunBuilder(
+            self.stats,
+            max_keep_event_bytes=cfg.max_keep_event_bytes,
+            top_shapes=cfg.top_shapes,
+            summary_chars=cfg.summary_chars,
+            min_drop_lines=cfg.min_drop_lines,
+            max_line_bytes=cfg.max_line_bytes,
+            budgeted=selection is not None,
+            tracer=self._tracer,
+            novelty=self._novelty,
+        )
         self._seen_invalid_utf8 = False
         self._long_lines = 0
         self._last_long: Notice | None = None
@@ -352,29 +298,17 @@ class StreamFilter:
         # and the line that settle(partial=True) let out, whose rest is still to come
         self._carry = 0
         self._carry_bridged = False  # the carry crossed its one gap already
-        # a section head applied at a settle before its end came in: its lines still to come
-        # (at most this many) are kept up to a section stop (not the one at line _section_ignore)
-        self._section_carry = 0
-        self._section_ignore = -1
         self._last_keep = False
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
         self._tail_now = cfg.tail_lines
         self._tail_reach = cfg.tail_lines  # the tail's T before a found failure shortens it (with a baseline)
-        self._found = False  # a signature that shows what failed protected a line (found_tail_lines)
         self._done = False
-        self._shape_counts = ShapeCounter()
-        self._prior_repeats = ShapeCounter()  # lines the prior rated at its cut, by shape
-        self._prior_done = start_line - 1  # stream index of the first line the prior has not rated
-        self._logit_before = np.zeros(0, dtype=np.float64)  # the last logits of lines decided and gone
-        self._prior_why: dict[int, tuple[float, tuple[str, ...]]] = {}  # explain: 1-based line -> rating
-        self._novelty = Novelty(baseline, start_line - 1) if baseline is not None else None
-        self.collector: ShapeCollector | None = None
 
     @property
     def drop_open(self) -> bool:
         """Whether a DROP run is open (``settle(close_drop=False)`` left it so, or it waits for more lines)."""
-        return self._open is not None
+        return self._runs.drop_open
 
     @property
     def rest_of(self) -> tuple[int, bool] | None:
@@ -454,7 +388,7 @@ class StreamFilter:
         # a query term in a line that continues (indented) a kept one: kept with its record
         if facts.tf.sum() and self._last_keep and int(facts.layout.indent[0]) > 0:
             return runs + self._settle(True, hold_lines, close_drop)
-        self._close_runs(runs, close_drop)
+        self._runs.close(runs, close_drop)
         return runs
 
     def _settle(
@@ -478,7 +412,7 @@ class StreamFilter:
         runs = self._emit(final=False, settle=True, hold=hold_lines)
         # a line let out unterminated: its run closes, its rest comes after it
         if close:
-            self._close_runs(runs, close_drop or forced is not None)
+            self._runs.close(runs, close_drop or forced is not None)
         if forced is not None:
             self._rest = (forced.first_line, self._last_keep)
         return runs
@@ -538,9 +472,9 @@ class StreamFilter:
         # the rest is judged too: "Running tests... " let out, then "FAILED" must not be summarized
         kept = kept or self._matters(rest)
         self._rest = None if nl >= 0 else (line, kept)
-        start = self._buf_start
+        start = self._p.buf_start
         self._splitter.skip(len(rest))
-        self._buf_start += len(rest)
+        self._p.buf_start += len(rest)
         self.stats.bytes += len(rest)
         if kept:
             self.stats.kept_bytes += len(rest)
@@ -566,7 +500,7 @@ class StreamFilter:
             return []
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
         self._tail_reach = self._tail_now
-        if self._found:
+        if self._hits.found:
             self._tail_now = min(self._tail_now, self.config.found_tail_lines)
         held: list[Run] = []
         self._let_rest_out(held, whole=True)  # (a character the stream ended inside, say)
@@ -599,29 +533,11 @@ class StreamFilter:
                 self.notices.append(Notice("input.long_line", block.first_line + i, length))
             else:
                 self._last_long = Notice("input.long_line", block.first_line + i, length)
-        counted = self._signatures.limit(facts.hit_ids)
-        hits, ids = facts.hits[counted], facts.hit_ids[counted]
-        repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
-        if hits.shape[0]:
-            shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
-            for k in np.flatnonzero(self._signatures.shape_above[ids]).tolist():
-                # told apart by the line above too (ruff's "  --> a.py:3:1" under its code and message)
-                i = int(hits[k])
-                shapes[k] = (facts.line_shape(i - 1) if i else self._last_shape) + shapes[k]
-            gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
-            fresh = np.ones(hits.shape[0], dtype=bool)
-            if gated.any():
-                fresh[gated] = self._repeats.admit([s for s, g in zip(shapes, gated.tolist(), strict=True) if g])
-            repeats[hits[~fresh]] = True
-            hits, ids = hits[fresh], ids[fresh]
-        if not self._found:
-            self._found = bool(self._signatures.found[ids].any())
+        repeats = self._hits.admit(facts)  # failure lines past their shape's max_repeats
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))
-        p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (self._shapes_start + len(self._shapes))))
-        self._shapes += facts.shapes
-        if n:
-            self._last_shape = facts.line_shape(n - 1)
+        p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (p.shapes_start + len(p.shapes))))
+        p.shapes += facts.shapes
         if self._novelty is not None or self.collector is not None:
             hashes = line_hashes(facts.shapes, n)
             if self._novelty is not None:
@@ -639,16 +555,14 @@ class StreamFilter:
         p.hit = np.concatenate((p.hit, np.zeros(n, dtype=bool)))
         p.tokens = np.concatenate((p.tokens, tokens))
         p.tf = np.concatenate((p.tf, tf))
-        if self._prior is not None:
+        if self._rater is not None:
             p.logit = np.concatenate((p.logit, facts.prior_logits))
-            p.seen = np.concatenate((p.seen, self._shape_counts.seen(facts.shape_hashes)))
+            p.seen = np.concatenate((p.seen, self._rater.seen(facts.shape_hashes)))
             p.shape = np.concatenate((p.shape, facts.shape_hashes))
             p.blank = np.concatenate((p.blank, layout.blank))
-        self._buf += block.data
-        self._hits = np.concatenate((self._hits, hits + first))
-        self._stops = np.concatenate((self._stops, facts.section_stops + first))
-        self._verdicts = np.concatenate((self._verdicts, facts.verdicts + first))
-        self._hit_ids = np.concatenate((self._hit_ids, ids))
+        p.buf += block.data
+        p.stops = np.concatenate((p.stops, facts.section_stops + first))
+        p.verdicts = np.concatenate((p.verdicts, facts.verdicts + first))
         self._assign(self._segmenter.feed(layout))
         self._score_windows(self._segmenter_closed)
 
@@ -684,19 +598,8 @@ class StreamFilter:
                 upto = min(end, self._carry)
                 p.forced[a : a + upto] = True
                 self._carry = 0 if upto < k else self._carry - upto
-            if self._section_carry:
-                later = self._stops[(self._stops >= assignment.first_line) & (self._stops != self._section_ignore)]
-                stop = int(later[0]) - assignment.first_line if later.shape[0] else k
-                upto = min(k, stop, self._section_carry)
-                p.forced[a : a + upto] = True
-                self._section_carry = 0 if stop < k else self._section_carry - upto
-            top = int(assignment.windows[-1]) + 1 - self._w_base
-            grow = top - self._w_score.shape[0]
-            if grow > 0:
-                self._w_score = np.concatenate((self._w_score, np.zeros(grow)))
-                self._w_term = np.concatenate((self._w_term, np.zeros(grow, dtype=bool)))
-                self._w_prot = np.concatenate((self._w_prot, np.full(grow, -1, dtype=np.int64)))
-                self._w_hit = np.concatenate((self._w_hit, np.zeros(grow, dtype=np.int64)))
+            self._hits.carry_section(p, assignment.first_line, k)
+            self._windows.grow(int(assignment.windows[-1]) + 1)
         self._segmenter_closed = assignment.closed
 
     def _score_windows(self, closed: int) -> None:
@@ -715,93 +618,41 @@ class StreamFilter:
         line_tf = p.tf[lo:end]
         # an over-long line is never kept as a window's member (the weak-line rule), so its terms
         # do not make its window's score either: the window is judged on the lines it would show
-        over = self._lengths(lo, end) > self.config.max_line_bytes
+        over = p.lengths(lo, end) > self.config.max_line_bytes
         if over.any():
             line_tf = np.where(over[:, None], 0, line_tf)
         tf = np.add.reduceat(line_tf, offsets, axis=0) if end > lo else p.tf[:0]
         scores = self._scorer.score(lengths, tf)
         has_term = tf.sum(axis=1) > 0
-        rel = ids - self._w_base
-        self._w_score[rel] = scores
-        self._w_term[rel] = has_term
+        rel = ids - self._windows.base
+        self._windows.score[rel] = scores
+        self._windows.term[rel] = has_term
         self._cuts.add(scores, has_term)
         if self._novelty is not None:
             self._novelty.add_windows(self._scored, p.base + lo + offsets, p.base + end)
         self._scored = closed
 
     # -- decisions -----------------------------------------------------------------------
-    def _apply_hits(self, final: bool, upto: int = -1, settling: bool = False) -> None:
-        """Protect around the hits whose reach is known (all if ``final``; all before line index ``upto``;
-        ``settling``: a settle applies them, not the stream's end)."""
-        cfg, p = self.config, self._p
-        assigned = self._assigned - p.base
-        reach = max(cfg.extend_lines, cfg.section_lines)
-        ready = self._hits + reach < self._assigned if not final else np.ones_like(self._hits, dtype=bool)
-        ready |= self._hits < upto
-        ready &= self._hits < self._assigned
-        if not ready.any():
-            return
-        hits = self._hits[ready] - p.base
-        ids = self._hit_ids[ready]
-        self._hits, self._hit_ids = self._hits[~ready], self._hit_ids[~ready]
-        # a section ends before the next line that ends sections (``BlockFacts.section_stops``):
-        # pytest's FAILURES at "short test summary info", cargo's failures at "test result:",
-        # unittest's report at its closing rule (not at the rule right under its header); the
-        # log's own lines after the tool's last line are not the section's
-        stops = np.append(self._stops - p.base, assigned + 1)  # (a sentinel: none)
-        nxt = np.minimum(np.searchsorted(stops, hits + 1, side="right"), stops.shape[0] - 1)
-        section_end = stops[nxt] - 1
-        section = self._signatures.section[ids]
-        if settling:  # a section whose end has not come in goes on in the lines to come
-            going = section & (nxt == stops.shape[0] - 1) & (hits + cfg.section_lines >= assigned)
-            if going.any():
-                head = int(hits[going].max())
-                self._section_carry = max(self._section_carry, head + cfg.section_lines - assigned + 1)
-                self._section_ignore = p.base + head + 1  # a rule right under the head
-        first, last = protected_ranges(
-            hits,
-            p.cont[:assigned],
-            cfg.context_lines,
-            cfg.extend_lines,
-            section,
-            cfg.section_lines,
-            p.record[:assigned],
-            self._signatures.record[ids],
-            section_end,
-        )
-        first = self._lead_ins(hits, first)
-        marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
-        np.add.at(marks, first, 1)
-        np.add.at(marks, last + 1, -1)
-        around = np.cumsum(marks[:-1]) > 0
-        around[hits] = True
-        p.forced |= around
-        p.hit[hits] = True
-        # a window is explained by its first hit (hits are in order, and an earlier one is never
-        # applied after a later one), however the hits were batched
-        wrel, first_hit = np.unique(p.window[hits] - self._w_base, return_index=True)
-        unset = self._w_prot[wrel] < 0
-        self._w_prot[wrel[unset]] = ids[first_hit[unset]]
-        self._w_hit[wrel[unset]] = p.base + hits[first_hit[unset]] + 1
-
     def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
-        if self._prior is not None:
-            self._rate_lines(total if final else total - hold if settle else total - END_REACH - NEIGHBOURS, final)
-        self._apply_hits(final or (settle and not hold), upto=total - hold if settle else -1, settling=settle)
+        if self._rater is not None:
+            upto = total if final else total - hold if settle else total - END_REACH - NEIGHBOURS
+            self._rater.rate(p, upto, final, self._hits)
+        apply_all = final or (settle and not hold)
+        self._hits.apply(p, self._windows, self._assigned, apply_all, total - hold if settle else -1, settling=settle)
         assigned = self._assigned - p.base
         if final or settle:
             limit = total - hold
         else:
             by_cut = p.base + int(np.searchsorted(p.window[:assigned], self._cut_waits()))
             limit = min(self._assigned - cfg.lookahead_lines, by_cut)
-            if self._prior is not None:  # a line the prior has not rated yet may be a hit
-                limit = min(limit, self._prior_done - cfg.context_lines - LEAD_LINES)
-        if self._hits.shape[0]:
+            if self._rater is not None:  # a line the prior has not rated yet may be a hit
+                limit = min(limit, self._rater.done - cfg.context_lines - LEAD_LINES)
+        if self._hits.queued.shape[0]:
             # a hit not yet applied (its reach is still to come, or held back by a settle) protects
             # its whole window and the context before it: lines it may protect wait for it
-            rel = int(self._hits[0]) - p.base
+            rel = int(self._hits.queued[0]) - p.base
             open_from = self._segmenter_closed if rel >= assigned else int(p.window[rel])
             start = int(np.searchsorted(p.window[:assigned], open_from))
             limit = min(limit, p.base + min(start, rel - cfg.context_lines - LEAD_LINES))
@@ -811,25 +662,25 @@ class StreamFilter:
         runs: list[Run] = []
         if n <= 0:
             if final:  # everything was decided before (a settle that left a DROP run open)
-                self._absorb_gap(runs)
-                self._close_runs(runs)
+                self._runs.finish(runs)
             return runs
-        wrel = p.window[:n] - self._w_base
+        wrel = p.window[:n] - self._windows.base
         w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1
-        window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._w_base
+        window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._windows.base
         cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids, pending=np.inf)
-        w_prot = self._w_prot[w_lo:w_hi] >= 0
-        scored = self._w_term[w_lo:w_hi] & (self._w_score[w_lo:w_hi] >= cut)
-        weighed = None
+        w_prot = self._windows.prot[w_lo:w_hi] >= 0
+        scored = self._windows.term[w_lo:w_hi] & (self._windows.score[w_lo:w_hi] >= cut)
+        weighed = seen = None
         if self._novelty is not None:  # the last green run's lines re-weigh the scored windows
             near = min(NEAR_LINES, cfg.lookahead_lines)  # (known before a line is decided)
-            terms, scores = self._w_term[w_lo:w_hi], self._w_score[w_lo:w_hi]
+            terms, scores = self._windows.term[w_lo:w_hi], self._windows.score[w_lo:w_hi]
             end = total if final else None
-            scored, weighed = self._novelty.scored(window_ids, terms, scores, cut, end, self._verdicts, near)
+            scored, weighed = self._novelty.scored(window_ids, terms, scores, cut, end, p.verdicts, near)
+            seen = self._novelty.seen(p.base, n)
         w_keep = w_prot | scored
         keep = self._window_lines(w_keep, w_prot, wrel - w_lo, n)
-        if self._novelty is not None:  # a line the last green run printed too is not kept for its window's sake
-            keep &= ~self._novelty.seen(p.base, n)
+        if seen is not None:  # a line the last green run printed too is not kept for its window's sake
+            keep &= ~seen
         keep |= p.forced[:n]
         head = cfg.head_lines - p.base
         if head > 0:
@@ -839,88 +690,57 @@ class StreamFilter:
             # the tail ends at the first exit verdict of the last tail_lines lines: what a CI runner
             # prints after a command failed is its cleanup (the lines a signature protects there are
             # kept all the same); its lines are the ones before it
-            verdicts = self._verdicts[self._verdicts >= p.base + max(0, n - cfg.tail_lines)] - p.base
+            verdicts = p.verdicts[p.verdicts >= p.base + max(0, n - cfg.tail_lines)] - p.base
             tail_end = min(n, int(verdicts[0]) + 1) if verdicts.shape[0] else n
             tail = max(0, tail_end - self._tail_now)
             last = max(0, n - LAST_LINES)
             keep[last:n] = True  # a run's last words, even after such a verdict
-        if self._novelty is not None and tail < tail_end:
+        if seen is not None and tail < tail_end:
             # with a baseline, the tail is the lines of its whole reach (a failure found or not)
             # that the last green run did not print; the stream's last lines are kept all the same
             tail = max(0, tail_end - self._tail_reach)
-            keep[tail:tail_end] |= ~self._novelty.seen(p.base + tail, tail_end - tail)
+            keep[tail:tail_end] |= ~seen[tail:tail_end]
         else:
             keep[tail:tail_end] = True
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
-        weak = self._weak(0, n)
+        weak = weak_lines(p, 0, n, cfg.max_line_bytes)
         if weak.any():
             keep &= ~weak | p.hit[:n]
         natural = None
         if self._selection is not None:
             natural, keep = keep, self._selection.mask(p.base + 1, n)
-        if cfg.explain:
-            self._why = _WindowFacts(w_lo, cut, w_keep, max(0, head), tail, tail_end, last, natural, weighed)
-        self._build_runs(keep, runs)
+        if self._tracer is not None:
+            w = self._windows
+            self._tracer.begin(
+                BatchFacts(
+                    w.base + w_lo,
+                    w.score[w_lo:w_hi],
+                    w.term[w_lo:w_hi],
+                    w.prot[w_lo:w_hi],
+                    w.hit[w_lo:w_hi],
+                    cut,
+                    w_keep,
+                    max(0, head),
+                    tail,
+                    tail_end,
+                    last,
+                    natural,
+                    weighed,
+                    self._novelty.novel_lines_of(window_ids) if self._novelty is not None else None,
+                    seen,
+                )
+            )
+        self._runs.add(p, keep, runs)
         self._last_keep = bool(keep[-1])
         if settle and not hold:
             self._carry = cfg.extend_lines if self._last_keep else 0
             self._carry_bridged = False
         if final:
-            self._absorb_gap(runs)  # a short last DROP run
-            self._close_runs(runs)
+            self._runs.finish(runs)  # (a short last DROP run joins the KEEP run before it)
         self._trim(n)
         return runs
-
-    def _rate_lines(self, upto: int, final: bool) -> None:
-        """Rate the lines from ``_prior_done`` up to stream index ``upto`` with the prior, and add those
-        at or above its cut to the hits.
-
-        A line's context is its neighbours, the next exit verdict and how far the stream's end is,
-        within ``END_REACH + NEIGHBOURS`` lines: ``_emit`` rates a line once they are in (so the
-        rating does not depend on chunking), or at the stream's end; a settle rates the lines it
-        decides with what has come in.
-        """
-        assert self._prior is not None
-        cfg, p = self.config, self._p
-        total = p.base + p.ends.shape[0]
-        if upto <= self._prior_done:
-            return
-        lo, hi = self._prior_done - p.base, upto - p.base
-        before = self._logit_before
-        lines = np.arange(self._prior_done, upto, dtype=np.int64)
-        to_end = total - 1 - lines if final else np.full(hi - lo, END_REACH, dtype=np.int64)
-        context = context_features(
-            np.concatenate((before, p.logit[: hi + NEIGHBOURS])),
-            lo + before.shape[0],
-            hi + before.shape[0],
-            to_end,
-            to_verdict(lines, self._verdicts),
-            p.seen[lo:hi],
-            p.blank[lo:hi],
-        )
-        prob = self._prior.probability(context)
-        rated = np.flatnonzero(prob >= self._prior.cut) + lo
-        # not a line that is a hit already, a blank line, an over-long line or a progress display
-        weak = self._weak(lo, hi) | p.blank[lo:hi]
-        fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, self._hits)
-        rated = rated[fresh]
-        # the first PRIOR_REPEATS of a shape: a line repeated by the dozen (a stack frame of every
-        # failing test, a config file's "#" lines) is not each time the failure
-        rated = rated[self._prior_repeats.seen(p.shape[rated]) < PRIOR_REPEATS]
-        self._prior_done = upto
-        if not rated.shape[0]:
-            return
-        if cfg.explain:
-            for i in rated.tolist():
-                a, b = self._line_start(i) - self._buf_start, int(p.ends[i]) - self._buf_start
-                words = self._prior.explain_line(strip_ansi(bytes(self._buf[a:b])))
-                self._prior_why[p.base + i + 1] = (round(float(prob[i - lo]), 4), words)
-        hits = np.concatenate((self._hits, rated + p.base))
-        ids = np.concatenate((self._hit_ids, np.full(rated.shape[0], self._signatures.prior_id, dtype=np.int64)))
-        order = np.argsort(hits, kind="stable")
-        self._hits, self._hit_ids = hits[order], ids[order]
 
     def _window_lines(
         self, w_keep: npt.NDArray[np.bool_], w_prot: npt.NDArray[np.bool_], wrel: Int64Array, n: int
@@ -948,22 +768,6 @@ class StreamFilter:
             keep &= ~scored | has_term[group]
         return keep
 
-    def _lead_ins(self, hits: Int64Array, first: Int64Array) -> Int64Array:
-        """Each hit's first kept line (pending indexes, shape ``(h,)``), moved back over the lead-in
-        lines right before it (``LEAD_IN``: where a compiler's diagnostic comes from), within the
-        hit's record and at most ``LEAD_LINES`` before it."""
-        records = self._p.record
-        out = first.copy()
-        for k, (hit, start) in enumerate(zip(hits.tolist(), first.tolist(), strict=True)):
-            line = start - 1
-            while line >= max(0, hit - LEAD_LINES) and records[line] == records[hit]:
-                a, b = self._line_start(line) - self._buf_start, int(self._p.ends[line]) - self._buf_start
-                if LEAD_IN.match(strip_ansi(bytes(self._buf[a:b]))) is None:
-                    break
-                line -= 1
-            out[k] = line + 1
-        return out
-
     def _cut_waits(self) -> int:
         """The first window whose decision waits for a cut not known yet: one with a query term
         and no signature (another is decided without a cut), or, explaining, any (its trace gives
@@ -971,341 +775,23 @@ class StreamFilter:
         first = self._cuts.known_groups * self.config.group_windows
         if self.config.explain:
             return first
-        lo, hi = max(0, first - self._w_base), self._scored - self._w_base
-        waits = np.flatnonzero(self._w_term[lo:hi] & (self._w_prot[lo:hi] < 0))
-        return self._w_base + (lo + int(waits[0]) if waits.shape[0] else max(lo, hi))
-
-    # -- runs ----------------------------------------------------------------------------
-    def _build_runs(self, keep: npt.NDArray[np.bool_], runs: list[Run]) -> None:
-        n = int(keep.shape[0])
-        cuts = np.flatnonzero(keep[1:] != keep[:-1]) + 1
-        bounds = [0, *cuts.tolist(), n]
-        for a, b in itertools.pairwise(bounds):
-            if keep[a]:
-                self._add_keep(a, b, runs)  # traces each piece of the run (it may split at the cap)
-            else:
-                if self._why is not None:
-                    self._trace(a, b, "drop")
-                self._add_drop(a, b, runs)
-
-    def _trace(self, a: int, b: int, decision: str) -> None:
-        """Record the windows of lines ``a..b-1`` (pending indexes) for the open run."""
-        p = self._p
-        assert self._why is not None
-        traces = self._traces[decision]
-        for w in np.unique(p.window[a:b]).tolist():
-            lines = np.flatnonzero(p.window[a:b] == w) + a  # its lines in this piece
-            if self._traced[decision] == w:  # the same window, continued (a later batch, or past a short gap)
-                # traces are added in line order, so a listed one is the last (an omitted one stays counted)
-                if traces and traces[-1][0] == w:
-                    last = traces[-1][1]
-                    if last.reason == "short-gap":  # the gap's window goes on here: it has this window's reason
-                        fresh = self._new_trace(w, a, b, lines, decision)
-                        traces[-1] = (w, replace(fresh, first_line=last.first_line))
-                    else:
-                        traces[-1] = (w, replace(last, last_line=p.base + int(lines[-1]) + 1))
-                continue
-            self._traced[decision] = w
-            if len(traces) >= MAX_TRACES:
-                self._omitted[decision] += 1
-                continue
-            traces.append((w, self._new_trace(w, a, b, lines, decision)))
-
-    def _new_trace(
-        self,
-        w: int,
-        a: int,
-        b: int,
-        lines: npt.NDArray[np.int64],
-        decision: str,
-    ) -> WindowTrace:
-        """The trace of window ``w`` in the open run: its ``lines`` there (pending indexes in ``a..b-1``)."""
-        why, p, names = self._why, self._p, self._signatures.names
-        assert why is not None
-        rel = w - self._w_base
-        prot = int(self._w_prot[rel])
-        if decision == "keep":
-            if prot >= 0:
-                reason = f"protected:{names[prot]}"
-            elif why.window_keep[rel - why.w_lo]:
-                reason = "novel" if why.weighed is not None and why.weighed[rel - why.w_lo] else "score"
-            else:
-                first = int(lines[0])  # in this run
-                tail = why.tail <= first < why.tail_end or first >= why.last
-                reason = "head" if first < why.head else "tail" if tail else "context"
-        elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
-            reason = "budget"  # kept on its own, not chosen within the token budget
-        elif self._seen_reason(rel, lines):
-            reason = "seen"
-        elif prot >= 0:
-            reason = "weak-line"  # an over-long or redrawn line in a kept window
-        elif why.window_keep[rel - why.w_lo]:  # kept for its score: these lines hold no query term
-            reason = "weak-line" if p.term[lines].any() else "no-term"
-        elif p.repeat[lines].any():
-            reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
-        elif self._w_term[rel]:
-            reason = "below-cut"
-        else:  # its query terms, if any, are in over-long lines: they do not score
-            reason = "weak-line" if p.term[lines].any() else "no-term"
-        hit_line = int(self._w_hit[rel]) if prot >= 0 else 0
-        prior, features = self._prior_why.get(hit_line, (0.0, ())) if prot == self._signatures.prior_id else (0.0, ())
-        return WindowTrace(
-            p.base + int(lines[0]) + 1,
-            p.base + int(lines[-1]) + 1,
-            round(float(self._w_score[rel]), 6),
-            round(float(why.cut[rel - why.w_lo]), 6),
-            reason,
-            # its first failure line, also when it is past this run (a lead-up to it) or before it
-            hit_line,
-            prior,
-            features,
-            self._novelty.novel_lines(w) if self._novelty is not None else None,
-        )
-
-    def _seen_reason(self, rel: int, lines: npt.NDArray[np.int64]) -> bool:
-        """Whether the dropped ``lines`` (pending indexes) of window ``rel`` (index into the window
-        arrays) were dropped for the baseline: each was in the last green run, and without a baseline
-        the window (kept for a signature or its score) or the tail would have kept them."""
-        why = self._why
-        if self._novelty is None or why is None:
-            return False
-        if not self._novelty.seen(self._p.base, int(lines[-1]) + 1)[lines].all():
-            return False
-        by_score = self._w_term[rel] and self._w_score[rel] >= why.cut[rel - why.w_lo]
-        return bool(self._w_prot[rel] >= 0 or by_score or why.tail <= int(lines[0]) < why.tail_end)
-
-    def _weak(self, a: int, b: int) -> npt.NDArray[np.bool_]:
-        """Shape ``(b - a,)``: which of pending lines ``a .. b-1`` are kept only as protected hits
-        themselves: over-long lines, and lines redrawn by carriage returns with no query term."""
-        p = self._p
-        long = self._lengths(a, b) > self.config.max_line_bytes
-        weak: npt.NDArray[np.bool_] = long | ((p.frames[a:b] > REDRAW_FRAMES) & ~p.term[a:b])
-        return weak
-
-    def _line_start(self, rel: int) -> int:
-        return int(self._p.ends[rel - 1]) if rel > 0 else self._buf_start
-
-    def _lengths(self, a: int, b: int) -> Int64Array:
-        """Shape ``(b - a,)``: the raw length in bytes of pending lines ``a .. b-1``."""
-        lengths: Int64Array = np.diff(self._p.ends[a:b], prepend=np.int64(self._line_start(a)))
-        return lengths
-
-    def _add_keep(self, a: int, b: int, runs: list[Run]) -> None:
-        p, cap = self._p, self.config.max_keep_event_bytes
-        if self._open is not None:
-            if not self._absorb_gap(runs):
-                runs.append(self._close_drop())
-            self._gap = None
-        while a < b:
-            start = self._line_start(a)
-            if self._keep is None:
-                self._keep = (p.base + a + 1, start, bytearray())
-            data = self._keep[2]
-            room = cap - len(data)
-            # the first line at which the run reaches the cap closes it (a deterministic split)
-            stop = min(int(np.searchsorted(p.ends[a:b], start + room, side="left")) + a + 1, b)
-            if self._why is not None:  # this piece's own lines: a window it shares with the next is in both
-                self._trace(a, stop, "keep")
-            data += self._buf[start - self._buf_start : int(p.ends[stop - 1]) - self._buf_start]
-            a = stop
-            if len(data) >= cap:
-                runs.append(self._close_keep())
-
-    def _add_drop(self, a: int, b: int, runs: list[Run]) -> None:
-        p, cfg = self._p, self.config
-        start, end = self._line_start(a), int(p.ends[b - 1])
-        if self._open is None:
-            green = self._novelty is not None
-            self._open = DropSummary(p.base + a + 1, start, cfg.top_shapes, cfg.summary_chars, green)
-            # with a baseline, the stream's first run is a gap too (a seen line before the failure)
-            first_run = self._novelty is not None and not self.stats.keep_runs + self.stats.drop_runs
-            if self._keep is not None or first_run:
-                self._gap = bytearray()
-        first = (int(p.shape_ends[a - 1]) if a > 0 else self._shapes_start) - self._shapes_start
-        shapes = bytes(self._shapes[first : int(p.shape_ends[b - 1]) - self._shapes_start])
-        lengths = self._lengths(a, b)
-        over = lengths[lengths > cfg.max_line_bytes]
-        repeats, held = int(p.repeat[a:b].sum()), int(p.hit[a:b].sum())
-        if self._selection is not None:  # the lines a repeat is "like" may be left out too
-            repeats, held = 0, held + repeats
-        self._open.add(
-            end - start,
-            shapes,
-            b - a,
-            int(p.term[a:b].sum()),
-            int(p.warnings[a:b].sum()),
-            p.frames[a:b],
-            repeats,
-            int(over.shape[0]),
-            int(over.max()) if over.shape[0] else 0,
-            held,  # (protected lines are dropped only by a budget's selection)
-            int(self._novelty.seen(p.base + a, b - a).sum()) if self._novelty is not None else 0,
-        )
-        with memoryview(self._buf) as view:
-            self._drop_crc = zlib.crc32(view[start - self._buf_start : end - self._buf_start], self._drop_crc)
-        if self._gap is not None:
-            self._gap += self._buf[start - self._buf_start : end - self._buf_start]
-            # with a baseline, any gap no longer than a summary is kept: the seen lines it drops
-            # inside kept stretches are often a blank line or a rule, cheaper than their summary
-            lines = self._open.lines >= cfg.min_drop_lines and self._novelty is None
-            if lines or len(self._gap) > cfg.summary_chars:
-                self._gap = None
-        if self._gap is None and self._keep is not None:
-            runs.append(self._close_keep())
-
-    def _absorb_gap(self, runs: list[Run]) -> bool:
-        """A short DROP run after a KEEP run (before the next, or at the end of the stream) joins it,
-        its summary would save nothing; whether it did."""
-        if self._gap is None or self._open is None:
-            return False
-        if self._keep is None:  # the stream's first run, with a baseline: the KEEP run starts with it
-            self._keep = (self._open.first_line, self._open.start_byte, bytearray())
-        first_line, traces = self._open.first_line, self._traces["drop"]
-        self._open = None
-        self._drop_crc = 0
-        self._traces["drop"], self._omitted["drop"], self._traced["drop"] = [], 0, -1
-        self._keep_gap(runs, first_line, traces)
-        self._gap = None
-        return True
-
-    def _keep_gap(self, runs: list[Run], first_line: int, traces: list[tuple[int, WindowTrace]]) -> None:
-        """The short gap's lines join the open KEEP run as kept lines do: the line that brings it
-        to ``max_keep_event_bytes`` closes it (where a budget that keeps them would close it).
-
-        Args:
-            runs: where a piece closed at the cap goes.
-            first_line: the gap's first line (1-based).
-            traces: the gap's window traces (as a DROP run): each piece lists those of its lines.
-        """
-        assert self._gap is not None and self._keep is not None
-        gap, start, line = self._gap, 0, first_line
-        while start < len(gap):  # its whole lines, one by one
-            end = gap.find(b"\n", start) + 1 or len(gap)
-            if self._keep is None:  # closed at the cap: the next line starts the next piece
-                last = runs[-1]
-                self._keep = (last.last_line + 1, last.end_byte, bytearray())
-            self._keep[2].extend(gap[start:end])
-            start = end
-            if len(self._keep[2]) >= self.config.max_keep_event_bytes:
-                # the piece ends at this line: a window of the gap that goes on is in the next one too
-                self._merge_gap(
-                    [(w, replace(t, last_line=min(t.last_line, line))) for w, t in traces if t.first_line <= line]
-                )
-                traces = [
-                    (w, replace(t, first_line=max(t.first_line, line + 1))) for w, t in traces if t.last_line > line
-                ]
-                runs.append(self._close_keep())
-            line += 1
-        self._merge_gap(traces)
-
-    def _merge_gap(self, traces: list[tuple[int, WindowTrace]]) -> None:
-        """Add a kept short gap's window traces (its lines in the open KEEP piece) to the piece's.
-
-        The piece's last window, going on over the gap, reaches over it instead (or stays counted
-        once when omitted); another is a ``short-gap`` window, within the piece's ``MAX_TRACES``
-        (the KEEP lines after the gap give it their reason when it goes on there, see ``_trace``).
-        """
-        keep = self._traces["keep"]
-        for w, t in traces:
-            if w == self._traced["keep"]:
-                if keep and keep[-1][0] == w:
-                    keep[-1] = (w, replace(keep[-1][1], last_line=t.last_line))
-                continue
-            self._traced["keep"] = w
-            if len(keep) >= MAX_TRACES:
-                self._omitted["keep"] += 1
-            else:
-                keep.append((w, replace(t, reason="short-gap")))
-
-    def _close_keep(self) -> Run:
-        assert self._keep is not None
-        first_line, start_byte, data = self._keep
-        self._keep = None
-        n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-        run = Run(
-            "keep",
-            first_line,
-            first_line + n_lines - 1,
-            start_byte,
-            start_byte + len(data),
-            bytes(data),
-            traces=self._take_traces("keep"),
-            traces_omitted=self._omitted["keep"],
-        )
-        self._omitted["keep"] = 0
-        self.stats.kept_lines += run.lines
-        self.stats.kept_bytes += run.n_bytes
-        self.stats.keep_runs += 1
-        return run
-
-    def _close_drop(self) -> Run:
-        assert self._open is not None
-        s = self._open
-        self._open = None
-        checksum, self._drop_crc = f"{self._drop_crc:08x}", 0
-        self.stats.dropped_lines += s.lines
-        self.stats.dropped_bytes += s.end_byte - s.start_byte
-        self.stats.drop_runs += 1
-        run = Run(
-            "drop",
-            s.first_line,
-            s.last_line,
-            s.start_byte,
-            s.end_byte,
-            summary=s.render(),
-            checksum=checksum,
-            traces=self._take_traces("drop"),
-            traces_omitted=self._omitted["drop"],
-        )
-        self._omitted["drop"] = 0
-        return run
-
-    def _take_traces(self, decision: str) -> tuple[WindowTrace, ...]:
-        traces = tuple(sorted((t for _, t in self._traces[decision]), key=lambda t: t.first_line))
-        self._traces[decision] = []
-        self._traced[decision] = -1
-        return traces
-
-    def _close_runs(self, runs: list[Run], close_drop: bool = True) -> None:
-        self._gap = None
-        if self._keep is not None:
-            runs.append(self._close_keep())
-        if self._open is not None and close_drop:
-            runs.append(self._close_drop())
+        lo, hi = max(0, first - self._windows.base), self._scored - self._windows.base
+        waits = np.flatnonzero(self._windows.term[lo:hi] & (self._windows.prot[lo:hi] < 0))
+        return self._windows.base + (lo + int(waits[0]) if waits.shape[0] else max(lo, hi))
 
     def _trim(self, n: int) -> None:
         """Forget the first ``n`` pending lines (decided and accounted for)."""
         p = self._p
-        end = int(p.ends[n - 1])
-        del self._buf[: end - self._buf_start]
-        self._buf_start = end
-        shapes_end = int(p.shape_ends[n - 1])
-        del self._shapes[: shapes_end - self._shapes_start]
-        self._shapes_start = shapes_end
         first_window = int(p.window[n]) if n < p.window.shape[0] and p.window[n] >= 0 else None
         if n == p.window.shape[0] and self._scored > int(p.window[n - 1]):
             first_window = self._scored  # all settled: no window of these lines is needed again
-        p.base += n
-        self._stops = self._stops[self._stops >= p.base]
-        self._verdicts = self._verdicts[self._verdicts >= p.base]
-        p.ends, p.shape_ends, p.term, p.frames = p.ends[n:], p.shape_ends[n:], p.term[n:], p.frames[n:]
-        p.warnings = p.warnings[n:]
-        p.repeat = p.repeat[n:]
-        p.window, p.cont, p.record, p.forced = p.window[n:], p.cont[n:], p.record[n:], p.forced[n:]
-        p.hit = p.hit[n:]
-        p.tokens, p.tf = p.tokens[n:], p.tf[n:]
-        if self._prior is not None:
-            self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]
-            p.logit, p.seen, p.shape, p.blank = p.logit[n:], p.seen[n:], p.shape[n:], p.blank[n:]
-            # a window's trace looks up the rating of its first hit, at most a window's lines back (a
-            # window holds up to 4 times window_lines with its continuation lines)
-            for line in [k for k in self._prior_why if k <= p.base - 4 * self.config.window_lines]:
-                del self._prior_why[line]
-        if first_window is not None and first_window > self._w_base:
-            k = first_window - self._w_base
-            self._w_score, self._w_term, self._w_prot = self._w_score[k:], self._w_term[k:], self._w_prot[k:]
-            self._w_hit = self._w_hit[k:]
-            self._w_base = first_window
-            self._cuts.forget_before(first_window)
+        if self._rater is not None:
+            self._rater.forget(p, n)
+        p.trim(n)
         if self._novelty is not None:
             self._novelty.forget(p.base, first_window)
+        if self._tracer is not None:
+            self._tracer.forget_ratings(p.base)
+        if first_window is not None and first_window > self._windows.base:
+            self._windows.forget_before(first_window)
+            self._cuts.forget_before(first_window)

@@ -1,6 +1,7 @@
 """The plain values that flow between the pipeline's stages.
 
-source -> ``LineBlock`` -> windows (arrays inside the filter) -> ``Run`` -> sink.
+source -> ``LineBlock`` -> windows (arrays inside the filter) -> ``Run`` -> sink; a stream's
+totals in ``FilterStats``.
 Every value is a frozen dataclass; batches of lines are numpy arrays, never one
 Python object per line.
 """
@@ -13,7 +14,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("LineBlock", "Run", "WindowTrace")
+__all__ = ("FilterStats", "LineBlock", "Run", "WindowTrace")
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -129,3 +130,17 @@ class Run:
     def n_bytes(self) -> int:
         """Number of input bytes the run covers."""
         return self.end_byte - self.start_byte
+
+
+@dataclass(slots=True)
+class FilterStats:
+    """Totals so far: lines and bytes in, kept and dropped; runs emitted."""
+
+    lines: int = 0
+    bytes: int = 0
+    kept_lines: int = 0
+    kept_bytes: int = 0
+    dropped_lines: int = 0
+    dropped_bytes: int = 0
+    keep_runs: int = 0
+    drop_runs: int = 0

@@ -16,18 +16,22 @@ run envelope (``envelope``), so the daemon filters it as one run with its own qu
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import itertools
 import os
 import secrets
 import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteStream, Process
@@ -43,13 +47,19 @@ from .sinks import StdoutSink
 from .stream import LiveStream, archived_stream, marker_event
 from .writes import flush_out, write_all
 
+if TYPE_CHECKING:
+    from .batch import Filtered
+
 __all__ = (
+    "KILL_GRACE_SECONDS",
     "RUNS_BYTES",
     "CommandError",
     "Tee",
     "capture_command",
+    "not_started_event",
     "output_file",
     "parse_socket",
+    "report_run",
     "run_budgeted",
     "run_command",
     "send_command",
@@ -64,7 +74,9 @@ GRACE_SECONDS = 0.5  # after a stop signal and CMD's exit, how long its pipes ar
 REPLAY_BYTES = 16 << 20
 REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to read it and close
 MAX_REPLY_BYTES = 4096  # send: most bytes kept of a daemon's reply line not yet ended
+RECENT_SECONDS = 600.0  # a kept output written this recently is never evicted (its run may be filtering it)
 RUNS_BYTES = 256 << 20  # run --budget-tokens: the whole outputs kept in the state directory, in bytes
+KILL_GRACE_SECONDS = 2.0  # a cancelled capture_command: from SIGTERM to SIGKILL, in seconds
 
 
 class CommandError(StreamfilterError):
@@ -76,14 +88,19 @@ class CommandError(StreamfilterError):
         self.exit_code = exit_code
 
 
-async def _start(argv: Sequence[str], separate: bool, into: BinaryIO | None = None) -> Process:
-    """Start ``argv``, its output to pipes, or (``into``) straight to that file, stderr merged."""
+async def _start(
+    argv: Sequence[str], separate: bool, into: BinaryIO | None = None, cwd: str | None = None, detached: bool = False
+) -> Process:
+    """Start ``argv`` in ``cwd``, its output to pipes, or (``into``) straight to that file, stderr
+    merged; ``detached``: see ``capture_command``."""
     try:
         return await anyio.open_process(
             list(argv),
-            stdin=None,
+            stdin=subprocess.DEVNULL if detached else None,
             stdout=into if into is not None else subprocess.PIPE,
             stderr=subprocess.PIPE if separate else subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=detached,
         )
     except FileNotFoundError:
         raise CommandError(argv[0], "command not found", 127) from None
@@ -245,13 +262,19 @@ async def run_command(
 
 def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:
     """A new file for the whole output of ``argv`` in ``folder`` (default ``runs/`` in the state
-    directory), named by time, process id and program, after evicting the oldest files there
-    until the others take at most half of ``cap_bytes``.
+    directory, or, where that cannot be written (a sandboxed agent), ``streamfilter-UID/runs/`` in
+    the temporary directory), named by time, process id and program (and a count from 2 when that
+    name is taken), after evicting the oldest files there until the others take at most half of
+    ``cap_bytes`` (not one a run still writes, ``_evict``).
 
     Raises:
         StreamfilterError: the folder cannot be created or the file cannot be made.
     """
-    folder = folder or state_dir() / "runs"
+    if folder is None:
+        try:
+            return output_file(argv, state_dir() / "runs", cap_bytes)
+        except StreamfilterError:
+            folder = Path(tempfile.gettempdir()) / f"streamfilter-{os.getuid()}" / "runs"
     program = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in os.path.basename(argv[0]))[:40]
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -260,20 +283,50 @@ def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int 
         for old in files:
             if total <= cap_bytes // 2:
                 break
-            total -= old.stat().st_size
-            old.unlink(missing_ok=True)
-        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{program}.log"
-        path.touch(mode=0o600, exist_ok=False)
+            size = old.stat().st_size
+            if _evict(old):
+                total -= size
+        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{program}"
+        # a server (``streamfilter mcp``) may start the same program twice in a second, even at once
+        for n in itertools.count(1):
+            path = folder / f"{stem}{f'-{n}' if n > 1 else ''}.log"
+            try:
+                path.touch(mode=0o600, exist_ok=False)
+                break
+            except FileExistsError:
+                continue
     except OSError as exc:
         raise StreamfilterError(f"cannot keep the command's output in {folder}: {exc.strerror or exc}") from None
     return path
 
 
-async def capture_command(argv: Sequence[str], path: Path) -> int:
-    """Run ``argv`` with stdout and stderr merged into the file ``path``, passing stop signals on
-    as ``run_command`` does; return its return code (-N when a signal N killed it).
+def _evict(path: Path) -> bool:
+    """Remove a kept output unless a run still writes it (its command holds a shared lock on it,
+    ``capture_command``) or wrote it in the last ``RECENT_SECONDS``; whether it was removed."""
+    try:
+        if time.time() - path.stat().st_mtime < RECENT_SECONDS:
+            return False
+        with open(path, "rb") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            path.unlink(missing_ok=True)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+async def capture_command(argv: Sequence[str], path: Path, cwd: str | None = None, detached: bool = False) -> int:
+    """Run ``argv`` in ``cwd`` with stdout and stderr merged into the file ``path``, passing stop
+    signals on as ``run_command`` does; return its return code (-N when a signal N killed it).
 
     The command writes to the file itself (no pipe): its output lands in the order it printed it.
+    ``detached``, for a server that runs commands for its clients (``streamfilter mcp``): CMD reads
+    no stdin (the server's is its protocol), starts a session and process group of its own, and
+    the server's stop signals are its own to handle (not passed on). Whenever the capture is
+    cancelled, CMD is sent SIGTERM (with ``detached``, its whole process group: what it started
+    too), SIGKILL after ``KILL_GRACE_SECONDS``, and waited for: it never outlives the capture.
 
     Raises:
         CommandError: CMD cannot be started.
@@ -281,16 +334,42 @@ async def capture_command(argv: Sequence[str], path: Path) -> int:
     """
     try:
         into = open(path, "wb")  # noqa: ASYNC230  # opened once, before the command starts
+        # shared lock, held by the command too (its stdout is this open file): no other run evicts it
+        fcntl.flock(into.fileno(), fcntl.LOCK_SH)
     except OSError as exc:
         raise StreamfilterError(f"cannot write {path}: {exc.strerror or exc}") from None
     with into:
-        process = await _start(argv, separate=False, into=into)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_forward_signals, process)
-        returncode = await process.wait()
-        tg.cancel_scope.cancel()
+        process = await _start(argv, separate=False, into=into, cwd=cwd, detached=detached)
+    try:
+        async with anyio.create_task_group() as tg:
+            if not detached:
+                tg.start_soon(_forward_signals, process)
+            returncode = await process.wait()
+            tg.cancel_scope.cancel()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await _stop(process, detached)
+        raise
     await process.aclose()
     return returncode
+
+
+async def _stop(process: Process, group: bool) -> None:
+    """SIGTERM ``process`` (``group``: its process group), SIGKILL after ``KILL_GRACE_SECONDS``; reap it."""
+
+    def send(signum: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):  # (gone already)
+            if group:  # the leader's pid is the group's id (a session of its own); members may outlive it
+                os.killpg(process.pid, signum)
+            else:
+                process.send_signal(signum)
+
+    send(signal.SIGTERM)
+    with anyio.move_on_after(KILL_GRACE_SECONDS):
+        await process.wait()
+    # what is left of the group (or a leader that ignored SIGTERM) goes now
+    send(signal.SIGKILL)
+    await process.aclose()
 
 
 def run_budgeted(
@@ -307,11 +386,10 @@ def run_budgeted(
     about ``budget_tokens`` tokens to ``out``, and a last line naming the exit status and the file.
 
     What an agent reads: it sees a command's output only once the command has ended, so the
-    output is decided over the whole run (``batch.filter_input`` within the budget), faithful on
-    failure (the tail keeps ``config.tail_lines`` lines) and terse on success (``success_tail``).
-    DROP refs point into the file (``streamfilter expand REF``), which is ``tee_path`` or a new
-    file in the state directory's ``runs/`` (``output_file``: capped, the oldest evicted). With
-    ``baselines``, CMD's last green run weighs its lines, and CMD exiting 0 stores its own.
+    output is decided over the whole run (``report_run``). DROP refs point into the file
+    (``streamfilter expand REF``), which is ``tee_path`` or a new file in the state directory's
+    ``runs/`` (``output_file``: capped, the oldest evicted). With ``baselines``, CMD's last green
+    run weighs its lines, and CMD exiting 0 stores its own.
 
     Returns:
         The command's exit status (128+N when a signal N killed it) and the file's path.
@@ -320,24 +398,63 @@ def run_budgeted(
         CommandError: CMD cannot be started (a status line says so first).
         StreamfilterError: the file or ``out`` cannot be written.
     """
-    from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
-
-    name, command = os.path.basename(argv[0]), _command_text(argv)
     green = _green_run(baselines, argv)
     path = Path(tee_path).resolve() if tee_path else output_file(argv)
     try:
         returncode = anyio.run(capture_command, argv, path)
     except CommandError as exc:
-        write_all(
-            out,
-            marker_event(fmt, name, f"{command}: {exc.reason} (status {exc.exit_code})", "exit", status=exc.exit_code),
-        )
+        write_all(out, not_started_event(argv, exc, fmt))
         raise
+    report_run(argv, returncode, path, config, fmt, budget_tokens, out, success_tail, green)
+    return status_of(returncode), path
+
+
+def not_started_event(argv: Sequence[str], error: CommandError, fmt: str) -> bytes:
+    """The status line (or JSONL ``exit`` event) of a command that could not be started."""
+    text = f"{_command_text(argv)}: {error.reason} (status {error.exit_code})"
+    return marker_event(fmt, os.path.basename(argv[0]), text, "exit", status=error.exit_code)
+
+
+def report_run(
+    argv: Sequence[str],
+    returncode: int,
+    path: Path,
+    config: FilterConfig,
+    fmt: str,
+    budget_tokens: int,
+    out: BinaryIO,
+    success_tail: int = SUCCESS_TAIL_LINES,
+    green: GreenRun | None = None,
+) -> Filtered:
+    """Write the whole output of a finished run of ``argv`` (in the file ``path``) filtered to about
+    ``budget_tokens`` tokens to ``out``, then a last line naming the exit status and the file.
+
+    Faithful on failure (the tail keeps ``config.tail_lines`` lines), terse on success
+    (``success_tail``), within the budget (``batch.filter_input``); DROP refs point into ``path``.
+
+    Args:
+        returncode: the command's return code (-N when a signal N killed it).
+        green: the command's baseline: its last green run weighs the output, and a run that
+            exited 0 stores its own (None: no baseline).
+
+    Returns:
+        What ``filter_input`` did: the counts of the output written (lines and bytes of the whole
+        output, kept and dropped), or ``changed`` when ``path`` was truncated or rewritten while
+        it was read (then only the status line was written).
+
+    Raises:
+        StreamfilterError: ``out`` cannot be written.
+        OSError: ``path`` cannot be read.
+    """
+    from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
+
+    name, command = os.path.basename(argv[0]), _command_text(argv)
     tail = config.tail_lines if returncode != 0 else success_tail
+    baseline, collector = (green.baseline, green.collector) if green is not None else (None, None)
     done = filter_input(
-        str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", green.baseline, green.collector
+        str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", baseline, collector
     )
-    if returncode == 0:
+    if returncode == 0 and green is not None and done.changed is None:  # (else it read part of the output)
         _save(green)
     lines = done.stats.kept_lines + done.stats.dropped_lines
     size = done.stats.kept_bytes + done.stats.dropped_bytes
@@ -346,7 +463,7 @@ def run_budgeted(
     marker = marker_event(fmt, name, text, "exit", status=status_of(returncode), output=str(path))
     write_all(out, (b"\n" if done.last not in (b"", b"\n") else b"") + marker)
     flush_out(out)
-    return status_of(returncode), path
+    return done
 
 
 async def send_command(

@@ -15,7 +15,7 @@ import pytest
 from streamfilter.agents.hooks import answer, claude_rules_say
 
 EXE = ["/opt/sf/bin/streamfilter"]
-RUN = "/opt/sf/bin/streamfilter run --budget-tokens 2000 --"
+RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -137,7 +137,7 @@ def test_the_hook_program_answers_on_stdout_and_never_stops_the_agent(tmp_path: 
     done = _hook("claude", json.dumps(_claude_input("make test", tmp_path)).encode(), env)
     assert done.returncode == 0 and done.stderr == b""
     command = json.loads(done.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
-    assert command.endswith("run --budget-tokens 2000 -- make test")
+    assert command.endswith("run --budget-tokens 4000 -- make test")
     assert command.startswith(f"{sys.executable} -m streamfilter ")  # (run as a module here)
     # input that is not the agent's JSON: the command is left alone, a note on stderr, exit 0
     done = _hook("claude", b"not json", env)
@@ -170,3 +170,23 @@ def test_the_hook_does_not_load_numpy(agent: str, tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, env={**os.environ, **_env(tmp_path)})
     assert done.returncode == 0 and done.stderr.endswith(b"[]"), done.stderr
+
+
+def test_an_approval_never_covers_an_expansion_or_a_changed_path(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    settings = tmp_path / "proj" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(npm test:*)"]}}))
+    out, _ = answer("claude", _claude_input("npm test -- $(id)", tmp_path / "proj"), EXE, env)
+    assert "permissionDecision" not in _check_claude_schema(out)  # rewritten; Claude Code asks as it would
+    base = {"hook_event_name": "PreToolUse", "tool_name": "Bash"}
+    for command in ("PATH=/tmp/evil:$PATH cargo test", "/tmp/evil/pytest", "pytest `id`"):
+        assert answer("codex", {**base, "tool_input": {"command": command}}, EXE, env)[0] is None
+        cursor = {"hook_event_name": "preToolUse", "tool_name": "Shell", "tool_input": {"command": command}}
+        assert answer("cursor", cursor, EXE, env)[0] == {}
+
+
+def test_another_event_gets_no_rewrite(tmp_path: Path) -> None:
+    post = {**_claude_input("make", tmp_path), "hook_event_name": "PostToolUse"}
+    assert answer("claude", post, EXE, _env(tmp_path))[0] is None
+    assert answer("codex", post, EXE, _env(tmp_path))[0] is None

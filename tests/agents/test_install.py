@@ -84,3 +84,34 @@ def test_a_settings_file_that_is_not_json_is_left_alone(tmp_path: Path) -> None:
     done = _cli("install", "claude", "--project", cwd=tmp_path, home=tmp_path)
     assert done.returncode == 1 and "is not valid JSON" in done.stderr
     assert path.read_text() == "{ not json"
+
+
+def test_the_user_settings_are_the_default_wherever_it_runs(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    done = _cli("install", "claude", cwd=project, home=home)
+    assert done.returncode == 0
+    assert (home / ".claude" / "settings.json").exists() and not (project / ".claude").exists()
+
+
+def test_a_linked_file_stays_a_link_and_tabs_and_a_bom_are_kept(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    dotfiles = tmp_path / "dotfiles" / "settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('\ufeff{\n\t"model": "x"\n}\n')
+    (home / ".claude" / "settings.json").symlink_to(dotfiles)
+    done = _cli("install", "claude", cwd=tmp_path, home=home)
+    assert done.returncode == 0, done.stderr
+    assert (home / ".claude" / "settings.json").is_symlink()
+    text = dotfiles.read_text()
+    assert text.startswith('\ufeff{\n\t"model": "x",\n\t"hooks"') and "hook claude" in text
+
+
+def test_hooks_of_a_shape_the_agent_does_not_read_are_an_error_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"hooks": {"PreToolUse": {"matcher": "Bash"}}}')
+    done = _cli("install", "claude", "--project", cwd=tmp_path, home=tmp_path)
+    assert done.returncode == 1 and "hooks.PreToolUse is not what the agent reads" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -9,7 +9,7 @@ import pytest
 from streamfilter.agents.wrap import ConfigError, Rules, load_rules, rewrite
 
 EXE = ["/opt/sf/bin/streamfilter"]
-RUN = "/opt/sf/bin/streamfilter run --budget-tokens 2000 --"
+RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
 
 
 def _wrap(command: str, rules: Rules | None = None, env: dict[str, str] | None = None) -> str | None:
@@ -118,4 +118,37 @@ def test_the_config_file_shown_in_the_docs_is_one_the_hooks_accept(tmp_path: Pat
     config = tmp_path / "hooks.toml"
     config.write_text(shown)
     rules = load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
-    assert rules.skip == (("make", "deploy"),) and rules.budget_tokens == 2000 and rules.query == "error failed"
+    assert rules.skip == (("make", "deploy"),) and rules.budget_tokens == 4000 and rules.query == "error failed"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["tsc -w", "./gradlew bootRun", "gradle build -t", "make run", "mvn spring-boot:run", "pytest --pdb"],
+)
+def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) -> None:
+    assert _wrap(command) is None
+
+
+def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alone() -> None:
+    assert _wrap("pytest -q\n") == f"{RUN} pytest -q"
+    assert _wrap("STREAMFILTER_RAW=0 pytest") == f"STREAMFILTER_RAW=0 {RUN} pytest"
+
+
+@pytest.mark.parametrize(
+    ("command", "plain"),
+    [
+        ("npm test", True),
+        ("cd web && CI=1 npm test", True),
+        ("./gradlew check", True),
+        ("npm test -- $(id)", False),
+        ("pytest `id`", False),
+        ('pytest -k "$NAME"', False),
+        ("/tmp/evil/pytest", False),
+        ("PATH=/tmp/evil:$PATH pytest", False),
+        ("LD_PRELOAD=/tmp/x.so make", False),
+        ("BASH_ENV=/tmp/x make", False),
+    ],
+)
+def test_only_a_plain_command_may_be_approved(command: str, plain: bool) -> None:
+    wrap = rewrite(command, load_rules({"HOME": "/nonexistent"}), EXE, {})
+    assert wrap.command is not None and wrap.plain is plain

@@ -3,6 +3,7 @@ whole output kept on disk and named on the last line (what an agent reads)."""
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -98,3 +99,30 @@ def test_sigterm_reaches_the_command_and_what_it_printed_is_still_filtered(tmp_p
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 143
     assert b"ERROR got TERM" in out and b"exited with status 143" in out
+
+
+def test_an_output_a_run_still_writes_is_never_evicted(tmp_path: Path) -> None:
+    from streamfilter.live.run import output_file
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    old = folder / "old.log"
+    old.write_bytes(b"x" * 2000)
+    busy = folder / "busy.log"
+    busy.write_bytes(b"y" * 2000)
+    for path in (old, busy):
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+    with open(busy, "rb") as held:  # as capture_command holds it while its command runs
+        fcntl.flock(held.fileno(), fcntl.LOCK_SH)
+        made = output_file(["make"], folder, cap_bytes=1000)
+    assert not old.exists() and busy.exists() and made.exists()
+
+
+def test_a_state_directory_that_cannot_be_written_still_runs_the_command(tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    done = run_cli(
+        "run", "--budget-tokens", "300", "--", "sh", "-c", f"touch {ran}; echo hi; exit 3",
+        env={"XDG_STATE_HOME": "/dev/null/state"},
+    )  # fmt: skip
+    assert done.returncode == 3 and ran.exists()
+    assert b"/streamfilter-" in done.stdout.splitlines()[-1]

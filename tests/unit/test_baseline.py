@@ -168,7 +168,7 @@ def test_a_window_with_a_novel_line_near_the_end_or_before_a_verdict_weighs_more
     # above the cut: kept but for the windows every line of which the baseline saw
     kept, weighed = novelty.scored(windows, terms, np.full(10, 3.0), cuts, 100, verdicts, 25)
     assert kept.tolist() == [i in (1, 5, 9) for i in range(10)] and not weighed.any()
-    assert [novelty.novel_lines(w) for w in range(10)] == [0, 1, 0, 0, 0, 1, 0, 0, 0, 1]
+    assert novelty.novel_lines_of(windows).tolist() == [0, 1, 0, 0, 0, 1, 0, 0, 0, 1]
     assert novelty.seen(95, 5).tolist() == [True, True, False, True, True]
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import streamfilter.core.filter as filter_module
+import streamfilter.core.hits as hits_module
 from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.prior import CONTEXT_NAMES, DENSE, PriorModel, ShapeCounter, context_features, default_model
 from streamfilter.core.records import Run
@@ -77,7 +77,7 @@ def test_shipped_weights_are_small_and_rate_an_assertion_above_a_build_step() ->
 def test_the_filter_keeps_exactly_the_lines_training_rates_at_the_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     """The streaming features (look-ahead, the end, the next exit verdict, shape counts) are the
     training script's: with one-line windows each prior hit is its own window."""
-    monkeypatch.setattr(filter_module, "PRIOR_REPEATS", 1 << 30)  # (every rated line, repeats too)
+    monkeypatch.setattr(hits_module, "PRIOR_REPEATS", 1 << 30)  # (every rated line, repeats too)
     data = b"".join(PLAIN[i % len(PLAIN)] for i in range(0, 600, 7)) * 3
     data += b"Process completed with exit code 1.\n" + b"".join(PLAIN[:6])
     model = default_model()
@@ -154,7 +154,7 @@ def test_the_prior_keeps_a_shape_at_most_prior_repeats_times() -> None:
     model = replace(default_model(), cut=0.0)  # every line is rated at the cut
     runs = runs_of(data, FilterConfig(explain=True, window_lines=1, tail_lines=0, context_lines=0), model)
     kept = b"".join(r.data for r in runs if r.decision == "keep")
-    assert kept.count(line) == filter_module.PRIOR_REPEATS
+    assert kept.count(line) == hits_module.PRIOR_REPEATS
 
 
 def test_shape_counter_counts_earlier_lines_across_batches() -> None:

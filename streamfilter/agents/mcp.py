@@ -1,0 +1,654 @@
+"""``streamfilter mcp``: a stdio MCP server, on the official SDK (``mcp``, its ``MCPServer``).
+
+Tools, each returning text (what an agent reads) and the same facts as structured content:
+
+* ``run``: a command run to its end, its output filtered within a token budget, its exit
+  status, and the file that holds its whole output (``live.run.capture_command`` awaited on
+  the server's event loop, then ``live.run.report_run`` in a worker thread);
+* ``filter``: a file filtered within a token budget (``live.batch.filter_input``);
+* ``expand``: the exact bytes a DROP summary's ref names (``live.expand.expand``);
+* with a daemon config (``--config``), ``streams`` (its sources and where their output goes)
+  and ``read`` (the last lines or events a source wrote to its file sinks, read from the end).
+
+A tool's anticipated failure (a bad ref, a file that cannot be read) is a tool error whose
+text says what is wrong; a command that cannot be started is a result (status 127 or 126).
+A cancelled ``run`` kills its command and what the command started. The server's own logs go
+to stderr; stdout is the protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import signal
+import stat
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from ..core.errors import StreamfilterError
+from ..core.filter import DEFAULT_QUERY, MAX_COUNT, FilterConfig, StreamFilter
+from ..live.batch import filter_input
+from ..live.config import DaemonConfig, SinkConfig, SourceConfig
+from ..live.envelope import status_of
+from ..live.expand import Ref, RefError, expand
+from ..live.run import CommandError, capture_command, not_started_event, output_file, report_run
+from .defaults import DEFAULT_BUDGET_TOKENS
+
+__all__ = (
+    "EXPAND_MAX_BYTES",
+    "READ_LINES",
+    "READ_MAX_LINES",
+    "READ_SCAN_BYTES",
+    "ExpandResult",
+    "FilterResult",
+    "ReadResult",
+    "RunResult",
+    "SinkInfo",
+    "SinkTail",
+    "StreamInfo",
+    "StreamfilterMCP",
+    "StreamsResult",
+    "tail_sink",
+)
+
+EXPAND_MAX_BYTES = 1 << 20  # most bytes of a ref's range the expand tool returns (the CLI has no cap)
+READ_LINES = 50  # read: lines (text sink) or events (JSONL sink) returned when the caller names no count
+READ_MAX_LINES = 2000  # read: the most it returns per sink
+# read: most bytes looked at from a sink file's end (a source that wrote little lately among
+# others that wrote much gets fewer lines than asked)
+READ_SCAN_BYTES = 16 << 20
+_BLOCK = 1 << 16  # read: bytes read per step back from a file's end
+_LABEL = re.compile(rb"==> (.*) <==")  # a shared text sink's line naming the stream whose output follows
+
+_INSTRUCTIONS = """\
+streamfilter cuts build logs and test output down to what matters: error and failure lines, \
+their context and the lines matching a query are kept verbatim; the rest is replaced by one-line \
+summaries such as `[streamfilter: dropped lines 1-81 (81 lines, 6.0 KiB): ...; ref SOURCE:START-END:CRC]`. \
+Use `run` instead of a plain shell for builds, tests, linters and installs whose output is long, \
+`filter` for a log file, and `expand` with a summary's ref to get those exact lines back."""
+
+# -- the tools' parameters (module-level: the SDK builds each tool's input schema from its signature)
+Command = Annotated[
+    str | list[str],
+    Field(
+        description="A shell command line (run by `sh -c`: pipes, `&&` and globs work), or a list of the "
+        "program and its arguments (run directly, no shell)."
+    ),
+]
+Cwd = Annotated[
+    str | None, Field(description="The working directory to run it in (default: the server's working directory).")
+]
+Query = Annotated[
+    str,
+    Field(
+        description="Words for what matters (BM25): lines matching them are kept besides errors and failures.",
+        min_length=1,
+    ),
+]
+Budget = Annotated[int, Field(description="About how many tokens the returned output may take.", ge=1, le=MAX_COUNT)]
+FilePath = Annotated[
+    str, Field(description="The log file to filter (a relative path starts from the server's working directory).")
+]
+RefText = Annotated[
+    str,
+    Field(
+        description="The ref after `ref ` in a summary line, SOURCE:START-END:CRC; a short one, "
+        "@START-END:CRC, needs the SOURCE of the full ref above it in the same output put in front."
+    ),
+]
+ContextLines = Annotated[
+    int, Field(description="Whole lines also returned before and after the dropped ones.", ge=0, le=MAX_COUNT)
+]
+SourceName = Annotated[str, Field(description="A source's name, as `streams` lists it.")]
+LineCount = Annotated[
+    int,
+    Field(
+        description="How many of the last lines (text sink) or events (JSONL sink) to return.",
+        ge=1,
+        le=READ_MAX_LINES,
+    ),
+]
+SinkName = Annotated[
+    str | None, Field(description="Read only this file sink of the source (default: each of its file sinks).")
+]
+
+
+# -- the tools' structured results
+class RunResult(BaseModel):
+    """What the ``run`` tool returns besides its text (the same output)."""
+
+    command: list[str] = Field(description="The argv that was run (a shell string as sh -c STRING).")
+    status: int = Field(
+        description="The exit status: 0 success; 127 not found, 126 not executable (it did not start); "
+        "128+N killed by signal N."
+    )
+    output: str = Field(description="The filtered output; its last line names the status and output_path.")
+    output_path: str | None = Field(
+        description="The file holding the whole output (refs in `output` point into it); null when it did not start."
+    )
+    lines: int = Field(description="Lines of the whole output.")
+    bytes: int = Field(description="Bytes of the whole output.")
+
+
+class FilterResult(BaseModel):
+    """What the ``filter`` tool returns besides its text (the same output)."""
+
+    path: str = Field(description="The file's absolute path (the SOURCE of the output's refs).")
+    output: str = Field(description="The filtered output.")
+    lines: int = Field(description="Lines of the file.")
+    bytes: int = Field(description="Bytes of the file read.")
+    kept_lines: int = Field(description="Lines returned verbatim.")
+    dropped_lines: int = Field(description="Lines replaced by summaries (their refs give them back).")
+
+
+class ExpandResult(BaseModel):
+    """What the ``expand`` tool returns besides its text (the same bytes)."""
+
+    ref: str = Field(description="The ref, whole.")
+    text: str = Field(description="The bytes, as UTF-8 (any other byte written as \\xNN).")
+    bytes: int = Field(description="How many bytes were read (context lines included).")
+    exact: bool = Field(description="Whether `text` is the bytes exactly (they were valid UTF-8).")
+    read_from: str = Field(description="The file read: the ref's own, or a file it was rotated to.")
+
+
+class SinkInfo(BaseModel):
+    """A sink of a source, as ``streams`` lists it."""
+
+    name: str = Field(description="The sink's name in the config.")
+    type: str = Field(description="stdout, file (appended) or unix (subscribers connect).")
+    path: str = Field(description="The file or socket path ('' for stdout).")
+    format: str = Field(description="text or jsonl.")
+    readable: bool = Field(description="Whether `read` can read it (file sinks).")
+
+
+class StreamInfo(BaseModel):
+    """A source of the daemon config, as ``streams`` lists it."""
+
+    name: str = Field(description="The source's name (what `read` takes).")
+    type: str = Field(description="file, unix, tcp or stdin.")
+    where: str = Field(description="Its path or glob (file, unix), address (tcp), or '' (stdin).")
+    query: str = Field(description="Its filter's query.")
+    sinks: list[SinkInfo] = Field(description="Where its filtered output goes.")
+
+
+class StreamsResult(BaseModel):
+    """What the ``streams`` tool returns besides its text."""
+
+    config: str = Field(description="The daemon config file.")
+    sources: list[StreamInfo] = Field(description="Its sources, in config order.")
+
+
+class SinkTail(BaseModel):
+    """The end of one file sink, as far as one source wrote it."""
+
+    sink: str = Field(description="The sink's name.")
+    path: str = Field(description="Its file.")
+    format: str = Field(description="text or jsonl.")
+    count: int = Field(description="Lines (text) or events (jsonl) returned.")
+    text: str = Field(description="Those lines, or the events as JSON lines, oldest first.")
+
+
+class ReadResult(BaseModel):
+    """What the ``read`` tool returns besides its text."""
+
+    source: str = Field(description="The source's name.")
+    sinks: list[SinkTail] = Field(description="Each file sink read.")
+
+
+def _text(data: bytes) -> str:
+    """Bytes as the text an agent reads: UTF-8, any other byte written as ``\\xNN``."""
+    return data.decode("utf-8", "backslashreplace")
+
+
+def _result(text: str, facts: BaseModel) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=facts.model_dump(mode="json")
+    )
+
+
+def _filter_config(query: str) -> FilterConfig:
+    """Raises ToolError for a query without a word (it would match nothing)."""
+    if not query.split():
+        raise ToolError("query is empty: give at least one word")
+    config = FilterConfig(query=query)
+    StreamFilter(config)  # checks the settings before anything runs or is read
+    return config
+
+
+def _directory(cwd: str | None) -> str | None:
+    """``cwd`` made absolute; ToolError unless it is a directory (else a missing one would be
+    reported as the command not being found)."""
+    if cwd is None:
+        return None
+    where = os.path.abspath(os.path.expanduser(cwd))
+    if not os.path.isdir(where):
+        raise ToolError(f"cwd {cwd}: not a directory")
+    return where
+
+
+def _regular_file(path: str) -> str:
+    """``path`` made absolute; ToolError unless it is a readable regular file. A FIFO or a device
+    is refused: reading one could wait for ever on a thread a cancel cannot stop."""
+    name = os.path.abspath(os.path.expanduser(path))
+    try:
+        info = os.stat(name)
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"cannot read {path}: not a regular file")
+    if not os.access(name, os.R_OK):
+        raise ToolError(f"cannot read {path}: Permission denied")
+    return name
+
+
+class _Running:
+    """The commands ``run`` calls have running: a stop signal waits until they are stopped."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._none: anyio.Event | None = None  # set when the count drops to 0
+
+    @contextlib.contextmanager
+    def one(self) -> Iterator[None]:
+        """Count one command while the block runs."""
+        if self.count == 0:
+            self._none = anyio.Event()
+        self.count += 1
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if self.count == 0 and self._none is not None:
+                self._none.set()
+
+    async def stopped(self) -> None:
+        """Return once no command is running."""
+        if self.count and self._none is not None:
+            await self._none.wait()
+
+
+async def _run(
+    argv: list[str], cwd: str | None, config: FilterConfig, budget_tokens: int, running: _Running
+) -> CallToolResult:
+    """The ``run`` tool's work: the command awaited on the event loop (it writes its output to a
+    file itself), then that file filtered in a worker thread (CPU-bound work off the event loop)."""
+    try:
+        path = await anyio.to_thread.run_sync(output_file, argv)
+        with running.one():
+            returncode = await capture_command(argv, path, cwd, detached=True)
+    except CommandError as exc:
+        path.unlink(missing_ok=True)  # (empty: nothing to keep)
+        text = _text(not_started_event(argv, exc, "text"))
+        return _result(
+            text, RunResult(command=argv, status=exc.exit_code, output=text, output_path=None, lines=0, bytes=0)
+        )
+    except StreamfilterError as exc:
+        raise ToolError(str(exc)) from None
+    out = io.BytesIO()
+    try:
+        done = await anyio.to_thread.run_sync(report_run, argv, returncode, path, config, "text", budget_tokens, out)
+    except (StreamfilterError, OSError) as exc:
+        raise ToolError(f"cannot filter {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if done.changed is not None:  # something rewrote the file meanwhile (a process CMD left behind)
+        out.write(f"[streamfilter: {done.changed}]\n".encode())
+    text = _text(out.getvalue())
+    stats = done.stats
+    facts = RunResult(
+        command=argv,
+        status=status_of(returncode),
+        output=text,
+        output_path=str(path),
+        lines=stats.kept_lines + stats.dropped_lines,
+        bytes=stats.kept_bytes + stats.dropped_bytes,
+    )
+    return _result(text, facts)
+
+
+# -- read: the end of a sink file, one source's share of it
+def _lines_from_end(path: str, scan_bytes: int) -> Iterator[bytes]:
+    """The lines of the file ``path`` from its last back, without their line ends, read in
+    ``_BLOCK``-byte steps from the end; at most its last ``scan_bytes`` bytes are read (a line
+    cut there is not given).
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    with open(path, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        stop = max(0, end - scan_bytes - 1)  # (and the byte before: a line end there says a line starts)
+        pos, rest, last = end, b"", True
+        while pos > stop:
+            step = min(_BLOCK, pos - stop)
+            pos -= step
+            handle.seek(pos)
+            pieces = (handle.read(step) + rest).split(b"\n")
+            rest = pieces[0]  # (its start may be in the block before)
+            for piece in reversed(pieces[1:]):
+                if last and not piece:  # the file ends with a line end: no line after it
+                    last = False
+                    continue
+                last = False
+                yield piece
+        if pos == 0 and (rest or not last):
+            yield rest
+
+
+def _of_source(stream: str, source: str) -> bool:
+    """Whether the stream named ``stream`` in a sink is one of source ``source``'s: the source
+    itself, one file of its glob (``NAME:PATH``), a connection or run (``NAME#K``, ``NAME#K/RUN``),
+    or a rotated file read on (``NAME@INODE``). Source names have none of ``:#@``."""
+    return stream == source or (stream.startswith(source) and stream[len(source)] in ":#@")
+
+
+def tail_sink(
+    sink: SinkConfig, source: str, count: int, shared: bool, scan_bytes: int = READ_SCAN_BYTES
+) -> list[bytes]:
+    """The last ``count`` lines (text) or events (JSONL) that source ``source`` wrote to the file
+    sink ``sink``, oldest first, without line ends; read from the file's end, at most
+    ``scan_bytes`` bytes of it.
+
+    A JSONL event is the source's when its ``source`` field names one of its streams. In a text
+    sink that other sources write to too (``shared``), the daemon names the stream before each
+    switch (``==> STREAM <==``): the lines under the source's streams' names are its own (those
+    name lines included), lines before the first name in the part read are no one's. A text sink
+    only this source writes to is all its own.
+
+    Raises:
+        OSError: the file cannot be opened or read (FileNotFoundError: not written yet).
+    """
+    found: list[bytes] = []
+    pending: list[bytes] = []  # a text sink's lines since the name line above them, newest first
+    for line in _lines_from_end(sink.path, scan_bytes):
+        if len(found) >= count:
+            break
+        if sink.format == "jsonl":
+            try:
+                event = json.loads(line)
+            except ValueError:  # (a line the daemon was still writing)
+                continue
+            if isinstance(event, dict) and _of_source(str(event.get("source", "")), source):
+                found.append(line)
+        elif not shared:
+            found.append(line)
+        else:
+            label = _LABEL.fullmatch(line)
+            if label is None:
+                if len(found) + len(pending) < count:  # (older ones would be past the count)
+                    pending.append(line)
+                continue
+            if _of_source(label[1].decode("utf-8", "surrogateescape"), source):
+                found += pending
+                if len(found) < count:
+                    found.append(line)
+            pending = []
+    return found[:count][::-1]
+
+
+def _file_sinks(config: DaemonConfig, source: SourceConfig) -> list[SinkConfig]:
+    return [s for s in config.sinks if s.name in source.sinks and s.type == "file"]
+
+
+def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | None) -> CallToolResult:
+    """The ``read`` tool's work (blocking file reads: run in a worker thread)."""
+    source = next((s for s in config.sources if s.name == source_name), None)
+    if source is None:
+        names = ", ".join(s.name for s in config.sources)
+        raise ToolError(f"no source named {source_name!r} in {config.path} (sources: {names})")
+    sinks = _file_sinks(config, source)
+    if sink_name is not None:
+        sinks = [s for s in sinks if s.name == sink_name]
+        if not sinks:
+            files = ", ".join(s.name for s in _file_sinks(config, source)) or "none"
+            raise ToolError(
+                f"source {source_name!r} writes to no file sink named {sink_name!r} (its file sinks: {files})"
+            )
+    if not sinks:
+        raise ToolError(
+            f"source {source_name!r} writes to no file sink (its sinks: {', '.join(source.sinks)}): "
+            "only a file sink's output can be read back"
+        )
+    tails, parts = [], []
+    for sink in sinks:
+        shared = any(other is not source and sink.name in other.sinks for other in config.sources)
+        unit = "events" if sink.format == "jsonl" else "lines"
+        try:
+            lines = tail_sink(sink, source.name, count, shared)
+            body = b"".join(line + b"\n" for line in lines)
+            note = f"the last {len(lines)} {unit} of {source.name}"
+        except FileNotFoundError:
+            lines, body, note = [], b"", "not written yet"
+        except OSError as exc:
+            raise ToolError(f"sink {sink.name!r}: cannot read {sink.path}: {exc.strerror or exc}") from None
+        tails.append(SinkTail(sink=sink.name, path=sink.path, format=sink.format, count=len(lines), text=_text(body)))
+        parts.append(f"[streamfilter: sink {sink.name} ({sink.format}) {sink.path}: {note}]\n{_text(body)}")
+    return _result("".join(parts), ReadResult(source=source.name, sinks=tails))
+
+
+def _streams(config: DaemonConfig) -> CallToolResult:
+    """The ``streams`` tool's work."""
+    sources, lines = [], [f"daemon config {config.path}:"]
+    for source in config.sources:
+        where = source.path or source.address
+        sinks = []
+        lines.append(f"source {source.name}: {source.type} {where}".rstrip() + f", query {source.filter.query!r}")
+        for name in source.sinks:
+            sink = next(s for s in config.sinks if s.name == name)  # (load_config checked the names)
+            readable = sink.type == "file"
+            sinks.append(
+                SinkInfo(name=sink.name, type=sink.type, path=sink.path, format=sink.format, readable=readable)
+            )
+            place = {"stdout": "the daemon's standard output", "unix": f"subscribers of {sink.path}"}
+            what = place.get(sink.type, sink.path)
+            lines.append(f"  sink {sink.name}: {what} ({sink.format}){', readable with read' if readable else ''}")
+        sources.append(
+            StreamInfo(name=source.name, type=source.type, where=where, query=source.filter.query, sinks=sinks)
+        )
+    return _result("\n".join(lines) + "\n", StreamsResult(config=config.path, sources=sources))
+
+
+class StreamfilterMCP:
+    """The MCP server and its tools (``streams`` and ``read`` only with a daemon ``config``).
+
+    Args:
+        config: a loaded daemon config (``live.config.load_config``), or None.
+        query: the filter's query when a call names none.
+        budget_tokens: the output budget, in estimated tokens, when a call names none.
+
+    Attributes:
+        server: the SDK's server with the tools (``serve`` runs it over stdio).
+
+    Raises:
+        StreamfilterError: ``query`` has no word.
+    """
+
+    def __init__(
+        self, config: DaemonConfig | None = None, query: str = DEFAULT_QUERY, budget_tokens: int = DEFAULT_BUDGET_TOKENS
+    ) -> None:
+        if not query.split():
+            raise StreamfilterError("--query is empty: give at least one word")
+        self.server: MCPServer[Any] = MCPServer("streamfilter", instructions=_INSTRUCTIONS, log_level="WARNING")
+        self._running = _Running()
+        self._tools(query, budget_tokens)
+        if config is not None:
+            _daemon_tools(self.server, config)
+
+    def _tools(self, query: str, budget_tokens: int) -> None:
+        """``run``, ``filter`` and ``expand``, their parameters' defaults ``query`` and ``budget_tokens``."""
+        server, running = self.server, self._running
+
+        async def run(
+            command: Command, cwd: Cwd = None, query: Query = query, budget_tokens: Budget = budget_tokens
+        ) -> Annotated[CallToolResult, RunResult]:
+            argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
+            if not argv or not argv[0]:
+                raise ToolError("command is empty")
+            return await _run(argv, _directory(cwd), _filter_config(query), budget_tokens, running)
+
+        async def filter_file(
+            path: FilePath, query: Query = query, budget_tokens: Budget = budget_tokens
+        ) -> Annotated[CallToolResult, FilterResult]:
+            settings, name = _filter_config(query), _regular_file(path)
+            out = io.BytesIO()
+            try:
+                done = await anyio.to_thread.run_sync(filter_input, name, settings, "text", out, None, budget_tokens)
+            except (StreamfilterError, OSError) as exc:
+                raise ToolError(f"cannot filter {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            if done.changed is not None:
+                raise ToolError(str(done.changed))
+            text, stats = _text(out.getvalue()), done.stats
+            facts = FilterResult(
+                path=name,
+                output=text,
+                lines=stats.lines,
+                bytes=stats.bytes,
+                kept_lines=stats.kept_lines,
+                dropped_lines=stats.dropped_lines,
+            )
+            return _result(text, facts)
+
+        async def expand_ref(ref: RefText, context_lines: ContextLines = 0) -> Annotated[CallToolResult, ExpandResult]:
+            try:
+                # a ref ends with its CRC's hex digits: a "]" after it was copied from the summary's end
+                parsed = Ref.parse(ref.strip().removesuffix("]"))
+            except RefError as exc:
+                raise ToolError(str(exc)) from None
+            if parsed.end - parsed.start > EXPAND_MAX_BYTES:
+                raise ToolError(
+                    f"ref {parsed} names {parsed.end - parsed.start} bytes, more than the {EXPAND_MAX_BYTES} this tool "
+                    f"returns: read them with `streamfilter expand '{parsed}'` into a file"
+                )
+            out = io.BytesIO()
+            try:
+                rotated = await anyio.to_thread.run_sync(expand, parsed, out, context_lines)
+            except RefError as exc:
+                raise ToolError(str(exc)) from None
+            except OSError as exc:  # (checked, then unreadable: an I/O error)
+                raise ToolError(f"ref {parsed}: cannot read {parsed.source}: {exc.strerror or exc}") from None
+            data = out.getvalue()
+            try:
+                text, exact = data.decode("utf-8"), True
+            except UnicodeDecodeError:
+                text, exact = _text(data), False
+            read_from = str(rotated) if rotated is not None else parsed.source
+            return _result(
+                text, ExpandResult(ref=str(parsed), text=text, bytes=len(data), exact=exact, read_from=read_from)
+            )
+
+        summaries = (
+            "Lines left out are replaced by one-line summaries, `[streamfilter: dropped lines A-B (N lines, SIZE): "
+            "what they held; ref REF]`: pass REF to `expand` for those exact lines (a short ref, @START-END:CRC, "
+            "needs the SOURCE of the first full ref above it put in front)."
+        )
+        server.add_tool(
+            run,
+            name="run",
+            title="Run a command, read what matters",
+            description=(
+                "Run a command to its end and return its output cut down to what matters: errors, failures and "
+                "their context, and lines matching `query`, kept verbatim, within about `budget_tokens` tokens "
+                f"(default {budget_tokens}; query default {query!r}). Use it instead of a plain shell for builds, "
+                "tests, linters and installs whose output is long. On failure the last lines are kept too; on "
+                f"success the output is terse. {summaries} The last line gives the exit status and the file "
+                "holding the whole output (`output_path`: refs point into it). Returns `status` (127: not found, "
+                "126: not executable, 128+N: killed by signal N; a command that cannot start is a result, not an "
+                "error), `output_path`, `lines`, `bytes`. Stdin is empty. Cancelling the call kills the command "
+                "and what it started."
+            ),
+            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
+        )
+        server.add_tool(
+            filter_file,
+            name="filter",
+            title="Filter a log file",
+            description=(
+                "Return a log file (a build log, test output) cut down to what matters: errors, failures and their "
+                "context, and lines matching `query`, kept verbatim, within about `budget_tokens` tokens (default "
+                f"{budget_tokens}; query default {query!r}). {summaries} Refs point into the file itself (SOURCE is "
+                "its absolute path). Returns the text and `lines`, `bytes`, `kept_lines`, `dropped_lines` of the file."
+            ),
+            annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+        )
+        server.add_tool(
+            expand_ref,
+            name="expand",
+            title="Get dropped lines back",
+            description=(
+                "Return exactly the lines a summary's ref names (`[streamfilter: dropped lines ...; ref REF]` in "
+                "the output of `run`, `filter` or `read`), checked by CRC-32, with `context_lines` more lines "
+                f"before and after (default 0); at most {EXPAND_MAX_BYTES} bytes. A ref whose file was deleted, "
+                "rewritten or evicted is an error that says so (run or filter again for fresh refs)."
+            ),
+            annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+        )
+
+    async def serve(self) -> int:
+        """Serve the tools over stdin and stdout until the client closes stdin; return 0.
+
+        On SIGTERM, SIGINT or SIGHUP the calls in flight are cancelled, the commands ``run``
+        started are stopped (they have process groups of their own, which a signal to the
+        server's group does not reach; see ``live.run.capture_command``), and the server then
+        dies of that signal as it would without a handler (the SDK's stdio transport reads stdin
+        in a thread that no cancel can stop).
+        """
+
+        async def stop_on_signal(serving: anyio.CancelScope) -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                signum = await anext(signals)
+            serving.cancel()
+            await self._running.stopped()  # each within live.run.KILL_GRACE_SECONDS
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+        async with anyio.create_task_group() as tg:
+            serving = anyio.CancelScope()
+            tg.start_soon(stop_on_signal, serving)
+            with serving:
+                await self.server.run_stdio_async()
+            tg.cancel_scope.cancel()
+        return 0
+
+
+def _daemon_tools(server: MCPServer[Any], daemon: DaemonConfig) -> None:
+    """``streams`` and ``read`` over the daemon config ``daemon`` (as loaded at start)."""
+
+    async def streams() -> Annotated[CallToolResult, StreamsResult]:
+        return _streams(daemon)
+
+    async def read(
+        source: SourceName, lines: LineCount = READ_LINES, sink: SinkName = None
+    ) -> Annotated[CallToolResult, ReadResult]:
+        return await anyio.to_thread.run_sync(_read, daemon, source, lines, sink)
+
+    server.add_tool(
+        streams,
+        name="streams",
+        title="The daemon's streams",
+        description=(
+            f"List the sources of the streamfilter daemon config {daemon.path} (files, sockets a build sends "
+            "its output to) and where each one's filtered output goes: file sinks (their paths and formats, "
+            "text or jsonl; `read` reads them), the daemon's stdout, unix-socket subscribers."
+        ),
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
+    server.add_tool(
+        read,
+        name="read",
+        title="Recent filtered output of a stream",
+        description=(
+            "Return the recent filtered output of a daemon source: the last `lines` lines (text sink) or events "
+            f"(jsonl sink; the source's own, by their `source` field) of each of its file sinks, oldest first "
+            f"(default {READ_LINES}, at most {READ_MAX_LINES}; only the last {READ_SCAN_BYTES >> 20} MiB of a "
+            "file are looked at). Text output keeps the lines that matter verbatim and summarizes the rest: "
+            "pass a summary's ref (jsonl: an event's `ref`) to `expand` for the exact lines."
+        ),
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )

@@ -1,0 +1,312 @@
+"""Protected hits (stage 5b): the lines a failure signature or the learned prior protects, and
+the lines each keeps around it.
+
+A *hit* is a line a failure signature matches (``signatures.SignatureSet``) or the learned line
+prior rates at its cut (``prior``). ``Hits`` admits a block's signature hits (each signature's
+``max_hits``, at most ``max_repeats`` lines of one shape), queues them until the lines they may
+keep have come in, then applies them to the pending lines: each keeps the context before it and
+the lead-in lines right before that, and its continuation lines or its section after it
+(``decide.protected_ranges``). ``PriorRater`` rates the lines once their context is in and queues
+those at its cut as hits of the signature ``prior``. A *weak* line (``weak_lines``) is kept only
+when it is a hit itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from .decide import RepeatGate, protected_ranges
+from .explain import Tracer
+from .normalize import strip_ansi
+from .pending import PendingLines, WindowTable
+from .prepare import BlockFacts
+from .prior import END_REACH, NEIGHBOURS, PriorModel, ShapeCounter, context_features, to_verdict
+from .signatures import LEAD_IN, LEAD_LINES, SignatureSet
+
+__all__ = ("PRIOR_REPEATS", "REDRAW_FRAMES", "Hits", "PriorRater", "weak_lines")
+
+Int64Array = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+# a line redrawn more often than this (carriage returns) is a progress display, not a message; CI
+# logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
+# labelled as needed in the corpus with up to 5 frames; progress bars redraw by the dozen
+REDRAW_FRAMES = 9
+# lines of one shape (``prior.shape_hashes``) the prior keeps per stream: out of fold on the corpus
+# the cap of 5 left recall as it was and the prior's share of the output a fifth of what it was
+PRIOR_REPEATS = 5
+
+
+def weak_lines(p: PendingLines, a: int, b: int, max_line_bytes: int) -> BoolArray:
+    """Which of pending lines ``a .. b-1`` are kept only as protected hits themselves: over-long
+    lines (over ``max_line_bytes``), and lines redrawn by carriage returns (more than
+    ``REDRAW_FRAMES`` frames) with no query term.
+
+    Returns:
+        shape ``(b - a,)``, bool.
+    """
+    long = p.lengths(a, b) > max_line_bytes
+    weak: BoolArray = long | ((p.frames[a:b] > REDRAW_FRAMES) & ~p.term[a:b])
+    return weak
+
+
+class Hits:
+    """The hits not yet applied, in stream order, and what applying them keeps.
+
+    Args:
+        signatures: the stream's signatures (ids, names, limits, which head sections).
+        context_lines: C, lines kept before each hit (within its record).
+        extend_lines: most lines a hit keeps after it, through its continuation lines.
+        section_lines: lines kept after a hit that heads a section of failure reports.
+        max_repeats: a built-in signature protects the first this many lines of each line shape.
+    """
+
+    def __init__(
+        self, signatures: SignatureSet, *, context_lines: int, extend_lines: int, section_lines: int, max_repeats: int
+    ) -> None:
+        self._signatures = signatures
+        self._context_lines = context_lines
+        self._extend_lines = extend_lines
+        self._section_lines = section_lines
+        self._repeats = RepeatGate(max_repeats)
+        self._last_shape = b""  # the shape of the stream's last line so far (with its line end)
+        self._lines = np.zeros(0, dtype=np.int64)  # stream indexes of the hits not yet applied
+        self._ids = np.zeros(0, dtype=np.int64)  # their signature ids
+        self._found = False
+        # a section head applied at a settle before its end came in: its lines still to come
+        # (at most this many) are kept up to a section stop (not the one at line _section_ignore)
+        self._section_carry = 0
+        self._section_ignore = -1
+
+    @property
+    def found(self) -> bool:
+        """Whether a signature that shows what failed (``Signature.found``) protected a line."""
+        return self._found
+
+    @property
+    def queued(self) -> Int64Array:
+        """Shape ``(h,)``: stream indexes of the hits not yet applied, ascending."""
+        return self._lines
+
+    def admit(self, facts: BlockFacts) -> BoolArray:
+        """Queue the signature hits of the stream's next block that count: within their signature's
+        ``max_hits``, and for a built-in signature the first ``max_repeats`` of their line shape (told
+        apart by the line above too for some signatures, ``SignatureSet.shape_above``).
+
+        Returns:
+            shape ``(n,)`` over the block's lines: the failure lines left out as repeats.
+        """
+        n = int(facts.tokens.shape[0])
+        counted = self._signatures.limit(facts.hit_ids)
+        hits, ids = facts.hits[counted], facts.hit_ids[counted]
+        repeats = np.zeros(n, dtype=bool)
+        if hits.shape[0]:
+            shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
+            for k in np.flatnonzero(self._signatures.shape_above[ids]).tolist():
+                # told apart by the line above too (ruff's "  --> a.py:3:1" under its code and message)
+                i = int(hits[k])
+                shapes[k] = (facts.line_shape(i - 1) if i else self._last_shape) + shapes[k]
+            gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
+            fresh = np.ones(hits.shape[0], dtype=bool)
+            if gated.any():
+                fresh[gated] = self._repeats.admit([s for s, g in zip(shapes, gated.tolist(), strict=True) if g])
+            repeats[hits[~fresh]] = True
+            hits, ids = hits[fresh], ids[fresh]
+        if not self._found:
+            self._found = bool(self._signatures.found[ids].any())
+        if n:
+            self._last_shape = facts.line_shape(n - 1)
+        self._lines = np.concatenate((self._lines, hits + (facts.first_line - 1)))
+        self._ids = np.concatenate((self._ids, ids))
+        return repeats
+
+    def add_rated(self, lines: Int64Array) -> None:
+        """Queue ``lines`` (stream indexes, shape ``(r,)``, none queued already) as hits of the prior."""
+        hits = np.concatenate((self._lines, lines))
+        ids = np.concatenate((self._ids, np.full(lines.shape[0], self._signatures.prior_id, dtype=np.int64)))
+        order = np.argsort(hits, kind="stable")
+        self._lines, self._ids = hits[order], ids[order]
+
+    def apply(
+        self,
+        p: PendingLines,
+        windows: WindowTable,
+        assigned: int,
+        final: bool,
+        upto: int = -1,
+        settling: bool = False,
+    ) -> None:
+        """Protect around the hits whose reach is known: mark the lines they keep (``p.forced``), the
+        hits (``p.hit``), and each window's first hit (``windows.prot``, ``windows.hit``).
+
+        Args:
+            p: the pending lines.
+            windows: their windows.
+            assigned: stream index one past the last line with a window.
+            final: the stream ended: apply all.
+            upto: apply all before this stream index too (a settle).
+            settling: a settle applies them, not the stream's end: a section whose end has not come
+                in goes on in the lines assigned later (``carry_section``).
+        """
+        reach = max(self._extend_lines, self._section_lines)
+        ready = self._lines + reach < assigned if not final else np.ones_like(self._lines, dtype=bool)
+        ready |= self._lines < upto
+        ready &= self._lines < assigned
+        if not ready.any():
+            return
+        n_assigned = assigned - p.base
+        hits = self._lines[ready] - p.base
+        ids = self._ids[ready]
+        self._lines, self._ids = self._lines[~ready], self._ids[~ready]
+        # a section ends before the next line that ends sections (``BlockFacts.section_stops``):
+        # pytest's FAILURES at "short test summary info", cargo's failures at "test result:",
+        # unittest's report at its closing rule (not at the rule right under its header); the
+        # log's own lines after the tool's last line are not the section's
+        stops = np.append(p.stops - p.base, n_assigned + 1)  # (a sentinel: none)
+        nxt = np.minimum(np.searchsorted(stops, hits + 1, side="right"), stops.shape[0] - 1)
+        section_end = stops[nxt] - 1
+        section = self._signatures.section[ids]
+        if settling:  # a section whose end has not come in goes on in the lines to come
+            going = section & (nxt == stops.shape[0] - 1) & (hits + self._section_lines >= n_assigned)
+            if going.any():
+                head = int(hits[going].max())
+                self._section_carry = max(self._section_carry, head + self._section_lines - n_assigned + 1)
+                self._section_ignore = p.base + head + 1  # a rule right under the head
+        first, last = protected_ranges(
+            hits,
+            p.cont[:n_assigned],
+            self._context_lines,
+            self._extend_lines,
+            section,
+            self._section_lines,
+            p.record[:n_assigned],
+            self._signatures.record[ids],
+            section_end,
+        )
+        first = self._lead_ins(p, hits, first)
+        marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
+        np.add.at(marks, first, 1)
+        np.add.at(marks, last + 1, -1)
+        around = np.cumsum(marks[:-1]) > 0
+        around[hits] = True
+        p.forced |= around
+        p.hit[hits] = True
+        # a window is explained by its first hit (hits are in order, and an earlier one is never
+        # applied after a later one), however the hits were batched
+        wrel, first_hit = np.unique(p.window[hits] - windows.base, return_index=True)
+        unset = windows.prot[wrel] < 0
+        windows.prot[wrel[unset]] = ids[first_hit[unset]]
+        windows.hit[wrel[unset]] = p.base + hits[first_hit[unset]] + 1
+
+    def carry_section(self, p: PendingLines, first_line: int, k: int) -> None:
+        """Lines ``first_line .. first_line+k-1`` (stream indexes) were assigned windows: keep those of
+        a section a settle applied before its end came in, up to its stop (``p.forced``)."""
+        if not self._section_carry:
+            return
+        later = p.stops[(p.stops >= first_line) & (p.stops != self._section_ignore)]
+        stop = int(later[0]) - first_line if later.shape[0] else k
+        upto = min(k, stop, self._section_carry)
+        a = first_line - p.base
+        p.forced[a : a + upto] = True
+        self._section_carry = 0 if stop < k else self._section_carry - upto
+
+    def _lead_ins(self, p: PendingLines, hits: Int64Array, first: Int64Array) -> Int64Array:
+        """Each hit's first kept line (pending indexes, shape ``(h,)``), moved back over the lead-in
+        lines right before it (``LEAD_IN``: where a compiler's diagnostic comes from), within the
+        hit's record and at most ``LEAD_LINES`` before it."""
+        records = p.record
+        out = first.copy()
+        for k, (hit, start) in enumerate(zip(hits.tolist(), first.tolist(), strict=True)):
+            line = start - 1
+            while line >= max(0, hit - LEAD_LINES) and records[line] == records[hit]:
+                if LEAD_IN.match(strip_ansi(p.line(line))) is None:
+                    break
+                line -= 1
+            out[k] = line + 1
+        return out
+
+
+class PriorRater:
+    """Rates the stream's lines with the learned prior (``prior.PriorModel``), each once.
+
+    A line's context is its neighbours, the next exit verdict and how far the stream's end is,
+    within ``END_REACH + NEIGHBOURS`` lines: a line is rated once they are in (so the rating does
+    not depend on chunking), or at the stream's end; a settle rates the lines it decides with what
+    has come in.
+
+    Args:
+        model: the prior's weights.
+        first_line: stream index of the stream's first line fed.
+        max_line_bytes: a line longer than this is weak (``weak_lines``), never rated at the cut.
+        tracer: with explain, told each rating at the cut and the words that raised it.
+    """
+
+    def __init__(self, model: PriorModel, first_line: int, max_line_bytes: int, tracer: Tracer | None) -> None:
+        self._model = model
+        self._max_line_bytes = max_line_bytes
+        self._tracer = tracer
+        self._done = first_line
+        self._shape_counts = ShapeCounter()  # every line so far, by shape
+        self._rated = ShapeCounter()  # lines rated at the cut, by shape
+        self._logit_before = np.zeros(0, dtype=np.float64)  # the last logits of lines decided and gone
+
+    @property
+    def done(self) -> int:
+        """Stream index of the first line not rated yet."""
+        return self._done
+
+    def seen(self, shape_hashes: Int64Array) -> Int64Array:
+        """Shape ``(n,)``: for each of the stream's next ``n`` lines (``prior.shape_hashes``), the
+        earlier lines of its shape."""
+        return self._shape_counts.seen(shape_hashes)
+
+    def rate(self, p: PendingLines, upto: int, final: bool, hits: Hits) -> None:
+        """Rate the lines from ``done`` up to stream index ``upto``, and queue those at or above the cut
+        as hits (``Hits.add_rated``): not a line that is a hit already, a blank line, a weak line,
+        nor one of a shape rated at the cut ``PRIOR_REPEATS`` times already.
+
+        Args:
+            p: the pending lines (with the prior's arrays).
+            upto: stream index one past the last line to rate.
+            final: the stream ended (each line's distance to the end is known).
+            hits: the stream's hits.
+        """
+        total = p.base + p.ends.shape[0]
+        if upto <= self._done:
+            return
+        lo, hi = self._done - p.base, upto - p.base
+        before = self._logit_before
+        lines = np.arange(self._done, upto, dtype=np.int64)
+        to_end = total - 1 - lines if final else np.full(hi - lo, END_REACH, dtype=np.int64)
+        context = context_features(
+            np.concatenate((before, p.logit[: hi + NEIGHBOURS])),
+            lo + before.shape[0],
+            hi + before.shape[0],
+            to_end,
+            to_verdict(lines, p.verdicts),
+            p.seen[lo:hi],
+            p.blank[lo:hi],
+        )
+        prob = self._model.probability(context)
+        rated = np.flatnonzero(prob >= self._model.cut) + lo
+        # not a line that is a hit already, a blank line, an over-long line or a progress display
+        weak = weak_lines(p, lo, hi, self._max_line_bytes) | p.blank[lo:hi]
+        fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, hits.queued)
+        rated = rated[fresh]
+        # the first PRIOR_REPEATS of a shape: a line repeated by the dozen (a stack frame of every
+        # failing test, a config file's "#" lines) is not each time the failure
+        rated = rated[self._rated.seen(p.shape[rated]) < PRIOR_REPEATS]
+        self._done = upto
+        if not rated.shape[0]:
+            return
+        if self._tracer is not None:
+            for i in rated.tolist():
+                words = self._model.explain_line(strip_ansi(p.line(i)))
+                self._tracer.rated(p.base + i + 1, round(float(prob[i - lo]), 4), words)
+        hits.add_rated(rated + p.base)
+
+    def forget(self, p: PendingLines, n: int) -> None:
+        """The first ``n`` pending lines are about to be trimmed: keep the logits of the last
+        ``NEIGHBOURS`` of them, the context of the lines after them."""
+        self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]

@@ -1,0 +1,347 @@
+"""``streamfilter mcp`` in a subprocess, driven by the MCP SDK's own stdio client: every tool on
+real commands, files and a real daemon's output; cancellation and stop signals kill the commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, TextContent
+
+from tests.conftest import ROOT, run_cli
+from tests.live.proc import Live
+
+EXAMPLE = ROOT / "examples" / "pytest-failure.log"
+CALL_SECONDS = 60  # a tool call's deadline (a whole command run and filtered)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def connect(tmp: Path, *args: str) -> AsyncIterator[ClientSession]:
+    """A session with ``streamfilter mcp ARGS`` started now, its state directory in ``tmp``."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "streamfilter", "mcp", *args],
+        env={"XDG_STATE_HOME": str(tmp / "state")},
+        cwd=str(tmp),
+    )
+    with errlog_in(tmp) as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(CALL_SECONDS):
+                await session.initialize()
+            yield session
+
+
+def errlog_in(tmp: Path) -> TextIO:
+    """Where the server's stderr goes (read it when a test fails)."""
+    return open(tmp / "server.err", "w")
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> CallToolResult:
+    with anyio.fail_after(CALL_SECONDS):
+        return await session.call_tool(tool, arguments)
+
+
+def text_of(result: CallToolResult) -> str:
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def facts(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie not yet reaped by init counts as exited)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def started(pids: Path) -> list[int]:
+    """The shell's and its background job's pids, as the command wrote them."""
+    return [int(pids.read_text()), int(Path(f"{pids}.bg").read_text())]
+
+
+@pytest.fixture
+def pid_files() -> Iterator[list[Path]]:
+    """Files a test's commands write their pids to: a process named there and still running
+    at the end is killed (a failed test leaves no ``sleep 300`` behind)."""
+    files: list[Path] = []
+    yield files
+    for file in files:
+        if file.exists() and not gone(pid := int(file.read_text())):
+            os.kill(pid, signal.SIGKILL)
+
+
+def wait_until(check: Any, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {check}"
+        time.sleep(0.02)
+
+
+# -- run --------------------------------------------------------------------------------------------
+FAILING_SCRIPT = """\
+import sys
+for i in range(2000):
+    print(f"INFO collecting module_{i} ok")
+print("Traceback (most recent call last):")
+print('  File "tests/test_cart.py", line 42, in test_total', flush=True)
+print("AssertionError: expected 3 items, got 4", file=sys.stderr)
+sys.exit(1)
+"""
+
+
+@pytest.mark.anyio
+async def test_the_tools_are_listed_with_their_parameters(tmp_path: Path) -> None:
+    async with connect(tmp_path) as session:
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert set(listed) == {"run", "filter", "expand"}  # streams and read come with --config
+    params = {name: set(tool.input_schema["properties"]) for name, tool in listed.items()}
+    assert params == {
+        "run": {"command", "cwd", "query", "budget_tokens"},
+        "filter": {"path", "query", "budget_tokens"},
+        "expand": {"ref", "context_lines"},
+    }
+    assert listed["run"].input_schema["required"] == ["command"]
+    assert listed["run"].input_schema["properties"]["budget_tokens"]["default"] == 4000
+    assert all(tool.output_schema is not None for tool in listed.values())
+    assert "expand" in (listed["run"].description or "") and "ref" in (listed["filter"].description or "")
+
+
+@pytest.mark.anyio
+async def test_run_returns_the_failure_the_status_and_the_whole_output(tmp_path: Path) -> None:
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING_SCRIPT)
+    async with connect(tmp_path, "--budget-tokens", "400") as session:
+        result = await call(session, "run", command=[sys.executable, str(script)])
+    check_failing_run(result, tmp_path)
+
+
+def check_failing_run(result: CallToolResult, tmp_path: Path) -> None:
+    found, text = facts(result), text_of(result)
+    assert found["status"] == 1 and found["output"] == text
+    assert "AssertionError: expected 3 items, got 4" in text
+    assert text.splitlines()[-1].endswith(
+        f"exited with status 1; whole output (2003 lines, {found['bytes']} bytes): {found['output_path']}]"
+    )
+    whole = Path(found["output_path"]).read_text()
+    assert Path(found["output_path"]).parent == tmp_path / "state" / "streamfilter" / "runs"
+    assert [f"INFO collecting module_{i} ok" for i in range(2000)] == whole.splitlines()[:2000]
+    assert whole.endswith("AssertionError: expected 3 items, got 4\n") and found["lines"] == 2003
+    assert len(text) < len(whole) // 10  # the noise is summarized
+
+
+@pytest.mark.anyio
+async def test_a_shell_string_runs_in_cwd_and_a_missing_command_is_a_result(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "data.txt").write_text("a\nb\nc\n")
+    async with connect(tmp_path) as session:
+        counted = await call(session, "run", command="wc -l < data.txt && exit 3", cwd=str(tmp_path / "work"))
+        missing = await call(session, "run", command=["no-such-command-here", "--flag"])
+        missing_in_shell = await call(session, "run", command="no-such-command-here")
+        not_a_folder = await call(session, "run", command="true", cwd=str(tmp_path / "nope"))
+    assert facts(counted)["status"] == 3 and text_of(counted).startswith("3\n")
+    assert facts(missing) == {
+        "command": ["no-such-command-here", "--flag"],
+        "status": 127,
+        "output": "[streamfilter: no-such-command-here --flag: command not found (status 127)]\n",
+        "output_path": None,
+        "lines": 0,
+        "bytes": 0,
+    }
+    assert facts(missing_in_shell)["status"] == 127 and "not found" in text_of(missing_in_shell)
+    assert not_a_folder.is_error and f"cwd {tmp_path / 'nope'}: not a directory" in text_of(not_a_folder)
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_run_kills_the_command_and_what_it_started(tmp_path: Path, pid_files: list[Path]) -> None:
+    pids = tmp_path / "pids"
+    pid_files += [pids, Path(f"{pids}.bg")]
+    command = f"sleep 300 & echo $! > {pids}.bg; echo $$ > {pids}.sh; mv {pids}.sh {pids}; wait"
+    async with connect(tmp_path) as session:
+        with anyio.fail_after(CALL_SECONDS):
+            async with anyio.create_task_group() as tg:
+
+                async def cancel_once_started() -> None:
+                    await anyio.to_thread.run_sync(wait_until, pids.exists)
+                    tg.cancel_scope.cancel()  # the call's task: the client tells the server it is cancelled
+
+                tg.start_soon(cancel_once_started)
+                await session.call_tool("run", {"command": command})
+        await anyio.to_thread.run_sync(wait_until, lambda: all(gone(pid) for pid in started(pids)))
+        # the server goes on serving
+        again = await call(session, "run", command="echo still here")
+    assert text_of(again).startswith("still here\n")
+
+
+def test_a_stop_signal_kills_the_running_commands_then_the_server(tmp_path: Path, pid_files: list[Path]) -> None:
+    """SIGTERM to the server alone (the client's stdin still open, a call in flight)."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        pid_file = tmp_path / "bg"
+        pid_files.append(pid_file)
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}
+        command = f"sleep 300 & echo $! > {pid_file}.new; mv {pid_file}.new {pid_file}; wait"
+        messages = [
+            {"method": "initialize", "id": 1, "params": hello},
+            {"method": "notifications/initialized"},
+            {"method": "tools/call", "id": 2, "params": {"name": "run", "arguments": {"command": command}}},
+        ]
+        for message in messages:
+            server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+            server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        wait_until(pid_file.exists)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == -signal.SIGTERM
+        wait_until(lambda: gone(int(pid_file.read_text())))
+    finally:
+        server.kill()
+        server.wait()
+
+
+# -- filter and expand -------------------------------------------------------------------------------
+REF = re.compile(r"; ref (\S+)\]$", re.MULTILINE)
+
+
+@pytest.mark.anyio
+async def test_filter_keeps_the_failures_and_expand_gives_the_dropped_bytes_back(tmp_path: Path) -> None:
+    whole = EXAMPLE.read_bytes()
+    async with connect(tmp_path) as session:
+        result = await call(session, "filter", path=str(EXAMPLE), budget_tokens=500)
+        found, text = facts(result), text_of(result)
+        refs = REF.findall(text)
+        full = refs[0]
+        source = full.rsplit(":", 2)[0]
+        assert source == str(EXAMPLE.resolve()) == found["path"]
+        # a short ref (same source as the one before it) with its source put in front, and one with the "]"
+        wanted = [full + "]"] + [source + ":" + ref[1:] if ref.startswith("@") else ref for ref in refs[1:]]
+        expanded = [await call(session, "expand", ref=ref) for ref in wanted]
+        with_context = await call(session, "expand", ref=full, context_lines=2)
+    assert "FileNotFoundError: [Errno 2] No such file or directory" in text
+    assert found["lines"] == whole.count(b"\n") and found["dropped_lines"] > 0 and len(refs) >= 2
+    for ref, back in zip(wanted, expanded, strict=True):
+        start, end = (int(n) for n in ref.rstrip("]").rsplit(":", 2)[1].split("-"))
+        assert facts(back)["exact"] and text_of(back).encode() == whole[start:end]
+        assert facts(back)["read_from"] == source and facts(back)["bytes"] == end - start
+    start, end = (int(n) for n in full.rsplit(":", 2)[1].split("-"))
+    assert start == 0  # (no lines before it) and two more after it
+    after = whole[end:].split(b"\n")[:2]
+    assert text_of(with_context).encode() == whole[:end] + b"\n".join(after) + b"\n"
+
+
+@pytest.mark.anyio
+async def test_bad_and_stale_refs_and_unreadable_files_are_tool_errors(tmp_path: Path) -> None:
+    log = tmp_path / "copy.log"
+    log.write_bytes(EXAMPLE.read_bytes())
+    async with connect(tmp_path) as session:
+        ref = REF.findall(text_of(await call(session, "filter", path="copy.log", budget_tokens=500)))[0]
+        log.write_bytes(EXAMPLE.read_bytes().replace(b"test", b"TEST"))  # rewritten, same length
+        stale = await call(session, "expand", ref=ref)
+        bad = await call(session, "expand", ref="not a ref")
+        short = await call(session, "expand", ref="@0-10:00000000")
+        missing = await call(session, "filter", path=str(tmp_path / "nope.log"))
+        folder = await call(session, "filter", path=str(tmp_path))
+        empty_query = await call(session, "filter", path="copy.log", query="  ")
+    assert stale.is_error and "changed (rewritten, or rotated and replaced)" in text_of(stale)
+    assert bad.is_error and "'not a ref' is not a streamfilter ref" in text_of(bad)
+    assert short.is_error and "is a ref without its source" in text_of(short)
+    assert missing.is_error and "No such file or directory" in text_of(missing)
+    assert folder.is_error and "not a regular file" in text_of(folder)
+    assert empty_query.is_error and "query is empty" in text_of(empty_query)
+
+
+# -- streams and read, over a real daemon's output --------------------------------------------------------
+def daemon_config(tmp: Path) -> Path:
+    """Two file sources, each writing to a shared JSONL sink and a shared text sink."""
+    body = "".join(
+        f'[[source]]\nname = "{name}"\ntype = "file"\npath = "{tmp}/{name}.log"\nstart_at = "beginning"\n'
+        'sinks = ["events", "text"]\n'
+        for name in ("app", "other")
+    )
+    body += f'[[sink]]\nname = "events"\ntype = "file"\npath = "{tmp}/out.jsonl"\nformat = "jsonl"\n'
+    body += f'[[sink]]\nname = "text"\ntype = "file"\npath = "{tmp}/out.txt"\n'
+    (tmp / "streamfilter.toml").write_text(body)
+    return tmp / "streamfilter.toml"
+
+
+@pytest.mark.anyio
+async def test_streams_and_read_give_one_sources_recent_output(tmp_path: Path) -> None:
+    for name in ("app", "other"):
+        noise = "".join(f"INFO {name} step {i} ok\n" for i in range(300))
+        (tmp_path / f"{name}.log").write_text(f"{noise}ERROR {name} failed: disk full\n{noise}")
+    config = daemon_config(tmp_path)
+    daemon = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    out = tmp_path / "out.txt"
+    daemon.wait_for(lambda: out.exists() and out.read_text().count("failed: disk full") == 2, what="both errors")
+    daemon.proc.send_signal(signal.SIGTERM)  # it writes what it holds, then the JSONL end events
+    assert daemon.proc.wait(timeout=30) == 0
+    async with connect(tmp_path, "--config", str(config)) as session:
+        assert {tool.name for tool in (await session.list_tools()).tools} >= {"streams", "read"}
+        streams = await call(session, "streams")
+        events = await call(session, "read", source="app", sink="events", lines=2000)
+        text = await call(session, "read", source="app", sink="text")
+        both = await call(session, "read", source="other", lines=3)
+        last = await call(session, "read", source="app", sink="events", lines=1)
+        unknown = await call(session, "read", source="nope")
+        drop = next(json.loads(line) for line in facts(events)["sinks"][0]["text"].splitlines() if '"drop"' in line)
+        expanded = await call(session, "expand", ref=drop["ref"])
+    listed = facts(streams)
+    assert [s["name"] for s in listed["sources"]] == ["app", "other"]
+    assert listed["sources"][0]["sinks"] == [
+        {"name": "events", "type": "file", "path": f"{tmp_path}/out.jsonl", "format": "jsonl", "readable": True},
+        {"name": "text", "type": "file", "path": f"{tmp_path}/out.txt", "format": "text", "readable": True},
+    ]
+    assert "source app: file" in text_of(streams)
+    (sink,) = facts(events)["sinks"]
+    lines = [json.loads(line) for line in sink["text"].splitlines()]
+    assert {e["source"] for e in lines} == {"app"} and lines[-1]["event"] == "end" and sink["count"] == len(lines)
+    assert any("ERROR app failed: disk full" in e.get("text", "") for e in lines)
+    shown = text_of(text)
+    assert "ERROR app failed: disk full" in shown and "other" not in shown.replace("==> app <==", "")
+    assert "==> app <==" in shown
+    assert [s["count"] for s in facts(both)["sinks"]] == [3, 3]
+    assert json.loads(facts(last)["sinks"][0]["text"])["event"] == "end"
+    assert (
+        unknown.is_error
+        and "no source named 'nope'" in text_of(unknown)
+        and "(sources: app, other)" in text_of(unknown)
+    )
+    app_log = (tmp_path / "app.log").read_bytes()
+    assert text_of(expanded).encode() == app_log[drop["start_byte"] : drop["end_byte"]]
+
+
+def test_a_bad_config_stops_the_server_before_it_serves(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text("[[source]]\n")
+    done = run_cli("mcp", "--config", str(tmp_path / "bad.toml"))
+    assert done.returncode == 78 and b"source[0].type: missing" in done.stderr and done.stdout == b""
