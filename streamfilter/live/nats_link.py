@@ -25,6 +25,7 @@ __all__ = (
     "CONTROL",
     "OFFSET",
     "POSITION",
+    "RUN",
     "STREAM_ID",
     "connect",
     "ensure_stream",
@@ -33,6 +34,7 @@ __all__ = (
 
 OFFSET = "Streamfilter-Offset"  # a data message: the stream offset of its first byte (decimal)
 CONTROL = "Streamfilter-Control"  # a control message: run-start or run-end (its fields in a JSON body)
+RUN = "Streamfilter-Run"  # a data message of a run: its id (the data waits for the run's start)
 POSITION = "Streamfilter-"  # + Next-Byte, Next-Line, Rest-Line, Rest-Kept, Seq, Run, Ended: on output
 STREAM_ID = re.compile(r"[A-Za-z0-9_-]+")  # a stream id is one subject token
 CONNECT_SECONDS = 5.0

@@ -25,7 +25,7 @@ from nats.js import JetStreamContext
 
 from ..core.errors import StreamfilterError
 from .envelope import SUCCESS_TAIL_LINES, exit_text, status_of
-from .nats_link import CONTROL, OFFSET, connect
+from .nats_link import CONTROL, OFFSET, RUN, connect
 from .run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
 from .stream import LiveStream
 
@@ -102,7 +102,7 @@ async def send_to_nats(
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     break
                 try:
-                    headers = {OFFSET: str(offset), "Nats-Msg-Id": f"{stream_id}:{run}:{offset}"}
+                    headers = {OFFSET: str(offset), RUN: run, "Nats-Msg-Id": f"{stream_id}:{run}:{offset}"}
                     await _publish(js, target, data, headers)
                 except _Lost as exc:
                     lost = str(exc)

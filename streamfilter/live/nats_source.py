@@ -52,7 +52,7 @@ from ._logging import get_logger
 from .config import SourceConfig
 from .envelope import SUCCESS_TAIL_LINES, printable
 from .expand import archive_refs
-from .nats_link import CONTROL, OFFSET, connect, ensure_stream
+from .nats_link import CONTROL, OFFSET, RUN, connect, ensure_stream
 from .nats_sink import NatsSink
 from .sinks import Sink
 from .stream import ArchivedStream
@@ -60,7 +60,7 @@ from .totals import Totals
 
 __all__ = ("LeaseExpired", "NatsStream", "message_lines", "serve_nats_source")
 
-FETCH_SECONDS = 1.0  # a partition's wait for a message (a partition handed back stops within it)
+TAKE_MESSAGES = 256  # most messages a stream takes at once (fed as one chunk: a loaded worker batches)
 QUEUE_MESSAGES = 64  # per stream: messages handed to it and not yet taken (the fetch waits past that)
 EVICT_SECONDS = 300.0  # a stream quiet this long is written out (its last line ended) and forgotten
 ENDED_STREAMS = 4096  # ids of streams ended here that are remembered (their late copies are acked)
@@ -158,6 +158,8 @@ class _Stream:
         self.done_seq = 0  # messages without one up to this stream sequence were written elsewhere
         self.implicit_seq = 0  # the stream sequence of the last message without one taken
         self.waiting: dict[int, Msg] = {}  # messages whose offset is not reached yet, by offset
+        self.unfed: list[bytes] = []  # bytes placed, fed at once after the messages taken together
+        self.before_start: list[Msg] = []  # a run's data delivered before its run-start (delivered again)
         self.run_fields: dict[str, Any] | None = None
         self.ended = False
         self.last = time.monotonic()
@@ -191,16 +193,23 @@ class _Stream:
             due = self.live.due() if self.live is not None else None
             if due is not None:
                 wake = min(wake, due)
-            msg = None
+            batch = []
             with anyio.move_on_after(max(0.0, wake - time.monotonic())):
                 try:
-                    msg = await receive.receive()
+                    batch.append(await receive.receive())
                 except anyio.EndOfStream:
                     return
+            while batch and len(batch) < TAKE_MESSAGES:
+                try:
+                    batch.append(receive.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
             now = time.monotonic()
-            if msg is not None:
+            if batch:
                 self.last = now
-                await self._take(msg)
+                for msg in batch:
+                    await self._take(msg)
+                await self._feed()
             elif self.live is not None:
                 await self.live.tick()
             if now >= next_progress:
@@ -281,6 +290,9 @@ class _Stream:
             await msg.ack()
             return
         headers = msg.headers or {}
+        if RUN in headers and self.run_fields is None and CONTROL not in headers:
+            self.before_start.append(msg)  # its run's query and tail rule come with the run-start
+            return
         if OFFSET in headers:
             try:
                 offset = int(headers[OFFSET])
@@ -317,9 +329,15 @@ class _Stream:
             await self._copy(msg)
             return
         live.held.append(_Held(msg.metadata.sequence.stream, end, msg))
-        chunk = data[self.received - offset :]
+        self.unfed.append(data[self.received - offset :])
         self.received = end
-        await live.feed(chunk)
+
+    async def _feed(self) -> None:
+        """Feed the bytes placed so far, as one chunk (the output is the same however it is cut)."""
+        if self.unfed and self.live is not None:
+            chunk = b"".join(self.unfed)
+            self.unfed.clear()
+            await self.live.feed(chunk)
 
     async def _copy(self, msg: Msg) -> None:
         """A message taken already: acked if written, else it stands in for the copy held."""
@@ -330,6 +348,7 @@ class _Stream:
         await msg.ack()
 
     async def _control(self, msg: Msg, kind: str, offset: int) -> None:
+        await self._feed()  # (what comes before it first)
         worker = self.partition.worker
         try:
             fields = json.loads(msg.data) if msg.data else {}
@@ -340,20 +359,25 @@ class _Stream:
             await msg.term()
             return
         if kind == "run-start":
-            if offset < self.received or self.run_fields is not None:
-                if str(fields.get("run")) != str((self.run_fields or {}).get("run")):
-                    worker.log.warning("stream.reused", stream=self.sid, run=fields.get("run"), hint="one id per run")
-                await msg.ack()  # started already (before this worker took the stream over)
-                return
-            self.run_fields = {
+            started = {
                 "run": printable(str(fields.get("run", "")))[:64] or self.sid,
                 **{k: fields.get(k) if isinstance(fields.get(k), str) else None for k in ("command", "cwd", "query")},
             }
-            live = self._open()
-            command = printable(str(self.run_fields["command"] or ""))[:80]
-            await live.marker(f"run {self.run_fields['run']} started ({command})", "start")
-            worker.log.info("run.started", stream=self.sid, run=self.run_fields["run"], command=command)
+            if self.run_fields is not None and started["run"] != self.run_fields["run"]:
+                worker.log.warning("stream.reused", stream=self.sid, run=started["run"], hint="one id per run")
+            elif offset < self.received or self.run_fields is not None:
+                # started already (before this worker took the stream over)
+                self.run_fields = self.run_fields or started
+            else:
+                self.run_fields = started
+                live = self._open()
+                command = printable(str(started["command"] or ""))[:80]
+                await live.marker(f"run {started['run']} started ({command})", "start")
+                worker.log.info("run.started", stream=self.sid, run=started["run"], command=command)
             await msg.ack()
+            early, self.before_start = self.before_start, []
+            for data in early:
+                await self._take(data)
             return
         status = fields.get("status")
         status = status if isinstance(status, int) and not isinstance(status, bool) and 0 <= status <= 255 else None
@@ -389,7 +413,8 @@ class _Stream:
 
     async def _in_progress(self) -> None:
         """Tell the server the messages held are being worked on (else they are delivered again)."""
-        for msg in [h.msg for h in (self.live.held if self.live is not None else ())] + list(self.waiting.values()):
+        held = [h.msg for h in (self.live.held if self.live is not None else ())]
+        for msg in held + list(self.waiting.values()) + self.before_start:
             try:
                 await msg.in_progress()
             except (TimeoutError, nats.errors.Error):
@@ -407,10 +432,12 @@ class _Partition:
         self.streams: dict[str, _Stream] = {}
         self.recent_ends: OrderedDict[str, None] = OrderedDict()
         self.scope = anyio.CancelScope()
-        self.stopping = False  # handed back: stop fetching, write what is held
+        self.stopping = False  # handed back or stopped: take no more messages
         self.lost = False  # its lease may be another worker's: stop now, writing nothing more
         self.finished = anyio.Event()
+        self.hand_back = anyio.Event()
         self.subscription: JetStreamContext.PushSubscription | None = None
+        self.tg: TaskGroup | None = None
 
     async def run(self) -> None:
         worker = self.worker
@@ -425,43 +452,49 @@ class _Partition:
         )
         try:
             with self.scope:
-                # pushed (as they come, at most max_ack_pending unacked): nats-py's pull fetch waits
-                # for a whole batch once a first message came, which made latency a second
-                self.subscription = await worker.js.subscribe(
-                    f"{source.subject}.{self.number}.*",
-                    durable=config.durable_name,
-                    stream=source.stream,
-                    config=config,
-                    manual_ack=True,
-                    pending_msgs_limit=source.max_ack_pending + 1,
-                    pending_bytes_limit=-1,  # (bounded by max_ack_pending messages)
-                )
-                worker.log.info("partition.claimed", partition=self.number)
-                async with anyio.create_task_group() as tg:
-                    await self._fetch(tg)
+                async with anyio.create_task_group() as self.tg:
+                    # pushed as they come (at most max_ack_pending unacked) to a callback that nats-py
+                    # calls for each queued message in turn: a pull fetch waits for its whole batch
+                    # once one message came, and a wait per message costs a turn of a busy loop
+                    self.subscription = await worker.js.subscribe(
+                        f"{source.subject}.{self.number}.*",
+                        durable=config.durable_name,
+                        stream=source.stream,
+                        config=config,
+                        cb=self._deliver,
+                        manual_ack=True,
+                        pending_msgs_limit=source.max_ack_pending + 1,
+                        pending_bytes_limit=-1,  # (bounded by max_ack_pending messages)
+                    )
+                    worker.log.info("partition.claimed", partition=self.number)
+                    await self.hand_back.wait()
+                    self.stopping = True
+                    await self._unsubscribe()
                     for stream in list(self.streams.values()):
                         stream.send.close()  # each writes what it holds and stops
         finally:
+            self.stopping = True
             with anyio.CancelScope(shield=True):
-                if self.subscription is not None:
-                    with anyio.move_on_after(2.0):
-                        try:
-                            await self.subscription.unsubscribe()
-                        except (TimeoutError, nats.errors.Error):
-                            pass
+                await self._unsubscribe()
                 worker.totals.lag.pop((source.name, str(self.number)), None)
                 self.finished.set()
 
-    async def _fetch(self, tg: TaskGroup) -> None:
-        assert self.subscription is not None
-        while not self.stopping:
-            try:
-                msg = await self.subscription.next_msg(timeout=FETCH_SECONDS)
-            except TimeoutError:  # (nats-py raises asyncio's own, which is the built-in one)
-                continue
-            await self._hand(msg, tg)
+    async def _unsubscribe(self) -> None:
+        if self.subscription is not None:
+            with anyio.move_on_after(2.0):
+                try:
+                    await self.subscription.unsubscribe()
+                except (TimeoutError, nats.errors.Error):
+                    pass
+
+    async def _deliver(self, msg: Msg) -> None:
+        """nats-py's callback, in its own task: hand ``msg`` to its stream, waiting while that is full."""
+        if self.tg is not None:
+            await self._hand(msg, self.tg)
 
     async def _hand(self, msg: Msg, tg: TaskGroup) -> None:
+        if self.stopping or self.lost:
+            return  # (not acked: delivered again to the partition's next owner)
         sid = msg.subject.rpartition(".")[2]
         if sid in self.recent_ends:
             await msg.ack()  # a late copy of a stream that ended here
@@ -574,7 +607,7 @@ class _Worker:
                 tg.start_soon(partition.run)
         for number in sorted(self.held)[share:]:
             tg.start_soon(self._hand_back, self.held.pop(number))
-        for number, partition in self.held.items():
+        for number, partition in list(self.held.items()):  # (lose() may drop one meanwhile)
             if partition.subscription is not None:
                 consumer = await partition.subscription.consumer_info()
                 self.totals.lag[source.name, str(number)] = consumer.num_pending or 0
@@ -615,7 +648,7 @@ class _Worker:
 
     async def _hand_back(self, partition: _Partition) -> None:
         """Stop fetching ``partition``, write what its streams hold, then free its lease for another."""
-        partition.stopping = True
+        partition.hand_back.set()
         await partition.finished.wait()
         await self._release(partition)
         self.log.info("partition.handed_back", partition=partition.number)
@@ -630,7 +663,7 @@ class _Worker:
     async def stop(self) -> None:
         """Once the partitions' tasks are done (their streams wrote what they held), free their leases
         for the other workers at once, and leave the pool."""
-        for partition in self.held.values():
+        for partition in list(self.held.values()):
             await self._release(partition)
         self.held.clear()
         if self.kv is not None:
@@ -670,7 +703,7 @@ async def serve_nats_source(
                 tg.start_soon(worker.run, tg)
                 await anyio.sleep_forever()
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS + FETCH_SECONDS + 5):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
                 await worker.stop()
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):

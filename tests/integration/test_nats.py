@@ -161,7 +161,7 @@ async def publish_stream(
         pieces.append((offset, data[offset : offset + size]))
         offset += size
     for offset, piece in pieces:
-        headers = {"Streamfilter-Offset": str(offset), "Nats-Msg-Id": f"{sid}:{offset}"}
+        headers = {"Streamfilter-Offset": str(offset), "Streamfilter-Run": sid, "Nats-Msg-Id": f"{sid}:{offset}"}
         await js.publish(subject, piece, headers=headers)
         await anyio.sleep(seconds / len(pieces) * rng.uniform(0.5, 1.5))
     end = {"type": "run-end", "run": sid, "status": status}
@@ -203,6 +203,7 @@ async def test_three_workers_one_killed_half_way_every_line_once_in_order_failur
         exits = [e for e in events if e["event"] == "exit"]
         assert [e["status"] for e in exits] == [status], (sid, exits)
         assert events[-1]["event"] == "exit"
+        assert all(e.get("run") == sid for e in events), sid  # (its run's start taken before its data)
         moved += any(e["event"] == "resumed" for e in events)
     assert moved, "no stream moved from the killed worker"
     survivors = [w for w in workers if w is not victim]
