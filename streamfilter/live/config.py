@@ -141,7 +141,7 @@ class SourceConfig:
     consumer: str = "streamfilter"
     ack_wait_seconds: float = 30.0
     lease_seconds: float = 10.0
-    max_ack_pending: int = 1000
+    max_ack_pending: int = 256
     payload: str = "lines"
     filter: FilterConfig = field(default_factory=FilterConfig)
     timing: Timing = field(default_factory=Timing)

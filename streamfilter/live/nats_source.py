@@ -52,6 +52,7 @@ from ._logging import get_logger
 from .config import SourceConfig
 from .envelope import SUCCESS_TAIL_LINES, printable
 from .expand import archive_refs
+from .nats_leases import Lease, LeaseKeeper
 from .nats_link import CONTROL, OFFSET, RUN, connect, ensure_stream
 from .nats_sink import NatsSink
 from .sinks import Sink
@@ -60,23 +61,18 @@ from .totals import Totals
 
 __all__ = ("LeaseExpired", "NatsStream", "message_lines", "serve_nats_source")
 
-TAKE_MESSAGES = 256  # most messages a stream takes at once (fed as one chunk: a loaded worker batches)
+TAKE_MESSAGES = 256  # most messages a stream takes at once (fed as one chunk: a loaded worker batches)...
+# ...and about the most bytes: a feed keeps the event loop for its time, while the server's writes
+# to a connection that is not read pile up (past its max_pending, 64 MiB, it drops the connection)
+TAKE_BYTES = 1 << 20
 QUEUE_MESSAGES = 64  # per stream: messages handed to it and not yet taken (the fetch waits past that)
 EVICT_SECONDS = 300.0  # a stream quiet this long is written out (its last line ended) and forgotten
 ENDED_STREAMS = 4096  # ids of streams ended here that are remembered (their late copies are acked)
 SETTLE_SECONDS = 10.0  # at a stop or hand-over, the longest a stream gets to write what it holds
-LEASE_MARGIN_SECONDS = 0.5  # a lease is taken as lost this long (or a quarter of it) before it can expire
 
 
 class LeaseExpired(Exception):
     """A stream's partition may be another worker's by now: it must write nothing more."""
-
-
-@dataclass(slots=True)
-class _Lease:
-    """Until when (``time.monotonic()``) a partition is surely this worker's."""
-
-    deadline: float
 
 
 @dataclass(slots=True)
@@ -98,7 +94,7 @@ class NatsStream(ArchivedStream):
     done: tuple[int, int] = (0, 0)  # (stream sequence, end offset) of the last message wholly written
     finished = False  # its run ended: the events written from now on say so (``ended``)
     held: deque[_Held]
-    lease: _Lease
+    lease: Lease
 
     def position(self) -> dict[str, str]:
         """The position (see the class docstring), asked for by a sink before each write.
@@ -199,19 +195,25 @@ class _Stream:
                     batch.append(await receive.receive())
                 except anyio.EndOfStream:
                     return
-            while batch and len(batch) < TAKE_MESSAGES:
-                try:
-                    batch.append(receive.receive_nowait())
-                except (anyio.WouldBlock, anyio.EndOfStream):
-                    break
-            now = time.monotonic()
-            if batch:
-                self.last = now
-                for msg in batch:
-                    await self._take(msg)
-                await self._feed()
-            elif self.live is not None:
-                await self.live.tick()
+            # one stream decides at a time: the others wait parked, not in the event loop's queue,
+            # so its reads of the connection come between any two streams' turns (a connection not
+            # read for the server's write deadline, 10 s, is dropped as a slow consumer)
+            async with worker.turn:
+                size = sum(len(m.data) for m in batch)
+                while batch and len(batch) < TAKE_MESSAGES and size < TAKE_BYTES:
+                    try:
+                        batch.append(receive.receive_nowait())
+                        size += len(batch[-1].data)
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                now = time.monotonic()
+                if batch:
+                    self.last = now
+                    for msg in batch:
+                        await self._take(msg)
+                    await self._feed()
+                elif self.live is not None:
+                    await self.live.tick()
             if now >= next_progress:
                 await self._in_progress()
                 next_progress = now + worker.progress_seconds
@@ -424,11 +426,10 @@ class _Stream:
 class _Partition:
     """One partition this worker holds: its consumer's messages, handed to each stream's task."""
 
-    def __init__(self, worker: _Worker, number: int, revision: int, deadline: float) -> None:
+    def __init__(self, worker: _Worker, number: int, lease: Lease) -> None:
         self.worker = worker
         self.number = number
-        self.revision = revision  # of its lease
-        self.lease = _Lease(deadline)
+        self.lease = lease
         self.streams: dict[str, _Stream] = {}
         self.recent_ends: OrderedDict[str, None] = OrderedDict()
         self.scope = anyio.CancelScope()
@@ -539,8 +540,9 @@ class _Worker:
         self.log = get_logger().bind(source=source.name, worker=self.ident)
         self.outputs = [s for s in sinks if isinstance(s, NatsSink)]
         self.progress_seconds = source.ack_wait_seconds / 3
-        self.bucket = f"{source.consumer}-leases"
+        self.keeper = LeaseKeeper(source.servers, f"{source.consumer}-leases", self.ident, source.lease_seconds)
         self.held: dict[int, _Partition] = {}
+        self.turn = anyio.Lock()  # held by the stream deciding (see _Stream._take_all)
         self.kv: KeyValue | None = None
         self.tg: TaskGroup | None = None
         # claims start at a partition of this worker's own, so workers starting together differ
@@ -556,39 +558,35 @@ class _Worker:
         return None
 
     async def run(self, tg: TaskGroup) -> None:
-        """Claim, renew and hand back leases every third of ``lease_seconds`` until cancelled."""
+        """Claim and hand back leases every third of ``lease_seconds`` until cancelled (the keeper's
+        thread renews those held)."""
         source = self.source
         self.tg = tg
         try:
-            self.kv = await self.js.key_value(self.bucket)
+            self.kv = await self.js.key_value(self.keeper.bucket)
         except nats.js.errors.BucketNotFoundError:
-            self.kv = await self.js.create_key_value(KeyValueConfig(bucket=self.bucket, ttl=source.lease_seconds))
+            config = KeyValueConfig(bucket=self.keeper.bucket, ttl=source.lease_seconds)
+            self.kv = await self.js.create_key_value(config)
+        self.keeper.start()
         while True:
             try:
                 await self._balance(tg)
             except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
-                # the server away: the leases run on until their deadlines (the fetches wait too)
+                # the server away: the leases run on until their deadlines
                 self.log.warning("leases.unavailable", error=str(exc) or repr(exc))
             await anyio.sleep(source.lease_seconds / 3)
-
-    def _deadline(self, sent: float) -> float:
-        """Until when a lease renewed by a request sent at ``sent`` is this worker's for sure: the
-        server counts its age from when it stored it (later), less a margin for a write that is on
-        its way when the deadline passes."""
-        lease = self.source.lease_seconds
-        return sent + lease - max(LEASE_MARGIN_SECONDS, lease / 4)
 
     async def _balance(self, tg: TaskGroup) -> None:
         kv = self.kv
         assert kv is not None
         source = self.source
-        # renewals first, at once: a loaded worker's round trips are slow, and its deadlines run
-        async with anyio.create_task_group() as renewals:
-            for partition in list(self.held.values()):
-                renewals.start_soon(self._renew, partition)
-        await kv.put(f"workers.{self.ident}", b"")
+        now = time.monotonic()
+        for partition in list(self.held.values()):
+            if partition.lease.deadline <= now:
+                self.lose(partition, "its lease was not renewed in time, or was taken")
         # one request that names every live worker's key (a key watcher would be a consumer a call)
-        info = await self.js.stream_info(f"KV_{self.bucket}", subjects_filter=f"$KV.{self.bucket}.workers.>")
+        bucket = self.keeper.bucket
+        info = await self.js.stream_info(f"KV_{bucket}", subjects_filter=f"$KV.{bucket}.workers.>")
         workers = max(1, len(info.state.subjects or {}))
         share = math.ceil(source.partitions / workers)
         if len(self.held) < share:
@@ -603,7 +601,9 @@ class _Worker:
                     revision = await kv.create(f"partition.{number}", self.ident.encode())
                 except nats.js.errors.KeyWrongLastSequenceError:
                     continue  # another worker's
-                partition = self.held[number] = _Partition(self, number, revision, self._deadline(sent))
+                lease = Lease(revision, self.keeper.deadline(sent))
+                self.keeper.hold(number, lease)
+                partition = self.held[number] = _Partition(self, number, lease)
                 tg.start_soon(partition.run)
         for number in sorted(self.held)[share:]:
             tg.start_soon(self._hand_back, self.held.pop(number))
@@ -611,27 +611,6 @@ class _Worker:
             if partition.subscription is not None:
                 consumer = await partition.subscription.consumer_info()
                 self.totals.lag[source.name, str(number)] = consumer.num_pending or 0
-
-    async def _renew(self, partition: _Partition) -> None:
-        assert self.kv is not None
-        key, me = f"partition.{partition.number}", self.ident.encode()
-        sent = time.monotonic()
-        try:
-            partition.revision = await self.kv.update(key, me, last=partition.revision)
-        except nats.js.errors.KeyWrongLastSequenceError:
-            # an update that timed out may have been stored: still ours if it holds our name
-            try:
-                entry = await self.kv.get(key)
-            except nats.js.errors.KeyNotFoundError:
-                entry = None
-            if entry is None or entry.value != me or entry.revision is None:
-                self.lose(partition, "its lease expired and was taken")
-                return
-            partition.revision = await self.kv.update(key, me, last=entry.revision)
-        except nats.js.errors.KeyNotFoundError:
-            self.lose(partition, "its lease expired")
-            return
-        partition.lease.deadline = self._deadline(sent)
 
     def lose(self, partition: _Partition, why: str) -> None:
         """``partition`` is no longer surely this worker's: it stops at once, writing nothing more
@@ -647,7 +626,7 @@ class _Worker:
             self.tg.start_soon(self._release, partition)
 
     async def _hand_back(self, partition: _Partition) -> None:
-        """Stop fetching ``partition``, write what its streams hold, then free its lease for another."""
+        """Stop taking ``partition``'s messages, write what its streams hold, then free its lease."""
         partition.hand_back.set()
         await partition.finished.wait()
         await self._release(partition)
@@ -655,14 +634,16 @@ class _Worker:
 
     async def _release(self, partition: _Partition) -> None:
         assert self.kv is not None
+        lease = self.keeper.drop(partition.number) or partition.lease
         try:
-            await self.kv.delete(f"partition.{partition.number}", last=partition.revision)
+            await self.kv.delete(f"partition.{partition.number}", last=lease.revision)
         except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
-            pass  # (taken meanwhile, or the server away: the lease expires by itself)
+            pass  # (renewed meanwhile, taken, or the server away: the lease expires by itself)
 
     async def stop(self) -> None:
         """Once the partitions' tasks are done (their streams wrote what they held), free their leases
         for the other workers at once, and leave the pool."""
+        self.keeper.close()
         for partition in list(self.held.values()):
             await self._release(partition)
         self.held.clear()

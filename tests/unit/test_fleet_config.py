@@ -36,7 +36,7 @@ def test_a_nats_source_needs_only_its_servers(tmp_path: Path) -> None:
     assert (source.ack_wait_seconds, source.lease_seconds, source.max_ack_pending, source.payload) == (
         30.0,
         10.0,
-        1000,
+        256,
         "lines",
     )
 
