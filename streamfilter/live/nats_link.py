@@ -46,11 +46,11 @@ def subject_token(name: str) -> str:
 
 
 async def connect(servers: Sequence[str], name: str) -> Client:
-    """A connection to the first of ``servers`` that answers; it reconnects by itself when lost
-    (logged as ``nats.disconnected`` and ``nats.reconnected``).
+    """A connection to the first of ``servers`` that answers; once made, it reconnects by itself
+    whenever it is lost (logged as ``nats.disconnected`` and ``nats.reconnected``).
 
     Raises:
-        StreamfilterError: none of the servers answered within ``CONNECT_SECONDS``.
+        StreamfilterError: none of the servers answered (each is tried twice, 2 s apart).
     """
     log = get_logger().bind(connection=name)
 
@@ -64,16 +64,19 @@ async def connect(servers: Sequence[str], name: str) -> Client:
         log.warning("nats.error", error=str(exc) or type(exc).__name__)
 
     try:
-        return await nats.connect(
+        client = await nats.connect(
             servers=list(servers),
             name=name,
             connect_timeout=CONNECT_SECONDS,
             allow_reconnect=True,
-            max_reconnect_attempts=-1,
+            max_reconnect_attempts=1,  # (at the start: each server tried twice, then an error)
             disconnected_cb=disconnected,
             reconnected_cb=reconnected,
             error_cb=error,
         )
+        # once connected, a lost connection is tried again for good (nats-py reads its options then)
+        client.options["max_reconnect_attempts"] = -1
+        return client
     except (OSError, TimeoutError, nats.errors.Error) as exc:
         raise StreamfilterError(
             f"cannot connect to NATS at {', '.join(servers)}: {exc or type(exc).__name__}"

@@ -11,6 +11,7 @@ of its output is filtered here, as ``send`` does when a daemon's socket goes awa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -85,13 +86,16 @@ async def send_to_nats(
     lost = ""
     offset = 0
     try:
-        await _publish(js, target, json.dumps({"type": "run-start", **start}).encode(), control("run-start", 0))
+        try:
+            await _publish(js, target, json.dumps({"type": "run-start", **start}).encode(), control("run-start", 0))
+        except _Lost as exc:
+            raise StreamfilterError(f"cannot publish to {target}: {exc}") from None
         try:
             process = await start_command(argv, separate=False)
         except CommandError as exc:
-            await _publish(
-                js, target, json.dumps({"type": "run-end", "status": exc.exit_code}).encode(), control("run-end", 0)
-            )
+            failed = json.dumps({"type": "run-end", "run": run, "status": exc.exit_code}).encode()
+            with contextlib.suppress(_Lost):  # (the error says what matters)
+                await _publish(js, target, failed, control("run-end", 0))
             raise
         assert process.stdout is not None
         async with anyio.create_task_group() as tg:
@@ -122,8 +126,7 @@ async def send_to_nats(
             try:
                 await _publish(js, target, end, control("run-end", offset))
             except _Lost as exc:
-                lost = str(exc)
-                here = filtered_here(argv, query)
+                sys.stderr.write(f"streamfilter: warning: the run's end (status) could not be published: {exc}\n")
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(PUBLISH_SECONDS):
             await nc.close()

@@ -2,22 +2,23 @@
 
 Layout (docs/fleet.md): a producer publishes stream ``ID``'s bytes to ``SUBJECT.ID``; the server's
 partition mapping puts them on ``SUBJECT.<p>.ID`` in the work-queue stream ``STREAM``. Partition
-``p`` has one durable pull consumer, ``CONSUMER-p``, and one owner at a time: the worker holding the
+``p`` has one durable push consumer, ``CONSUMER-p``, and one owner at a time: the worker holding the
 lease ``partition.<p>`` in the key-value bucket ``CONSUMER-leases`` (its keys expire
-``lease_seconds`` after their last renewal; every worker renews its own a third of that apart and
-writes ``workers.<id>`` beside them). Each worker holds about its share of the partitions (their
-number over the workers alive, rounded up): it claims free ones up to its share and hands back
-those above it, so a worker that starts takes some over and one that dies leaves its leases to
-expire and be claimed by the others. A worker takes a partition as lost, and writes nothing more
-for it, once its lease could have expired (a renewal that did not come back in time): see
-``_Worker.lose``.
+``lease_seconds`` after their last renewal; every worker renews its own a third of that apart, on
+a thread of its own (``nats_leases``), and writes ``workers.<id>`` beside them). Each worker holds
+about its share of the partitions (their number over the workers alive, rounded up): it claims
+free ones up to its share and hands back those above it, so a worker that starts takes some over
+and one that dies leaves its leases to expire and be claimed by the others. A worker takes a
+partition as lost, and writes nothing more for it, once its lease could have expired (a renewal
+that did not come back in time): see ``_Worker.lose``.
 
 A message is a chunk of one stream's bytes with its offset in the ``Streamfilter-Offset`` header,
 or a control message (``Streamfilter-Control: run-start`` or ``run-end``, its fields a JSON body
 as in a socket's run envelope, at the offset where it applies). A message without the header holds
 whole lines (``payload``: ``lines`` or Fluent Bit's JSON records), placed after the stream's bytes
 so far. Each stream is a ``LiveStream`` of its own; bytes before the offset the stream has reached
-(a message delivered again) are skipped, and a message that comes before its turn waits for it.
+(a message delivered again) are skipped, and a message that comes before its turn waits for it (a
+run's data, ``Streamfilter-Run``, waits for its run-start too). One stream decides at a time.
 
 A message is acked once every byte it carried is decided and written to the sinks; until then a
 progress ack every third of ``ack_wait_seconds`` keeps it from being delivered again. A stream new
@@ -442,7 +443,7 @@ class _Partition:
 
     async def run(self) -> None:
         worker = self.worker
-        source = self.source = worker.source
+        source = worker.source
         config = ConsumerConfig(
             durable_name=f"{source.consumer}-{self.number}",
             ack_policy=AckPolicy.EXPLICIT,

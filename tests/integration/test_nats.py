@@ -226,6 +226,41 @@ async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Pat
     assert events[-1]["event"] == "exit" and events[-1]["status"] == 4
     bad = run_cli("send", "--nats", server.url, "--stream", "a.b", "--", "true")
     assert bad.returncode == 2 and b"--stream 'a.b'" in bad.stderr
+    away = run_cli("send", "--nats", f"nats://127.0.0.1:{free_port()}", "--stream", "x", "--", "true")
+    assert away.returncode == 1 and b"cannot connect to NATS" in away.stderr
+    assert worker.stop() == 0
+
+
+@pytest.mark.anyio
+async def test_lines_without_offsets_from_vector_and_fluent_bit(tmp_path: Path, server: NatsServer) -> None:
+    worker = Live(
+        tmp_path,
+        "daemon",
+        "--config",
+        str(worker_config(tmp_path, server.url, PARTITIONS, source_extra='payload = "fluent-bit"\n')),
+        env={"XDG_STATE_HOME": str(tmp_path / "state-lines")},
+    )
+    worker.log_event("daemon.ready", timeout=20)
+    lines = [f"step {i} ok" for i in range(200)] + ["error: disk full"] + [f"after {i}" for i in range(20)]
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    for line in lines[:150]:  # as Vector's text codec sends them: a line a message, no line end
+        await js.publish("logs.vec-1", line.encode())
+    records = [
+        [1700000000 + i, {"log": line + "\n", "file": "/var/log/ci/vec-1.log"}] for i, line in enumerate(lines[150:])
+    ]
+    await js.publish("logs.vec-1", json.dumps(records).encode())  # as Fluent Bit flushes
+    data = "".join(line + "\n" for line in lines).encode()
+    sub = await js.subscribe("filtered.vec-1", ordered_consumer=True)
+    events: list[dict[str, Any]] = []
+    reach = 0
+    with anyio.fail_after(30):
+        while reach < len(data):
+            msg = await sub.next_msg(timeout=30)
+            events += [json.loads(line) for line in msg.data.splitlines()]
+            reach = int((msg.headers or {}).get("Streamfilter-Next-Byte", "0"))
+    await nc.close()
+    check_covered("vec-1", data, events, [data.index(b"error: disk full")])
     assert worker.stop() == 0
 
 
