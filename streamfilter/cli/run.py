@@ -52,10 +52,16 @@ def add_send_parser(sub: Any) -> None:
     """The ``send`` subcommand's options."""
     sd = sub.add_parser(
         "send",
-        help="run a command and stream its output to a daemon's socket source as one run",
-        description="Run CMD and send its output, in a run envelope, to a running daemon; exit with CMD's status.",
+        help="run a command and stream its output, as one run, to a daemon's socket source or to NATS",
+        description="Run CMD and send its output as one run, to a daemon or to NATS workers; exit with CMD's status.",
     )
-    sd.add_argument("--socket", required=True, metavar="PATH|HOST:PORT", help="the daemon's unix or tcp source")
+    to = sd.add_mutually_exclusive_group(required=True)
+    to.add_argument("--socket", metavar="PATH|HOST:PORT", help="the daemon's unix or tcp source")
+    to.add_argument("--nats", metavar="URL", help="a NATS server (nats://HOST:PORT) that workers consume from")
+    sd.add_argument("--stream", metavar="ID", help="with --nats: the stream's id, one per run (letters, digits, _, -)")
+    sd.add_argument(
+        "--subject", default="logs", metavar="PREFIX", help="with --nats: publish to PREFIX.ID (default %(default)s)"
+    )
     sd.add_argument("-q", "--query", help="the run's query (default: the source's)")
     sd.add_argument("--run-id", metavar="ID", help="the run's id (default: random)")
     sd.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the command to run")
@@ -101,6 +107,10 @@ def _send(args: argparse.Namespace) -> int:
     if args.query is not None and not args.query.split():
         raise UsageError("--query is empty: give at least one word")
     argv = command_argv(args)
+    if args.nats is not None:
+        return _send_nats(args, argv)
+    if args.stream is not None:
+        raise UsageError("--stream goes with --nats")
     kind, where, port = parse_socket(args.socket)
 
     async def go() -> int:
@@ -111,3 +121,17 @@ def _send(args: argparse.Namespace) -> int:
         return await send_command(stream, argv, args.query, args.run_id)
 
     return anyio.run(go)
+
+
+def _send_nats(args: argparse.Namespace, argv: list[str]) -> int:
+    import anyio
+
+    from ..live.nats_link import STREAM_ID
+    from ..live.nats_send import send_to_nats
+
+    if args.stream is None:
+        raise UsageError("--nats needs --stream ID")
+    for option, value in (("--stream", args.stream), ("--subject", args.subject)):
+        if not STREAM_ID.fullmatch(value):
+            raise UsageError(f"{option} {value!r}: use letters, digits, '_' or '-' (one subject token)")
+    return anyio.run(lambda: send_to_nats([args.nats], args.stream, argv, args.query, args.run_id, args.subject))

@@ -4,17 +4,20 @@ Layout (see ``examples/streamfilter.toml``)::
 
     [defaults]            # filter and timing settings every source starts from
     query = "error failed"
-    [[source]]            # one table per source: type = "file" | "unix" | "tcp" | "stdin"
+    [[source]]            # one table per source: type = "file" | "unix" | "tcp" | "stdin" | "nats"
     name = "build"
     type = "file"
     path = "/var/log/ci/*.log"
     sinks = ["stdout"]
-    [[sink]]              # named sinks besides the built-in "stdout": type = "file" | "unix"
+    [[sink]]              # named sinks besides the built-in "stdout": type = "file" | "unix" | "nats"
     name = "archive"
     type = "file"
     path = "/var/lib/streamfilter/filtered.jsonl"
     format = "jsonl"
+    [metrics]             # a Prometheus endpoint: GET http://HOST:PORT/metrics
+    address = "127.0.0.1:9464"
 
+The ``nats`` source and sink (a pool of workers over NATS JetStream) are described in docs/fleet.md.
 Every error names the file and the dotted key (``source[2].quer``) and says what is wrong;
 unknown keys get a "did you mean" from the known ones.
 """
@@ -104,6 +107,22 @@ class SourceConfig:
         sinks: names of the sinks the source writes to.
         filter: the filter settings.
         timing: idle and poll times.
+        servers: ``nats``: the NATS server URLs (``nats://HOST:PORT``).
+        stream: ``nats``: the JetStream stream the producers' messages are kept in (made if missing).
+        subject: ``nats``: the subjects' first token: producers publish to ``SUBJECT.<stream id>``,
+            which the server's partition mapping turns into ``SUBJECT.<partition>.<stream id>``.
+        partitions: ``nats``: how many partitions the mapping has (the same number as the server's).
+        consumer: ``nats``: the durable consumers' names are ``CONSUMER-<partition>``; the leases
+            bucket is ``CONSUMER-leases``.
+        ack_wait_seconds: ``nats``: how long a message delivered to a worker that died waits before it
+            is delivered again (a live worker keeps its held messages from this with progress acks).
+        lease_seconds: ``nats``: how long a worker's claim on a partition lasts without renewal
+            (after it dies, its partitions are taken over that much later).
+        max_ack_pending: ``nats``: most messages delivered and not yet acked per partition (what
+            a worker holds in memory for it).
+        payload: ``nats``: what a message without an offset header holds: ``lines`` (whole lines; a
+            line end is added to one that lacks it, as Vector's ``text`` codec sends them) or
+            ``fluent-bit`` (Fluent Bit's JSON records, whose ``log`` or ``message`` fields are the lines).
     """
 
     name: str
@@ -118,6 +137,15 @@ class SourceConfig:
     checkpoint: bool = True
     baselines: bool = True
     sinks: tuple[str, ...] = ("stdout",)
+    servers: tuple[str, ...] = ()
+    stream: str = "STREAMFILTER"
+    subject: str = "logs"
+    partitions: int = 8
+    consumer: str = "streamfilter"
+    ack_wait_seconds: float = 30.0
+    lease_seconds: float = 10.0
+    max_ack_pending: int = 256
+    payload: str = "lines"
     filter: FilterConfig = field(default_factory=FilterConfig)
     timing: Timing = field(default_factory=Timing)
 
@@ -140,6 +168,9 @@ class SinkConfig:
         mode: permission bits of a subscriber socket.
         group: the group id a subscriber socket is given when it is made (None: the daemon's own).
         raw: ``stdout`` on a terminal: write control bytes as they are (default: escaped).
+        servers: ``nats``: the NATS server URLs.
+        stream: ``nats``: the JetStream stream the events are kept in (made if missing).
+        subject: ``nats``: each stream's events go to ``SUBJECT.<stream>``.
     """
 
     name: str
@@ -150,19 +181,35 @@ class SinkConfig:
     mode: int = 0o600
     group: int | None = None
     raw: bool = False
+    servers: tuple[str, ...] = ()
+    stream: str = "STREAMFILTER_OUT"
+    subject: str = "filtered"
 
 
 @dataclass(frozen=True, slots=True)
 class DaemonConfig:
-    """A whole daemon config: its sources and sinks, and where it came from."""
+    """A whole daemon config: its sources and sinks, where it came from, and the metrics
+    endpoint's ``HOST:PORT`` (``""``: none)."""
 
     path: str
     sources: tuple[SourceConfig, ...]
     sinks: tuple[SinkConfig, ...]
+    metrics: str = ""
 
 
 _FILTER_KEYS = {f.name: f for f in fields(FilterConfig) if f.name not in ("explain", "group_windows")}
 _TIMING_KEYS = {f.name: f for f in fields(Timing)}
+_NATS_KEYS = (
+    "servers",
+    "stream",
+    "subject",
+    "partitions",
+    "consumer",
+    "ack_wait_seconds",
+    "lease_seconds",
+    "max_ack_pending",
+    "payload",
+)
 _SOURCE_KEYS = {
     "name",
     "type",
@@ -176,6 +223,7 @@ _SOURCE_KEYS = {
     "checkpoint",
     "baselines",
     "sinks",
+    *_NATS_KEYS,
 }
 # the source keys that only some types have (a key of another type is a mistake, said as such)
 _KEY_TYPES = {
@@ -187,14 +235,23 @@ _KEY_TYPES = {
     "baselines": ("unix", "tcp"),
     "mode": ("unix",),
     "group": ("unix",),
+    **{key: ("nats",) for key in _NATS_KEYS},
 }
-_SOURCE_TYPES = ("file", "unix", "tcp", "stdin")
+_SOURCE_TYPES = ("file", "unix", "tcp", "stdin", "nats")
 _SINK_KEYS = {f.name for f in fields(SinkConfig)}
-_SINK_KEY_TYPES = {"queue_events": ("unix",), "mode": ("unix",), "group": ("unix",)}
-_SINK_TYPES = ("stdout", "file", "unix")
+_SINK_KEY_TYPES = {
+    "queue_events": ("unix",),
+    "mode": ("unix",),
+    "group": ("unix",),
+    "path": ("file", "unix"),
+    **{key: ("nats",) for key in ("servers", "stream", "subject")},
+}
+_SINK_TYPES = ("stdout", "file", "unix", "nats")
 MAX_SECONDS = 86400.0  # a day: longer timings are mistakes (milliseconds given as seconds)
 _POSITIVE = {"window_lines", "window_chars", "max_line_bytes", "top_shapes", "summary_chars", "max_keep_event_bytes"}
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+")  # a NATS subject token, stream or consumer name (no '.', '*', '>')
+MAX_PARTITIONS = 1024
 
 
 class _Checker:
@@ -337,6 +394,8 @@ def _source(
         if int(port) > 65535:
             raise check.fail(f"{key}.address", f"the port must be 0-65535, not {int(port)}")
         values["address"] = f"{host or '127.0.0.1'}:{int(port)}"
+    if kind == "nats":
+        values.update(_nats(check, table, key, source=True))
     if "start_at" in table:
         values["start_at"] = check.choice(table["start_at"], ("beginning", "end"), f"{key}.start_at")
     if "roots" in table:
@@ -361,6 +420,44 @@ def _source(
         if not values["sinks"]:
             raise check.fail(f"{key}.sinks", 'is empty: the output would go nowhere (the default is ["stdout"])')
     return SourceConfig(**values)
+
+
+def _nats(check: _Checker, table: Mapping[str, Any], key: str, source: bool) -> dict[str, Any]:
+    """The ``nats`` keys of a source or sink table, checked (``servers`` is required)."""
+    values: dict[str, Any] = {}
+    if "servers" not in table:
+        raise check.fail(f"{key}.servers", 'missing: the NATS servers, as ["nats://HOST:PORT", ...]')
+    servers = check.typed(table["servers"], list, f"{key}.servers")
+    for j, url in enumerate(servers):
+        text = check.typed(url, str, f"{key}.servers[{j}]")
+        if not re.fullmatch(r"(nats|tls)://[^\s/]+", text):
+            raise check.fail(f"{key}.servers[{j}]", f"must be nats://HOST:PORT or tls://HOST:PORT, not {text!r}")
+    if not servers:
+        raise check.fail(f"{key}.servers", "is empty: give at least one NATS server URL")
+    values["servers"] = tuple(servers)
+    for name in ("stream", "subject", "consumer"):
+        if name in table:
+            text = check.typed(table[name], str, f"{key}.{name}")
+            if not _TOKEN.fullmatch(text):
+                raise check.fail(f"{key}.{name}", f"{text!r}: use letters, digits, '_' or '-' (one subject token)")
+            values[name] = text
+    if not source:
+        return values
+    for name, low, high in (("partitions", 1, MAX_PARTITIONS), ("max_ack_pending", 1, 1 << 20)):
+        if name in table:
+            count = check.typed(table[name], int, f"{key}.{name}")
+            if not low <= count <= high:
+                raise check.fail(f"{key}.{name}", f"must be {low} to {high}, not {count}")
+            values[name] = count
+    for name in ("ack_wait_seconds", "lease_seconds"):
+        if name in table:
+            seconds = float(check.typed(table[name], (int, float), f"{key}.{name}"))
+            if not 1 <= seconds <= MAX_SECONDS:  # (NaN fails too)
+                raise check.fail(f"{key}.{name}", f"must be 1 to {MAX_SECONDS} seconds, not {table[name]!r}")
+            values[name] = seconds
+    if "payload" in table:
+        values["payload"] = check.choice(table["payload"], ("lines", "fluent-bit"), f"{key}.payload")
+    return values
 
 
 def _check_key_types(
@@ -397,13 +494,19 @@ def _sink(check: _Checker, table: Mapping[str, Any], i: int) -> SinkConfig:
     if "name" not in table:
         raise check.fail(f"{key}.name", "missing: sources refer to sinks by name")
     name = check.typed(table["name"], str, f"{key}.name")
-    kind = check.choice(table.get("type", ""), ("file", "unix"), f"{key}.type")
+    kind = check.choice(table.get("type", ""), ("file", "unix", "nats"), f"{key}.type")
     _check_key_types(check, table, kind, _SINK_KEY_TYPES, key, "sink")
     values: dict[str, Any] = {"name": name, "type": kind}
-    if "path" not in table:
-        raise check.fail(f"{key}.path", f"missing: a {kind} sink needs a path")
-    values["path"] = _path(check, table["path"], f"{key}.path")
-    if "format" in table:
+    if kind == "nats":
+        values.update(_nats(check, table, key, source=False))
+        values["format"] = "jsonl"  # events, each with its stream's position (docs/fleet.md)
+        if table.get("format", "jsonl") != "jsonl":
+            raise check.fail(f"{key}.format", f"a nats sink publishes jsonl events, not {table['format']!r}")
+    else:
+        if "path" not in table:
+            raise check.fail(f"{key}.path", f"missing: a {kind} sink needs a path")
+        values["path"] = _path(check, table["path"], f"{key}.path")
+    if "format" in table and kind != "nats":
         values["format"] = check.choice(table["format"], FORMATS, f"{key}.format")
     if "queue_events" in table:
         count = check.typed(table["queue_events"], int, f"{key}.queue_events")
@@ -440,7 +543,12 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
     # (a table's first; and every unknown key of it); what refers to a table in error is not checked
     errors: list[str] = []
     try:
-        check.known(doc, {"defaults", "source", "sink"}, "")
+        check.known(doc, {"defaults", "source", "sink", "metrics"}, "")
+    except ConfigError as exc:
+        errors.append(str(exc))
+    metrics = ""
+    try:
+        metrics = _metrics(check, doc.get("metrics"))
     except ConfigError as exc:
         errors.append(str(exc))
     base, timing, shared = FilterConfig(), Timing(), {}
@@ -493,7 +601,22 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
     if sum(s.type == "stdin" for s in sources) > 1:
         raise check.fail("source", "stdin can be read by one source only")
     _check_conflicts(check, sources, sinks)
-    return DaemonConfig(name, tuple(sources), tuple(sinks))
+    return DaemonConfig(name, tuple(sources), tuple(sinks), metrics)
+
+
+def _metrics(check: _Checker, value: object) -> str:
+    """The ``[metrics]`` table's ``address`` as ``HOST:PORT`` (default host 127.0.0.1), or ``""`` without one."""
+    if value is None:
+        return ""
+    table = check.table(value, "metrics")
+    check.known(table, {"address"}, "metrics")
+    if "address" not in table:
+        raise check.fail("metrics.address", 'missing: where /metrics is served, as "HOST:PORT"')
+    address = check.typed(table["address"], str, "metrics.address")
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise check.fail("metrics.address", f"must be HOST:PORT or :PORT with a port 0-65535, not {address!r}")
+    return f"{host.strip('[]') or '127.0.0.1'}:{int(port)}"
 
 
 def _check_sink_names(check: _Checker, names: tuple[str, ...], key: str, sinks: list[SinkConfig]) -> None:

@@ -32,8 +32,9 @@ from .expand import state_dir
 from .files import FileSource
 from .sinks import Sink, StdoutSink, open_sink
 from .sockets import serve_socket_source
-from .stream import LiveStream, Totals, archived_stream
+from .stream import LiveStream, archived_stream
 from .systemd import Notifier, listen_fds
+from .totals import Totals
 from .unix import SocketInUseError, bind_unix
 
 __all__ = ("run_daemon",)
@@ -131,7 +132,7 @@ async def _socket_source(
 
 def _streams_at_once(source: SourceConfig) -> bool:
     """Whether ``source`` may have several streams: a socket's connections, a glob's files."""
-    return source.type in ("unix", "tcp") or (source.type == "file" and glob.has_magic(source.path))
+    return source.type in ("unix", "tcp", "nats") or (source.type == "file" and glob.has_magic(source.path))
 
 
 async def _stdin_source(
@@ -213,8 +214,14 @@ class _Running:
         used = {name for s in self.config.sources for name in s.sinks}
         for sink_config in self.config.sinks:
             if sink_config.name in used:
+                if sink_config.type == "nats":
+                    from .nats_sink import NatsSink  # (nats-py loads only for a config that has one)
+
+                    nats = self.sinks[sink_config.name] = NatsSink(sink_config)
+                    await nats.start()
+                    continue
                 try:
-                    self.sinks[sink_config.name] = await open_sink(sink_config, sinks_tg)
+                    self.sinks[sink_config.name] = await open_sink(sink_config, sinks_tg, self.totals)
                 except OSError as exc:
                     raise StreamfilterError(
                         f"sink {sink_config.name!r}: cannot open {sink_config.path}: {exc.strerror or exc}"
@@ -240,6 +247,10 @@ class _Running:
                 elif source.type in ("unix", "tcp"):
                     inherited = self.inherited.get(source.name)
                     await tg.start(_socket_source, source, sinks, tg, self.totals, inherited)
+                elif source.type == "nats":
+                    from .nats_source import serve_nats_source  # (nats-py loads only for a config that has one)
+
+                    await tg.start(serve_nats_source, source, sinks, self.totals)
                 else:
                     await tg.start(_stdin_source, source, sinks, self.totals)
             get_logger().info("daemon.ready", config=self.config.path, sources=len(self.config.sources))
@@ -260,14 +271,31 @@ async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> i
     reload, ``STOPPING=1`` before draining; unix and TCP sources take the listening sockets
     systemd passes whose ``FileDescriptorName=`` is the source's name.
 
+    With ``[metrics]``, ``/metrics`` is served on its address from the start to the end.
+
     Raises:
         StreamfilterError: a source or sink could not be opened at start-up (the message
-            names it, its path or address, and why; ``SocketInUseError`` for a taken socket).
+            names it, its path or address, and why; ``SocketInUseError`` for a taken socket),
+            or the metrics address cannot be listened on.
     """
+    totals = Totals()
+    if not config.metrics:
+        return await _run(config, stop, totals)
+    from .metrics import MetricsServer  # (prometheus-client loads only for a config that has it)
+
+    # a change of [metrics] takes a restart: a reload keeps the endpoint
+    metrics = MetricsServer(config.metrics, totals)
+    get_logger().info("metrics.serving", address=metrics.address, path="/metrics")
+    try:
+        return await _run(config, stop, totals)
+    finally:
+        metrics.close()
+
+
+async def _run(config: DaemonConfig, stop: anyio.Event | None, totals: Totals) -> int:
     log = get_logger()
     notifier = Notifier()
     inherited = listen_fds()
-    totals = Totals()
     send, signals = anyio.create_memory_object_stream[int](8)
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
         async with anyio.create_task_group() as tg:

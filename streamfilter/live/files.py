@@ -54,7 +54,8 @@ from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, ReadPosition, f
 from .config import SourceConfig, glob_directory
 from .expand import ref_of
 from .sinks import Sink
-from .stream import LiveStream, Totals
+from .stream import LiveStream
+from .totals import Totals
 
 __all__ = ("PSEUDO_FILES", "FileFollower", "FileSource", "LeftFiles")
 

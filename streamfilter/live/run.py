@@ -56,13 +56,18 @@ __all__ = (
     "CommandError",
     "Tee",
     "capture_command",
+    "command_text",
+    "filtered_here",
+    "forward_signals",
     "not_started_event",
     "output_file",
     "parse_socket",
+    "pump",
     "report_run",
     "run_budgeted",
     "run_command",
     "send_command",
+    "start_command",
 )
 
 READ_BYTES = 1 << 16
@@ -88,7 +93,7 @@ class CommandError(StreamfilterError):
         self.exit_code = exit_code
 
 
-async def _start(
+async def start_command(
     argv: Sequence[str], separate: bool, into: BinaryIO | None = None, cwd: str | None = None, detached: bool = False
 ) -> Process:
     """Start ``argv`` in ``cwd``, its output to pipes, or (``into``) straight to that file, stderr
@@ -125,7 +130,9 @@ def _terminal_sent_it() -> bool:
         os.close(fd)
 
 
-async def _forward_signals(process: Process, received: anyio.Event | None = None) -> None:
+async def forward_signals(process: Process, received: anyio.Event | None = None) -> None:
+    """Pass SIGINT, SIGTERM and SIGHUP on to ``process`` until cancelled (a terminal's SIGINT, which
+    reached it already, not twice); ``received`` is set at the first."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async for signum in signals:
             if received is not None:
@@ -145,7 +152,7 @@ async def _stop_reading_after_a_stop(process: Process, received: anyio.Event, pu
         pumps.cancel()
 
 
-async def _pump(live: LiveStream, pipe: ByteReceiveStream, tee: Tee | None) -> None:
+async def pump(live: LiveStream, pipe: ByteReceiveStream, tee: Tee | None) -> None:
     """Feed ``pipe`` into ``live`` until EOF, settling when the command pauses."""
     while True:
         due = live.due()
@@ -211,11 +218,11 @@ async def run_command(
     sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
     sink.shared = separate  # text then labels each switch between stdout and stderr
     name = os.path.basename(argv[0])
-    command = _command_text(argv)
+    command = command_text(argv)
     source = _command_source(name, config)
     green = _green_run(baselines, argv)
     try:
-        process = await _start(argv, separate)
+        process = await start_command(argv, separate)
     except CommandError as exc:
         await sink.send(
             marker_event(fmt, name, f"{command}: {exc.reason} (status {exc.exit_code})", "exit", status=exc.exit_code)
@@ -239,10 +246,10 @@ async def run_command(
         streams.append(live)
     received = anyio.Event()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_forward_signals, process, received)
+        tg.start_soon(forward_signals, process, received)
         async with anyio.create_task_group() as pumps:
             for live, (_, pipe) in zip(streams, pipes, strict=True):
-                pumps.start_soon(_pump, live, pipe, tee)
+                pumps.start_soon(pump, live, pipe, tee)
             pumps.start_soon(_stop_reading_after_a_stop, process, received, pumps.cancel_scope)
         returncode = await process.wait()
         tg.cancel_scope.cancel()
@@ -339,11 +346,11 @@ async def capture_command(argv: Sequence[str], path: Path, cwd: str | None = Non
     except OSError as exc:
         raise StreamfilterError(f"cannot write {path}: {exc.strerror or exc}") from None
     with into:
-        process = await _start(argv, separate=False, into=into, cwd=cwd, detached=detached)
+        process = await start_command(argv, separate=False, into=into, cwd=cwd, detached=detached)
     try:
         async with anyio.create_task_group() as tg:
             if not detached:
-                tg.start_soon(_forward_signals, process)
+                tg.start_soon(forward_signals, process)
             returncode = await process.wait()
             tg.cancel_scope.cancel()
     except BaseException:
@@ -411,7 +418,7 @@ def run_budgeted(
 
 def not_started_event(argv: Sequence[str], error: CommandError, fmt: str) -> bytes:
     """The status line (or JSONL ``exit`` event) of a command that could not be started."""
-    text = f"{_command_text(argv)}: {error.reason} (status {error.exit_code})"
+    text = f"{command_text(argv)}: {error.reason} (status {error.exit_code})"
     return marker_event(fmt, os.path.basename(argv[0]), text, "exit", status=error.exit_code)
 
 
@@ -448,7 +455,7 @@ def report_run(
     """
     from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
 
-    name, command = os.path.basename(argv[0]), _command_text(argv)
+    name, command = os.path.basename(argv[0]), command_text(argv)
     tail = config.tail_lines if returncode != 0 else success_tail
     baseline, collector = (green.baseline, green.collector) if green is not None else (None, None)
     done = filter_input(
@@ -490,7 +497,7 @@ async def send_command(
         replies.start_soon(link.read_replies)
         await link.send(control_line("run-start", **start))
         try:
-            process = await _start(argv, separate=False)
+            process = await start_command(argv, separate=False)
         except CommandError as exc:
             await link.send(control_line("run-end", run=run, nonce=nonce, status=exc.exit_code))
             replies.cancel_scope.cancel()
@@ -499,7 +506,7 @@ async def send_command(
         ended_with_newline = True
         stopped = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_forward_signals, process, stopped)
+            tg.start_soon(forward_signals, process, stopped)
             tg.start_soon(_give_up_after_a_stop, link, stopped)
             while True:
                 try:
@@ -509,7 +516,7 @@ async def send_command(
                 handed = await link.send(data, output=True)
                 if link.lost is not None:
                     here = await _filter_the_rest(link, argv, query, b"" if handed else data)
-                    await _pump(here, process.stdout, None)
+                    await pump(here, process.stdout, None)
                     break
                 ended_with_newline = data.endswith(b"\n")
             returncode = await process.wait()
@@ -528,7 +535,7 @@ async def send_command(
         replies.cancel_scope.cancel()
     if here is not None:
         await here.end(here.filter.config.tail_lines if returncode != 0 else SUCCESS_TAIL_LINES)
-        await here.marker(exit_text(_command_text(argv), returncode), "exit", status=status_of(returncode))
+        await here.marker(exit_text(command_text(argv), returncode), "exit", status=status_of(returncode))
     if link.lost is not None:
         sys.stderr.write(
             f"streamfilter: warning: the daemon connection was lost ({link.lost}); "
@@ -548,7 +555,7 @@ async def _give_up_after_a_stop(link: _Link, stopped: anyio.Event) -> None:
 async def _filter_the_rest(link: _Link, argv: Sequence[str], query: str | None, unsent: bytes) -> LiveStream:
     """A stream filtered here, fed what the daemon did not read of CMD's output so far (``_Link.rest``)
     and ``unsent``, the bytes that were not handed to the connection."""
-    here = _filtered_here(argv, query)
+    here = filtered_here(argv, query)
     byte, line, replay = link.rest()
     await here.marker(
         f"the daemon connection was lost ({link.lost}); the output from byte {byte} on "
@@ -578,7 +585,7 @@ def _save(green: GreenRun) -> None:
         sys.stderr.write(f"streamfilter: warning: cannot store this run's baseline in {where}: {why}\n")
 
 
-def _command_text(argv: Sequence[str]) -> str:
+def command_text(argv: Sequence[str]) -> str:
     """CMD as the exit status line names it: printable, at most 80 characters."""
     command = printable(shlex.join(argv))
     return command if len(command) <= 80 else command[:77] + "..."
@@ -589,7 +596,7 @@ def _command_source(name: str, config: FilterConfig) -> SourceConfig:
     return SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
 
 
-def _filtered_here(argv: Sequence[str], query: str | None) -> LiveStream:
+def filtered_here(argv: Sequence[str], query: str | None) -> LiveStream:
     """A stream filtered to this process's stdout as ``run`` does, for the output ``send`` could not send."""
     name = os.path.basename(argv[0])
     source = _command_source(name, FilterConfig(query=query) if query else FilterConfig())

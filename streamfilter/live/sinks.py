@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import time
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import anyio
 from anyio.abc import SocketStream, TaskGroup
@@ -23,9 +23,10 @@ from ..core.errors import StreamfilterError
 from ._logging import get_logger
 from .config import SinkConfig
 from .expand import TextRefs
+from .totals import Totals
 from .unix import bind_unix
 
-__all__ = ("FileSink", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
+__all__ = ("FileSink", "Positioned", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
 
 LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last line
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
@@ -43,6 +44,16 @@ def escape_controls(data: bytes) -> bytes:
 def escape_control_text(text: str) -> bytes:
     r"""``escape_controls`` of text already decoded (invalid bytes as ``\xNN``), as UTF-8 bytes."""
     return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", text).encode("utf-8")
+
+
+class Positioned(Protocol):
+    """A stream as a sink sees it: its name, and where its written output ends (``LiveStream``)."""
+
+    source: str
+
+    def position(self) -> dict[str, str]:
+        """``next-byte``, ``next-line`` and, inside a line, ``rest-line`` and ``rest-kept``."""
+        ...
 
 
 class Sink:
@@ -74,6 +85,11 @@ class Sink:
         """Write ``data`` (whole rendered events), waiting while the sink is full."""
         raise NotImplementedError
 
+    async def send_from(self, stream: Positioned, data: bytes, key: str) -> None:
+        """``send`` the output of ``stream``; ``key`` names it within the stream (``START-END``, the
+        byte range of the runs in it, or ``EVENT@OFFSET``), for a sink that de-duplicates (nats)."""
+        await self.send(data)
+
     async def aclose(self) -> None:
         """Flush and release the sink."""
 
@@ -90,10 +106,12 @@ class StdoutSink(Sink):
     Args:
         config: the sink's settings.
         out: the binary stream (default ``sys.stdout.buffer``).
+        totals: where a pause of reading (a write blocked ``BLOCKED_SECONDS``) is counted.
     """
 
-    def __init__(self, config: SinkConfig, out: BinaryIO | None = None) -> None:
+    def __init__(self, config: SinkConfig, out: BinaryIO | None = None, totals: Totals | None = None) -> None:
         super().__init__(config)
+        self._totals = totals
         if out is None and sys.stdout is None:
             raise StreamfilterError("cannot write output: standard output is closed")
         self._out = out if out is not None else sys.stdout.buffer
@@ -116,6 +134,8 @@ class StdoutSink(Sink):
             if self._blocked_since is not None:
                 waited = round(time.monotonic() - self._blocked_since, 3)
                 get_logger().info("reading.resumed", sink=self.name, blocked_seconds=waited)
+                if self._totals is not None:
+                    self._totals.paused(self.name, "sink", waited)
                 self._blocked_since = None
 
     async def _report_blocked(self) -> None:
@@ -261,14 +281,15 @@ class SubscriberSink(Sink):
                 pass
 
 
-async def open_sink(config: SinkConfig, task_group: TaskGroup) -> Sink:
-    """The sink ``config`` describes, ready to send to.
+async def open_sink(config: SinkConfig, task_group: TaskGroup, totals: Totals | None = None) -> Sink:
+    """The sink ``config`` describes, ready to send to (pauses counted in ``totals``); not a
+    ``nats`` sink (``nats_sink.NatsSink``, loaded only for a config that has one).
 
     Raises:
         OSError, SocketInUseError: a file or socket that cannot be opened or bound.
     """
     if config.type == "stdout":
-        return StdoutSink(config)
+        return StdoutSink(config, totals=totals)
     if config.type == "file":
         return FileSink(config)
     sink = SubscriberSink(config, task_group)

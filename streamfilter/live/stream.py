@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 
 import anyio
@@ -25,8 +26,9 @@ from ._logging import log_notices
 from .config import SourceConfig, Timing
 from .expand import Archive, archive_refs
 from .sinks import Sink
+from .totals import COUNTS, Totals
 
-__all__ = ("ArchivedStream", "LiveStream", "Totals", "archived_stream", "marker_event")
+__all__ = ("ArchivedStream", "LiveStream", "archived_stream", "marker_event")
 
 RefMaker = Callable[[Run], str]
 
@@ -36,36 +38,6 @@ DROP_SUMMARY_SECONDS = 1.0
 # the rest of a line let out early comes out at most this often until its end (a line written a
 # byte at a time is a few runs, not one a byte)
 REST_SECONDS = 1.0
-
-
-class Totals:
-    """Lines in, kept and dropped per source, over all its streams (for ``STATUS=`` and logs)."""
-
-    def __init__(self) -> None:
-        self.by_source: dict[str, list[int]] = {}
-        self.connections: dict[str, int] = {}  # per socket source, over reloads
-
-    def next_connection(self, source: str) -> int:
-        """The number of ``source``'s next connection (1, 2, ...; a reload does not start again at 1)."""
-        self.connections[source] = self.connections.get(source, 0) + 1
-        return self.connections[source]
-
-    def add(self, source: str, lines: int, kept: int, dropped: int) -> None:
-        """Add counts (in lines) to ``source``'s totals."""
-        row = self.by_source.setdefault(source, [0, 0, 0])
-        row[0] += lines
-        row[1] += kept
-        row[2] += dropped
-
-    def describe(self) -> str:
-        """One line: ``NAME: N lines in, K kept, D dropped; ...``, or ``no input yet``."""
-        return (
-            "; ".join(
-                f"{name}: {n} line{'s' * (n != 1)} in, {k} kept, {d} dropped"
-                for name, (n, k, d) in self.by_source.items()
-            )
-            or "no input yet"
-        )
 
 
 def marker_event(fmt: str, source: str, text: str, event: str = "marker", **facts: object) -> bytes:
@@ -136,7 +108,9 @@ class LiveStream:
         self._ended = False
         self._totals = totals
         self._totals_key = totals_key or source
-        self._counted = (0, 0, 0)
+        self._counted = (0,) * len(COUNTS)
+        self._fed_byte = start_byte  # stream offset just past the last byte fed
+        self._arrived: deque[tuple[int, float]] = deque()  # (end offset, time) of chunks not yet all written
         self.extra = extra
         self._hold = config.tail_lines if hold_tail else 0
         self.on_written: Callable[[], None] | None = None
@@ -156,6 +130,9 @@ class LiveStream:
         if b"\n" in chunk:
             self._partial_out = False
         self._fed_ends_line = chunk.endswith(b"\n")
+        self._fed_byte += len(chunk)
+        if self._totals is not None:
+            self._arrived.append((self._fed_byte, self._last))
         await self._write(self.filter.feed(chunk))
         if self._last >= self._since + self.timing.max_delay_seconds:
             self._unsettled = False
@@ -210,13 +187,17 @@ class LiveStream:
         await self._end_open_line()
 
     async def marker(self, text: str, event: str = "marker", **facts: object) -> None:
-        """Write a visible note to every sink (JSONL: an object with ``event``)."""
+        """Write a visible note to every sink (JSONL: an object with ``event``); an ``exit`` note
+        (a command's run ended, its ``status`` in ``facts``) is counted in the totals."""
+        if event == "exit" and self._totals is not None:
+            status = facts.get("status")
+            self._totals.run_ended(self._totals_key, status if isinstance(status, int) else None)
         for sink in self.sinks:
             # any stream's unterminated line, this one's too, is ended before the note
             line_end = b"\n" if sink.open_line is not None else b""
             sink.open_line = None
             note = marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts)
-            await sink.send(line_end + self._label(sink) + note)
+            await sink.send_from(self, line_end + self._label(sink) + note, f"{event}@{self.emitted_byte}")
 
     async def end(self, tail_lines: int | None = None) -> None:
         """End of the stream: decide and write everything, then the JSONL end event.
@@ -230,13 +211,28 @@ class LiveStream:
         await self._end_open_line()
         for sink in self.sinks:
             if sink.format == "jsonl":
-                await sink.send(end_event(self.filter.stats, self.source, self.extra))
+                await sink.send_from(self, end_event(self.filter.stats, self.source, self.extra), "end")
+
+    async def settle(self) -> None:
+        """Decide and write the complete lines held, as a pause would, the stream going on
+        elsewhere (a NATS stream handed to another worker): its open DROP run is closed, its
+        unterminated last line (and a run's last ``tail_lines``) left undecided."""
+        await self._write(self.filter.settle(hold_lines=self._hold))
+
+    def position(self) -> dict[str, str]:
+        """Where the written output ends, for a reader to go on from: ``next-byte``, ``next-line``
+        and, when it ends inside a line, ``rest-line`` and ``rest-kept`` (``1`` or ``0``)."""
+        out = {"next-byte": str(self.emitted_byte), "next-line": str(self.emitted_line)}
+        inside = self.written_inside_line
+        if inside is not None:
+            out["rest-line"], out["rest-kept"] = str(inside[0]), str(int(inside[1]))
+        return out
 
     async def _end_open_line(self) -> None:
         for sink in self.sinks:
             if sink.open_line is self:
                 sink.open_line = None
-                await sink.send(b"\n")
+                await sink.send_from(self, b"\n", f"line-end@{self.emitted_byte}")
 
     def _ref(self, sink: Sink, run: Run) -> str:
         """The ref of ``run`` as ``sink`` writes it (``Sink.text_refs``)."""
@@ -271,11 +267,17 @@ class LiveStream:
             self._drop_since = time.monotonic()
         if self._totals is not None:  # lines in count as they come, also while a DROP run stays open
             stats = self.filter.stats
-            now = (stats.lines, stats.kept_lines, stats.dropped_lines)
-            self._totals.add(self._totals_key, *(a - b for a, b in zip(now, self._counted, strict=True)))
+            now = tuple(getattr(stats, name) for name in COUNTS)
+            self._totals.add(self._totals_key, [a - b for a, b in zip(now, self._counted, strict=True)])
             self._counted = now
         if not runs:
             return
+        # the position moves before the sinks are written: a sink that records it (nats) writes
+        # the position its output reaches
+        self.emitted_line = runs[-1].last_line + 1
+        self.emitted_byte = runs[-1].end_byte
+        self._last_kept = runs[-1].decision == "keep"
+        key = f"{runs[0].start_byte}-{runs[-1].end_byte}"
         rendered: dict[str, bytes] = {}
         # shielded: a stop arriving mid-write must not leave one sink with runs another lacks
         with anyio.CancelScope(shield=True):
@@ -290,10 +292,11 @@ class LiveStream:
                 if sink.format == "text":
                     data = self._line_start(sink) + data
                     sink.open_line = self if not data.endswith(b"\n") else None
-                await sink.send(data)
-        self.emitted_line = runs[-1].last_line + 1
-        self.emitted_byte = runs[-1].end_byte
-        self._last_kept = runs[-1].decision == "keep"
+                await sink.send_from(self, data, key)
+        if self._totals is not None:
+            done = time.monotonic()
+            while self._arrived and self._arrived[0][0] <= self.emitted_byte:
+                self._totals.decided(self._totals_key, done - self._arrived.popleft()[1])
         if self.on_written is not None:
             self.on_written()
 

@@ -286,6 +286,8 @@ def test_the_defaults_in_the_daemon_reference_are_the_loaders(tmp_path: Path) ->
     files, sockets = config["sources"]
     checked = 0
     for (table, key), (types, cell) in _documented_keys().items():
+        if types and not types & {"file", "unix"}:  # (a nats key: this config has no nats source or sink)
+            continue
         if table == "sink":
             values = config["sinks"][1]  # (0 is the built-in stdout)
         else:

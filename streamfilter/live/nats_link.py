@@ -1,0 +1,107 @@
+"""What the NATS source, sink and ``send --nats`` share: the connection, the JetStream streams
+they make when missing, and the names of the headers (docs/fleet.md describes the layout).
+
+A producer publishes a stream's bytes to ``SUBJECT.<stream id>``; the server's partition mapping
+(``mappings = {"SUBJECT.*": "SUBJECT.{{partition(N,1)}}.{{wildcard(1)}}"}``) puts each message on
+``SUBJECT.<partition>.<stream id>``, kept in a work-queue stream until a worker acks it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import RetentionPolicy, StreamConfig
+
+from ..core.errors import StreamfilterError
+from ._logging import get_logger
+
+__all__ = (
+    "CONTROL",
+    "OFFSET",
+    "POSITION",
+    "RUN",
+    "STREAM_ID",
+    "connect",
+    "ensure_stream",
+    "subject_token",
+)
+
+OFFSET = "Streamfilter-Offset"  # a data message: the stream offset of its first byte (decimal)
+CONTROL = "Streamfilter-Control"  # a control message: run-start or run-end (its fields in a JSON body)
+RUN = "Streamfilter-Run"  # a data message of a run: its id (the data waits for the run's start)
+POSITION = "Streamfilter-"  # + Next-Byte, Next-Line, Rest-Line, Rest-Kept, Seq, Run, Ended: on output
+STREAM_ID = re.compile(r"[A-Za-z0-9_-]+")  # a stream id is one subject token
+CONNECT_SECONDS = 5.0
+
+
+def subject_token(name: str) -> str:
+    """``name`` as one subject token: every character but letters, digits, ``_`` and ``-`` as ``_``."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "_"
+
+
+async def connect(servers: Sequence[str], name: str) -> Client:
+    """A connection to the first of ``servers`` that answers; once made, it reconnects by itself
+    whenever it is lost (logged as ``nats.disconnected`` and ``nats.reconnected``).
+
+    Raises:
+        StreamfilterError: none of the servers answered (each is tried twice, 2 s apart).
+    """
+    log = get_logger().bind(connection=name)
+
+    async def disconnected() -> None:
+        log.info("nats.disconnected")
+
+    async def reconnected() -> None:
+        log.info("nats.reconnected")
+
+    async def error(exc: Exception) -> None:
+        log.warning("nats.error", error=str(exc) or type(exc).__name__)
+
+    try:
+        client = await nats.connect(
+            servers=list(servers),
+            name=name,
+            connect_timeout=CONNECT_SECONDS,
+            allow_reconnect=True,
+            max_reconnect_attempts=1,  # (at the start: each server tried twice, then an error)
+            disconnected_cb=disconnected,
+            reconnected_cb=reconnected,
+            error_cb=error,
+        )
+        # once connected, a lost connection is tried again for good (nats-py reads its options then)
+        client.options["max_reconnect_attempts"] = -1
+        return client
+    except (OSError, TimeoutError, nats.errors.Error) as exc:
+        raise StreamfilterError(
+            f"cannot connect to NATS at {', '.join(servers)}: {exc or type(exc).__name__}"
+        ) from None
+
+
+async def ensure_stream(js: JetStreamContext, name: str, subjects: list[str], work_queue: bool) -> None:
+    """Make the JetStream stream ``name`` on ``subjects`` unless it exists (an existing one is left
+    as it is: its operator may have set limits or replicas). A work queue keeps each message until
+    it is acked; otherwise messages stay within the server's limits.
+
+    Raises:
+        StreamfilterError: the server has no JetStream, or refuses the stream (say, another stream
+            has those subjects).
+    """
+    try:
+        await js.stream_info(name)
+        return
+    except nats.js.errors.NotFoundError:
+        pass
+    except (TimeoutError, nats.errors.NoRespondersError):
+        raise StreamfilterError("the NATS server does not answer JetStream requests: is JetStream enabled?") from None
+    retention = RetentionPolicy.WORK_QUEUE if work_queue else RetentionPolicy.LIMITS
+    try:
+        await js.add_stream(StreamConfig(name=name, subjects=subjects, retention=retention, duplicate_window=120.0))
+    except nats.js.errors.APIError as exc:
+        raise StreamfilterError(f"cannot make the JetStream stream {name} on {', '.join(subjects)}: {exc}") from None
+    get_logger().info("nats.stream_made", stream=name, subjects=subjects, work_queue=work_queue)

@@ -1,0 +1,139 @@
+"""``streamfilter send --nats URL --stream ID -- CMD``: a command's output published as one run.
+
+Messages go to ``SUBJECT.ID`` (the server's partition mapping places them, docs/fleet.md): first a
+``run-start`` control message (the run's id, command, directory and query, as in a socket's run
+envelope), then CMD's output as it comes, each chunk with its byte offset in ``Streamfilter-Offset``,
+then ``run-end`` with CMD's exit status at the offset where the output ends. Each publish waits for
+the server's ack; ``Nats-Msg-Id`` is the stream, run and offset, so a publish repeated after a lost
+ack is stored once. If the server goes away for good mid-run, CMD still runs to its end and the rest
+of its output is filtered here, as ``send`` does when a daemon's socket goes away.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import sys
+import uuid
+from collections.abc import Sequence
+
+import anyio
+import nats.errors
+import nats.js.errors
+from nats.js import JetStreamContext
+
+from ..core.errors import StreamfilterError
+from .envelope import SUCCESS_TAIL_LINES, exit_text, status_of
+from .nats_link import CONTROL, OFFSET, RUN, connect
+from .run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
+from .stream import LiveStream
+
+__all__ = ("send_to_nats",)
+
+READ_BYTES = 1 << 16  # at most this much output a message (NATS' default max_payload is 1 MiB)
+PUBLISH_SECONDS = 5.0  # one try's wait for the server's ack
+TRIES = 6  # a publish tried this often (a reconnect in between) before the server is given up
+
+
+class _Lost(Exception):
+    """The server did not take a message in ``TRIES`` tries."""
+
+
+async def _publish(js: JetStreamContext, subject: str, data: bytes, headers: dict[str, str]) -> None:
+    for attempt in range(TRIES):
+        try:
+            await js.publish(subject, data, timeout=PUBLISH_SECONDS, headers=headers)
+            return
+        except nats.js.errors.NoStreamResponseError:
+            raise StreamfilterError(
+                f"no JetStream stream takes {subject}: is the server's partition mapping set and a worker "
+                "started (docs/fleet.md)?"
+            ) from None
+        except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
+            if attempt == TRIES - 1:
+                raise _Lost(str(exc) or type(exc).__name__) from None
+            await anyio.sleep(0.5 * (attempt + 1))
+
+
+async def send_to_nats(
+    servers: Sequence[str],
+    stream_id: str,
+    argv: Sequence[str],
+    query: str | None = None,
+    run_id: str | None = None,
+    subject: str = "logs",
+) -> int:
+    """Run ``argv`` and publish its merged output as stream ``stream_id``; return its exit status.
+
+    Raises:
+        CommandError: CMD cannot be started (after a run-end with status 127 or 126 is published).
+        StreamfilterError: the servers cannot be reached, or no stream takes the subject.
+    """
+    nc = await connect(servers, f"streamfilter send {stream_id}")
+    js = nc.jetstream()
+    target = f"{subject}.{stream_id}"
+    run = run_id or uuid.uuid4().hex[:12]
+    start: dict[str, object] = {"run": run, "command": shlex.join(argv), "cwd": os.getcwd()}
+    if query:
+        start["query"] = query
+
+    def control(kind: str, offset: int) -> dict[str, str]:
+        return {CONTROL: kind, OFFSET: str(offset), "Nats-Msg-Id": f"{stream_id}:{run}:{kind}"}
+
+    here: LiveStream | None = None  # the rest of the output, once the server is gone
+    lost = ""
+    offset = 0
+    try:
+        try:
+            await _publish(js, target, json.dumps({"type": "run-start", **start}).encode(), control("run-start", 0))
+        except _Lost as exc:
+            raise StreamfilterError(f"cannot publish to {target}: {exc}") from None
+        try:
+            process = await start_command(argv, separate=False)
+        except CommandError as exc:
+            failed = json.dumps({"type": "run-end", "run": run, "status": exc.exit_code}).encode()
+            with contextlib.suppress(_Lost):  # (the error says what matters)
+                await _publish(js, target, failed, control("run-end", 0))
+            raise
+        assert process.stdout is not None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forward_signals, process)
+            while True:
+                try:
+                    data = await process.stdout.receive(READ_BYTES)
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    break
+                try:
+                    headers = {OFFSET: str(offset), RUN: run, "Nats-Msg-Id": f"{stream_id}:{run}:{offset}"}
+                    await _publish(js, target, data, headers)
+                except _Lost as exc:
+                    lost = str(exc)
+                    here = filtered_here(argv, query)
+                    await here.marker(
+                        f"the NATS server was lost ({lost}); the output from byte {offset} on is filtered here"
+                    )
+                    await here.feed(data)
+                    await pump(here, process.stdout, None)
+                    break
+                offset += len(data)
+            returncode = await process.wait()
+            tg.cancel_scope.cancel()
+        await process.aclose()
+        if here is None:
+            end = json.dumps({"type": "run-end", "run": run, "status": status_of(returncode)}).encode()
+            try:
+                await _publish(js, target, end, control("run-end", offset))
+            except _Lost as exc:
+                sys.stderr.write(f"streamfilter: warning: the run's end (status) could not be published: {exc}\n")
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(PUBLISH_SECONDS):
+            await nc.close()
+    if here is not None:
+        await here.end(here.filter.config.tail_lines if returncode != 0 else SUCCESS_TAIL_LINES)
+        await here.marker(exit_text(command_text(argv), returncode), "exit", status=status_of(returncode))
+        sys.stderr.write(
+            f"streamfilter: warning: the NATS server was lost ({lost}); output from byte {offset} on was not sent\n"
+        )
+    return status_of(returncode)

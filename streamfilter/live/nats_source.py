@@ -1,0 +1,692 @@
+"""The ``nats`` source: a pool of workers, each filtering the streams of the partitions it holds.
+
+Layout (docs/fleet.md): a producer publishes stream ``ID``'s bytes to ``SUBJECT.ID``; the server's
+partition mapping puts them on ``SUBJECT.<p>.ID`` in the work-queue stream ``STREAM``. Partition
+``p`` has one durable push consumer, ``CONSUMER-p``, and one owner at a time: the worker holding the
+lease ``partition.<p>`` in the key-value bucket ``CONSUMER-leases`` (its keys expire
+``lease_seconds`` after their last renewal; every worker renews its own a third of that apart, on
+a thread of its own (``nats_leases``), and writes ``workers.<id>`` beside them). Each worker holds
+about its share of the partitions (their number over the workers alive, rounded up): it claims
+free ones up to its share and hands back those above it, so a worker that starts takes some over
+and one that dies leaves its leases to expire and be claimed by the others. A worker takes a
+partition as lost, and writes nothing more for it, once its lease could have expired (a renewal
+that did not come back in time): see ``_Worker.lose``.
+
+A message is a chunk of one stream's bytes with its offset in the ``Streamfilter-Offset`` header,
+or a control message (``Streamfilter-Control: run-start`` or ``run-end``, its fields a JSON body
+as in a socket's run envelope, at the offset where it applies). A message without the header holds
+whole lines (``payload``: ``lines`` or Fluent Bit's JSON records), placed after the stream's bytes
+so far. Each stream is a ``LiveStream`` of its own; bytes before the offset the stream has reached
+(a message delivered again) are skipped, and a message that comes before its turn waits for it (a
+run's data, ``Streamfilter-Run``, waits for its run-start too). One stream decides at a time.
+
+A message is acked once every byte it carried is decided and written to the sinks; until then a
+progress ack every third of ``ack_wait_seconds`` keeps it from being delivered again. A stream new
+to this worker goes on from where its output ends, read from the last event of its subject in the
+source's nats sink (``NatsSink.last_position``): what a crash left unacked is delivered again to the
+new owner and its bytes up to there skipped, and a ``resumed`` event says where the stream went on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import time
+import zlib
+from collections import OrderedDict, deque
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+import nats.errors
+import nats.js.errors
+from anyio.abc import TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig
+from nats.js.kv import KeyValue
+
+from ._logging import get_logger
+from .config import SourceConfig
+from .envelope import SUCCESS_TAIL_LINES, printable
+from .expand import archive_refs
+from .nats_leases import Lease, LeaseKeeper
+from .nats_link import CONTROL, OFFSET, RUN, connect, ensure_stream
+from .nats_sink import NatsSink
+from .sinks import Sink
+from .stream import ArchivedStream
+from .totals import Totals
+
+__all__ = ("LeaseExpired", "NatsStream", "message_lines", "serve_nats_source")
+
+TAKE_MESSAGES = 256  # most messages a stream takes at once (fed as one chunk: a loaded worker batches)...
+# ...and about the most bytes: a feed keeps the event loop for its time, while the server's writes
+# to a connection that is not read pile up (past its max_pending, 64 MiB, it drops the connection)
+TAKE_BYTES = 1 << 20
+QUEUE_MESSAGES = 64  # per stream: messages handed to it and not yet taken (the fetch waits past that)
+EVICT_SECONDS = 300.0  # a stream quiet this long is written out (its last line ended) and forgotten
+ENDED_STREAMS = 4096  # ids of streams ended here that are remembered (their late copies are acked)
+SETTLE_SECONDS = 10.0  # at a stop or hand-over, the longest a stream gets to write what it holds
+
+
+class LeaseExpired(Exception):
+    """A stream's partition may be another worker's by now: it must write nothing more."""
+
+
+@dataclass(slots=True)
+class _Held:
+    """A message whose bytes are fed, not all written: acked once the output reaches ``end``."""
+
+    seq: int
+    end: int
+    msg: Msg
+
+
+class NatsStream(ArchivedStream):
+    """A stream of a NATS source: its position also names the last message wholly written (``seq``:
+    its stream sequence and the offset past it, for messages without an offset header), the open
+    run's start fields (``run``) and, on a run's exit event, ``ended``, so the worker that takes it
+    over has them all."""
+
+    run_fields: dict[str, Any] | None = None
+    done: tuple[int, int] = (0, 0)  # (stream sequence, end offset) of the last message wholly written
+    finished = False  # its run ended: the events written from now on say so (``ended``)
+    held: deque[_Held]
+    lease: Lease
+
+    def position(self) -> dict[str, str]:
+        """The position (see the class docstring), asked for by a sink before each write.
+
+        Raises:
+            LeaseExpired: the partition's lease was not renewed in time: the write must not happen
+                (another worker may have taken the stream over from the output before it).
+        """
+        if time.monotonic() >= self.lease.deadline:
+            raise LeaseExpired
+        out = super().position()
+        seq, end = self.done
+        for held in self.held:  # (those this write covers are acked right after it)
+            if held.end > self.emitted_byte:
+                break
+            seq, end = held.seq, held.end
+        out["seq"] = f"{seq} {end}"
+        if self.run_fields is not None:
+            out["run"] = json.dumps(self.run_fields, ensure_ascii=True, separators=(",", ":"))
+        if self.finished:
+            out["ended"] = "1"
+        return out
+
+
+def message_lines(payload: bytes, kind: str) -> bytes:
+    """The bytes a message without an offset header adds to its stream: its lines, each ended.
+
+    ``kind`` ``lines``: the payload as it is, a line end added if it lacks one (an empty payload is
+    an empty line). ``fluent-bit``: the payload is Fluent Bit's JSON (``[[TIME, {RECORD}], ...]``):
+    each record's ``log`` or ``message`` field is a line, a record without one its JSON; a payload
+    that is not such JSON is taken as lines.
+    """
+    if kind == "fluent-bit":
+        try:
+            records = json.loads(payload)
+        except ValueError:
+            records = None
+        if isinstance(records, list) and all(isinstance(r, list) and len(r) == 2 for r in records):
+            lines = []
+            for _, record in records:
+                text = record.get("log", record.get("message")) if isinstance(record, dict) else None
+                line = text if isinstance(text, str) else json.dumps(record, ensure_ascii=False)
+                lines.append(line if line.endswith("\n") else line + "\n")
+            return "".join(lines).encode("utf-8", "surrogateescape")
+    return payload if payload.endswith(b"\n") else payload + b"\n"
+
+
+class _Stream:
+    """One stream id's messages, taken in offset order by its own task."""
+
+    def __init__(self, partition: _Partition, sid: str) -> None:
+        self.partition = partition
+        self.sid = sid
+        self.live: NatsStream | None = None
+        self.received = 0  # offset just past the bytes fed (or skipped as written elsewhere)
+        self.next_implicit = 0  # offset of the next message without an offset header
+        self.done_seq = 0  # messages without one up to this stream sequence were written elsewhere
+        self.implicit_seq = 0  # the stream sequence of the last message without one taken
+        self.waiting: dict[int, Msg] = {}  # messages whose offset is not reached yet, by offset
+        self.unfed: list[bytes] = []  # bytes placed, fed at once after the messages taken together
+        self.before_start: list[Msg] = []  # a run's data delivered before its run-start (delivered again)
+        self.run_fields: dict[str, Any] | None = None
+        self.ended = False
+        self.last = time.monotonic()
+        self.send, self.receive = anyio.create_memory_object_stream[Msg](QUEUE_MESSAGES)
+
+    @property
+    def source(self) -> SourceConfig:
+        return self.partition.worker.source
+
+    async def run(self) -> None:
+        """Take messages until the queue is closed (a stop, a hand-over: what is held is written, as a
+        pause would, and acked), the stream ends, or it is quiet for ``EVICT_SECONDS``."""
+        worker = self.partition.worker
+        try:
+            await self._take_all(worker, self.receive)
+        except LeaseExpired:
+            worker.lose(self.partition, "its lease was not renewed in time")
+        finally:
+            if not self.partition.lost:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS):
+                    if self.live is not None and not self.ended:
+                        await self.live.settle()
+                        await self._ack_written()
+            self.partition.forget(self)
+
+    async def _take_all(self, worker: _Worker, receive: MemoryObjectReceiveStream[Msg]) -> None:
+        await self._resume()
+        next_progress = time.monotonic() + worker.progress_seconds
+        while not self.ended:
+            wake = min(next_progress, self.last + EVICT_SECONDS)
+            due = self.live.due() if self.live is not None else None
+            if due is not None:
+                wake = min(wake, due)
+            batch = []
+            with anyio.move_on_after(max(0.0, wake - time.monotonic())):
+                try:
+                    batch.append(await receive.receive())
+                except anyio.EndOfStream:
+                    return
+            # one stream decides at a time: the others wait parked, not in the event loop's queue,
+            # so its reads of the connection come between any two streams' turns (a connection not
+            # read for the server's write deadline, 10 s, is dropped as a slow consumer)
+            async with worker.turn:
+                size = sum(len(m.data) for m in batch)
+                while batch and len(batch) < TAKE_MESSAGES and size < TAKE_BYTES:
+                    try:
+                        batch.append(receive.receive_nowait())
+                        size += len(batch[-1].data)
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                now = time.monotonic()
+                if batch:
+                    self.last = now
+                    for msg in batch:
+                        await self._take(msg)
+                    await self._feed()
+                elif self.live is not None:
+                    await self.live.tick()
+            if now >= next_progress:
+                await self._in_progress()
+                next_progress = now + worker.progress_seconds
+            if now >= self.last + EVICT_SECONDS and not self.waiting and self.live is not None:
+                await self.live.end_line()  # a producer that went away: what it sent is written
+                await self._ack_written()
+                worker.log.info("stream.evicted", stream=self.sid, quiet_seconds=EVICT_SECONDS)
+                return
+            await self._ack_written()
+
+    async def _resume(self) -> None:
+        """Where the stream goes on: from its output's last event if it has one (another worker's,
+        or this one's before it was handed over), else from its start."""
+        worker = self.partition.worker
+        position = await worker.last_position(self.sid)
+        if position is None:
+            return
+        if position.get("ended") == "1":
+            self.ended = True
+            return
+        seq, _, seq_end = position.get("seq", "0 0").partition(" ")
+        self.received = int(position.get("next-byte", "0"))
+        self.done_seq, self.next_implicit = int(seq or 0), int(seq_end or 0)
+        line = int(position.get("next-line", "1"))
+        rest_line = int(position.get("rest-line", "0"))
+        rest_of = (rest_line, position.get("rest-kept") == "1") if rest_line else None
+        run = position.get("run")
+        self.run_fields = json.loads(run) if run else None
+        live = self._open(line, self.received, rest_of)
+        live.done = (self.done_seq, self.next_implicit)
+        text = (
+            f"stream {self.sid} resumed on worker {worker.ident} at byte {self.received} (line {line}), "
+            "where its output had got to; its decisions from here are this worker's"
+        )
+        await live.marker(text, "resumed", offset=self.received, line=line, worker=worker.ident)
+        worker.totals.moved[self.source.name] = worker.totals.moved.get(self.source.name, 0) + 1
+        worker.log.info("stream.resumed", stream=self.sid, offset=self.received, line=line)
+
+    def _open(self, line: int = 1, offset: int = 0, rest_of: tuple[int, bool] | None = None) -> NatsStream:
+        """The live stream, from ``line`` and byte ``offset``; archived (for refs) from a start only."""
+        worker = self.partition.worker
+        source = self.source
+        fields = self.run_fields
+        query = fields.get("query") if fields else None
+        config = replace(source.filter, query=query) if isinstance(query, str) and query.split() else source.filter
+        extra = {k: fields.get(k) for k in ("run", "command", "cwd")} if fields else None
+        archive, refs = archive_refs(self.sid) if offset == 0 else (None, None)
+        live = NatsStream(
+            self.sid,
+            config,
+            source.timing,
+            worker.sinks,
+            refs,
+            line,
+            offset,
+            worker.totals,
+            source.name,
+            extra,
+            hold_tail=fields is not None,  # a command's run: its end applies the tail rule
+            rest_of=rest_of,
+        )
+        live.archive = archive
+        live.lease = self.partition.lease
+        live.held = deque()
+        live.run_fields = fields
+        self.live = live
+        return live
+
+    async def _take(self, msg: Msg) -> None:
+        """One message: fed in its turn, held while it waits for it, acked when it was written already."""
+        worker = self.partition.worker
+        meta = msg.metadata
+        if meta.num_delivered > 1:
+            worker.totals.redeliveries[self.source.name] = worker.totals.redeliveries.get(self.source.name, 0) + 1
+        if self.ended:
+            await msg.ack()
+            return
+        headers = msg.headers or {}
+        if RUN in headers and self.run_fields is None and CONTROL not in headers:
+            self.before_start.append(msg)  # its run's query and tail rule come with the run-start
+            return
+        if OFFSET in headers:
+            try:
+                offset = int(headers[OFFSET])
+            except ValueError:
+                offset = -1
+            if offset < 0:
+                worker.log.warning("message.invalid", stream=self.sid, reason=f"{OFFSET}: {headers[OFFSET]!r}")
+                await msg.term()  # (never delivered again: it cannot be placed)
+                return
+        elif meta.sequence.stream <= max(self.done_seq, self.implicit_seq):
+            await self._copy(msg)  # written elsewhere before the stream moved here, or taken already
+            return
+        else:
+            offset = self.next_implicit
+            self.implicit_seq = meta.sequence.stream
+            self.next_implicit += len(message_lines(msg.data, self.source.payload))
+        if offset > self.received:
+            self.waiting[offset] = msg
+            return
+        await self._place(msg, offset)
+        while self.received in self.waiting and not self.ended:
+            await self._place(self.waiting.pop(self.received), self.received)
+
+    async def _place(self, msg: Msg, offset: int) -> None:
+        """Feed the bytes of ``msg`` (at ``offset``) past those already taken, or apply its control."""
+        control = (msg.headers or {}).get(CONTROL)
+        if control is not None:
+            await self._control(msg, control, offset)
+            return
+        data = msg.data if OFFSET in (msg.headers or {}) else message_lines(msg.data, self.source.payload)
+        end = offset + len(data)
+        live = self.live or self._open()
+        if end <= self.received:
+            await self._copy(msg)
+            return
+        live.held.append(_Held(msg.metadata.sequence.stream, end, msg))
+        self.unfed.append(data[self.received - offset :])
+        self.received = end
+
+    async def _feed(self) -> None:
+        """Feed the bytes placed so far, as one chunk (the output is the same however it is cut)."""
+        if self.unfed and self.live is not None:
+            chunk = b"".join(self.unfed)
+            self.unfed.clear()
+            await self.live.feed(chunk)
+
+    async def _copy(self, msg: Msg) -> None:
+        """A message taken already: acked if written, else it stands in for the copy held."""
+        for held in self.live.held if self.live is not None else ():
+            if held.seq == msg.metadata.sequence.stream:
+                held.msg = msg  # (the newest delivery is the one acked)
+                return
+        await msg.ack()
+
+    async def _control(self, msg: Msg, kind: str, offset: int) -> None:
+        await self._feed()  # (what comes before it first)
+        worker = self.partition.worker
+        try:
+            fields = json.loads(msg.data) if msg.data else {}
+        except ValueError:
+            fields = None
+        if not isinstance(fields, dict) or kind not in ("run-start", "run-end"):
+            worker.log.warning("message.invalid", stream=self.sid, reason=f"control {kind!r} without a JSON object")
+            await msg.term()
+            return
+        if kind == "run-start":
+            started = {
+                "run": printable(str(fields.get("run", "")))[:64] or self.sid,
+                **{k: fields.get(k) if isinstance(fields.get(k), str) else None for k in ("command", "cwd", "query")},
+            }
+            if self.run_fields is not None and started["run"] != self.run_fields["run"]:
+                worker.log.warning("stream.reused", stream=self.sid, run=started["run"], hint="one id per run")
+            elif offset < self.received or self.run_fields is not None:
+                # started already (before this worker took the stream over)
+                self.run_fields = self.run_fields or started
+            else:
+                self.run_fields = started
+                live = self._open()
+                command = printable(str(started["command"] or ""))[:80]
+                await live.marker(f"run {started['run']} started ({command})", "start")
+                worker.log.info("run.started", stream=self.sid, run=started["run"], command=command)
+            await msg.ack()
+            early, self.before_start = self.before_start, []
+            for data in early:
+                await self._take(data)
+            return
+        status = fields.get("status")
+        status = status if isinstance(status, int) and not isinstance(status, bool) and 0 <= status <= 255 else None
+        live = self.live or self._open()
+        run = (self.run_fields or {}).get("run", self.sid)
+        command = printable(str((self.run_fields or {}).get("command") or ""))[:80]
+        await live.end(SUCCESS_TAIL_LINES if status == 0 else None)
+        live.finished = True  # (the exit event, the last, carries it)
+        what = f"run {run}" + (f" ({command})" if command else "")
+        if status is None:
+            await live.marker(f"{what} ended without an exit status", "exit", status=None)
+        else:
+            await live.marker(f"{what} exited with status {status}", "exit", status=status)
+        self.ended = True
+        self.partition.ended(self.sid)
+        worker.log.info("run.ended", stream=self.sid, run=run, status=status)
+        for held in live.held:
+            await held.msg.ack()
+        live.held.clear()
+        for waiting in self.waiting.values():  # (past the end: nothing of this stream)
+            await waiting.ack()
+        self.waiting.clear()
+        await msg.ack()
+
+    async def _ack_written(self) -> None:
+        live = self.live
+        if live is None:
+            return
+        while live.held and live.held[0].end <= live.emitted_byte:
+            held = live.held.popleft()
+            live.done = (held.seq, held.end)
+            await held.msg.ack()
+
+    async def _in_progress(self) -> None:
+        """Tell the server the messages held are being worked on (else they are delivered again)."""
+        held = [h.msg for h in (self.live.held if self.live is not None else ())]
+        for msg in held + list(self.waiting.values()) + self.before_start:
+            try:
+                await msg.in_progress()
+            except (TimeoutError, nats.errors.Error):
+                pass  # (a lost connection: the acks after it are what matter)
+
+
+class _Partition:
+    """One partition this worker holds: its consumer's messages, handed to each stream's task."""
+
+    def __init__(self, worker: _Worker, number: int, lease: Lease) -> None:
+        self.worker = worker
+        self.number = number
+        self.lease = lease
+        self.streams: dict[str, _Stream] = {}
+        self.recent_ends: OrderedDict[str, None] = OrderedDict()
+        self.scope = anyio.CancelScope()
+        self.stopping = False  # handed back or stopped: take no more messages
+        self.lost = False  # its lease may be another worker's: stop now, writing nothing more
+        self.finished = anyio.Event()
+        self.hand_back = anyio.Event()
+        self.subscription: JetStreamContext.PushSubscription | None = None
+        self.tg: TaskGroup | None = None
+
+    async def run(self) -> None:
+        worker = self.worker
+        source = worker.source
+        config = ConsumerConfig(
+            durable_name=f"{source.consumer}-{self.number}",
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+            ack_wait=source.ack_wait_seconds,
+            max_ack_pending=source.max_ack_pending,
+            max_deliver=-1,
+        )
+        try:
+            with self.scope:
+                async with anyio.create_task_group() as self.tg:
+                    # pushed as they come (at most max_ack_pending unacked) to a callback that nats-py
+                    # calls for each queued message in turn: a pull fetch waits for its whole batch
+                    # once one message came, and a wait per message costs a turn of a busy loop
+                    self.subscription = await worker.js.subscribe(
+                        f"{source.subject}.{self.number}.*",
+                        durable=config.durable_name,
+                        stream=source.stream,
+                        config=config,
+                        cb=self._deliver,
+                        manual_ack=True,
+                        pending_msgs_limit=source.max_ack_pending + 1,
+                        pending_bytes_limit=-1,  # (bounded by max_ack_pending messages)
+                    )
+                    worker.log.info("partition.claimed", partition=self.number)
+                    await self.hand_back.wait()
+                    self.stopping = True
+                    await self._unsubscribe()
+                    for stream in list(self.streams.values()):
+                        stream.send.close()  # each writes what it holds and stops
+        finally:
+            self.stopping = True
+            with anyio.CancelScope(shield=True):
+                await self._unsubscribe()
+                worker.totals.lag.pop((source.name, str(self.number)), None)
+                self.finished.set()
+
+    async def _unsubscribe(self) -> None:
+        if self.subscription is not None:
+            with anyio.move_on_after(2.0):
+                try:
+                    await self.subscription.unsubscribe()
+                except (TimeoutError, nats.errors.Error):
+                    pass
+
+    async def _deliver(self, msg: Msg) -> None:
+        """nats-py's callback, in its own task: hand ``msg`` to its stream, waiting while that is full."""
+        if self.tg is not None:
+            await self._hand(msg, self.tg)
+
+    async def _hand(self, msg: Msg, tg: TaskGroup) -> None:
+        if self.stopping or self.lost:
+            return  # (not acked: delivered again to the partition's next owner)
+        sid = msg.subject.rpartition(".")[2]
+        if sid in self.recent_ends:
+            await msg.ack()  # a late copy of a stream that ended here
+            return
+        stream = self.streams.get(sid)
+        if stream is None:
+            stream = self.streams[sid] = _Stream(self, sid)
+            tg.start_soon(stream.run)
+        try:
+            stream.send.send_nowait(msg)
+        except anyio.WouldBlock:
+            began = time.monotonic()
+            await stream.send.send(msg)
+            self.worker.totals.paused(self.worker.source.name, "stream_queue", time.monotonic() - began)
+        except anyio.BrokenResourceError:  # (its task ended meanwhile: the stream ended or was evicted)
+            self.streams.pop(sid, None)
+            await self._hand(msg, tg)
+
+    def forget(self, stream: _Stream) -> None:
+        """``stream``'s task ended: later messages of its id start a new one (which resumes it)."""
+        if self.streams.get(stream.sid) is stream:
+            del self.streams[stream.sid]
+        stream.receive.close()
+
+    def ended(self, sid: str) -> None:
+        """Stream ``sid`` ended: its late copies are acked without a look at its output."""
+        self.recent_ends[sid] = None
+        if len(self.recent_ends) > ENDED_STREAMS:
+            self.recent_ends.popitem(last=False)
+
+
+class _Worker:
+    """The partitions this worker holds, their leases, and the look-up of a stream's last position."""
+
+    def __init__(self, source: SourceConfig, sinks: list[Sink], totals: Totals, js: JetStreamContext) -> None:
+        self.source = source
+        self.sinks = sinks
+        self.totals = totals
+        self.js = js
+        host = socket.gethostname().split(".")[0]
+        self.ident = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{host}-{os.getpid()}")
+        self.log = get_logger().bind(source=source.name, worker=self.ident)
+        self.outputs = [s for s in sinks if isinstance(s, NatsSink)]
+        self.progress_seconds = source.ack_wait_seconds / 3
+        self.keeper = LeaseKeeper(source.servers, f"{source.consumer}-leases", self.ident, source.lease_seconds)
+        self.held: dict[int, _Partition] = {}
+        self.turn = anyio.Lock()  # held by the stream deciding (see _Stream._take_all)
+        self.kv: KeyValue | None = None
+        self.tg: TaskGroup | None = None
+        # claims start at a partition of this worker's own, so workers starting together differ
+        self.first = zlib.crc32(self.ident.encode()) % source.partitions
+
+    async def last_position(self, sid: str) -> dict[str, str] | None:
+        """The position of ``sid``'s output as its last published event says, or None (no output, or
+        no nats sink to read it from: then the stream starts at the first message that comes)."""
+        for sink in self.outputs:
+            position = await sink.last_position(sid)
+            if position is not None:
+                return position
+        return None
+
+    async def run(self, tg: TaskGroup) -> None:
+        """Claim and hand back leases every third of ``lease_seconds`` until cancelled (the keeper's
+        thread renews those held)."""
+        source = self.source
+        self.tg = tg
+        try:
+            self.kv = await self.js.key_value(self.keeper.bucket)
+        except nats.js.errors.BucketNotFoundError:
+            config = KeyValueConfig(bucket=self.keeper.bucket, ttl=source.lease_seconds)
+            self.kv = await self.js.create_key_value(config)
+        self.keeper.start()
+        while True:
+            try:
+                await self._balance(tg)
+            except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
+                # the server away: the leases run on until their deadlines
+                self.log.warning("leases.unavailable", error=str(exc) or repr(exc))
+            await anyio.sleep(source.lease_seconds / 3)
+
+    async def _balance(self, tg: TaskGroup) -> None:
+        kv = self.kv
+        assert kv is not None
+        source = self.source
+        now = time.monotonic()
+        for partition in list(self.held.values()):
+            if partition.lease.deadline <= now:
+                self.lose(partition, "its lease was not renewed in time, or was taken")
+        # one request that names every live worker's key (a key watcher would be a consumer a call)
+        bucket = self.keeper.bucket
+        info = await self.js.stream_info(f"KV_{bucket}", subjects_filter=f"$KV.{bucket}.workers.>")
+        workers = max(1, len(info.state.subjects or {}))
+        share = math.ceil(source.partitions / workers)
+        if len(self.held) < share:
+            for k in range(source.partitions):
+                number = (self.first + k) % source.partitions
+                if len(self.held) >= share:
+                    break
+                if number in self.held:
+                    continue
+                sent = time.monotonic()
+                try:
+                    revision = await kv.create(f"partition.{number}", self.ident.encode())
+                except nats.js.errors.KeyWrongLastSequenceError:
+                    continue  # another worker's
+                lease = Lease(revision, self.keeper.deadline(sent))
+                self.keeper.hold(number, lease)
+                partition = self.held[number] = _Partition(self, number, lease)
+                tg.start_soon(partition.run)
+        for number in sorted(self.held)[share:]:
+            tg.start_soon(self._hand_back, self.held.pop(number))
+        for number, partition in list(self.held.items()):  # (lose() may drop one meanwhile)
+            if partition.subscription is not None:
+                consumer = await partition.subscription.consumer_info()
+                self.totals.lag[source.name, str(number)] = consumer.num_pending or 0
+
+    def lose(self, partition: _Partition, why: str) -> None:
+        """``partition`` is no longer surely this worker's: it stops at once, writing nothing more
+        (what it held unacked goes to the next owner), and its lease, if still ours, is freed."""
+        if partition.lost:
+            return
+        partition.lost = True
+        partition.scope.cancel()
+        if self.held.get(partition.number) is partition:
+            del self.held[partition.number]
+        self.log.warning("partition.lost", partition=partition.number, reason=why)
+        if self.tg is not None:
+            self.tg.start_soon(self._release, partition)
+
+    async def _hand_back(self, partition: _Partition) -> None:
+        """Stop taking ``partition``'s messages, write what its streams hold, then free its lease."""
+        partition.hand_back.set()
+        await partition.finished.wait()
+        await self._release(partition)
+        self.log.info("partition.handed_back", partition=partition.number)
+
+    async def _release(self, partition: _Partition) -> None:
+        assert self.kv is not None
+        lease = self.keeper.drop(partition.number) or partition.lease
+        try:
+            await self.kv.delete(f"partition.{partition.number}", last=lease.revision)
+        except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
+            pass  # (renewed meanwhile, taken, or the server away: the lease expires by itself)
+
+    async def stop(self) -> None:
+        """Once the partitions' tasks are done (their streams wrote what they held), free their leases
+        for the other workers at once, and leave the pool."""
+        self.keeper.close()
+        for partition in list(self.held.values()):
+            await self._release(partition)
+        self.held.clear()
+        if self.kv is not None:
+            try:
+                await self.kv.delete(f"workers.{self.ident}")
+            except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
+                pass
+
+
+async def serve_nats_source(
+    source: SourceConfig,
+    sinks: list[Sink],
+    totals: Totals,
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run ``source`` as one worker of the pool until cancelled; then hand its partitions back.
+
+    Raises:
+        StreamfilterError: the servers cannot be reached, or the stream cannot be made.
+    """
+    nc = await connect(source.servers, f"streamfilter source {source.name}")
+    try:
+        js = nc.jetstream()
+        await ensure_stream(js, source.stream, [f"{source.subject}.*.*"], work_queue=True)
+        worker = _Worker(source, sinks, totals, js)
+        if not worker.outputs:
+            worker.log.warning(
+                "source.no_nats_sink",
+                hint="a stream that moves starts at the first message the new worker gets; "
+                "output another worker wrote just before may be repeated (docs/fleet.md)",
+            )
+        worker.log.info("source.opened", servers=list(source.servers), stream=source.stream)
+        task_status.started()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(worker.run, tg)
+                await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+                await worker.stop()
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
+            await nc.drain()

@@ -1,0 +1,298 @@
+"""A pool of ``streamfilter daemon`` workers over a real ``nats-server`` (JetStream) on loopback.
+
+The server is started by each test (skipped when the binary is absent: ``.ci/run`` installs it).
+Producers are real clients: ``streamfilter send --nats`` and nats-py publishing the same messages
+(offset headers, run envelopes) for many streams at once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import nats
+import pytest
+from nats.js import JetStreamContext
+
+from tests.conftest import run_cli
+from tests.live.nats import NatsServer, free_port, worker_config
+from tests.live.proc import Live
+
+PARTITIONS = 6
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # nats-py runs on asyncio
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[NatsServer]:
+    srv = NatsServer(tmp_path / "nats", PARTITIONS)
+    yield srv
+    srv.stop()
+
+
+def start_worker(tmp: Path, url: str, extra: str = "") -> Live:
+    live = Live(
+        tmp,
+        "daemon",
+        "--config",
+        str(worker_config(tmp, url, PARTITIONS, extra)),
+        env={"XDG_STATE_HOME": str(tmp / f"state-{time.monotonic_ns()}")},
+    )
+    live.log_event("daemon.ready", timeout=20)
+    return live
+
+
+def held(live: Live) -> set[int]:
+    """The partitions ``live`` holds, by its logs."""
+    out: set[int] = set()
+    for event in live.logs():
+        if event.get("event") == "partition.claimed":
+            out.add(event["partition"])
+        elif event.get("event") in ("partition.handed_back", "partition.lost"):
+            out.discard(event["partition"])
+    return out
+
+
+def wait_balanced(workers: list[Live], each: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        parts = [held(w) for w in workers]
+        if all(len(p) == each for p in parts) and len(set().union(*parts)) == each * len(workers):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"not balanced: {[sorted(held(w)) for w in workers]}")
+
+
+async def read_output(url: str, until: set[str], seconds: float) -> dict[str, list[tuple[dict[str, str], bytes]]]:
+    """Every event message on ``filtered.>``, by stream, read until each stream of ``until`` has
+    its run's exit event (``Streamfilter-Ended``), for ``seconds`` at most."""
+    out: dict[str, list[tuple[dict[str, str], bytes]]] = defaultdict(list)
+    ended: set[str] = set()
+    nc = await nats.connect(url)
+    try:
+        sub = await nc.jetstream().subscribe("filtered.>", ordered_consumer=True)
+        with anyio.move_on_after(seconds):
+            while not until <= ended:
+                try:
+                    msg = await sub.next_msg(timeout=1.0)
+                except TimeoutError:
+                    continue
+                stream = msg.subject.split(".", 1)[1]
+                out[stream].append((msg.headers or {}, msg.data))
+                if (msg.headers or {}).get("Streamfilter-Ended") == "1":
+                    ended.add(stream)
+    finally:
+        await nc.close()
+    assert until <= ended, f"streams without an end: {sorted(until - ended)[:10]}"
+    return out
+
+
+def events_of(messages: list[tuple[dict[str, str], bytes]]) -> list[dict[str, Any]]:
+    return [json.loads(line) for _, data in messages for line in data.splitlines()]
+
+
+def check_covered(stream: str, data: bytes, events: list[dict[str, Any]], failures: list[int]) -> None:
+    """Every input line exactly once, in order (KEEP verbatim, DROP counted); failure lines kept."""
+    runs = [e for e in events if e["event"] in ("keep", "drop")]
+    assert runs, stream
+    offset, line = 0, 1
+    kept: list[tuple[int, int]] = []
+    for run in runs:
+        assert run["start_byte"] == offset, (stream, run, offset)
+        if run.get("rest"):
+            assert run["first_line"] == run["last_line"] == line - 1, (stream, run, line)
+        else:
+            assert run["first_line"] == line, (stream, run, line)
+        if run["event"] == "keep":
+            assert run["text"].encode() == data[run["start_byte"] : run["end_byte"]], (stream, run)
+            kept.append((run["start_byte"], run["end_byte"]))
+        else:
+            assert run["bytes"] == run["end_byte"] - run["start_byte"], (stream, run)
+        offset, line = run["end_byte"], run["last_line"] + 1
+    assert offset == len(data), (stream, offset, len(data))
+    assert line == data.count(b"\n") + 1, (stream, line)
+    for start in failures:
+        end = data.index(b"\n", start) + 1
+        assert any(a <= start and end <= b for a, b in kept), (stream, data[start:end])
+
+
+def make_stream(rng: random.Random, n_lines: int) -> tuple[bytes, list[int], int]:
+    """A build log of ``n_lines`` lines with a few failures; its bytes, the failures' offsets, a status."""
+    lines, failures, offset = [], [], 0
+    status = rng.choice([0, 1, 2])
+    for i in range(n_lines):
+        if status and rng.random() < 0.004:
+            text = f"src/mod{i}.c:{i}: error: expected ';' before '}}' token\n"
+            failures.append(offset)
+        else:
+            text = f"[{i:05d}] compiling unit {rng.randrange(10**6)} with flags -O2 -Wall ok\n"
+        lines.append(text)
+        offset += len(text)
+    if status and not failures:
+        text = f"FAILED tests/test_unit.py::test_case_{n_lines} - AssertionError: assert 1 == 2\n"
+        failures.append(offset)
+        lines.append(text)
+    return "".join(lines).encode(), failures, status
+
+
+async def publish_stream(
+    js: JetStreamContext, sid: str, data: bytes, status: int, rng: random.Random, seconds: float
+) -> None:
+    """Publish stream ``sid`` as ``send --nats`` does, in chunks of random sizes over about ``seconds``."""
+    subject = f"logs.{sid}"
+    start = {"type": "run-start", "run": sid, "command": f"make -C {sid}", "cwd": "/src"}
+    headers = {"Streamfilter-Control": "run-start", "Streamfilter-Offset": "0", "Nats-Msg-Id": f"{sid}:start"}
+    await js.publish(subject, json.dumps(start).encode(), headers=headers)
+    offset, pieces = 0, []
+    while offset < len(data):
+        size = rng.randrange(1, 3000)
+        pieces.append((offset, data[offset : offset + size]))
+        offset += size
+    for offset, piece in pieces:
+        headers = {"Streamfilter-Offset": str(offset), "Streamfilter-Run": sid, "Nats-Msg-Id": f"{sid}:{offset}"}
+        await js.publish(subject, piece, headers=headers)
+        await anyio.sleep(seconds / len(pieces) * rng.uniform(0.5, 1.5))
+    end = {"type": "run-end", "run": sid, "status": status}
+    headers = {"Streamfilter-Control": "run-end", "Streamfilter-Offset": str(len(data)), "Nats-Msg-Id": f"{sid}:end"}
+    await js.publish(subject, json.dumps(end).encode(), headers=headers)
+
+
+@pytest.mark.anyio
+async def test_three_workers_one_killed_half_way_every_line_once_in_order_failures_kept(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    port = free_port()
+    workers = [start_worker(tmp_path, server.url, f'[metrics]\naddress = "127.0.0.1:{port + i}"\n') for i in range(3)]
+    wait_balanced(workers, PARTITIONS // 3)
+    victim = max(workers, key=lambda w: len(held(w)))
+    rng = random.Random(29)
+    streams = {f"build-{i:02d}": make_stream(rng, rng.randrange(1500, 4000)) for i in range(60)}
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    killed = anyio.Event()
+
+    async def kill_half_way() -> None:
+        await anyio.sleep(3.0)  # of about 6 s of publishing
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait()
+        killed.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(kill_half_way)
+        for i, (sid, (data, _, status)) in enumerate(streams.items()):
+            tg.start_soon(publish_stream, js, sid, data, status, random.Random(i), 6.0)
+    await nc.close()
+    assert killed.is_set()
+    output = await read_output(server.url, set(streams), seconds=90)
+    moved = 0
+    for sid, (data, failures, status) in streams.items():
+        events = events_of(output[sid])
+        check_covered(sid, data, events, failures)
+        exits = [e for e in events if e["event"] == "exit"]
+        assert [e["status"] for e in exits] == [status], (sid, exits)
+        assert events[-1]["event"] == "exit"
+        assert all(e.get("run") == sid for e in events), sid  # (its run's start taken before its data)
+        moved += any(e["event"] == "resumed" for e in events)
+    assert moved, "no stream moved from the killed worker"
+    survivors = [w for w in workers if w is not victim]
+    scraped = [await anyio.to_thread.run_sync(scrape, port + workers.index(w)) for w in survivors]
+    assert any("streamfilter_nats_streams_resumed_total{" in text for text in scraped)
+    for worker in survivors:
+        assert worker.stop() == 0
+
+
+@pytest.mark.anyio
+async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Path, server: NatsServer) -> None:
+    worker = start_worker(tmp_path, server.url)
+    script = "for i in $(seq 1 300); do echo step $i ok; done; echo 'error: linker failed'; exit 4"
+    done = run_cli("send", "--nats", server.url, "--stream", "job-7", "--", "sh", "-c", script)
+    assert done.returncode == 4, done.stderr
+    events = events_of((await read_output(server.url, {"job-7"}, seconds=30))["job-7"])
+    data = "".join(f"step {i} ok\n" for i in range(1, 301)).encode() + b"error: linker failed\n"
+    check_covered("job-7", data, events, [data.index(b"error:")])
+    assert events[0]["event"] == "start" and events[0]["command"].startswith("sh -c")
+    assert events[-1]["event"] == "exit" and events[-1]["status"] == 4
+    bad = run_cli("send", "--nats", server.url, "--stream", "a.b", "--", "true")
+    assert bad.returncode == 2 and b"--stream 'a.b'" in bad.stderr
+    away = run_cli("send", "--nats", f"nats://127.0.0.1:{free_port()}", "--stream", "x", "--", "true")
+    assert away.returncode == 1 and b"cannot connect to NATS" in away.stderr
+    assert worker.stop() == 0
+
+
+@pytest.mark.anyio
+async def test_lines_without_offsets_from_vector_and_fluent_bit(tmp_path: Path, server: NatsServer) -> None:
+    worker = Live(
+        tmp_path,
+        "daemon",
+        "--config",
+        str(worker_config(tmp_path, server.url, PARTITIONS, source_extra='payload = "fluent-bit"\n')),
+        env={"XDG_STATE_HOME": str(tmp_path / "state-lines")},
+    )
+    worker.log_event("daemon.ready", timeout=20)
+    lines = [f"step {i} ok" for i in range(200)] + ["error: disk full"] + [f"after {i}" for i in range(20)]
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    for line in lines[:150]:  # as Vector's text codec sends them: a line a message, no line end
+        await js.publish("logs.vec-1", line.encode())
+    records = [
+        [1700000000 + i, {"log": line + "\n", "file": "/var/log/ci/vec-1.log"}] for i, line in enumerate(lines[150:])
+    ]
+    await js.publish("logs.vec-1", json.dumps(records).encode())  # as Fluent Bit flushes
+    data = "".join(line + "\n" for line in lines).encode()
+    sub = await js.subscribe("filtered.vec-1", ordered_consumer=True)
+    events: list[dict[str, Any]] = []
+    reach = 0
+    with anyio.fail_after(30):
+        while reach < len(data):
+            msg = await sub.next_msg(timeout=30)
+            events += [json.loads(line) for line in msg.data.splitlines()]
+            reach = int((msg.headers or {}).get("Streamfilter-Next-Byte", "0"))
+    await nc.close()
+    check_covered("vec-1", data, events, [data.index(b"error: disk full")])
+    assert worker.stop() == 0
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        return str(answer.read().decode())
+
+
+def test_a_daemon_serves_its_counts_on_metrics(tmp_path: Path) -> None:
+    port, sock = free_port(), tmp_path / "in.sock"
+    config = tmp_path / "m.toml"
+    config.write_text(
+        f'[[source]]\nname = "ci"\ntype = "unix"\npath = "{sock}"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{tmp_path / "out.jsonl"}"\nformat = "jsonl"\n'
+        f'[metrics]\naddress = "127.0.0.1:{port}"\n'
+    )
+    live = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    live.log_event("daemon.ready")
+    done = run_cli(
+        "send", "--socket", str(sock), "--", sys.executable, "-c", "print('ok\\n' * 50 + 'error: x'); exit(1)"
+    )
+    assert done.returncode == 1
+    live.wait_for(lambda: b'"exit"' in (tmp_path / "out.jsonl").read_bytes(), what="the run's exit event")
+    text = scrape(port)
+    samples = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines() if line and line[0] != "#"}
+    assert samples['streamfilter_input_lines_total{source="ci"}'] == 51
+    kept, dropped = (
+        samples['streamfilter_kept_lines_total{source="ci"}'],
+        samples['streamfilter_dropped_lines_total{source="ci"}'],
+    )
+    assert kept + dropped == 51 and kept >= 1
+    assert samples['streamfilter_command_runs_total{outcome="failure",source="ci"}'] == 1
+    assert samples['streamfilter_decision_latency_seconds_count{source="ci"}'] >= 1
+    assert 'streamfilter_output_runs_total{decision="keep",source="ci"}' in samples
+    assert live.stop() == 0
