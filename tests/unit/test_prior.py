@@ -68,7 +68,7 @@ def test_shipped_weights_rate_the_fixture_as_the_training_run_did() -> None:
 
 
 def test_shipped_weights_are_small_and_rate_an_assertion_above_a_build_step() -> None:
-    path = ROOT / "streamfilter" / "prior.npz"
+    path = ROOT / "streamfilter" / "core" / "prior.npz"
     assert path.stat().st_size < 4 << 20
     p = rate(default_model(), extract(b"".join(FIXTURE_LINES)))
     assert p[2] > p[0]  # "AssertionError: expected 3 but got 4" over "Compiling widget"
