@@ -132,7 +132,7 @@ class FilterConfig:
     delta: float = 1.0
     group_windows: int = 32
     top_shapes: int = 3
-    summary_chars: int = 100
+    summary_chars: int = 140
     max_keep_event_bytes: int = 1 << 20
     min_drop_lines: int = 2
     explain: bool = False
@@ -591,10 +591,10 @@ class StreamFilter:
         repeats = np.zeros(n, dtype=bool)  # failure lines past their shape's max_repeats
         if hits.shape[0]:
             shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
+            above = [shape for shape, c in zip(facts.above_shapes, counted.tolist(), strict=True) if c]
             for k in np.flatnonzero(self._signatures.shape_above[ids]).tolist():
                 # told apart by the line above too (ruff's "  --> a.py:3:1" under its code and message)
-                i = int(hits[k])
-                shapes[k] = (facts.line_shape(i - 1) if i else self._last_shape) + shapes[k]
+                shapes[k] = (above[k] if hits[k] else self._last_shape) + shapes[k]
             gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
             fresh = np.ones(hits.shape[0], dtype=bool)
             if gated.any():
@@ -608,7 +608,7 @@ class StreamFilter:
         p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (self._shapes_start + len(self._shapes))))
         self._shapes += facts.shapes
         if n:
-            self._last_shape = facts.line_shape(n - 1)
+            self._last_shape = facts.last_shape
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.repeat = np.concatenate((p.repeat, repeats))
