@@ -13,7 +13,7 @@ edited or removed) and a run that fails. The failing run's output is filtered tw
 
 - recall: the share of its labels (regexes of the lines a developer needs to fix that change: what
   went wrong and where) of which at least one matching line is kept verbatim;
-- bytes: the text output's length, each summary with its ref as for a file named ``fail.log``;
+- bytes: the text output's length, as for a file named ``fail.log`` (its summaries' refs);
 
 with and without the baseline, then the totals. ``--keep DIR`` keeps the logs (``NAME.pass.log``,
 ``NAME.fail.log``); ``--live`` also runs each pair through ``streamfilter run`` (a state directory
@@ -43,7 +43,7 @@ from streamfilter.core.baseline import Baseline  # noqa: E402
 from streamfilter.core.filter import StreamFilter  # noqa: E402
 from streamfilter.core.output import render  # noqa: E402
 from streamfilter.live.baselines import baseline_of_files  # noqa: E402
-from streamfilter.live.expand import ref_of  # noqa: E402
+from streamfilter.live.expand import TextRefs, ref_of  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -1925,13 +1925,17 @@ def make_pair(pair: Pair, work: Path) -> tuple[bytes, bytes]:
 
 
 def filtered(data: bytes, baseline: Baseline | None) -> tuple[bytes, set[int]]:
-    """The text output of ``data`` (as ``streamfilter filter`` writes it, refs to ``fail.log``) and
-    the numbers of the lines kept."""
+    """The text output of ``data`` as ``streamfilter filter`` writes it for a file named ``fail.log``
+    (refs shortened after the first, which says how to use one), and the numbers of the lines kept."""
     sf = StreamFilter(baseline=baseline)
     runs = sf.feed(data) + sf.flush()
-    out = b"".join(render(r, "text", "fail.log", ref_of("fail.log", r)) for r in runs)
+    refs = TextRefs()
+    out = bytearray()
+    for r in runs:
+        ref = refs(ref_of("fail.log", r))
+        out += render(r, "text", "fail.log", ref, None, refs.note(ref))
     kept = {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
-    return out, kept
+    return bytes(out), kept
 
 
 def recall(pair: Pair, data: bytes, kept: set[int]) -> int:

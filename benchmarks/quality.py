@@ -65,17 +65,10 @@ def score(
     runs += sf.flush()
     source = str(meta_path.with_suffix(".log").resolve())  # the CLI's refs point into the file
     text_refs = TextRefs()  # as the CLI writes them: the source named once in a row
-    out = sum(
-        len(
-            render(
-                r,
-                "text",
-                "-",
-                text_refs(str(Ref(source, r.start_byte, r.end_byte, r.checksum))) if r.decision == "drop" else "",
-            )
-        )
-        for r in runs
-    )
+    out = 0
+    for r in runs:
+        ref = text_refs(str(Ref(source, r.start_byte, r.end_byte, r.checksum))) if r.decision == "drop" else ""
+        out += len(render(r, "text", "-", ref, note=text_refs.note(ref)))  # (the first ref's note too)
     kept = {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
     n_lines = sf.stats.lines
     choices = [labelled(meta["keep"], n_lines)] + [labelled([r], n_lines) for r in meta.get("keep_alternatives", [])]

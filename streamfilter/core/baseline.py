@@ -1,6 +1,6 @@
 """Novelty against a baseline: the line shapes of the last green run, and what they say of a failing one.
 
-A *baseline* is the set of the masked line shapes (``summarize.shape_text``, the shapes DROP
+A *baseline* is the set of the masked line shapes (``summarize.event_text``, the shapes DROP
 summaries count) that a passing run of a command printed, kept as a bounded set of 32-bit hashes
 (``Baseline``, built by ``ShapeCollector``). A later run of the same command reads it through
 ``Novelty``: each of its lines is *seen* (its shape is in the set), *novel* (it is not) or, past a
@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from .normalize import normalize_block
 from .records import LineBlock
-from .summarize import shape_text
+from .summarize import event_text
 
 __all__ = (
     "MAX_SHAPES",
@@ -133,7 +133,7 @@ class ShapeCollector:
         """Add the lines of ``block``, shaped as the filter shapes them with this ``max_line_bytes``
         (``FilterConfig.max_line_bytes``): a baseline built from a file (``filter --baseline``)."""
         norm = normalize_block(block.data, block.n_lines, max_line_bytes, block.ends)
-        self.add(line_hashes(shape_text(norm.text), block.n_lines))
+        self.add(line_hashes(event_text(norm.text), block.n_lines))
 
     def _merge(self) -> None:
         merged = np.unique(np.concatenate((self._kept, *self._new)))

@@ -132,7 +132,7 @@ class FilterConfig:
     delta: float = 1.0
     group_windows: int = 32
     top_shapes: int = 3
-    summary_chars: int = 100
+    summary_chars: int = 140
     max_keep_event_bytes: int = 1 << 20
     min_drop_lines: int = 2
     explain: bool = False

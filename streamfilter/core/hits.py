@@ -103,10 +103,10 @@ class Hits:
         repeats = np.zeros(n, dtype=bool)
         if hits.shape[0]:
             shapes = [shape for shape, c in zip(facts.hit_shapes, counted.tolist(), strict=True) if c]
+            above = [shape for shape, c in zip(facts.above_shapes, counted.tolist(), strict=True) if c]
             for k in np.flatnonzero(self._signatures.shape_above[ids]).tolist():
                 # told apart by the line above too (ruff's "  --> a.py:3:1" under its code and message)
-                i = int(hits[k])
-                shapes[k] = (facts.line_shape(i - 1) if i else self._last_shape) + shapes[k]
+                shapes[k] = (above[k] if hits[k] else self._last_shape) + shapes[k]
             gated = ids < self._signatures.builtin  # --protect patterns keep every line they match
             fresh = np.ones(hits.shape[0], dtype=bool)
             if gated.any():
@@ -116,7 +116,7 @@ class Hits:
         if not self._found:
             self._found = bool(self._signatures.found[ids].any())
         if n:
-            self._last_shape = facts.line_shape(n - 1)
+            self._last_shape = facts.last_shape
         self._lines = np.concatenate((self._lines, hits + (facts.first_line - 1)))
         self._ids = np.concatenate((self._ids, ids))
         return repeats

@@ -17,19 +17,22 @@ __all__ = ("FORMATS", "end_event", "render")
 FORMATS = ("text", "jsonl")
 
 
-def render(run: Run, fmt: str, source: str, ref: str = "", extra: Mapping[str, object] | None = None) -> bytes:
+def render(
+    run: Run, fmt: str, source: str, ref: str = "", extra: Mapping[str, object] | None = None, note: str = ""
+) -> bytes:
     """The bytes that represent ``run`` in format ``fmt`` (``text`` or ``jsonl``).
 
     ``ref``: for a DROP run, where ``streamfilter expand`` can read its bytes back
     (``expand.Ref``); added to the summary line, or as ``"ref"`` in JSONL. ``extra``:
     fields added to the JSONL object after ``source`` (e.g. ``"run"``, an envelope's id).
+    ``note``: text put before the ref in a summary line (``expand.TextRefs.note``).
     """
     if fmt == "text":
         if run.decision == "keep":
             return run.data
         if not run.summary:  # the rest of a dropped line that was only its line end
             return b""
-        summary = f"{run.summary[:-1]}; ref {ref}]" if ref else run.summary
+        summary = f"{run.summary[:-1]}{'; ' * bool(note)}{note}; ref {ref}]" if ref else run.summary
         return summary.encode("utf-8", "surrogateescape") + b"\n"
     event: dict[str, object] = {
         "event": run.decision,

@@ -21,7 +21,7 @@ from .prior import PriorModel, content_features, shape_hashes
 from .records import LineBlock
 from .segment import LineLayout, line_layout
 from .signatures import EXIT_VERDICTS, SignatureSet
-from .summarize import mask_shapes, shape_text, warn_counts
+from .summarize import event_text, mask_shapes, shape_text, warn_counts
 from .tokens import KeySet, Query, TokenTable, count_terms, token_key, token_table
 
 __all__ = ("BlockFacts", "Preparer")
@@ -44,7 +44,12 @@ class BlockFacts:
             signature's ``max_hits`` limit.
         hit_ids: int64, the first signature each of ``hits`` matched.
         hit_shapes: the masked shape of each of ``hits`` (``summarize.mask_shapes``).
-        shapes: ``summarize.shape_text`` of the scoring text (for DROP summaries).
+        above_shapes: for each of ``hits`` whose signature tells repeats apart by the line above
+            (``Signature.shape_above``), that line's ``summarize.shape_text`` with its line end;
+            ``b""`` for the others and for a hit on the block's first line (``last_shape`` of the
+            block before).
+        last_shape: ``summarize.shape_text`` of the block's last line, with its line end if it has one.
+        shapes: ``summarize.event_text`` of the scoring text (for DROP summaries).
         shape_ends: int64, end offset of each line in ``shapes``.
         warnings: int64, ``summarize.warn_counts`` per line.
         section_stops: int64, 0-based lines that end a failure section before them: those
@@ -69,6 +74,8 @@ class BlockFacts:
     hits: Int64Array
     hit_ids: Int64Array
     hit_shapes: tuple[bytes, ...]
+    above_shapes: tuple[bytes, ...]
+    last_shape: bytes
     shapes: bytes
     shape_ends: Int64Array
     warnings: Int64Array
@@ -76,10 +83,6 @@ class BlockFacts:
     verdicts: Int64Array
     prior_logits: npt.NDArray[np.float64]
     shape_hashes: Int64Array
-
-    def line_shape(self, i: int) -> bytes:
-        """The shape text of the block's line ``i`` (0-based), with its line end."""
-        return self.shapes[int(self.shape_ends[i - 1]) if i else 0 : int(self.shape_ends[i])]
 
     def matches(self, block: LineBlock) -> bool:
         """Whether these are the facts of ``block`` (same first line, line count and length)."""
@@ -117,16 +120,19 @@ class Preparer:
         layout = line_layout(norm.text, norm.ends, table)
         hits, ids = self.signatures.find_all(norm.text, norm.ends, table, layout.first)
         shapes: tuple[bytes, ...] = ()
+        above: tuple[bytes, ...] = ()
         verdicts = np.zeros(0, dtype=np.int64)
+        starts = np.zeros(block.n_lines, dtype=np.int64)
+        starts[1:] = norm.ends[:-1]
         if hits.shape[0]:
-            starts = np.zeros(block.n_lines, dtype=np.int64)
-            starts[1:] = norm.ends[:-1]
             spans = zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)
             texts = [norm.text[a:b].rstrip(b"\n") for a, b in spans]
             shapes = tuple(mask_shapes(b"\n".join(texts) + b"\n").split(b"\n")[: hits.shape[0]])  # line by line
             exits = [i for i, line in enumerate(texts) if _EXIT_VERDICT.search(line) and not _PASSED.search(line)]
             verdicts = hits[np.asarray(exits, dtype=np.int64)].astype(np.int64)
-        masked = shape_text(norm.text)
+            above = _above_shapes(norm.text, starts, norm.ends, hits[self.signatures.shape_above[ids]], hits)
+        last = norm.text[int(starts[-1]) :] if block.n_lines else b""
+        masked = event_text(norm.text)
         shape_ends = np.flatnonzero(np.frombuffer(masked, dtype=np.uint8) == 0x0A) + 1
         if shape_ends.shape[0] < block.n_lines:  # the last line has no line end
             shape_ends = np.append(shape_ends, len(masked))
@@ -145,6 +151,8 @@ class Preparer:
             hits,
             ids,
             shapes,
+            above,
+            shape_text(last),
             masked,
             shape_ends.astype(np.int64),
             warn_counts(norm.text, norm.ends),
@@ -153,6 +161,21 @@ class Preparer:
             logits,
             hashes,
         )
+
+
+def _above_shapes(
+    text: bytes, starts: Int64Array, ends: Int64Array, told: Int64Array, hits: Int64Array
+) -> tuple[bytes, ...]:
+    """For each of ``hits``: ``summarize.shape_text`` of the line above it, with its line end, if
+    it is in ``told`` (and not the block's first line); else ``b""``."""
+    told = told[told > 0]
+    if not told.shape[0]:
+        return (b"",) * int(hits.shape[0])
+    spans = zip(starts[told - 1].tolist(), ends[told - 1].tolist(), strict=True)
+    masked = shape_text(b"".join(text[a:b] for a, b in spans))  # (line by line: each ends in "\n")
+    lines = [line + b"\n" for line in masked.split(b"\n")[: told.shape[0]]]
+    found: dict[int, bytes] = dict(zip(told.tolist(), lines, strict=True))
+    return tuple(found.get(i, b"") for i in hits.tolist())
 
 
 # a command's non-zero exit (the exit-status signature's forms but Travis's "failed. Retrying")

@@ -1,20 +1,30 @@
 """DROP runs -> one-line summaries (stage 6b): facts only, never a verdict.
 
-A line's *shape* is its scoring text with the variable parts masked as ``<*>``:
-URLs, paths, UUIDs, hex ids and hashes, timestamps, durations, percentages,
-versions and numbers. Words stay, so two different events (``VM Started``,
-``VM Paused``) never share a shape.
+Two kinds of line *shape*, each a line with its variable parts masked as ``<*>``:
+
+- the repeat gate's and the token budget's (``mask_shapes``, ``shape_text``, ``line_shapes``):
+  numbers, versions, dates, durations and whole paths masked;
+- a DROP summary's (``event_text``): numbers and *ids* masked (hex runs, UUIDs, tokens of
+  letters and digits such as ``req-3eb6``), so one event is one shape whatever its ids;
+  paths and words stay.
+
+Words stay in both, so two different events (``VM Started``, ``VM Paused``) never share a
+shape. A summary then names *templates*: the shapes of its run grouped by their words and
+punctuation (``DropSummary.render``), a word that varies shown as its values when it has few
+(``VM {Started ×39, Paused ×1 @L7}``), as what they share when many (``src/<*>.c``), else ``<*>``.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from operator import itemgetter
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("DropSummary", "line_shapes", "mask_shapes", "shape_text", "warn_counts")
+from .templates import Miner, Template, show
+
+__all__ = ("DropSummary", "event_text", "line_shapes", "mask_shapes", "shape_text", "warn_counts")
 
 _MARK = 0x01  # one masked span, shown as "<*>"
 _DELIM = np.zeros(256, dtype=bool)
@@ -59,7 +69,51 @@ def _delete(out: npt.NDArray[np.uint8], drop: npt.NDArray[np.bool_], text: bytes
     return np.compress(~drop, out).tobytes()
 
 
-def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None) -> bytes:
+# bytes.translate table of byte classes for the ids of a summary's shapes: 1 a digit, 2 a hex
+# letter, 3 another ASCII letter, 0 anything else (which ends a run of letters and digits)
+_CLASS_TABLE = bytes(
+    1 if chr(b).isdigit() and b < 0x80 else 2 if chr(b) in "abcdefABCDEF" else 3 if chr(b).isalpha() and b < 0x80 else 0
+    for b in range(256)
+)
+# a UUID's hex digits, as offsets from its first dash (8-4-4-4-12)
+_UUID_HEX = np.array([*range(-8, 0), *range(1, 5), *range(6, 10), *range(11, 15), *range(16, 28)], dtype=np.int64)
+
+
+def _ids(arr: npt.NDArray[np.uint8], digit: npt.NDArray[np.bool_], text: bytes) -> npt.NDArray[np.bool_] | None:
+    """Shape ``(n,)``: the bytes of ids in ``text`` (``arr`` its bytes, ``digit`` its digits), or None.
+
+    An id: a run of letters and digits in which a digit comes before a letter (``3eb6`` of
+    ``req-3eb6``, ``4f592bfd``, ``a1b2c3``; not ``Step060`` nor ``v1``, whose digits alone are
+    masked), and a UUID whole (8-4-4-4-12 hex digits, a group of letters only too). Found from
+    the few places where a digit meets a letter and a dash stands 5 bytes before the next, so a
+    text without ids costs a few comparisons per byte. (A hex id whose digits all follow its
+    letters, ``ab12``, keeps its letters: checking every such run for letters past ``f`` doubled
+    this function's cost, and a summary shows such a word's values by what they share, as ids.)
+    """
+    n = arr.shape[0]
+    cls = np.frombuffer(text.translate(_CLASS_TABLE), dtype=np.uint8)
+    turn = np.flatnonzero(digit[:-1] & (cls[1:] > 1))  # a digit, then a letter
+    dash = np.flatnonzero(arr[8 : n - 27] == 0x2D) + 8 if n >= 36 else np.zeros(0, dtype=np.int64)
+    if dash.shape[0]:
+        dash = dash[(arr[dash + 5] == 0x2D) & (arr[dash + 10] == 0x2D) & (arr[dash + 15] == 0x2D)]
+    if dash.shape[0]:  # (a dash in each place: now its hex digits)
+        dash = dash[((cls[dash[:, None] + _UUID_HEX] - np.uint8(1)) < 2).all(axis=1)]
+    if not (turn.shape[0] or dash.shape[0]):
+        return None
+    ids = np.zeros(n, dtype=bool)
+    if turn.shape[0]:
+        ends = np.concatenate(([-1], np.flatnonzero(cls == 0), [n]))  # bytes that end runs
+        at = np.searchsorted(ends, turn)
+        first, end = ends[at - 1] + 1, ends[at]
+        new = np.ones(first.shape[0], dtype=bool)
+        new[1:] = first[1:] != first[:-1]  # one run's turns are adjacent
+        ids |= _in_ranges(first[new], end[new], n)
+    if dash.shape[0]:  # (two UUIDs never overlap: the next one's dashes would fall on hex digits)
+        ids |= _in_ranges(dash - 8, dash + 28, n)
+    return ids
+
+
+def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None, ids: bool = False) -> bytes:
     """Mask variable parts with one ``_MARK`` byte per span (vectorized over the text).
 
     Runs of spaces and tabs become one, carriage returns go. Masked: every run of
@@ -67,6 +121,10 @@ def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None) -> bytes:
     dates, durations); every chunk between delimiters (space, quotes, brackets,
     ``, ; = | :``) that contains a ``/`` (paths, URLs). ``drop``: shape ``(len(text),)``,
     bytes left out of the result as well.
+
+    ``ids``: the masks of a summary's shapes instead: digits and ids (``_ids``), with the
+    ``. : , _ -`` between two masked bytes (``4f59-3eb6``), and no path masked whole (its
+    parts that vary are found among the lines of a run, ``DropSummary.render``).
     """
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
@@ -75,8 +133,14 @@ def _mask(text: bytes, drop: npt.NDArray[np.bool_] | None = None) -> bytes:
     digit = (arr - np.uint8(48)) < 10
     masked = digit.copy()
     sep = ((arr - np.uint8(0x2C)) < 3) | (arr == 0x3A) | (arr == 0x5F)  # , - . (0x2C-0x2E) : _
-    masked[1:-1] |= sep[1:-1] & digit[:-2] & digit[2:]  # between two digits
-    if b"/" in text:
+    if ids:
+        found = _ids(arr, digit, text)
+        if found is not None:
+            masked |= found
+        masked[1:-1] |= sep[1:-1] & masked[:-2] & masked[2:]  # between two masked bytes
+    else:
+        masked[1:-1] |= sep[1:-1] & digit[:-2] & digit[2:]  # between two digits
+    if b"/" in text and not ids:
         # the chunk around each slash: from after the delimiter before it to the one after it
         delims = np.concatenate(([-1], np.flatnonzero(np.frombuffer(text.translate(_DELIM_TABLE), dtype=bool)), [n]))
         at = np.searchsorted(delims, np.flatnonzero(arr == 0x2F))
@@ -103,24 +167,52 @@ def mask_shapes(text: bytes) -> bytes:
 
 
 _MAX_SHAPES = 4096  # distinct shapes counted per run; later new shapes count as "other"
-_MAX_SHAPE_CHARS = 60
+_MAX_SHAPE_CHARS = 56
 _SHAPE_SOURCE_BYTES = 96  # bytes of a line that are masked into its shape
+# ... into a summary's shape: ids shrink to one mark, and an event's words often come after a
+# timestamp, a level, a logger and two ids (a compute service's "VM Paused" at byte 140)
+_EVENT_SOURCE_BYTES = 160
+_CONTEXT_CHARS = 12  # most characters shown before a value list when a template is cut to show the list
 _MIN_SHAPE_ROOM = 24  # characters the most frequent shape needs to be named (cut with "…")
+_MIN_CUT_CHARS = 16  # least of a template's text shown, cut, after the first
 
 
-_CONTROLS = bytes(range(0x20)).replace(b"\t", b"") + b"\x7f"
-_SHOW = bytes.maketrans(_CONTROLS, b"?" * len(_CONTROLS))
-
-
-def _show(shape: bytes) -> str:
-    """A shape as text: ``<*>`` for masked spans, ``?`` for control bytes, a cut character dropped."""
-    text = shape.replace(bytes([_MARK]), b"<*>").translate(_SHOW).decode("utf-8", "replace")
-    return text.rstrip("\ufffd")
+def _loud(miner: Miner, silent: list[Template]) -> Template | None:
+    """The next template of ``miner`` that is not silent (those on the way go to ``silent``)."""
+    while (template := miner.next()) is not None:
+        if not template.silent:
+            return template
+        silent.append(template)
+    return None
 
 
 def _count(n: int, noun: str) -> str:
     """``n`` and ``noun``, plural unless ``n`` is 1 (``1 progress line``, ``3 progress lines``)."""
-    return f"{n} {noun}{'s' * (n != 1)}"
+    return f"{n} {_noun(n, noun)}"
+
+
+def _noun(n: int, noun: str) -> str:
+    """``noun``, plural unless ``n`` is 1."""
+    return f"{noun}{'s' * (n != 1)}"
+
+
+def _fit(template: Template, limit: int) -> str:
+    """``template``'s text in at most ``limit`` characters, cut with ``…``: at its end, or, when
+    that would cut its first value list (``VM {Started ×39, Paused ×1 @L7}``), from that list on,
+    after the word before it when short (``…VM {Started ×39, Paused ×1 @L7} (Lifecycle…``)."""
+    text = template.text()
+    if len(text) <= limit:
+        return text
+    shown = [show(p) if isinstance(p, bytes) else p for p in template.parts]
+    lists = [k for k, part in enumerate(template.parts) if isinstance(part, str) and part.startswith("{")]
+    if lists and len("".join(shown[: lists[0] + 1]).lstrip()) >= limit:  # the cut would fall in or before it
+        start = lists[0]  # and what comes before it up to the word before it, when short and plain
+        while start and len("".join(shown[start - 1 : lists[0]])) <= _CONTEXT_CHARS and "<*>" not in shown[start - 1]:
+            start -= 1
+            if start % 2 == 0 and shown[start]:  # (parts alternate: words at even places, delimiters between)
+                break
+        text = "…" + "".join(shown[start:]).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _kib(n: int) -> str:
@@ -129,23 +221,6 @@ def _kib(n: int) -> str:
     if n < 1024 * 1024:
         return f"{n / 1024:.1f} KiB"
     return f"{n / 1024 / 1024:.1f} MiB"
-
-
-def _most_common(counts: Counter[bytes], n: int) -> list[tuple[bytes, int]]:
-    """``counts.most_common(n)``, the same list (equal counts in insertion order), sooner.
-
-    ``most_common`` ranks every distinct shape in Python (``heapq.nlargest`` with a key),
-    and a DROP run of a build log holds thousands: here ``np.partition`` finds the n-th
-    largest count and only the shapes that reach it are ranked (a stable sort, as
-    ``nlargest`` is).
-    """
-    if not 0 < n < len(counts):
-        return counts.most_common(n)
-    values = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-    least = np.partition(values, values.shape[0] - n)[values.shape[0] - n]
-    shapes = list(counts)
-    reaching = [(shapes[i], int(values[i])) for i in np.flatnonzero(values >= least).tolist()]
-    return sorted(reaching, key=itemgetter(1), reverse=True)[:n]
 
 
 def warn_counts(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -167,30 +242,39 @@ def warn_counts(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int6
     return np.bincount(at, minlength=n_lines)[:n_lines].astype(np.int64)
 
 
-def shape_text(text: bytes) -> bytes:
+def shape_text(text: bytes, ids: bool = False) -> bytes:
     """The shapes of the lines of ``text``, each followed by its line's ``\\n`` (a last line
     may lack one): ``b"\\n".join(line_shapes(text))`` (plus the last ``\\n``), one pass.
 
     A shape shows at most ``_MAX_SHAPE_CHARS``, so only the first ``_SHAPE_SOURCE_BYTES``
     of a line are masked: longer lines are cut first (with numpy, then masked as one text).
+    ``ids``: a summary's shapes (``event_text``), of the first ``_EVENT_SOURCE_BYTES``.
     """
+    source = _EVENT_SOURCE_BYTES if ids else _SHAPE_SOURCE_BYTES
     arr = np.frombuffer(text, dtype=np.uint8)
     ends = np.flatnonzero(arr == 0x0A)
     if not (text.endswith(b"\n") or not text):
         ends = np.append(ends, arr.shape[0])
     starts = np.zeros(ends.shape[0], dtype=np.int64)
     starts[1:] = ends[:-1] + 1
-    long = np.flatnonzero(ends - starts > _SHAPE_SOURCE_BYTES)
+    long = np.flatnonzero(ends - starts > source)
     if not long.shape[0]:
-        return _mask(text)  # masking keeps every line end
+        return _mask(text, ids=ids)  # masking keeps every line end
     # the bytes past a long line's head are left out by the masking itself; a line end put
     # where each head ends makes the masking see what it sees in the cut line (masking is local:
-    # a byte's neighbours and its chunk between delimiters, and "\n" is a delimiter)
-    cut = starts[long] + _SHAPE_SOURCE_BYTES
+    # a byte's neighbours, its run of letters and digits, a UUID's 36 bytes and its chunk between
+    # delimiters, and "\n" ends each)
+    cut = starts[long] + source
     marked = arr.copy()
     marked[cut] = 0x0A
     drop = _in_ranges(cut, ends[long], arr.shape[0])
-    return _mask(marked.tobytes(), drop)
+    return _mask(marked.tobytes(), drop, ids)
+
+
+def event_text(text: bytes) -> bytes:
+    """A DROP summary's shapes of the lines of ``text`` (ids masked, paths kept), each followed
+    by its line's ``\\n`` (a last line may lack one); ``shape_text`` masks them for the repeat gate."""
+    return shape_text(text, ids=True)
 
 
 def line_shapes(text: bytes) -> list[bytes]:
@@ -202,7 +286,9 @@ def line_shapes(text: bytes) -> list[bytes]:
 class DropSummary:
     """Accumulates one DROP run, in pieces, and renders its summary line.
 
-    Memory is bounded: at most ``_MAX_SHAPES`` distinct shapes are counted.
+    Memory is bounded: at most ``_MAX_SHAPES`` distinct shapes are counted, with the first
+    line of each; the templates a summary names are found among them when it is rendered
+    (``templates.mine``), so a value list is bounded too.
 
     Args:
         first_line: 1-based first line of the run.
@@ -223,7 +309,8 @@ class DropSummary:
         self.end_byte = start_byte
         self.top_shapes = top_shapes
         self.max_chars = max_chars
-        self._shapes: Counter[bytes] = Counter()
+        self._shapes: Counter[bytes] = Counter()  # (in the order the shapes first came)
+        self._firsts: list[int] = []  # the first line of each of _shapes
         self._other = 0
         self.term_lines = 0
         self.repeated_failures = 0
@@ -282,15 +369,23 @@ class DropSummary:
         self.frames += int(redraws.sum())
         self.warning_lines += warnings
         lines = shapes.split(b"\n")[:n_lines]
-        if len(self._shapes) + len(lines) <= _MAX_SHAPES:  # room for every line's shape, new or not
-            self._shapes.update(lines)
-            return
-        counts = Counter(lines)
-        for shape, count in counts.items():
-            if shape in self._shapes or len(self._shapes) < _MAX_SHAPES:
-                self._shapes[shape] += count
-            else:
-                self._other += count
+        table, before = self._shapes, len(self._shapes)
+        if before + len(lines) <= _MAX_SHAPES:  # room for every line's shape, new or not
+            table.update(lines)
+        else:
+            for shape, count in Counter(lines).items():
+                if shape in table or len(table) < _MAX_SHAPES:
+                    table[shape] += count
+                else:
+                    self._other += count
+        if len(table) > before:  # new shapes, in the order they first came: their first lines
+            # (found by scanning on from the last one: the table holds the very object of a shape's
+            # first line, which list.index meets first by identity; a dict of first lines per line
+            # took twice as long)
+            at, base, index = 0, self.last_line - n_lines + 1, lines.index
+            for shape in itertools.islice(table, before, None):
+                at = index(shape, at)
+                self._firsts.append(base + at)
 
     @property
     def lines(self) -> int:
@@ -327,11 +422,11 @@ class DropSummary:
         warnings = _count(self.warning_lines, "warning mention")
         if self.warning_lines:
             facts.append(warnings)
+        # (the frames collapsed, not all frames: with the head it fits in a short summary)
+        collapsed = self.frames - self.progress_lines
+        progress = f"{_count(self.progress_lines, 'progress line')}: {collapsed} frames collapsed"
         if self.progress_lines:
-            # (the frames collapsed, not all frames: with the head it fits in a short summary)
-            facts.append(
-                f"{_count(self.progress_lines, 'progress line')}: {self.frames - self.progress_lines} frames collapsed"
-            )
+            facts.append(progress)
         # what the last green run printed too: that the run holds nothing new (a fact that never
         # gives way to a shape), or how much of it
         everything = self.seen_lines == self.lines
@@ -340,35 +435,50 @@ class DropSummary:
             facts.append(green)
         # blank lines and bare "<*>" say little: counted among the other shapes, named only when
         # the run has no other shape to name ("95× <*>" for a run of numbers, "4975× blank")
-        silent = (b"", bytes([_MARK]))
-        common = _most_common(self._shapes, self.top_shapes + 4)
-        ranked = [(shape, count) for shape, count in common if shape.strip() not in silent]
-        if not ranked:
-            ranked = [(shape.strip() or b"blank", count) for shape, count in common]
-        # room for the count of the shapes not named (none needed when there is one shape)
-        reserve = len(f"; +{len(self._shapes) + 1} more") if len(self._shapes) + bool(self._other) > 1 else 0
+        counts = np.fromiter(self._shapes.values(), dtype=np.int64, count=len(self._shapes))
+        miner = Miner(list(self._shapes), counts, self._firsts)
+        silent: list[Template] = []
+        top = _loud(miner, silent) or (silent.pop(0) if silent else None)
+        # room for the count of the lines not named (none needed when one names every line)
+        reserve = len(f"; +{self.lines} other lines") if top is None or top.lines < self.lines else 0
         # facts first, so a long shape list never pushes them out of the line; but the most
-        # frequent shape gets room too: the count of lines the last green run printed, of
-        # warning mentions, then that of lines with query terms (the least telling facts, a
-        # shape telling more than a count, an error's words more than a warning's) give way to it
+        # frequent shape gets room too: the count of lines the last green run printed (but not
+        # "all": that the run holds nothing new), of warning mentions, then that of progress lines
+        # when they are few of the run's (a run of a few redraws among a build's lines said only
+        # that, "1 progress line: 3 frames collapsed"), then that of lines with query terms (the
+        # least telling facts, an error's words telling more than a warning's) give way to it
         room = self.max_chars - len(head) - len(": ]") - 2 - reserve  # for the facts and the shapes
-        for fact in (green, warnings, terms) if not everything else (warnings, terms):
-            if room - len("; ".join(facts)) < _MIN_SHAPE_ROOM and ranked and fact in facts:
+        minor = (progress,) if 2 * self.progress_lines < self.lines else ()
+        for fact in ((green,) if not everything else ()) + (warnings, *minor, terms):
+            if room - len("; ".join(facts)) < _MIN_SHAPE_ROOM and top is not None and fact in facts:
                 facts.remove(fact)
         facts_text = "; ".join(facts)
         budget = room - len(facts_text)
         parts: list[str] = []
-        for shape, count in ranked[: self.top_shapes]:
-            piece = f"{count}× {_show(shape.strip()[:_MAX_SHAPE_CHARS])}"
-            if len(piece) + 2 > budget:
-                if parts or budget < _MIN_SHAPE_ROOM:
+        named = 0  # lines
+        template = top
+        while template is not None:
+            count = f"{template.lines}× "
+            text = template.text() or "blank"
+            limit = min(_MAX_SHAPE_CHARS, budget - 2 - len(count))
+            if len(text) > limit:
+                if (parts and limit < _MIN_CUT_CHARS) or budget < _MIN_SHAPE_ROOM:
                     break
-                piece = piece[: budget - 3] + "…"  # the most frequent shape is always named
-            parts.append(piece)
-            budget -= len(piece) + 2
-        others = len(self._shapes) - len(parts) + (1 if self._other else 0)
-        if others > 0:  # with no room to name one, the count of shapes is still given
-            parts.append(f"+{others} more" if parts else f"{others} shape{'s' * (others != 1)}")
+                text = _fit(template, limit)  # the most frequent shape is always named
+            parts.append(count + text)
+            named += template.lines
+            budget -= len(parts[-1]) + 2
+            # (another is looked for only while one could fit)
+            template = _loud(miner, silent) if len(parts) < self.top_shapes and budget >= _MIN_SHAPE_ROOM else None
+        # blank lines: a template of their own that says little, but counted, in few characters
+        blank = sum(self._shapes.get(shape, 0) for shape in (b"", b" ", b"\t"))
+        if parts and blank and (top is None or top.text()) and budget >= len(f"{blank} blank lines") + 2:
+            parts.append(_count(blank, "blank line"))
+            named += blank
+        if parts and named < self.lines:  # (in words: "+8 more" read as 8 more lines, and meant shapes)
+            parts.append(f"+{_count(self.lines - named, 'other line')}")
+        elif not parts and self._shapes:  # with no room to name one, the count of shapes is still given
+            parts.append(_count(len(self._shapes) + bool(self._other), "shape"))
         pieces = [p for p in (*facts, *parts) if p]
         text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
         # a short max_chars: whole facts give way, last first; the count of failure lines left out

@@ -30,7 +30,7 @@ from ..core.records import Run
 from ..core.worker import FactsWorker, worth_a_worker
 from ._logging import log_notices
 from .checkpoint import ReadPosition
-from .expand import Archive, TextRefs, archive_refs, ref_of
+from .expand import REF_NOTE, Archive, TextRefs, archive_refs, ref_of
 from .writes import flush_out, write_all
 
 __all__ = ("READ_BYTES", "Filtered", "InputChanged", "StopSignals", "filter_input")
@@ -178,10 +178,12 @@ def _budgeted(
     # the chosen output's summaries are short: each piece kept apart costs one
     terse = replace(config, summary_chars=min(config.summary_chars, BUDGET_SUMMARY_CHARS))
     drop_tokens = terse.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
-    pool = UnitPool(tokens, drop_tokens, asked=asked_patterns(config))
+    # the output's first ref says how to use one (TextRefs.note), once: taken off the units' budget
+    note_tokens = estimate_tokens(f"; {REF_NOTE}".encode())
+    pool = UnitPool(max(0.0, tokens - note_tokens), drop_tokens, asked=asked_patterns(config))
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
-        own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens))
+        own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens + note_tokens))
         first = StreamFilter(replace(config, explain=True), source=name, baseline=baseline)
         first.collector = collector  # (the first pass reads every line)
         handle = stack.enter_context(_open(name))
@@ -311,9 +313,10 @@ class _Writer:
                 return
             ref = self.refs.of(run)
             text_ref = self.text_refs(ref)
-            data = render(run, self.fmt, self.name, text_ref if self.fmt == "text" else ref)
+            note = self.text_refs.note(text_ref)
+            data = render(run, self.fmt, self.name, *((text_ref, None, note) if self.fmt == "text" else (ref,)))
             if self.limit is not None:
-                text = data if self.fmt == "text" else render(run, "text", "", text_ref)
+                text = data if self.fmt == "text" else render(run, "text", "", text_ref, note=note)
                 self.written += estimate_tokens(text)
                 if not self.within_limit():
                     return

@@ -30,6 +30,7 @@ from ._logging import get_logger
 
 __all__ = (
     "ARCHIVE_BYTES",
+    "REF_NOTE",
     "Archive",
     "Ref",
     "RefError",
@@ -40,6 +41,8 @@ __all__ = (
     "state_dir",
 )
 
+# said once per text output, before its first ref (``TextRefs.note``)
+REF_NOTE = "to see these lines: streamfilter expand REF (a ref @START-END:CRC is in the file named before)"
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
 _REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
 # a path's backslashes, control characters and bytes that are not UTF-8 (``os.fsdecode``'s
@@ -187,10 +190,22 @@ class TextRefs:
 
     For an output read from its start (standard output, a file); a reader that may come in
     between (a socket's subscriber) gets whole refs.
+
+    The first summary with a ref also says how to use one (``note``): once per output, so
+    summaries do not grow, and a first-time reader who meets a ref learns what it is for.
     """
 
     def __init__(self) -> None:
         self._source: str | None = None
+        self._told = False
+
+    def note(self, ref: str) -> str:
+        """What goes before ``ref`` (as written, ``__call__``) in its summary: ``REF_NOTE`` for
+        the first ref of the output, else ``""``."""
+        if not ref or self._told:
+            return ""
+        self._told = True
+        return REF_NOTE
 
     def __call__(self, ref: str) -> str:
         """``ref`` as this output writes it next (``""`` stays ``""``)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import anyio
 
@@ -234,10 +234,14 @@ class LiveStream:
                 sink.open_line = None
                 await sink.send_from(self, b"\n", f"line-end@{self.emitted_byte}")
 
-    def _ref(self, sink: Sink, run: Run) -> str:
-        """The ref of ``run`` as ``sink`` writes it (``Sink.text_refs``)."""
+    def _ref(self, sink: Sink, run: Run) -> tuple[str, Mapping[str, object] | None, str]:
+        """The ref of ``run`` as ``sink`` writes it (``Sink.text_refs``), this stream's extra fields,
+        and the note before the ref (``TextRefs.note``): ``render``'s arguments after the source."""
         ref = self.refs(run)
-        return sink.text_refs(ref) if sink.text_refs is not None and sink.format == "text" else ref
+        if sink.text_refs is None or sink.format != "text":
+            return ref, self.extra, ""
+        ref = sink.text_refs(ref)
+        return ref, self.extra, sink.text_refs.note(ref)
 
     def _line_start(self, sink: Sink) -> bytes:
         """What goes before this stream's output in text ``sink``: a line end when another
@@ -284,9 +288,7 @@ class LiveStream:
             for sink in self.sinks:
                 data = rendered.get(sink.format)
                 if data is None:
-                    data = b"".join(
-                        render(run, sink.format, self.source, self._ref(sink, run), self.extra) for run in runs
-                    )
+                    data = b"".join(render(run, sink.format, self.source, *self._ref(sink, run)) for run in runs)
                     if sink.format != "text" or sink.text_refs is None:  # (abbreviated refs are a sink's own)
                         rendered[sink.format] = data
                 if sink.format == "text":

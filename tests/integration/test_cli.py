@@ -20,6 +20,7 @@ import pytest
 from streamfilter.core.budget import estimate_tokens
 from streamfilter.core.filter import FilterConfig
 from streamfilter.live.checkpoint import ReadPosition
+from streamfilter.live.expand import REF_NOTE
 from tests.conftest import CORPUS, ROOT, need, run_cli
 
 EXAMPLE = ROOT / "examples" / "pytest-failure.log"
@@ -246,8 +247,9 @@ def test_budget_the_output_fits_in_changes_nothing_and_a_tight_one_keeps_the_fai
 
     # its summaries are terse (each piece kept apart costs one): at most 80 characters before the
     # ref, where the filter's own name shapes in up to 140
-    def summaries(out: bytes) -> list[str]:
-        return [x.decode().split("; ref ")[0] for x in out.splitlines() if x.startswith(b"[streamfilter: dropped")]
+    def summaries(out: bytes) -> list[str]:  # (without the output's note on how to read a ref back)
+        lines = [x.decode().split("; ref ")[0] for x in out.splitlines() if x.startswith(b"[streamfilter: dropped")]
+        return [x.removesuffix(f"; {REF_NOTE}") for x in lines]
 
     assert summaries(tight.stdout) and all(len(x) <= 80 for x in summaries(tight.stdout))
     assert any(len(x) > 80 for x in summaries(alone))

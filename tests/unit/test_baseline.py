@@ -14,7 +14,7 @@ from streamfilter.core.baseline import MAX_SHAPES, Baseline, Novelty, ShapeColle
 from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.lines import LineSplitter
 from streamfilter.core.records import Run
-from streamfilter.core.summarize import shape_text
+from streamfilter.core.summarize import event_text
 from streamfilter.live.baselines import MAGIC, MAX_HEADER_BYTES, BaselineStore, baseline_of_files, read_baseline
 
 
@@ -40,7 +40,7 @@ def kept_text(runs: list[Run]) -> bytes:
 
 
 def test_line_hashes_hash_each_lines_shape() -> None:
-    shapes = shape_text(b"took 12 ms\ntook 345 ms\nother\nlast")
+    shapes = event_text(b"took 12 ms\ntook 345 ms\nother\nlast")
     hashes = line_hashes(shapes, 4)
     assert hashes.dtype == np.uint32 and hashes.shape == (4,)
     assert hashes[0] == hashes[1] != hashes[2]  # numbers are masked

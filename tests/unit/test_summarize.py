@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.normalize import normalize_block
 from streamfilter.core.summarize import (
     _SHAPE_SOURCE_BYTES,
     DropSummary,
     _mask,
+    event_text,
     line_shapes,
     mask_shapes,
     shape_text,
     warn_counts,
 )
+from streamfilter.core.templates import MAX_MINED, MAX_VALUES, Miner
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
 
 SHAPES = [
     (b"   Compiling serde v1.0.130 (/home/ci/.cargo/registry/src/serde)", b" Compiling serde v<*> (<*>)"),
@@ -67,7 +75,7 @@ def summary_of(data: bytes, pieces: int = 1, **kwargs: int) -> str:
         part = b"".join(x + b"\n" for x in lines[i : i + step])
         norm = normalize_block(part, part.count(b"\n"), 1 << 20)
         warnings = int(warn_counts(norm.text, norm.ends).sum())
-        s.add(len(part), shape_text(norm.text), part.count(b"\n"), 0, warnings, norm.frames)
+        s.add(len(part), event_text(norm.text), part.count(b"\n"), 0, warnings, norm.frames)
     return s.render()
 
 
@@ -127,7 +135,7 @@ def test_shapes_are_counted_when_no_shape_fits() -> None:
     s = DropSummary(1049, 0, max_chars=115)
     lines = [b"INFO processing item %d ok" % i for i in range(2002)] + [b"FAILED t.py::test_x - boom"] * 100
     data = b"".join(line + b"\n" for line in lines)
-    s.add(len(data), shape_text(data), len(lines), 0, 0, np.zeros(len(lines), dtype=np.int32), 100)
+    s.add(len(data), event_text(data), len(lines), 0, 0, np.zeros(len(lines), dtype=np.int32), 100)
     text = s.render()
     assert "100 more failure lines like ones kept" in text and "; 2 shapes]" in text, text
     assert len(text) <= 115
@@ -138,7 +146,7 @@ def test_the_most_frequent_shape_is_named_and_the_count_of_term_lines_gives_way_
     query terms gives way to the shape (the line was cut mid-word, "1 sha…", with no shape named)."""
     s = DropSummary(57, 0, max_chars=140)
     data = b"".join(b"ERROR: line %d failed with a reasonably long message\n" % i for i in range(19919))
-    s.add(len(data), shape_text(data), 19919, 19919, 0, np.zeros(19919, dtype=np.int32), 19919)
+    s.add(len(data), event_text(data), 19919, 19919, 0, np.zeros(19919, dtype=np.int32), 19919)
     text = s.render()
     assert "19919 more failure lines like ones kept; 19919× ERROR: line <*> failed" in text, text
     assert "query terms" not in text and len(text) <= 140
@@ -148,9 +156,10 @@ def test_shape_table_is_bounded_and_overflow_is_counted() -> None:
     s = DropSummary(1, 0)
     words = [bytes([97 + a, 97 + b, 97 + c]) for a in range(26) for b in range(26) for c in range(8)]  # 5408 shapes
     data = b"".join(b"event " + w + b"\n" for w in words)
-    s.add(len(data), shape_text(data), len(words), 0, 0, np.zeros(len(words), dtype=np.int32))
-    assert len(s._shapes) == 4096
-    assert "more]" in s.render()
+    s.add(len(data), event_text(data), len(words), 0, 0, np.zeros(len(words), dtype=np.int32))
+    assert len(s._shapes) == len(s._firsts) == 4096 and s._other == 5408 - 4096
+    # a template is found among the shapes of most lines only (the cost of a summary is bounded)
+    assert s.render().endswith(f"{MAX_MINED}× event <*>; +{5408 - MAX_MINED} other lines]"), s.render()
 
 
 SHAPE_PIECES = [b"a", b"1", b"2", b".", b"-", b"/", b" ", b"\t", b"\r", b":", b"(", b"x" * 40, b"12.5" * 10, b"\n"]
@@ -219,14 +228,18 @@ def test_mask_equals_its_reference_whatever_bytes_the_text_holds(pieces: list[by
     [
         (b"".join(b"%d\n" % i for i in range(95)), "95× <*>"),  # `seq 100`: only numbers
         (b"\n" * 4975, "4975× blank"),
-        (b"build step\n" + b"\n" * 10 + b"".join(b"%d\n" % i for i in range(5)), "1× build step; +2 more"),
+        # (the blank lines named in few characters; the numbers only counted)
+        (
+            b"build step\n" + b"\n" * 10 + b"".join(b"%d\n" % i for i in range(5)),
+            "1× build step; 10 blank lines; +5 other lines",
+        ),
     ],
 )
 def test_blank_and_masked_lines_are_named_only_when_nothing_else_is(data: bytes, named: str) -> None:
     # a run of numbers or blank lines said only "1 shape" (a fresh-user helper's find)
     n = data.count(b"\n")
     s = DropSummary(1, 0)
-    s.add(len(data), shape_text(data), n, 0, 0, np.zeros(n, dtype=np.int32))
+    s.add(len(data), event_text(data), n, 0, 0, np.zeros(n, dtype=np.int32))
     assert s.render().endswith(f"): {named}]"), s.render()
 
 
@@ -235,6 +248,115 @@ def test_the_count_of_lines_with_query_terms_outlasts_the_count_of_warnings() ->
     # the shape, the summary gave the warning and not the error words (a fresh-user helper's find)
     data = b"".join(b"s %d\n" % i for i in range(200)) + b"note: retry on error\n" * 5 + b"warning: slow\n"
     s = DropSummary(1, 0, max_chars=140)
-    s.add(len(data), shape_text(data), 206, 5, 1, np.zeros(206, dtype=np.int32))
+    s.add(len(data), event_text(data), 206, 5, 1, np.zeros(206, dtype=np.int32))
     text = s.render()
     assert "5 lines with query terms" in text and "200× s <*>" in text and len(text) <= 140, text
+
+
+EVENTS = [
+    # ids as ids: hex runs, UUIDs (a group of letters only too), tokens of letters and digits
+    (
+        b"[req-3eb6 - -] [instance: 5b3c1a2e-9f4d-4e2a-bcde-1e88b294cd1d] VM Started",
+        b"[req-<*> - -] [instance: <*>] VM Started",
+    ),
+    (b"req-3e1b req-ab12 a1b2c3 -C metadata=4f592bfd", b"req-<*> req-ab<*> <*> -C metadata=<*>"),
+    # a word's digits alone (a name, a version, a step): the word stays
+    (b"Step060 v1.0.130 x86_64 md5 utf8 cafe", b"Step<*> v<*> x<*> md<*> utf<*> cafe"),
+    # paths stay (their parts that vary are found among a run's lines), their digits masked
+    (b"tests/test_api.py::test_get[42] PASSED  [ 87%]", b"tests/test_api.py::test_get[<*>] PASSED [ <*>%]"),
+]
+
+
+@pytest.mark.parametrize(("line", "shape"), EVENTS)
+def test_a_summary_s_shapes_mask_ids_as_ids(line: bytes, shape: bytes) -> None:
+    assert event_text(line).replace(b"\x01", b"<*>") == shape
+
+
+def test_the_odd_event_of_a_compute_service_shows_in_its_summary() -> None:
+    """Issue 30: 39 "VM Started" and one "VM Paused", each with its request id and instance UUID,
+    read "1× <*> INFO compute.manager […; +16 more" (every line its own shape)."""
+    data = (DATA / "compute-lifecycle.log").read_bytes()
+    sf = StreamFilter(FilterConfig(tail_lines=0))
+    runs = sf.feed(data) + sf.flush()
+    assert [(r.decision, r.first_line, r.last_line) for r in runs] == [("drop", 1, 40)]
+    assert "40× …VM {Started ×39, Paused ×1 @L7} (Lifecycle Event)]" in runs[0].summary, runs[0].summary
+    template = runs[0].summary  # (an id of hex letters only, req-eadf at line 30, is no event: not listed)
+    assert "req-eadf" in data.split(b"\n")[29].decode() and "eadf" not in template
+    assert data.split(b"\n")[6].endswith(b"VM Paused (Lifecycle Event)")  # (line 7)
+
+
+def test_a_path_shows_what_its_lines_share_and_masks_what_varies() -> None:
+    # the README's example: the file name is the same on every line, the test's name varies
+    data = b"".join(b"tests/test_inventory.py::test_parse_many[%d] PASSED [ %d%%]\n" % (i, i) for i in range(40))
+    data += b"".join(b"tests/test_inventory.py::test_total[%d] PASSED [ %d%%]\n" % (i, i) for i in range(30))
+    text = summary_of(data)
+    assert "70× …::{test_parse_many ×40, test_total ×30 @L41}[<*>] PASS…" in text, text  # (cut to show the list)
+    norm = normalize_block(data, 70, 1 << 20)
+    shapes = event_text(norm.text).split(b"\n")[:70]
+    template = Miner(shapes[:MAX_MINED], np.ones(MAX_MINED, dtype=np.int64), list(range(1, 33))).next()
+    assert template is not None and template.lines == MAX_MINED
+    assert template.text() == "tests/test_inventory.py::test_parse_many[<*>] PASSED [ <*>%]"
+    data = b"".join(b"CC src/net/conn_%s.c\n" % w for w in (b"tcp", b"udp", b"unix", b"pipe", b"tls", b"quic"))
+    assert summary_of(data, max_chars=240).endswith("(6 lines, 135 B): 6× CC src/net/conn_<*>.c]")
+
+
+def test_a_value_list_is_bounded() -> None:
+    lines = [b"job %s done" % w for w in [b"a"] * 30 + [b"b"] * 8 + [b"c", b"d", b"e"]]
+    text = summary_of(b"".join(line + b"\n" for line in lines), max_chars=240)
+    assert "41× job {a ×30, b ×8 @L31, +3 more} done" in text, text  # (two listed hold 80 %)
+    lines = [b"job %d%s done" % (i % 3, bytes([97 + i])) for i in range(20)]  # (a run of digits and letters: an id)
+    assert "20× job <*> done" in summary_of(b"".join(line + b"\n" for line in lines), max_chars=240)
+    # a column of many values shows none; the lines of the shapes past MAX_MINED are not named
+    template = Miner([b"k w%02d" % i for i in range(40)], np.ones(40, dtype=np.int64), list(range(1, 41))).next()
+    assert template is not None and template.text() == "k <*>" and template.lines == MAX_MINED
+    assert MAX_VALUES == 3
+
+
+def test_more_than_half_the_words_varying_is_two_events() -> None:
+    data = b"".join(b"%s\n" % line for line in [b"alpha beta gamma"] * 3 + [b"delta epsilon zeta"] * 2)
+    text = summary_of(data, max_chars=240)
+    assert "3× alpha beta gamma; 2× delta epsilon zeta" in text, text
+
+
+_REFERENCE_IDS_DELIMS = b" \t\r\n\"'()[]{}<>,;=|:"
+
+
+def _mask_ids_reference(text: bytes) -> bytes:
+    """``_mask(text, ids=True)`` spelled out from its docstring and ``_ids``'s."""
+    alnum = [chr(c).isalnum() and c < 0x80 for c in text]
+    masked = [48 <= c <= 57 for c in text]
+    i = 0
+    while i < len(text):
+        if not alnum[i]:
+            i += 1
+            continue
+        j = i
+        while j < len(text) and alnum[j]:
+            j += 1
+        run = text[i:j].decode()
+        turn = any(a.isdigit() and b.isalpha() for a, b in itertools.pairwise(run))
+        if turn:
+            masked[i:j] = [True] * (j - i)
+        i = j
+    for m in re.finditer(rb"(?=[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})", text):
+        masked[m.start() : m.start() + 36] = [True] * 36
+    flags = masked[:]
+    for k in range(1, len(text) - 1):
+        flags[k] |= text[k] in b".:,_-" and masked[k - 1] and masked[k + 1]
+    out = bytearray()
+    for k, c in enumerate(text):
+        pair = k > 0 and ((flags[k] and flags[k - 1]) or (c in b" \t" and text[k - 1] in b" \t"))
+        if c != 0x0D and not pair:
+            out.append(1 if flags[k] else c)
+    return bytes(out)
+
+
+ID_PIECES = [b"a", b"f", b"z", b"1", b"9", b"-", b".", b" ", b"\r", b"\n", b"req-", b"3eb6", b"ab12", b"x" * 4]
+ID_PIECES += [b"5b3c1a2e-9f4d-4e2a-bcde-1e88b294cd1d", b"deadbeef-face-cafe-bead-abcdefabcdef"]
+
+
+@given(st.lists(st.sampled_from(ID_PIECES), max_size=60))
+@settings(max_examples=500, deadline=None)
+def test_id_masks_equal_their_reference(pieces: list[bytes]) -> None:
+    text = b"".join(pieces)
+    assert _mask(text, ids=True) == _mask_ids_reference(text)
