@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .wrap import ConfigError, Rules, load_rules, rewrite
+from .wrap import ConfigError, Rules, load_rules, rewrite, top_level
 
 __all__ = ("AGENTS", "answer", "claude_rules_say", "executable_words", "render")
 
@@ -93,7 +93,8 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str]) -> str | No
                 listed = permissions.get(kind, [])
                 if isinstance(listed, list):
                     found.extend(r for r in listed if isinstance(r, str))
-    parts = [p.strip() for p in command.split("&&")]
+    segments, _ = top_level(command)  # (the quote-aware split the rewrite uses, not a plain split)
+    parts = [command[a:b].strip() for a, b in segments] or [command.strip()]
     for kind in ("deny", "ask"):
         if any(_rule_matches(r, p) for r in rules[kind] for p in parts):
             return kind

@@ -40,7 +40,17 @@ from pathlib import Path
 
 from .defaults import DEFAULT_BUDGET_TOKENS
 
-__all__ = ("BUILTIN", "RAW_VARIABLE", "ConfigError", "Rules", "Wrap", "config_path", "load_rules", "rewrite")
+__all__ = (
+    "BUILTIN",
+    "RAW_VARIABLE",
+    "ConfigError",
+    "Rules",
+    "Wrap",
+    "config_path",
+    "load_rules",
+    "rewrite",
+    "top_level",
+)
 
 RAW_VARIABLE = "STREAMFILTER_RAW"
 
@@ -183,7 +193,7 @@ def load_rules(env: Mapping[str, str]) -> Rules:
     return Rules((builtin if use_builtin else ()) + wrap, skip, budget, query)
 
 
-def _top_level(command: str) -> tuple[list[tuple[int, int]], str | None]:
+def top_level(command: str) -> tuple[list[tuple[int, int]], str | None]:
     """Split ``command`` at its top-level ``&&``: the segments' (start, end) character offsets, or
     the first other shell operator found outside quotes (then the segments are not complete).
 
@@ -276,7 +286,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     if env.get(RAW_VARIABLE, "") not in ("", "0"):
         return Wrap(None, f"{RAW_VARIABLE} is set in the hook's environment")
     command = command.rstrip()  # (a trailing newline is not a second command)
-    segments, operator = _top_level(command)
+    segments, operator = top_level(command)
     if operator is not None:
         return Wrap(None, f"not one simple command ({operator})")
     *leading, (start, end) = segments

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from typing import Any, NoReturn
 
 from ..core.errors import UsageError
 from ..core.filter import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig
 from ..core.output import FORMATS
+from ..core.signatures import check_pattern
 
 __all__ = ("COUNTS", "Parser", "command_argv", "count", "filter_config", "filter_options", "number")
 
@@ -147,10 +147,7 @@ def filter_config(args: argparse.Namespace, explain: bool = False) -> FilterConf
     # the regexes are checked before anything is read (as the filter would: building one just for
     # that compiled the whole signature table once more, about 70 ms of every command's start)
     for pattern in config.protect:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
+        check_pattern(pattern)
     return config
 
 

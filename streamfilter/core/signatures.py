@@ -35,6 +35,7 @@ __all__ = (
     "LEAD_LINES",
     "Signature",
     "SignatureSet",
+    "check_pattern",
     "first_bytes",
     "required_literal",
 )
@@ -369,6 +370,18 @@ def _anchored_regex(anchored: tuple[tuple[int, bytes], ...]) -> re.Pattern[bytes
     return re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE)
 
 
+def check_pattern(pattern: str) -> None:
+    """Check a user's ``--protect`` regex (Python syntax) before anything is read.
+
+    Raises:
+        UsageError: it is not a valid regular expression (the message names it and why).
+    """
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
+
+
 class SignatureSet:
     """A compiled set of signatures, matched over whole blocks of lines.
 
@@ -397,10 +410,7 @@ class SignatureSet:
     ) -> None:
         sigs = list(signatures)
         for i, pattern in enumerate(extra):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
+            check_pattern(pattern)
             # the first ``first`` are the ones asked for (user1, ...), the rest a query's symbols (query1, ...)
             name = f"user{i + 1}" if i < first else f"query{i - first + 1}"
             # a pattern asked for is what a user wants kept, not a failure found
