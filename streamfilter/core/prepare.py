@@ -38,7 +38,8 @@ class BlockFacts:
         n_bytes: length of the block's raw bytes.
         norm: the scoring text.
         tokens: int64, tokens per line.
-        tf: shape ``(n_lines, n_terms)`` int64: occurrences of each query term per line.
+        tf: shape ``(n_lines, n_terms)`` int64: occurrences of each query term per line; none on
+            a line that reports a passing check (its query words are in the check's name).
         layout: what segmentation needs.
         hits: int64, 0-based lines that carry a signature (sorted), before any
             signature's ``max_hits`` limit.
@@ -117,6 +118,7 @@ class Preparer:
         norm = normalize_block(block.data, block.n_lines, self.max_line_bytes, block.ends)
         table = token_table(norm.text, norm.ends)
         tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
+        _uncount_passes(norm.text, norm.ends, tf)
         layout = line_layout(norm.text, norm.ends, table)
         hits, ids = self.signatures.find_all(norm.text, norm.ends, table, layout.first)
         shapes: tuple[bytes, ...] = ()
@@ -182,6 +184,30 @@ def _above_shapes(
 _EXIT_VERDICT = re.compile("|".join(EXIT_VERDICTS).encode())
 # a check that passed, whose name says "exit code 2" ("cli returns exit code 2 ... ok"): no verdict
 _PASSED = re.compile(r"(?:\bok|\bPASSED|\bpassed|✓|✔)[ \t\r]*$".encode())
+
+
+# a check that passed, its verdict at the line's start or end (TAP's "ok 3", mocha's "✓", pytest -v's
+# "PASSED [ 10%]", unittest's and cargo's "... ok", tasty's "OK (0.04s)", gtest's "[       OK ]"):
+# the query words on it are in the check's name ("testThatErrorIsThrown")
+_PASS_LINE = re.compile(
+    "^[ \t]*(?:✓|✔|√|ok [0-9]|PASS\\b|--- PASS:|\\[ +(?:OK|PASSED) +\\])"
+    "|(?:\\bok|\\bOK|\\bPASSED|\\bpassed|✓|✔)(?:[ \t]+(?:\\(\\d[^)\n]*\\)|\\[ *\\d+%\\]))?[ \t\r]*$".encode(),
+    re.M,
+)
+
+
+def _uncount_passes(text: bytes, ends: Int64Array, tf: Int64Array) -> None:
+    """Zero, in place, the term counts ``tf`` (shape ``(n_lines, n_terms)``) of the lines of ``text``
+    (ending at ``ends``) that report a passing check (``_PASS_LINE``): neither their window's BM25
+    score nor its having a query term counts them."""
+    lines = np.flatnonzero(tf.any(axis=1))
+    if not lines.shape[0]:
+        return
+    starts = np.zeros(ends.shape[0], dtype=np.int64)
+    starts[1:] = ends[:-1]
+    for i in lines.tolist():
+        if _PASS_LINE.search(text, int(starts[i]), int(ends[i])):
+            tf[i] = 0
 
 
 _VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list
