@@ -30,7 +30,7 @@ import numpy.typing as npt
 from ._heap import keep_block_buffers
 from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes
 from .budget import Selection
-from .decide import CutTracker, bridged_ends
+from .decide import CutTracker, RepeatGate, bridged_ends
 from .explain import MAX_TRACES, BatchFacts, Tracer
 from .hits import Hits, PriorRater, weak_lines
 from .lines import LineSplitter, utf8_cut
@@ -65,6 +65,9 @@ MIN_LINE_BYTES = 64  # the smallest max_line_bytes: a shorter cap would score ne
 # retried command's "exited with 1" may be the failure, and a CI runner's last line is its verdict
 LAST_LINES = 2
 MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one notice at the end
+# a query term counts on the first this many lines of each line shape: a warning printed after every
+# download is kept for BM25 the first times, and its later copies are counted in summaries
+TERM_REPEATS = 3
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -265,6 +268,7 @@ class StreamFilter:
             base=start_line - 1, tf=np.zeros((0, len(self.query.terms)), dtype=np.int64), buf_start=start_byte
         )
         self._assigned = start_line - 1  # lines with a window
+        self._term_repeats = RepeatGate(TERM_REPEATS)
         self._hits = Hits(
             self._signatures,
             context_lines=cfg.context_lines,
@@ -525,7 +529,7 @@ class StreamFilter:
         facts = self.preparer(block)
         if not facts.matches(block):  # a worker that ran ahead on other bytes: do it here
             facts = self._prepare(block)
-        norm, tokens, tf, layout = facts.norm, facts.tokens, facts.tf, facts.layout
+        norm, tokens, layout = facts.norm, facts.tokens, facts.layout
         for i in norm.capped:
             length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
             self._long_lines += 1
@@ -545,6 +549,7 @@ class StreamFilter:
             if self.collector is not None:
                 self.collector.add(hashes)
         p.warnings = np.concatenate((p.warnings, facts.warnings))
+        tf = self._uncount_repeats(facts)
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
         p.repeat = np.concatenate((p.repeat, repeats))
         p.frames = np.concatenate((p.frames, norm.frames))
@@ -565,6 +570,23 @@ class StreamFilter:
         p.verdicts = np.concatenate((p.verdicts, facts.verdicts + first))
         self._assign(self._segmenter.feed(layout))
         self._score_windows(self._segmenter_closed)
+
+    def _uncount_repeats(self, facts: BlockFacts) -> Int64Array:
+        """``facts.tf`` without the terms of a line whose shape (``BlockFacts.shapes``) held a query
+        term on ``TERM_REPEATS`` lines before: the same message printed by the dozen is one finding,
+        which the first lines show and the DROP summary counts."""
+        tf = facts.tf
+        lines = np.flatnonzero(tf.any(axis=1))
+        if not lines.shape[0]:
+            return tf
+        ends = facts.shape_ends.tolist()
+        shapes = [facts.shapes[(ends[i - 1] if i else 0) : ends[i]] for i in lines.tolist()]
+        fresh = self._term_repeats.admit(shapes)
+        if fresh.all():
+            return tf
+        tf = tf.copy()
+        tf[lines[~fresh]] = 0
+        return tf
 
     def _check_text(self, block: LineBlock) -> None:
         if self._seen_invalid_utf8:

@@ -1,13 +1,13 @@
-"""The stateless stage's term counts: a line reporting a passing check counts no query term."""
+"""Term counts: a line reporting a passing check counts no query term, nor a term line's shape repeated by the dozen."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from streamfilter.core.filter import FilterConfig, StreamFilter
+from streamfilter.core.filter import TERM_REPEATS, FilterConfig, StreamFilter
 from streamfilter.core.prepare import Preparer
-from streamfilter.core.records import LineBlock
+from streamfilter.core.records import LineBlock, Run
 from streamfilter.core.signatures import SignatureSet
 from streamfilter.core.tokens import Query
 
@@ -59,3 +59,17 @@ def test_passing_checks_named_after_errors_are_summarized_and_the_failure_kept()
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert b"error: assertion failed" in kept
     assert b"testThatValidationThrowsError" not in kept
+
+
+def test_a_term_line_repeated_by_the_dozen_counts_its_terms_the_first_times_only() -> None:
+    noise = b"".join(b"compiling module %d of 60\n" % i for i in range(60))
+    warning = b"/usr/lib/python2.7/ssl_.py:%d: InsecurePlatformWarning: connection error, retrying\n"
+    data = b"".join(noise + warning % (100 + i) for i in range(10)) + noise
+    runs: list[Run] = []
+    for chunking in (len(data), 7):  # decisions do not depend on where the bytes were cut
+        sf = StreamFilter(FilterConfig(tail_lines=0), "t")
+        out = [r for i in range(0, len(data), chunking) for r in sf.feed(data[i : i + chunking])] + sf.flush()
+        assert not runs or out == runs
+        runs = out
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert kept.count(b"InsecurePlatformWarning") == TERM_REPEATS
