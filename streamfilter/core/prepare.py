@@ -130,7 +130,7 @@ class Preparer:
             spans = zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)
             texts = [norm.text[a:b].rstrip(b"\n") for a, b in spans]
             shapes = tuple(mask_shapes(b"\n".join(texts) + b"\n").split(b"\n")[: hits.shape[0]])  # line by line
-            exits = [i for i, line in enumerate(texts) if _EXIT_VERDICT.search(line) and not _PASSED.search(line)]
+            exits = [i for i, line in enumerate(texts) if _EXIT_VERDICT.search(line) and not _PASS_LINE.search(line)]
             verdicts = hits[np.asarray(exits, dtype=np.int64)].astype(np.int64)
             above = _above_shapes(norm.text, starts, norm.ends, hits[self.signatures.shape_above[ids]], hits)
         last = norm.text[int(starts[-1]) :] if block.n_lines else b""
@@ -182,16 +182,14 @@ def _above_shapes(
 
 # a command's non-zero exit (the exit-status signature's forms but Travis's "failed. Retrying")
 _EXIT_VERDICT = re.compile("|".join(EXIT_VERDICTS).encode())
-# a check that passed, whose name says "exit code 2" ("cli returns exit code 2 ... ok"): no verdict
-_PASSED = re.compile(r"(?:\bok|\bPASSED|\bpassed|✓|✔)[ \t\r]*$".encode())
-
-
-# a check that passed, its verdict at the line's start or end (TAP's "ok 3", mocha's "✓", pytest -v's
-# "PASSED [ 10%]", unittest's and cargo's "... ok", tasty's "OK (0.04s)", gtest's "[       OK ]"):
-# the query words on it are in the check's name ("testThatErrorIsThrown")
+# a check that passed (or was skipped), its verdict at the line's start or end (TAP's "ok 3", mocha's "✓", pytest -v's
+# "PASSED [ 10%]", Gradle's "SKIPPED", unittest's and cargo's "... ok", tasty's "OK (0.04s)", gtest's "[       OK ]"):
+# the query words on it are in the check's name ("testThatErrorIsThrown"), and so is an exit verdict
+# ("cli returns exit code 2 ... ok")
 _PASS_LINE = re.compile(
     "^[ \t]*(?:✓|✔|√|ok [0-9]|PASS\\b|--- PASS:|\\[ +(?:OK|PASSED) +\\])"
-    "|(?:\\bok|\\bOK|\\bPASSED|\\bpassed|✓|✔)(?:[ \t]+(?:\\(\\d[^)\n]*\\)|\\[ *\\d+%\\]))?[ \t\r]*$".encode(),
+    "|(?:\\bok|\\bOK|\\bPASSED|\\bpassed|\\bSKIPPED|\\bskipped|✓|✔)"
+    "(?:[ \t]+(?:\\(\\d[^)\n]*\\)|\\[ *\\d+%\\]))?[ \t\r]*$".encode(),
     re.M,
 )
 

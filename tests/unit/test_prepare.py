@@ -20,6 +20,7 @@ PASSING = [
     "[       OK ] ParserTest.ReportsErrorOnEof (0 ms)",  # googletest
     "--- PASS: TestFailedLogin (0.00s)",  # go test
     "PASS src/errors.test.js",  # jest
+    "io.reactivex.SafeSubscriberTest > onErrorFailureWithUnsubscribeFailure SKIPPED",  # Gradle
 ]
 FAILING = [
     "    ✗ testThatCustomValidationCanThrowCustomError (0.052 seconds)",
