@@ -124,7 +124,7 @@ class FilterConfig:
     max_line_bytes: int = 1 << 20
     head_lines: int = 0
     tail_lines: int = 25
-    found_tail_lines: int = 5
+    found_tail_lines: int = 3
     context_lines: int = 1
     extend_lines: int = 150
     section_lines: int = 150

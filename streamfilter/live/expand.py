@@ -42,7 +42,7 @@ __all__ = (
 )
 
 # said once per text output, before its first ref (``TextRefs.note``)
-REF_NOTE = "to see these lines: streamfilter expand REF (a ref @START-END:CRC is in the file named before)"
+REF_NOTE = "to see them: streamfilter expand REF (an @REF is in the file named before)"
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
 _REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
 # a path's backslashes, control characters and bytes that are not UTF-8 (``os.fsdecode``'s
