@@ -6,7 +6,8 @@ Usage:
 
 Each pair is a small project written by this script into a temporary folder (one of six kinds:
 pytest, unittest, make with gcc, cargo with the standard library only, ``npm test`` with node's
-built-in runner, a shell script), a run of its command that passes, then one real change (a file
+built-in runner, a shell script; beyond the 22 pairs of issue 32, also mypy, ruff, and javac with
+a test runner of its own), a run of its command that passes, then one real change (a file
 edited or removed) and a run that fails. The failing run's output is filtered twice, as
 ``streamfilter filter fail.log`` and as ``streamfilter filter --baseline pass.log fail.log`` do
 (default query), and the table gives for each pair
@@ -20,7 +21,8 @@ with and without the baseline, then the totals. ``--keep DIR`` keeps the logs (`
 of its own: the passing run stores the baseline, the failing run is weighed with it, and once more
 with ``--no-baseline``) and gives those output bytes too (live decisions depend on pauses).
 
-Needs python3 with pytest, gcc and make, cargo (no crates), node and npm. The runs print paths of
+Needs python3 with pytest, gcc and make, cargo (no crates), node and npm; a pair beyond issue 32's
+whose tool is missing (mypy, ruff, a JDK) is skipped, and the table says so. The runs print paths of
 the temporary folder and timings, so bytes vary by a few between runs of this script.
 """
 
@@ -28,8 +30,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -1645,6 +1649,258 @@ def _release_checksums(files: dict[str, str]) -> str:
 
 _RELEASE["config/checksums.sha256"] = _release_checksums(_RELEASE)
 
+# -- mypy and ruff: a small typed inventory package ------------------------------------------------
+_STOCK = {
+    "pyproject.toml": """[tool.mypy]
+strict = true
+
+[tool.ruff]
+line-length = 110
+
+[tool.ruff.lint]
+select = ["E", "F", "W", "I", "B", "UP"]
+""",
+    "stock/__init__.py": '"""A typed stock ledger."""\n',
+    "stock/items.py": '''"""Items and their quantities."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Item:
+    sku: str
+    name: str
+    price_cents: int
+
+
+@dataclass
+class Shelf:
+    items: dict[str, Item] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, item: Item, count: int = 1) -> None:
+        self.items[item.sku] = item
+        self.counts[item.sku] = self.counts.get(item.sku, 0) + count
+
+    def remove(self, sku: str, count: int = 1) -> int:
+        left = self.counts.get(sku, 0) - count
+        if left < 0:
+            raise ValueError(f"only {self.counts.get(sku, 0)} of {sku} on the shelf")
+        self.counts[sku] = left
+        return left
+
+    def value_cents(self) -> int:
+        return sum(self.items[sku].price_cents * n for sku, n in self.counts.items())
+''',
+    "stock/report.py": '''"""Text reports of a shelf."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .items import Item, Shelf
+
+
+def money(cents: int) -> str:
+    return f"{cents // 100}.{cents % 100:02d}"
+
+
+def lines(shelf: Shelf) -> list[str]:
+    out = []
+    for sku in sorted(shelf.counts):
+        item = shelf.items[sku]
+        out.append(f"{item.sku:<8} {item.name:<20} {shelf.counts[sku]:>4} x {money(item.price_cents)}")
+    return out
+
+
+def cheapest(items: Iterable[Item]) -> Item | None:
+    best: Item | None = None
+    for item in items:
+        if best is None or item.price_cents < best.price_cents:
+            best = item
+    return best
+
+
+def total_line(shelf: Shelf) -> str:
+    return f"total: {money(shelf.value_cents())}"
+''',
+    "stock/load.py": '''"""Load a shelf from CSV text: sku,name,price,count."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from .items import Item, Shelf
+
+
+def parse_price(text: str) -> int:
+    whole, _, frac = text.strip().partition(".")
+    return int(whole) * 100 + int((frac + "00")[:2])
+
+
+def load(text: str) -> Shelf:
+    shelf = Shelf()
+    for row in csv.reader(io.StringIO(text)):
+        if not row or row[0].startswith("#"):
+            continue
+        sku, name, price, count = row
+        shelf.add(Item(sku, name.strip(), parse_price(price)), int(count))
+    return shelf
+''',
+}
+
+_MYPY = ("{python}", "-m", "mypy", "stock")
+_RUFF = ("{python}", "-m", "ruff", "check", "--no-cache", "stock")
+
+# -- java: a library compiled with javac and a test runner of its own -----------------------------
+_JAVA_TESTS = [
+    ("addsTwoNumbers", "eq(Calc.add(2, 3), 5)"),
+    ("subtracts", "eq(Calc.sub(7, 3), 4)"),
+    ("multiplies", "eq(Calc.mul(6, 7), 42)"),
+    ("dividesEvenly", "eq(Calc.div(12, 4), 3)"),
+    ("dividesRoundingDown", "eq(Calc.div(7, 2), 3)"),
+    ("clampsLow", "eq(Calc.clamp(-5, 0, 10), 0)"),
+    ("clampsHigh", "eq(Calc.clamp(50, 0, 10), 10)"),
+    ("clampsInside", "eq(Calc.clamp(5, 0, 10), 5)"),
+    ("parsesPlain", 'eq(Calc.parse("42"), 42)'),
+    ("parsesSpaces", 'eq(Calc.parse("  17 "), 17)'),
+    ("parsesNegative", 'eq(Calc.parse("-8"), -8)'),
+    ("sumsList", "eq(Stats.sum(new int[] {1, 2, 3, 4}), 10)"),
+    ("meanOfList", "eq(Stats.mean(new int[] {2, 4, 6}), 4)"),
+    ("maxOfList", "eq(Stats.max(new int[] {3, 9, 1}), 9)"),
+    ("minOfList", "eq(Stats.min(new int[] {3, 9, 1}), 1)"),
+    ("medianOdd", "eq(Stats.median(new int[] {5, 1, 3}), 3)"),
+    ("medianEven", "eq(Stats.median(new int[] {4, 1, 3, 2}), 2)"),
+    ("wordsCounted", 'eq(Text.words("a bb  ccc"), 3)'),
+    ("wordsOfBlank", 'eq(Text.words("   "), 0)'),
+    ("reversed", 'eq(Text.reverse("abc"), "cba")'),
+    ("capitalized", 'eq(Text.capitalize("hello"), "Hello")'),
+    ("capitalizedEmpty", 'eq(Text.capitalize(""), "")'),
+    ("padsLeft", 'eq(Text.padLeft("7", 3, \'0\'), "007")'),
+    ("initials", 'eq(Text.initials("Ada King Lovelace"), "AKL")'),
+]
+_JAVA_RUNNER = (
+    """import java.util.Objects;
+
+public class TestMain {
+    static int failed = 0;
+
+    static void eq(Object got, Object want) {
+        if (!Objects.equals(got, want)) {
+            throw new AssertionError("expected <" + want + "> but was <" + got + ">");
+        }
+    }
+
+    interface Body { void run() throws Exception; }
+
+    static void test(String name, Body body) {
+        long start = System.nanoTime();
+        try {
+            body.run();
+            System.out.printf("test %-22s ok (%d us)%n", name, (System.nanoTime() - start) / 1000);
+        } catch (Throwable e) {
+            failed++;
+            System.out.printf("test %-22s FAILED%n", name);
+            e.printStackTrace(System.out);
+        }
+    }
+
+    public static void main(String[] args) {
+"""
+    + "".join(f'        test("{name}", () -> {body});\n' for name, body in _JAVA_TESTS)
+    + """        System.out.printf("%d tests, %d failed%n", """
+    + str(len(_JAVA_TESTS))
+    + """, failed);
+        if (failed > 0) System.exit(1);
+    }
+}
+"""
+)
+_JAVA = {
+    "src/Calc.java": """public final class Calc {
+    private Calc() {}
+
+    public static int add(int a, int b) { return a + b; }
+    public static int sub(int a, int b) { return a - b; }
+    public static int mul(int a, int b) { return a * b; }
+    public static int div(int a, int b) { return Math.floorDiv(a, b); }
+
+    public static int clamp(int v, int lo, int hi) {
+        return Math.max(lo, Math.min(hi, v));
+    }
+
+    public static int parse(String text) {
+        return Integer.parseInt(text.trim());
+    }
+}
+""",
+    "src/Stats.java": """import java.util.Arrays;
+
+public final class Stats {
+    private Stats() {}
+
+    public static int sum(int[] xs) {
+        int total = 0;
+        for (int x : xs) total += x;
+        return total;
+    }
+
+    public static int mean(int[] xs) { return sum(xs) / xs.length; }
+
+    public static int max(int[] xs) { return Arrays.stream(xs).max().getAsInt(); }
+
+    public static int min(int[] xs) { return Arrays.stream(xs).min().getAsInt(); }
+
+    public static int median(int[] xs) {
+        int[] sorted = xs.clone();
+        Arrays.sort(sorted);
+        return sorted[(sorted.length - 1) / 2];
+    }
+}
+""",
+    "src/Text.java": """public final class Text {
+    private Text() {}
+
+    public static int words(String s) {
+        String t = s.trim();
+        return t.isEmpty() ? 0 : t.split("\\\\s+").length;
+    }
+
+    public static String reverse(String s) { return new StringBuilder(s).reverse().toString(); }
+
+    public static String capitalize(String s) {
+        if (s.isEmpty()) return s;
+        return Character.toUpperCase(s.charAt(0)) + s.substring(1);
+    }
+
+    public static String padLeft(String s, int width, char pad) {
+        StringBuilder b = new StringBuilder();
+        for (int i = s.length(); i < width; i++) b.append(pad);
+        return b.append(s).toString();
+    }
+
+    public static String initials(String name) {
+        StringBuilder b = new StringBuilder();
+        for (String part : name.trim().split("\\\\s+")) b.append(part.charAt(0));
+        return b.toString();
+    }
+}
+""",
+    "src/TestMain.java": _JAVA_RUNNER,
+    "build.sh": """#!/bin/sh
+set -e
+rm -rf out
+mkdir -p out
+for f in src/*.java; do echo "javac $f"; done
+javac -Xlint:all -d out src/*.java
+echo "running tests"
+java -cp out TestMain
+""",
+}
+
 PROJECTS: dict[str, dict[str, str]] = {
     "ledger": _LEDGER,
     "textkit": _TEXTKIT,
@@ -1652,6 +1908,8 @@ PROJECTS: dict[str, dict[str, str]] = {
     "geom": _GEOM,
     "units": _UNITS,
     "release": _RELEASE,
+    "stock": _STOCK,
+    "calc": _JAVA,
 }
 
 _PYTEST_V = ("{python}", "-m", "pytest", "-v")
@@ -1873,7 +2131,72 @@ PAIRS: tuple[Pair, ...] = (
         ("config/app.conf", "port = 8080", "port = 8081"),
         (r"app.conf: FAILED", r"WARNING: 1 computed checksum did NOT match"),
     ),
+    # -- beyond the 22 pairs of issue 32 (EXTRA): lint and type checks, a JVM build --------------------
+    # mypy
+    Pair(
+        "mypy-arg-type",
+        "mypy",
+        "stock",
+        _MYPY,
+        ("stock/report.py", "money(shelf.value_cents())", "money(str(shelf.value_cents()))"),
+        (r'report.py:\d+: error: Argument 1 to "money" has incompatible type "str"',),
+    ),
+    Pair(
+        "mypy-return",
+        "mypy",
+        "stock",
+        _MYPY,
+        ("stock/load.py", '    return int(whole) * 100 + int((frac + "00")[:2])', "    return whole"),
+        (r"load.py:\d+: error: Incompatible return value type",),
+    ),
+    # ruff
+    Pair(
+        "ruff-unused-import",
+        "ruff",
+        "stock",
+        _RUFF,
+        ("stock/items.py", "from dataclasses import", "import os\nfrom dataclasses import"),
+        (r"F401.*`os` imported but unused", r"stock/items.py:\d+:\d+"),
+    ),
+    Pair(
+        "ruff-none-compare",
+        "ruff",
+        "stock",
+        _RUFF,
+        ("stock/report.py", "if best is None or", "if best == None or"),
+        (r"E711", r"stock/report.py:\d+:\d+"),
+    ),
+    # java (javac, a test runner of its own)
+    Pair(
+        "java-assert",
+        "java",
+        "calc",
+        ("sh", "build.sh"),
+        ("src/Stats.java", "sorted[(sorted.length - 1) / 2]", "sorted[sorted.length / 2]"),
+        (r"^test medianEven\s+FAILED", r"AssertionError: expected <2> but was <3>"),
+    ),
+    Pair(
+        "java-exception",
+        "java",
+        "calc",
+        ("sh", "build.sh"),
+        ("src/Text.java", "        if (s.isEmpty()) return s;\n", ""),
+        (
+            r"^test capitalizedEmpty\s+FAILED",
+            r"StringIndexOutOfBoundsException",
+            r"at Text.capitalize\(Text.java:\d+\)",
+        ),
+    ),
+    Pair(
+        "java-compile",
+        "java",
+        "calc",
+        ("sh", "build.sh"),
+        ("src/Calc.java", "return Integer.parseInt(text.trim());", "return text.trim();"),
+        (r"src/Calc.java:\d+: error: incompatible types: String cannot be converted to int",),
+    ),
 )
+ISSUE_PAIRS = 22  # the first pairs, those issue 32 asked for; the rest are EXTRA
 
 
 ENV = {"CARGO_NET_OFFLINE": "true", "NO_COLOR": "1", "LC_ALL": "C.UTF-8"}
@@ -1897,6 +2220,23 @@ def change(folder: Path, pair: Pair) -> None:
     if old not in text:
         raise SystemExit(f"{pair.name}: {old!r} is not in {path}")
     target.write_text(text.replace(old, new, 1))
+
+
+# the commands each kind of pair runs, besides python
+NEEDS = {
+    "make": ("make", "gcc"),
+    "cargo": ("cargo",),
+    "npm": ("npm", "node"),
+    "shell": ("bash",),
+    "java": ("javac", "java"),
+}
+
+
+def missing(pair: Pair) -> str | None:
+    """The command or Python module ``pair`` needs that is not installed, or None."""
+    if pair.command[:2] == ("{python}", "-m"):
+        return None if importlib.util.find_spec(pair.command[2]) else f"python -m {pair.command[2]}"
+    return next((tool for tool in NEEDS.get(pair.kind, ()) if shutil.which(tool) is None), None)
 
 
 def command(pair: Pair) -> list[str]:
@@ -1978,10 +2318,16 @@ def main() -> int:
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     totals = [0, 0, 0, 0, 0, 0, 0]
+    issue = [0, 0, 0, 0, 0]  # the totals of issue 32's pairs
+    skipped: list[tuple[Pair, str]] = []
     by_kind: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory(prefix="sf-novelty-") as tmp:
         work = Path(tmp)
         for pair in pairs:
+            tool = missing(pair)
+            if tool is not None:
+                skipped.append((pair, tool))
+                continue
             passed, failed = make_pair(pair, work)
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
@@ -2008,13 +2354,21 @@ def main() -> int:
             kind = by_kind.setdefault(pair.kind, [0, 0, 0, 0, 0])
             for i, v in enumerate((n, r0, r1, len(plain), len(weighed))):
                 kind[i] += v
+                if PAIRS.index(pair) < ISSUE_PAIRS:
+                    issue[i] += v
     n, r0, r1, b0, b1 = totals[:5]
     print()
     print("| kind | labels | recall without | recall with | bytes without | bytes with | saved |")
     print("|---|---|---|---|---|---|---|")
     for kind, (kn, k0, k1, kb0, kb1) in by_kind.items():
         print(f"| {kind} | {kn} | {k0 / kn:.1%} | {k1 / kn:.1%} | {kb0} | {kb1} | {1 - kb1 / kb0:.1%} |")
+    if 0 < issue[0] < n:
+        m, q0, q1, c0, c1 = issue
+        row = f"| issue 32's {ISSUE_PAIRS} pairs | {m} | {q0 / m:.1%} | {q1 / m:.1%} | {c0} | {c1} |"
+        print(f"{row} {1 - c1 / c0:.1%} |")
     print(f"| all {len(pairs)} pairs | {n} | {r0 / n:.1%} | {r1 / n:.1%} | {b0} | {b1} | {1 - b1 / b0:.1%} |")
+    for pair, tool in skipped:
+        print(f"\n{pair.name}: skipped, {tool} is not installed")
     if args.live:
         print(
             f"\nthrough streamfilter run: {totals[5]} bytes without the baseline, {totals[6]} with "

@@ -9,8 +9,10 @@ full set's limit, unknown (treated as novel, but never weighed up). The filter t
 - keeps a line the baseline saw neither for its window's sake alone (the other lines of a window
   kept for a failure signature, the prior or its BM25 score) nor for its place in the tail alone
   (the stream's last ``LAST_LINES`` are kept all the same): the green run printed it too, so it
-  is not what broke; the lines a signature or the prior keeps (the line, its context, its
-  continuation lines, its section) are kept as without a baseline;
+  is not what broke; nor as what follows a hit, its continuation lines and its section (there,
+  what the green run printed too is a passing test's line, a rule, a blank line); a signature's
+  or the prior's line itself and the context before it (what ran right before the failure) are
+  kept as without a baseline;
 - does not keep a window all of whose lines the baseline saw for its score;
 - weighs a window with a novel line near the stream's end or before an exit verdict more
   (``NOVEL_WEIGHT`` times its score against the cut).

@@ -51,6 +51,8 @@ class BatchFacts:
             reaches the cut only weighed up for its novel lines.
         novel: with a baseline: how many of the window's lines the last green run never printed.
         seen: with a baseline, shape ``(n,)``: each line was printed by the last green run too.
+        after_seen: with a baseline, shape ``(n,)``: the line follows a hit (its continuation
+            lines, its section), which keeps it without a baseline, and is ``seen``.
     """
 
     first_window: int
@@ -68,6 +70,7 @@ class BatchFacts:
     weighed: BoolArray | None = None
     novel: Int64Array | None = None
     seen: BoolArray | None = None
+    after_seen: BoolArray | None = None
 
 
 def _seen(why: BatchFacts, k: int, lines: Int64Array) -> bool:
@@ -163,6 +166,8 @@ class Tracer:
                 reason = "head" if first < why.head else "tail" if tail else "context"
         elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
             reason = "budget"  # kept on its own, not chosen within the token budget
+        elif why.after_seen is not None and why.after_seen[lines].any():
+            reason = "seen-after-hit"  # what follows a hit, printed by the last green run too
         elif _seen(why, k, lines):
             reason = "seen"
         elif prot >= 0:

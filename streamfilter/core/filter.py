@@ -558,6 +558,7 @@ class StreamFilter:
         p.record = np.concatenate((p.record, np.full(n, -1, dtype=np.int64)))
         p.forced = np.concatenate((p.forced, np.zeros(n, dtype=bool)))
         p.hit = np.concatenate((p.hit, np.zeros(n, dtype=bool)))
+        p.lead = np.concatenate((p.lead, np.zeros(n, dtype=bool)))
         p.tokens = np.concatenate((p.tokens, tokens))
         p.tf = np.concatenate((p.tf, tf))
         if self._rater is not None:
@@ -701,9 +702,15 @@ class StreamFilter:
             seen = self._novelty.seen(p.base, n)
         w_keep = w_prot | scored
         keep = self._window_lines(w_keep, w_prot, wrel - w_lo, n)
-        if seen is not None:  # a line the last green run printed too is not kept for its window's sake
+        forced, after_seen = p.forced[:n], None
+        if seen is not None:
+            # a line the last green run printed too is not kept for its window's sake, nor as what
+            # follows a hit (its continuation lines, its section); a hit and the lines before it
+            # (its context, lead-in) are kept as without a baseline
             keep &= ~seen
-        keep |= p.forced[:n]
+            after_seen = forced & seen & ~p.hit[:n] & ~p.lead[:n]
+            forced = forced & ~after_seen
+        keep |= forced
         head = cfg.head_lines - p.base
         if head > 0:
             keep[:head] = True
@@ -752,6 +759,7 @@ class StreamFilter:
                     weighed,
                     self._novelty.novel_lines_of(window_ids) if self._novelty is not None else None,
                     seen,
+                    after_seen,
                 )
             )
         self._runs.add(p, keep, runs)

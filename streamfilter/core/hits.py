@@ -138,7 +138,8 @@ class Hits:
         settling: bool = False,
     ) -> None:
         """Protect around the hits whose reach is known: mark the lines they keep (``p.forced``), the
-        hits (``p.hit``), and each window's first hit (``windows.prot``, ``windows.hit``).
+        hits (``p.hit``), the lines each keeps before it (``p.lead``), and each window's first hit
+        (``windows.prot``, ``windows.hit``).
 
         Args:
             p: the pending lines.
@@ -191,6 +192,12 @@ class Hits:
         around = np.cumsum(marks[:-1]) > 0
         around[hits] = True
         p.forced |= around
+        # the lines before a hit (its context, lead-in): with a baseline, a seen line after a hit
+        # goes (``StreamFilter._emit``), one before it stays, what ran right before the failure
+        marks[:] = 0
+        np.add.at(marks, first, 1)
+        np.add.at(marks, hits, -1)
+        p.lead |= np.cumsum(marks[:-1]) > 0
         p.hit[hits] = True
         # a window is explained by its first hit (hits are in order, and an earlier one is never
         # applied after a later one), however the hits were batched

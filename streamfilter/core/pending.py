@@ -48,6 +48,7 @@ class PendingLines:
         record: the line's record id (-1 until assigned).
         forced: kept whatever its window (around a hit, a carried record or section).
         hit: the line is a protected hit itself.
+        lead: kept before a hit: its context and lead-in lines (``forced`` too).
         tokens: tokens in the line's scoring text.
         tf: query term counts, one column per term.
         logit: the prior's content logit.
@@ -74,6 +75,7 @@ class PendingLines:
     record: Int64Array = field(default_factory=_int64)
     forced: BoolArray = field(default_factory=_bool)
     hit: BoolArray = field(default_factory=_bool)
+    lead: BoolArray = field(default_factory=_bool)
     tokens: Int64Array = field(default_factory=_int64)
     tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     logit: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
@@ -119,7 +121,7 @@ class PendingLines:
         self.ends, self.shape_ends, self.warnings = self.ends[n:], self.shape_ends[n:], self.warnings[n:]
         self.term, self.repeat, self.frames = self.term[n:], self.repeat[n:], self.frames[n:]
         self.window, self.cont, self.record = self.window[n:], self.cont[n:], self.record[n:]
-        self.forced, self.hit = self.forced[n:], self.hit[n:]
+        self.forced, self.hit, self.lead = self.forced[n:], self.hit[n:], self.lead[n:]
         self.tokens, self.tf = self.tokens[n:], self.tf[n:]
         self.logit, self.seen, self.shape, self.blank = self.logit[n:], self.seen[n:], self.shape[n:], self.blank[n:]
 

@@ -58,7 +58,9 @@ class WindowTrace:
             weighed up for a novel line near the end or an exit verdict), ``head``, ``tail``,
             ``context`` (lines kept around a protected line) or ``short-gap`` (a DROP run too short
             to summarize); for DROP: ``seen`` (lines the last green run printed too, which the
-            window or the tail would have kept without a baseline), ``below-cut`` (a query term, score below the
+            window or the tail would have kept without a baseline), ``seen-after-hit`` (lines a
+            protected line keeps after it, its continuation or section, that the last green run
+            printed too), ``below-cut`` (a query term, score below the
             cut), ``no-term`` (none of its lines here holds a query term, also the lines of a
             window kept for its score that no term line keeps), ``weak-line`` (an over-long or carriage-return
             redrawn line in a kept window: such lines are kept only when protected

@@ -297,7 +297,8 @@ class DropSummary:
         max_chars: longest summary, in characters; its head (range, counts) and the count of
             failure lines left out by a budget are never cut, so a summary may be longer.
         green: the stream has a baseline (the last green run's line shapes): the summary says how
-            many of its lines that run printed too (``seen_lines``).
+            many of its lines that run printed too (``seen_lines``), and names no shape when that
+            run printed them all.
     """
 
     def __init__(
@@ -433,6 +434,10 @@ class DropSummary:
         green = f"{'all' if everything else self.seen_lines} in the last green run"
         if self.green:
             facts.append(green)
+        if self.green and everything:
+            # lines the last green run printed, all of them: that says what they are, and their
+            # shapes would name the passing run's lines (``expand`` shows them); none is named
+            return self._fit(head, facts)
         # blank lines and bare "<*>" say little: counted among the other shapes, named only when
         # the run has no other shape to name ("95× <*>" for a run of numbers, "4975× blank")
         counts = np.fromiter(self._shapes.values(), dtype=np.int64, count=len(self._shapes))
@@ -479,11 +484,16 @@ class DropSummary:
             parts.append(f"+{_count(self.lines - named, 'other line')}")
         elif not parts and self._shapes:  # with no room to name one, the count of shapes is still given
             parts.append(_count(len(self._shapes) + bool(self._other), "shape"))
-        pieces = [p for p in (*facts, *parts) if p]
+        return self._fit(head, [*facts, *parts])
+
+    def _fit(self, head: str, pieces: list[str]) -> str:
+        """The summary line of ``head`` and ``pieces``, within ``max_chars``: on a short
+        ``max_chars`` whole pieces give way, last first; the count of failure lines left out by a
+        budget never does (a reader must know an error is in there), nor the head, with the range
+        and the counts."""
+        pieces = [p for p in pieces if p]
         text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
-        # a short max_chars: whole facts give way, last first; the count of failure lines left out
-        # by a budget never does (a reader must know an error is in there)
         while len(text) > self.max_chars and len(pieces) > bool(self.failure_lines):
             pieces.pop()
             text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
-        return text  # (the head, with the range and the counts, is never cut)
+        return text

@@ -50,6 +50,35 @@ def test_any_chunking_gives_the_same_runs_with_a_baseline(
     assert run_filter(data, cuts, which, baseline, explain) == whole
 
 
+# the fragments a green run does not print: a failing run is the green one with some of them in
+# between, so most of its lines are seen and its failures, with what follows them, are novel
+FAILURES = [f for f in FRAGMENTS if any(w in f for w in (b"ERROR", b"Traceback", b"Error", b"Caused by", b"ERR!"))]
+pieces = st.lists(st.sampled_from(FRAGMENTS), max_size=80)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces, cutting, st.sampled_from(range(len(CONFIGS))), st.booleans())
+def test_any_chunking_gives_the_same_runs_when_the_green_run_lacks_the_failures(
+    parts: list[bytes], cuts: list[int], which: int, explain: bool
+) -> None:
+    data = b"".join(parts)
+    baseline = collected(b"".join(p for p in parts if p not in FAILURES), [])
+    whole = run_filter(data, [], which, baseline, explain)
+    assert run_filter(data, cuts, which, baseline, explain) == whole
+    # the lines a hit keeps before it and the hits stay: what a signature protects, kept without
+    # a baseline, is kept with one
+    plain = StreamFilter(replace(CONFIGS[which], explain=True))
+    kept_plain = {
+        n
+        for r in plain.feed(data) + plain.flush()
+        if r.decision == "keep"
+        for n in range(r.first_line, r.last_line + 1)
+    }
+    kept = {n for r in whole if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+    hits = {t.hit_line for r in run_filter(data, [], which, baseline, True) for t in r.traces if t.hit_line}
+    assert hits & kept_plain <= kept
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams, streams, cutting, st.sampled_from(range(len(CONFIGS))))
 def test_runs_tile_the_input_with_a_baseline(green: bytes, data: bytes, cuts: list[int], which: int) -> None:

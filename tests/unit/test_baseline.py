@@ -137,6 +137,36 @@ def test_lines_seen_in_a_signature_window_go_but_the_signatures_lines_stay() -> 
     assert b"test_11 PASSED\ntest_12 FAILED\n    assert 1 == 2\n" in with_
 
 
+def test_seen_lines_after_a_failure_go_but_the_failure_and_the_line_before_it_stay() -> None:
+    green = b"".join(
+        b"test_%02d PASSED\n    setup took %d ms\n    teardown took %d ms\n" % (i, i, i + 1) for i in range(30)
+    )
+    red = green.replace(b"test_12 PASSED\n", b"test_12 FAILED\n    assert 1 == 2\n")
+    config = FilterConfig(tail_lines=0, prior=False, explain=True)
+    # without a baseline the failure keeps its record's continuation lines, novel or not
+    without = kept_text(filtered(red, None, config))
+    assert b"test_12 FAILED\n    assert 1 == 2\n    setup took 12 ms\n    teardown took 13 ms\n" in without
+    runs = filtered(red, baseline_of(green), config)
+    # with one, those the green run printed too are summarized; the failure, its novel line and
+    # the context line before it (what ran right before the failure) stay
+    assert kept_text(runs) == b"    teardown took 12 ms\ntest_12 FAILED\n    assert 1 == 2\n"
+    after = [t for r in runs if r.decision == "drop" for t in r.traces if t.first_line == 39]
+    assert [t.reason for t in after] == ["seen-after-hit"]
+
+
+def test_a_summary_of_lines_all_in_the_green_run_names_no_shape() -> None:
+    red = GREEN.replace(b"test_case_20 ... ok", b"test_case_20 ... FAILED")
+    runs = filtered(red, baseline_of(GREEN), FilterConfig(tail_lines=0, prior=False))
+    drops = [r.summary for r in runs if r.decision == "drop"]
+    assert drops[0] == "[streamfilter: dropped lines 1-19 (19 lines, 380 B): all in the last green run]"
+    # a run with a line the green run never printed names its shapes as without a baseline
+    partly = GREEN.replace(b"test_case_03 ... ok", b"test_case_03 ... slow")
+    partly = partly.replace(b"test_case_30 ... ok", b"test_case_30 ... FAILED")
+    runs = filtered(partly, baseline_of(GREEN), FilterConfig(tail_lines=0))
+    summary = next(r.summary for r in runs if r.decision == "drop")
+    assert summary.endswith("28 in the last green run; 29× test_case_<*> ... {ok ×28, slow ×1 @L4}]")
+
+
 def test_explain_counts_novel_lines_and_summaries_count_seen_ones() -> None:
     red = GREEN.replace(b"Ran 40 tests\nOK\n", b"test_case_40 ... the disk is full\nRan 41 tests\nFAILED\n")
     runs = filtered(red, baseline_of(GREEN), FilterConfig(explain=True))
