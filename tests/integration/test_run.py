@@ -70,8 +70,9 @@ def test_a_failing_command_keeps_its_failure_and_its_last_lines() -> None:
     evs = events(done.stdout)
     text = kept(evs)
     assert "ERROR: test_parse failed" in text
-    # the failure was found: the last 5 lines (--found-tail) are kept, not the last 25 (--tail)
-    assert all(f"INFO cleanup step {i}\n" in text for i in range(36, 41))
+    # the failure was found: the last 3 lines (--found-tail) are kept, not the last 25 (--tail)
+    assert all(f"INFO cleanup step {i}\n" in text for i in range(38, 41))
+    assert "INFO cleanup step 37\n" not in text
     assert "INFO cleanup step 20\n" not in text
     assert sum(e["lines"] for e in evs if e["event"] in ("keep", "drop")) == 441
     wide = kept(events(run_cli("run", "--format", "jsonl", "--found-tail", "25", "--", "sh", "-c", script).stdout))
