@@ -311,6 +311,12 @@ class StreamFilter:
         return self._runs.drop_open
 
     @property
+    def undecided_lines(self) -> int:
+        """Complete lines fed and not decided yet: waiting for their look-ahead, held back by
+        ``settle(hold_lines=...)``, or dropped lines a ``settle(decide_before=...)`` left revisable."""
+        return int(self._p.ends.shape[0])
+
+    @property
     def rest_of(self) -> tuple[int, bool] | None:
         """``(line, kept)`` of a line let out before its end (``settle(partial=True)``, or
         ``rest_of`` at the start): the next bytes up to a line end are its rest; else None."""
@@ -340,7 +346,12 @@ class StreamFilter:
         return runs + self._emit(final=False)
 
     def settle(
-        self, partial: bool = False, hold_lines: int = 0, close_drop: bool = True, rest: bool = True
+        self,
+        partial: bool = False,
+        hold_lines: int = 0,
+        close_drop: bool = True,
+        rest: bool = True,
+        decide_before: int | None = None,
     ) -> list[Run]:
         """The stream went quiet: decide every complete line now, and close the open runs.
 
@@ -366,6 +377,13 @@ class StreamFilter:
         flowing gets one summary per stretch of dropped lines, not one per settle), unless
         ``partial`` lets a line out.
 
+        With ``decide_before`` (a stream line index, 0-based), a settle decides the lines up to the
+        last one it keeps and those before ``decide_before``; the lines after the last kept one
+        that it would drop stay undecided, revisable: a later settle decides them with the lines
+        that came since (a failure line's context, a window's other lines), ``feed`` once the
+        look-ahead has come after them (as ``filter`` decides them), ``flush`` with the tail rule.
+        A kept line is never held back by them: it and the lines before it are decided together.
+
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
 
@@ -379,20 +397,27 @@ class StreamFilter:
         let_out: list[Run] = []
         if partial and rest and not hold_lines:
             self._let_rest_out(let_out, whole=False)
+        before = decide_before
         if not (partial and not hold_lines and self._splitter.pending_bytes > 0):
-            return let_out + self._settle(False, hold_lines, close_drop)
+            return let_out + self._settle(False, hold_lines, close_drop, before=before)
         facts = self._facts_of(self._splitter.pending)
         if facts.hits.shape[0]:  # protected: kept
-            return self._settle(True, hold_lines, close_drop)
-        runs = self._settle(False, hold_lines, close_drop, close=False)
+            return self._settle(True, hold_lines, close_drop, before=before)
+        runs = self._settle(False, hold_lines, close_drop, close=False, before=before)
         # a query term in a line that continues (indented) a kept one: kept with its record
         if facts.tf.sum() and self._last_keep and int(facts.layout.indent[0]) > 0:
-            return runs + self._settle(True, hold_lines, close_drop)
+            return runs + self._settle(True, hold_lines, close_drop, before=before)
         self._runs.close(runs, close_drop)
         return runs
 
     def _settle(
-        self, force: bool, hold_lines: int = 0, close_drop: bool = True, close: bool = True, whole: bool = False
+        self,
+        force: bool,
+        hold_lines: int = 0,
+        close_drop: bool = True,
+        close: bool = True,
+        whole: bool = False,
+        before: int | None = None,
     ) -> list[Run]:
         """``settle``, letting an unterminated last line out if ``force`` (without ``close``, the
         open runs stay open): up to its last whole UTF-8 character, unless ``whole`` (so a
@@ -409,7 +434,7 @@ class StreamFilter:
             self._ingest(forced)
         self._assign(self._segmenter.close())
         self._score_windows(self._segmenter_closed)
-        runs = self._emit(final=False, settle=True, hold=hold_lines)
+        runs = self._emit(final=False, settle=True, hold=hold_lines, before=before)
         # a line let out unterminated: its run closes, its rest comes after it
         if close:
             self._runs.close(runs, close_drop or forced is not None)
@@ -633,7 +658,11 @@ class StreamFilter:
         self._scored = closed
 
     # -- decisions -----------------------------------------------------------------------
-    def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
+    def _emit(self, final: bool, settle: bool = False, hold: int = 0, before: int | None = None) -> list[Run]:
+        """Decide the pending lines whose look-ahead has come (all at the stream's end, ``final``; all
+        complete ones but the last ``hold`` at a ``settle``, the dropped ones after the last kept one
+        and from stream index ``before`` on left undecided when it is given) and return the runs
+        that close."""
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
         if self._rater is not None:
@@ -708,6 +737,17 @@ class StreamFilter:
         weak = weak_lines(p, 0, n, cfg.max_line_bytes)
         if weak.any():
             keep &= ~weak | p.hit[:n]
+        last_keep, held = bool(keep[-1]), False
+        if before is not None and self._tracer is None:
+            # the lines a settle would drop after the last one it keeps wait for what comes after
+            # them (explaining, a batch is traced whole: all are decided)
+            kept = np.flatnonzero(keep)
+            m = max(int(kept[-1]) + 1 if kept.shape[0] else 0, min(n, before - p.base))
+            if m < n:
+                self._carry, self._last_keep = 0, False
+                if m <= 0:
+                    return runs
+                n, keep, last_keep, held = m, keep[:m], False, True
         natural = None
         if self._selection is not None:
             natural, keep = keep, self._selection.mask(p.base + 1, n)
@@ -733,8 +773,8 @@ class StreamFilter:
                 )
             )
         self._runs.add(p, keep, runs)
-        self._last_keep = bool(keep[-1])
-        if settle and not hold:
+        self._last_keep = last_keep
+        if settle and not hold and not held:
             self._carry = cfg.extend_lines if self._last_keep else 0
             self._carry_bridged = False
         if final:
