@@ -146,6 +146,19 @@ def kept_of(events: list[dict[str, Any]], ev: ModuleType, lines: list[bytes]) ->
     return kept, faults
 
 
+def text_bytes(events: list[dict[str, Any]]) -> int:
+    """Bytes of the same runs in the text format: KEEP runs' bytes, a summary line with its ref for
+    each DROP run (the first ref's note left out: both outputs have it once)."""
+    total = 0
+    for e in events:
+        if e.get("event") == "keep":
+            total += e["end_byte"] - e["start_byte"]
+        elif e.get("event") == "drop" and e.get("summary"):
+            ref = f"; ref {e['ref']}]" if e.get("ref") else "]"
+            total += len((e["summary"][:-1] + ref).encode("utf-8", "surrogateescape")) + 1
+    return total
+
+
 def replay(meta: Path, args: argparse.Namespace, ev: ModuleType) -> dict[str, Any]:
     """One case: follow's and filter's kept lines, recall and agreement."""
     case = json.loads(meta.read_text())
@@ -199,6 +212,7 @@ def replay(meta: Path, args: argparse.Namespace, ev: ModuleType) -> dict[str, An
             "recall": ev.best_recall(choices, kept),
             "full": any(w <= kept for w in choices),
             "kept": kept,
+            "bytes": text_bytes(events),
             "faults": faults[:3],
         }
     row["only_filter"] = len(row["filter"]["kept"] - row["follow"]["kept"])
@@ -218,9 +232,12 @@ def main() -> int:
     parser.add_argument("--lines-per-second", type=float, default=40.0, help="pace of logs without times")
     parser.add_argument("--quiet-seconds", type=float, default=1.0, help="follower quiet this long: SIGINT")
     parser.add_argument("--misses", type=int, default=0, help="print the N cases follow loses most on")
+    parser.add_argument("--only", action="append", default=[], help="replay only the sampled cases whose name has this")
     args = parser.parse_args()
     ev = evaluator(args.corpus)
     cases = sample(args.corpus, args.cases, args.seed)
+    if args.only:
+        cases = [c for c in cases if any(o in c.stem for o in args.only)]
     jobs = max(1, min(4, args.jobs))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         rows = list(pool.map(lambda m: replay(m, args, ev), cases))
@@ -231,12 +248,15 @@ def main() -> int:
     total = sum(r["lines"] for r in rows)
     seconds = sum(r["seconds"] for r in rows)
     print(f"{len(rows)} cases (seed {args.seed}), {total} lines, replayed in {seconds:.0f} s in all")
-    print("| | mean recall | full-recall share | kept lines |")
-    print("|---|---|---|---|")
+    out = {n: [r[n]["bytes"] for r in rows] for n in ("filter", "follow")}
+    print("| | mean recall | full-recall share | kept lines | output bytes (text) | median output bytes |")
+    print("|---|---|---|---|---|---|")
     for n in ("filter", "follow"):
-        print(f"| {n} | {mean[n]:.4f} | {full[n]:.3f} | {kept[n]} |")
+        print(f"| {n} | {mean[n]:.4f} | {full[n]:.3f} | {kept[n]} | {sum(out[n])} | {statistics.median(out[n]):.0f} |")
     ratio = mean["follow"] / mean["filter"] if mean["filter"] else 1.0
-    print(f"| follow / filter | {ratio:.4f} | {full['follow'] / max(full['filter'], 1e-9):.3f} | |")
+    bytes_ratio = sum(out["follow"]) / max(1, sum(out["filter"]))
+    full_ratio = full["follow"] / max(full["filter"], 1e-9)
+    print(f"| follow / filter | {ratio:.4f} | {full_ratio:.3f} | | {bytes_ratio:.3f} | |")
     only_filter, only_follow = sum(r["only_filter"] for r in rows), sum(r["only_follow"] for r in rows)
     differ = sum(1 for r in rows if r["only_filter"] or r["only_follow"])
     print(f"lines kept by filter only: {only_filter}; by follow only: {only_follow}; cases that differ: {differ}")

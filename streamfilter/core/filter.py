@@ -382,7 +382,10 @@ class StreamFilter:
         that it would drop stay undecided, revisable: a later settle decides them with the lines
         that came since (a failure line's context, a window's other lines), ``feed`` once the
         look-ahead has come after them (as ``filter`` decides them), ``flush`` with the tail rule.
-        A kept line is never held back by them: it and the lines before it are decided together.
+        A kept line is never held back by them: it and the lines before it are decided together, and
+        those of them the tail rule would keep if the stream ended now are kept (they cannot wait for
+        its end): the T lines up to the first exit verdict of the last ``tail_lines``, or up to the
+        last line when none is (``found_tail_lines`` once a found signature protected a line).
 
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
@@ -731,6 +734,8 @@ class StreamFilter:
             keep[tail:tail_end] |= ~seen[tail:tail_end]
         else:
             keep[tail:tail_end] = True
+        if before is not None and not final:
+            tail, tail_end = self._live_tail(keep, seen, total)
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
@@ -781,6 +786,34 @@ class StreamFilter:
             self._runs.finish(runs)  # (a short last DROP run joins the KEEP run before it)
         self._trim(n)
         return runs
+
+    def _live_tail(
+        self, keep: npt.NDArray[np.bool_], seen: npt.NDArray[np.bool_] | None, total: int
+    ) -> tuple[int, int]:
+        """At a live settle (``decide_before``), keep in ``keep`` (shape ``(n,)``: the lines decided
+        now) the lines the tail rule would keep if the stream ended now, of those before the last
+        line kept now: they cannot wait for the stream's end as the lines after it do. The T lines
+        (``tail_lines``, or ``found_tail_lines`` once a found signature protected a line) up to the
+        first exit verdict of the last ``tail_lines`` lines, or up to the last line when none is;
+        with a baseline, the novel lines of the whole reach. Returns the tail's ``(first, end)``
+        among the pending lines, ``(n, n)`` for none (``BatchFacts.tail``)."""
+        cfg, p = self.config, self._p
+        n, pending = int(keep.shape[0]), total - p.base
+        kept = np.flatnonzero(keep)
+        if not kept.shape[0] or cfg.tail_lines <= 0:
+            return n, n
+        verdicts = p.verdicts[p.verdicts >= total - cfg.tail_lines] - p.base
+        end = min(int(verdicts[0]) + 1, pending) if verdicts.shape[0] else pending
+        found = self._hits.found and seen is None
+        tail = max(0, end - (min(cfg.tail_lines, cfg.found_tail_lines) if found else cfg.tail_lines))
+        tail_end = min(end, int(kept[-1]))  # (the lines after the last kept one wait)
+        if tail >= tail_end:
+            return n, n
+        if seen is None:
+            keep[tail:tail_end] = True
+        else:
+            keep[tail:tail_end] |= ~seen[tail:tail_end]
+        return tail, tail_end
 
     def _window_lines(
         self, w_keep: npt.NDArray[np.bool_], w_prot: npt.NDArray[np.bool_], wrel: Int64Array, n: int

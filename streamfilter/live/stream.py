@@ -11,7 +11,8 @@ so output keeps pace with input.
 A settle writes what it keeps at once; the lines it would drop after the last kept one stay
 undecided (``StreamFilter.settle``'s ``decide_before``) until a later settle keeps a line after
 them, their look-ahead comes, the stream ends (the tail rule) or they were fed ``HOLD_SECONDS``
-ago: a pause does not cost them the look-ahead ``filter`` decides them with.
+ago: a pause does not cost them the look-ahead ``filter`` decides them with. Those a kept line
+releases that the tail rule would keep if the stream ended now are kept.
 """
 
 from __future__ import annotations

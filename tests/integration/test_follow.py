@@ -463,32 +463,54 @@ Cleaning up orphan processes
 """
 
 
-def test_issue30_a_failure_appended_a_line_at_a_time_keeps_what_filter_keeps(tmp_path: Path) -> None:
-    """Issue 30, item 4: 20 lines appended one at a time, a pause after each, had 4 to 8 of them
-    summarized that ``filter`` keeps on the same bytes (each pause decided the lines it held
-    without the look-ahead ``filter`` has: the context before a later failure line, the tail)."""
+def append_and_compare(tmp_path: Path, head: bytes, lines: list[bytes], pause: float) -> tuple[set[int], set[int]]:
+    """Follow a file holding ``head``, append ``lines`` one at a time with ``pause`` seconds after each
+    (the last holds an exit verdict), stop with SIGINT; the lines follow kept and those filter keeps
+    on the same bytes."""
     from streamfilter.core.filter import StreamFilter
 
     log = tmp_path / "job.log"
-    head = b"".join(b"tests/test_mod.py::test_case_%d PASSED [ %d%%]\n" % (i, 2 * i) for i in range(40))
     log.write_bytes(head)
     live = follow(tmp_path, log)
     time.sleep(0.5)  # (the first lines read and settled)
-    lines = FAILURE_TAIL.splitlines(keepends=True)
-    assert len(lines) == 20
     with log.open("ab", buffering=0) as f:
         for line in lines:
             f.write(line)
-            time.sleep(0.15)  # (longer than the idle time: a pause after every line)
+            time.sleep(pause)  # (longer than the idle time: a pause after every line)
     live.wait_for(lambda: "exit code 1" in live.output().decode(), 10, "the exit verdict")
     time.sleep(0.3)
     assert live.stop(signal.SIGINT) == 0
     (gen,) = check_tiling(live.events())
     followed = {n for e in gen if e["event"] == "keep" for n in range(e["first_line"], e["last_line"] + 1)}
     sf = StreamFilter()
-    runs = sf.feed(head + FAILURE_TAIL) + sf.flush()
+    runs = sf.feed(head + b"".join(lines)) + sf.flush()
     filtered = {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+    return followed, filtered
+
+
+def test_issue30_a_failure_appended_a_line_at_a_time_keeps_what_filter_keeps(tmp_path: Path) -> None:
+    """Issue 30, item 4: 20 lines appended one at a time, a pause after each, had 4 to 8 of them
+    summarized that ``filter`` keeps on the same bytes (each pause decided the lines it held
+    without the look-ahead ``filter`` has: the context before a later failure line, the tail)."""
+    head = b"".join(b"tests/test_mod.py::test_case_%d PASSED [ %d%%]\n" % (i, 2 * i) for i in range(40))
+    lines = FAILURE_TAIL.splitlines(keepends=True)
+    assert len(lines) == 20
+    followed, filtered = append_and_compare(tmp_path, head, lines, 0.15)
     assert filtered >= set(range(41, 61)) - {42, 43}  # (the failure is kept whole by filter)
     # (line 42, a passed test, is kept by filter as the window-mate of the FAILED line 41; a pause
     # closes a live stream's window, so there it starts a window of its own and is summarized)
     assert sorted(filtered - followed) in ([], [42])
+
+
+def test_a_command_s_last_output_before_its_exit_verdict_is_kept_as_filter_keeps_it(tmp_path: Path) -> None:
+    """Issue 30, item 4: a build's last lines, then make's error and the runner's exit verdict,
+    appended a line at a time. ``filter`` keeps the lines before the verdict by the tail rule; a
+    pause after make's line (kept) used to decide the lines waiting before it as dropped, before the
+    verdict came: they are kept now, as the tail rule would keep them if the stream ended there."""
+    head = b"".join(b"  CC       src/module_%d.o\n" % i for i in range(60))
+    lines = [b"  CC       src/late_%d.o\n" % i for i in range(15)]
+    lines += [b"  LD       lib/part_%d.so (%d symbols)\n" % (i, 100 + i) for i in range(10)]  # its last output
+    lines += [b"make: *** [all] Error 2\n", b"Error: Process completed with exit code 1.\n", b"Post job cleanup.\n"]
+    followed, filtered = append_and_compare(tmp_path, head, lines, 0.07)
+    assert filtered >= set(range(76, 88))  # (the last output, make's line, the verdict, by the tail rule)
+    assert sorted(filtered - followed) == []
