@@ -315,6 +315,12 @@ class StreamFilter:
         return self._runs.drop_open
 
     @property
+    def undecided_lines(self) -> int:
+        """Complete lines fed and not decided yet: waiting for their look-ahead, held back by
+        ``settle(hold_lines=...)``, or dropped lines a ``settle(decide_before=...)`` left revisable."""
+        return int(self._p.ends.shape[0])
+
+    @property
     def rest_of(self) -> tuple[int, bool] | None:
         """``(line, kept)`` of a line let out before its end (``settle(partial=True)``, or
         ``rest_of`` at the start): the next bytes up to a line end are its rest; else None."""
@@ -344,7 +350,12 @@ class StreamFilter:
         return runs + self._emit(final=False)
 
     def settle(
-        self, partial: bool = False, hold_lines: int = 0, close_drop: bool = True, rest: bool = True
+        self,
+        partial: bool = False,
+        hold_lines: int = 0,
+        close_drop: bool = True,
+        rest: bool = True,
+        decide_before: int | None = None,
     ) -> list[Run]:
         """The stream went quiet: decide every complete line now, and close the open runs.
 
@@ -370,6 +381,16 @@ class StreamFilter:
         flowing gets one summary per stretch of dropped lines, not one per settle), unless
         ``partial`` lets a line out.
 
+        With ``decide_before`` (a stream line index, 0-based), a settle decides the lines up to the
+        last one it keeps and those before ``decide_before``; the lines after the last kept one
+        that it would drop stay undecided, revisable: a later settle decides them with the lines
+        that came since (a failure line's context, a window's other lines), ``feed`` once the
+        look-ahead has come after them (as ``filter`` decides them), ``flush`` with the tail rule.
+        A kept line is never held back by them: it and the lines before it are decided together, and
+        those of them the tail rule would keep if the stream ended now are kept (they cannot wait for
+        its end): the T lines up to the first exit verdict of the last ``tail_lines``, or up to the
+        last line when none is (``found_tail_lines`` once a found signature protected a line).
+
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
 
@@ -383,20 +404,27 @@ class StreamFilter:
         let_out: list[Run] = []
         if partial and rest and not hold_lines:
             self._let_rest_out(let_out, whole=False)
+        before = decide_before
         if not (partial and not hold_lines and self._splitter.pending_bytes > 0):
-            return let_out + self._settle(False, hold_lines, close_drop)
+            return let_out + self._settle(False, hold_lines, close_drop, before=before)
         facts = self._facts_of(self._splitter.pending)
         if facts.hits.shape[0]:  # protected: kept
-            return self._settle(True, hold_lines, close_drop)
-        runs = self._settle(False, hold_lines, close_drop, close=False)
+            return self._settle(True, hold_lines, close_drop, before=before)
+        runs = self._settle(False, hold_lines, close_drop, close=False, before=before)
         # a query term in a line that continues (indented) a kept one: kept with its record
         if facts.tf.sum() and self._last_keep and int(facts.layout.indent[0]) > 0:
-            return runs + self._settle(True, hold_lines, close_drop)
+            return runs + self._settle(True, hold_lines, close_drop, before=before)
         self._runs.close(runs, close_drop)
         return runs
 
     def _settle(
-        self, force: bool, hold_lines: int = 0, close_drop: bool = True, close: bool = True, whole: bool = False
+        self,
+        force: bool,
+        hold_lines: int = 0,
+        close_drop: bool = True,
+        close: bool = True,
+        whole: bool = False,
+        before: int | None = None,
     ) -> list[Run]:
         """``settle``, letting an unterminated last line out if ``force`` (without ``close``, the
         open runs stay open): up to its last whole UTF-8 character, unless ``whole`` (so a
@@ -413,7 +441,7 @@ class StreamFilter:
             self._ingest(forced)
         self._assign(self._segmenter.close())
         self._score_windows(self._segmenter_closed)
-        runs = self._emit(final=False, settle=True, hold=hold_lines)
+        runs = self._emit(final=False, settle=True, hold=hold_lines, before=before)
         # a line let out unterminated: its run closes, its rest comes after it
         if close:
             self._runs.close(runs, close_drop or forced is not None)
@@ -656,7 +684,11 @@ class StreamFilter:
         self._scored = closed
 
     # -- decisions -----------------------------------------------------------------------
-    def _emit(self, final: bool, settle: bool = False, hold: int = 0) -> list[Run]:
+    def _emit(self, final: bool, settle: bool = False, hold: int = 0, before: int | None = None) -> list[Run]:
+        """Decide the pending lines whose look-ahead has come (all at the stream's end, ``final``; all
+        complete ones but the last ``hold`` at a ``settle``, the dropped ones after the last kept one
+        and from stream index ``before`` on left undecided when it is given) and return the runs
+        that close."""
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
         if self._rater is not None:
@@ -731,12 +763,25 @@ class StreamFilter:
             keep[tail:tail_end] |= ~seen[tail:tail_end]
         else:
             keep[tail:tail_end] = True
+        if before is not None and not final:
+            tail, tail_end = self._live_tail(keep, seen, total)
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
         weak = weak_lines(p, 0, n, cfg.max_line_bytes)
         if weak.any():
             keep &= ~weak | p.hit[:n]
+        last_keep, held = bool(keep[-1]), False
+        if before is not None and self._tracer is None:
+            # the lines a settle would drop after the last one it keeps wait for what comes after
+            # them (explaining, a batch is traced whole: all are decided)
+            kept = np.flatnonzero(keep)
+            m = max(int(kept[-1]) + 1 if kept.shape[0] else 0, min(n, before - p.base))
+            if m < n:
+                self._carry, self._last_keep = 0, False
+                if m <= 0:
+                    return runs
+                n, keep, last_keep, held = m, keep[:m], False, True
         natural = None
         if self._selection is not None:
             natural, keep = keep, self._selection.mask(p.base + 1, n)
@@ -763,14 +808,42 @@ class StreamFilter:
                 )
             )
         self._runs.add(p, keep, runs)
-        self._last_keep = bool(keep[-1])
-        if settle and not hold:
+        self._last_keep = last_keep
+        if settle and not hold and not held:
             self._carry = cfg.extend_lines if self._last_keep else 0
             self._carry_bridged = False
         if final:
             self._runs.finish(runs)  # (a short last DROP run joins the KEEP run before it)
         self._trim(n)
         return runs
+
+    def _live_tail(
+        self, keep: npt.NDArray[np.bool_], seen: npt.NDArray[np.bool_] | None, total: int
+    ) -> tuple[int, int]:
+        """At a live settle (``decide_before``), keep in ``keep`` (shape ``(n,)``: the lines decided
+        now) the lines the tail rule would keep if the stream ended now, of those before the last
+        line kept now: they cannot wait for the stream's end as the lines after it do. The T lines
+        (``tail_lines``, or ``found_tail_lines`` once a found signature protected a line) up to the
+        first exit verdict of the last ``tail_lines`` lines, or up to the last line when none is;
+        with a baseline, the novel lines of the whole reach. Returns the tail's ``(first, end)``
+        among the pending lines, ``(n, n)`` for none (``BatchFacts.tail``)."""
+        cfg, p = self.config, self._p
+        n, pending = int(keep.shape[0]), total - p.base
+        kept = np.flatnonzero(keep)
+        if not kept.shape[0] or cfg.tail_lines <= 0:
+            return n, n
+        verdicts = p.verdicts[p.verdicts >= total - cfg.tail_lines] - p.base
+        end = min(int(verdicts[0]) + 1, pending) if verdicts.shape[0] else pending
+        found = self._hits.found and seen is None
+        tail = max(0, end - (min(cfg.tail_lines, cfg.found_tail_lines) if found else cfg.tail_lines))
+        tail_end = min(end, int(kept[-1]))  # (the lines after the last kept one wait)
+        if tail >= tail_end:
+            return n, n
+        if seen is None:
+            keep[tail:tail_end] = True
+        else:
+            keep[tail:tail_end] |= ~seen[tail:tail_end]
+        return tail, tail_end
 
     def _window_lines(
         self, w_keep: npt.NDArray[np.bool_], w_prot: npt.NDArray[np.bool_], wrel: Int64Array, n: int

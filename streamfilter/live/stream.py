@@ -7,6 +7,12 @@ signature or a query term (bytes that complete it later are written as its rest)
 is shown without waiting for a successor that may never come. A stream that never pauses is
 settled (complete lines only) once its oldest undecided bytes have waited ``max_delay_seconds``,
 so output keeps pace with input.
+
+A settle writes what it keeps at once; the lines it would drop after the last kept one stay
+undecided (``StreamFilter.settle``'s ``decide_before``) until a later settle keeps a line after
+them, their look-ahead comes, the stream ends (the tail rule) or they were fed ``HOLD_SECONDS``
+ago: a pause does not cost them the look-ahead ``filter`` decides them with. Those a kept line
+releases that the tail rule would keep if the stream ended now are kept.
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ DROP_SUMMARY_SECONDS = 1.0
 # the rest of a line let out early comes out at most this often until its end (a line written a
 # byte at a time is a few runs, not one a byte)
 REST_SECONDS = 1.0
+# a line a settle would drop waits this long at most for what comes after it (the look-ahead that
+# ``filter`` decides it with: a later failure line's context, its window, the tail at the end),
+# then it is decided with what came; a kept line is never held back by it
+HOLD_SECONDS = 3.0
 
 
 def marker_event(fmt: str, source: str, text: str, event: str = "marker", **facts: object) -> bytes:
@@ -119,6 +129,12 @@ class LiveStream:
         self._last_kept = False  # the last run written was KEEP
         self._drop_since: float | None = None  # when the open DROP run was first seen open
         self._rest_out = 0.0  # when a line, or a piece of its rest, was last let out early
+        # (stream index one past the last complete line fed, time) of recent feeds, oldest first:
+        # the lines fed HOLD_SECONDS ago are decided at the next settle
+        self._fed_lines: deque[tuple[int, float]] = deque()
+        self._start_line = start_line
+        self._lines_fed = start_line - 1
+        self._decide_before = start_line - 1  # lines before this stream index are decided at a settle
 
     async def feed(self, chunk: bytes) -> None:
         """The next bytes; writes the runs they decide (waits while a sink is full)."""
@@ -133,10 +149,33 @@ class LiveStream:
         self._fed_byte += len(chunk)
         if self._totals is not None:
             self._arrived.append((self._fed_byte, self._last))
+        self._lines_fed += chunk.count(b"\n")
+        if self._fed_lines and self._last - self._fed_lines[-1][1] < HOLD_SECONDS / 100:
+            self._fed_lines[-1] = (self._lines_fed, self._fed_lines[-1][1])  # (a few entries a hold)
+        else:
+            self._fed_lines.append((self._lines_fed, self._last))
         await self._write(self.filter.feed(chunk))
         if self._last >= self._since + self.timing.max_delay_seconds:
             self._unsettled = False
-            await self._write(self.filter.settle(hold_lines=self._hold, close_drop=False))
+            before = self._held_before(self._last)
+            await self._write(self.filter.settle(hold_lines=self._hold, close_drop=False, decide_before=before))
+
+    def _held_before(self, now: float) -> int:
+        """Stream index before which every line is decided at a settle now: those fed
+        ``HOLD_SECONDS`` ago or more."""
+        while self._fed_lines and self._fed_lines[0][1] <= now - HOLD_SECONDS:
+            self._decide_before = self._fed_lines.popleft()[0]
+        return self._decide_before
+
+    def _held_due(self) -> float | None:
+        """When the oldest line a settle left undecided is to be decided, or None when none is."""
+        if self.filter.undecided_lines <= self._hold:
+            return None
+        decided = self._start_line - 1 + self.filter.stats.lines - self.filter.undecided_lines  # (lines before it)
+        for lines, at in self._fed_lines:
+            if lines > decided:
+                return at + HOLD_SECONDS
+        return None
 
     def due(self) -> float | None:
         """``time.monotonic()`` at which ``tick`` has work to do, or None while nothing waits."""
@@ -145,11 +184,14 @@ class LiveStream:
         quiet = self._last + self.timing.idle_seconds
         if self._unsettled or (self.filter.held_bytes and not self._partial_out):
             return quiet
-        if self.filter.rest_held:
-            return max(quiet, self._rest_out + REST_SECONDS)
-        if self._drop_since is not None:  # only an open DROP run waits: for its age
-            return max(quiet, self._drop_since + DROP_SUMMARY_SECONDS)
-        return None
+        waits = [
+            max(quiet, self._rest_out + REST_SECONDS) if self.filter.rest_held else None,
+            # only an open DROP run waits: for its age; and lines a settle left undecided, for theirs
+            max(quiet, self._drop_since + DROP_SUMMARY_SECONDS) if self._drop_since is not None else None,
+            self._held_due(),
+        ]
+        due = [t for t in waits if t is not None]
+        return min(due) if due else None
 
     async def tick(self) -> None:
         """Settle the stream if it has been quiet for ``idle_seconds``, closing an open DROP run
@@ -162,7 +204,9 @@ class LiveStream:
         self._partial_out = self.filter.held_bytes > 0
         old = self._drop_since is not None and now >= self._drop_since + DROP_SUMMARY_SECONDS
         rest = now >= self._rest_out + REST_SECONDS
-        runs = self.filter.settle(partial=True, hold_lines=self._hold, close_drop=old, rest=rest)
+        runs = self.filter.settle(
+            partial=True, hold_lines=self._hold, close_drop=old, rest=rest, decide_before=self._held_before(now)
+        )
         if self.filter.rest_of is not None and runs and runs[-1].last_line == self.filter.rest_of[0]:
             self._rest_out = now  # a line, or its rest, let out
         await self._write(runs)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from streamfilter.live.stream import HOLD_SECONDS
 from tests.conftest import CASES, need
 from tests.live.proc import Live
 
@@ -75,8 +76,9 @@ def test_a_kept_line_written_a_byte_at_a_time_is_a_few_runs_not_one_a_byte(tmp_p
             time.sleep(0.07)  # (longer than the idle time: a pause after every byte)
     live.wait_for(lambda: line.decode() in kept_text(live.events()), 10)
     assert live.stop() == 0
-    pieces = [e for e in live.events() if e["event"] == "keep" and e["first_line"] == 2]
-    assert "".join(e["text"] for e in pieces) == line.decode()
+    # (line 1 waits, undecided, for what comes after it: the error line's context, it is kept with it)
+    pieces = [e for e in live.events() if e["event"] == "keep" and e["last_line"] == 2]
+    assert "".join(e["text"] for e in pieces) == "INFO start\n" + line.decode()
     assert 2 <= len(pieces) <= 6  # (the line took about 2.6 s)
 
 
@@ -93,7 +95,10 @@ def test_B06_unterminated_last_line_goes_out_once_and_its_newline_completes_it(t
         assert record["first_line"] == 1 and record["last_line"] == 3
         assert record["text"].endswith("    at step two: capture declined")
         assert writer.wait(10) == 0
-        live.wait_for(lambda: any(e["event"] == "drop" and e["first_line"] == 4 for e in live.events()), 5)
+        # (the dropped lines after it wait for what comes after them, HOLD_SECONDS at most)
+        live.wait_for(
+            lambda: any(e["event"] == "drop" and e["first_line"] == 4 for e in live.events()), HOLD_SECONDS + 5
+        )
     finally:
         writer.kill()
     assert live.stop() == 0
@@ -138,7 +143,7 @@ def test_lines_written_to_the_renamed_file_after_the_rotation_are_read_before_th
     live = follow(tmp_path, log, "--start-at", "beginning", "-q", "late failed finished", "--tail", "0")
     with log.open("ab", buffering=0) as old:
         old.write(b"".join(b"old %d\n" % i for i in range(100)))
-        live.wait_for(lambda: sum(e["lines"] for e in live.events() if e["event"] == "drop") == 100, 5)
+        live.wait_for(lambda: sum(e["lines"] for e in live.events() if e["event"] == "drop") == 100, HOLD_SECONDS + 5)
         log.rename(tmp_path / "app.log.1")
         with log.open("ab", buffering=0) as new:
             for i in range(10):  # not reopened yet: it writes to the renamed file for over a second
@@ -185,8 +190,9 @@ def test_truncation_and_rewrite_in_place_start_a_marked_new_generation(tmp_path:
     markers = [e for e in events if e["event"] == "marker"]
     assert len(markers) == 1 and "reading it again from byte 0" in markers[0]["text"]
     old, fresh = check_tiling(events)
-    # the new generation's failure is its first kept line ("run 2 compiling" has no query term)
-    assert "run 2" not in kept_text(old) and kept_text(fresh).startswith("run 2 ERROR: build failed\n")
+    # the new generation is kept whole: its failure, and "run 2 compiling" (no query term) as the tail
+    # that filter keeps of these bytes, released by the failure line at the pause
+    assert "run 2" not in kept_text(old) and kept_text(fresh) == new.decode()
     assert fresh[0]["first_line"] == 1 and fresh[0]["start_byte"] == 0
     assert any(e.get("event") in ("file.truncated", "file.rewritten") for e in live.logs())
 
@@ -396,7 +402,9 @@ def test_refs_of_lines_read_before_a_rotation_name_the_file_they_are_in_now(tmp_
         out = subprocess.run([sys.executable, "-m", "streamfilter", "expand", ref], capture_output=True, check=False)
         assert out.returncode == 0, out.stderr
     first = subprocess.run([sys.executable, "-m", "streamfilter", "expand", refs[0]], capture_output=True, check=True)
-    assert first.stdout == b"".join(b"INFO line %d\n" % i for i in range(100))
+    # (lines 99-100 waited, undecided, for what came after it: the error line released them, and they
+    # are kept as the found tail (3 lines, the error's among them) would the stream end there)
+    assert first.stdout == b"".join(b"INFO line %d\n" % i for i in range(98))
 
 
 def test_a_file_name_that_is_not_utf8_beside_the_followed_file_does_not_stop_it(tmp_path: Path) -> None:
@@ -431,3 +439,80 @@ def test_a_fifo_a_directory_or_a_proc_file_is_refused_at_once(tmp_path: Path) ->
         )
         assert done.returncode == 2 and done.stdout == b"", done.stderr
         assert done.stderr == f"streamfilter: error: cannot follow {path}: {reason}\n".encode()
+
+
+# a failing pytest job's last lines, as a GitHub Actions runner writes them
+FAILURE_TAIL = b"""tests/test_mod.py::test_parse FAILED                                   [ 97%]
+tests/test_mod.py::test_render PASSED                                  [100%]
+
+=================================== FAILURES ===================================
+_________________________________ test_parse ___________________________________
+
+    def test_parse():
+        data = load("sample.txt")
+>       assert parse(data) == {"a": 1}
+E       AssertionError: assert {'a': 2} == {'a': 1}
+E         Differing items:
+E         {'a': 2} != {'a': 1}
+
+tests/test_mod.py:12: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_mod.py::test_parse - AssertionError: assert {'a': 2} == {'a': 1}
+========================= 1 failed, 41 passed in 0.52s =========================
+Error: Process completed with exit code 1.
+Post job cleanup.
+Cleaning up orphan processes
+"""
+
+
+def append_and_compare(tmp_path: Path, head: bytes, lines: list[bytes], pause: float) -> tuple[set[int], set[int]]:
+    """Follow a file holding ``head``, append ``lines`` one at a time with ``pause`` seconds after each
+    (the last holds an exit verdict), stop with SIGINT; the lines follow kept and those filter keeps
+    on the same bytes."""
+    from streamfilter.core.filter import StreamFilter
+
+    log = tmp_path / "job.log"
+    log.write_bytes(head)
+    live = follow(tmp_path, log)
+    time.sleep(0.5)  # (the first lines read and settled)
+    with log.open("ab", buffering=0) as f:
+        for line in lines:
+            f.write(line)
+            time.sleep(pause)  # (longer than the idle time: a pause after every line)
+    live.wait_for(lambda: "exit code 1" in live.output().decode(), 10, "the exit verdict")
+    time.sleep(0.3)
+    assert live.stop(signal.SIGINT) == 0
+    (gen,) = check_tiling(live.events())
+    followed = {n for e in gen if e["event"] == "keep" for n in range(e["first_line"], e["last_line"] + 1)}
+    sf = StreamFilter()
+    runs = sf.feed(head + b"".join(lines)) + sf.flush()
+    filtered = {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+    return followed, filtered
+
+
+def test_issue30_a_failure_appended_a_line_at_a_time_keeps_what_filter_keeps(tmp_path: Path) -> None:
+    """Issue 30, item 4: 20 lines appended one at a time, a pause after each, had 4 to 8 of them
+    summarized that ``filter`` keeps on the same bytes (each pause decided the lines it held
+    without the look-ahead ``filter`` has: the context before a later failure line, the tail)."""
+    head = b"".join(b"tests/test_mod.py::test_case_%d PASSED [ %d%%]\n" % (i, 2 * i) for i in range(40))
+    lines = FAILURE_TAIL.splitlines(keepends=True)
+    assert len(lines) == 20
+    followed, filtered = append_and_compare(tmp_path, head, lines, 0.15)
+    assert filtered >= set(range(41, 61)) - {42, 43}  # (the failure is kept whole by filter)
+    # (line 42, a passed test, is kept by filter as the window-mate of the FAILED line 41; a pause
+    # closes a live stream's window, so there it starts a window of its own and is summarized)
+    assert sorted(filtered - followed) in ([], [42])
+
+
+def test_a_command_s_last_output_before_its_exit_verdict_is_kept_as_filter_keeps_it(tmp_path: Path) -> None:
+    """Issue 30, item 4: a build's last lines, then make's error and the runner's exit verdict,
+    appended a line at a time. ``filter`` keeps the lines before the verdict by the tail rule; a
+    pause after make's line (kept) used to decide the lines waiting before it as dropped, before the
+    verdict came: they are kept now, as the tail rule would keep them if the stream ended there."""
+    head = b"".join(b"  CC       src/module_%d.o\n" % i for i in range(60))
+    lines = [b"  CC       src/late_%d.o\n" % i for i in range(15)]
+    lines += [b"  LD       lib/part_%d.so (%d symbols)\n" % (i, 100 + i) for i in range(10)]  # its last output
+    lines += [b"make: *** [all] Error 2\n", b"Error: Process completed with exit code 1.\n", b"Post job cleanup.\n"]
+    followed, filtered = append_and_compare(tmp_path, head, lines, 0.07)
+    assert filtered >= set(range(76, 88))  # (the last output, make's line, the verdict, by the tail rule)
+    assert sorted(filtered - followed) == []

@@ -221,3 +221,36 @@ def test_scored_lines_do_not_depend_on_chunking(lines: list[bytes], chunk: int) 
     assert runs_of(data, chunk=chunk, query="timeout", tail_lines=0) == whole
     assert b"".join(r.data for r in whole if r.decision == "keep") == kept(whole)
     assert sum(r.lines for r in whole) == len(lines)
+
+
+def live_kept(data: bytes, decided: int, **settings: object) -> set[int]:
+    """Lines kept when the first ``decided`` lines come at once and are decided, then the rest a line at
+    a time, each followed by a live settle (``decide_before``: none of them decided for their age)."""
+    sf = StreamFilter(FilterConfig(query="nothing", **settings))  # type: ignore[arg-type]
+    lines = data.splitlines(keepends=True)
+    runs = sf.feed(b"".join(lines[:decided])) + sf.settle(partial=True, decide_before=decided)
+    for line in lines[decided:]:
+        runs += sf.feed(line) + sf.settle(partial=True, decide_before=decided)
+    runs += sf.flush()
+    return {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+
+
+def batch_kept(data: bytes, **settings: object) -> set[int]:
+    return {n for r in runs_of(data, **settings) if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+
+
+def test_a_live_settle_keeps_the_tail_before_a_kept_line_as_if_the_stream_ended_there() -> None:
+    # make's line (kept) comes a pause before the runner's verdict: the lines before it are the tail
+    noise = b"".join(NOISE.splitlines(keepends=True)[:40])
+    make = b"make: *** [all] Error 2\n"
+    data = noise + BEFORE + make + VERDICT + CLEANUP
+    filtered = batch_kept(data, tail_lines=25)
+    assert filtered >= set(range(28, 53))  # the 25 lines up to the verdict (line 52)
+    # (before, they were decided when make's line was kept, and dropped)
+    assert filtered - live_kept(data, 20, tail_lines=25) == set()
+    # once a failure was found, the found tail's T lines before each kept line (the error's window is
+    # a pause's in a live stream: line 41 alone)
+    found = noise + b"src/a.c:3:1: error: expected ';'\n" + BEFORE + make + VERDICT
+    assert set(range(49, 54)) <= batch_kept(found, tail_lines=25, found_tail_lines=5)
+    assert live_kept(found, 20, tail_lines=25, found_tail_lines=5) == {*range(37, 42), *range(48, 54)}
+    assert live_kept(data, 20, tail_lines=0) == {50, 51, 52}  # (make's line with its context, the verdict)
