@@ -751,8 +751,7 @@ class StreamFilter:
             # the tail ends at the first exit verdict of the last tail_lines lines: what a CI runner
             # prints after a command failed is its cleanup (the lines a signature protects there are
             # kept all the same); its lines are the ones before it
-            verdicts = p.verdicts[p.verdicts >= p.base + max(0, n - cfg.tail_lines)] - p.base
-            tail_end = min(n, int(verdicts[0]) + 1) if verdicts.shape[0] else n
+            tail_end = self._tail_end(n)
             tail = max(0, tail_end - self._tail_now)
             last = max(0, n - LAST_LINES)
             keep[last:n] = True  # a run's last words, even after such a verdict
@@ -760,9 +759,7 @@ class StreamFilter:
             # with a baseline, the tail is the lines of its whole reach (a failure found or not)
             # that the last green run did not print; the stream's last lines are kept all the same
             tail = max(0, tail_end - self._tail_reach)
-            keep[tail:tail_end] |= ~seen[tail:tail_end]
-        else:
-            keep[tail:tail_end] = True
+        _mark_tail(keep, seen, tail, tail_end)
         if before is not None and not final:
             tail, tail_end = self._live_tail(keep, seen, total)
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
@@ -832,18 +829,22 @@ class StreamFilter:
         kept = np.flatnonzero(keep)
         if not kept.shape[0] or cfg.tail_lines <= 0:
             return n, n
-        verdicts = p.verdicts[p.verdicts >= total - cfg.tail_lines] - p.base
-        end = min(int(verdicts[0]) + 1, pending) if verdicts.shape[0] else pending
+        end = self._tail_end(pending)
         found = self._hits.found and seen is None
         tail = max(0, end - (min(cfg.tail_lines, cfg.found_tail_lines) if found else cfg.tail_lines))
         tail_end = min(end, int(kept[-1]))  # (the lines after the last kept one wait)
         if tail >= tail_end:
             return n, n
-        if seen is None:
-            keep[tail:tail_end] = True
-        else:
-            keep[tail:tail_end] |= ~seen[tail:tail_end]
+        _mark_tail(keep, seen, tail, tail_end)
         return tail, tail_end
+
+    def _tail_end(self, pending: int) -> int:
+        """Pending index one past the tail of a stream whose last of ``pending`` pending lines is the
+        last line so far: just past the first exit verdict among the last ``tail_lines`` lines (what
+        a CI runner prints after it is its cleanup), else ``pending``."""
+        p = self._p
+        verdicts = p.verdicts[p.verdicts >= p.base + max(0, pending - self.config.tail_lines)]
+        return min(pending, int(verdicts[0]) - p.base + 1) if verdicts.shape[0] else pending
 
     def _window_lines(
         self, w_keep: npt.NDArray[np.bool_], w_prot: npt.NDArray[np.bool_], wrel: Int64Array, n: int
@@ -898,3 +899,12 @@ class StreamFilter:
         if first_window is not None and first_window > self._windows.base:
             self._windows.forget_before(first_window)
             self._cuts.forget_before(first_window)
+
+
+def _mark_tail(keep: npt.NDArray[np.bool_], seen: npt.NDArray[np.bool_] | None, tail: int, tail_end: int) -> None:
+    """Keep the tail's lines ``tail .. tail_end - 1`` in ``keep`` (in place): all of them, or with a
+    baseline (``seen``, shape as ``keep``) those the last green run did not print."""
+    if seen is None:
+        keep[tail:tail_end] = True
+    else:
+        keep[tail:tail_end] |= ~seen[tail:tail_end]

@@ -117,15 +117,15 @@ class Preparer:
         """The facts of ``block``."""
         norm = normalize_block(block.data, block.n_lines, self.max_line_bytes, block.ends)
         table = token_table(norm.text, norm.ends)
+        starts = np.zeros(block.n_lines, dtype=np.int64)
+        starts[1:] = norm.ends[:-1]
         tokens, tf = count_terms(norm.text, norm.ends, self.query, table)
-        _uncount_passes(norm.text, norm.ends, tf)
+        _uncount_passes(norm.text, starts, norm.ends, tf)
         layout = line_layout(norm.text, norm.ends, table)
         hits, ids = self.signatures.find_all(norm.text, norm.ends, table, layout.first)
         shapes: tuple[bytes, ...] = ()
         above: tuple[bytes, ...] = ()
         verdicts = np.zeros(0, dtype=np.int64)
-        starts = np.zeros(block.n_lines, dtype=np.int64)
-        starts[1:] = norm.ends[:-1]
         if hits.shape[0]:
             spans = zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)
             texts = [norm.text[a:b].rstrip(b"\n") for a, b in spans]
@@ -194,16 +194,11 @@ _PASS_LINE = re.compile(
 )
 
 
-def _uncount_passes(text: bytes, ends: Int64Array, tf: Int64Array) -> None:
+def _uncount_passes(text: bytes, starts: Int64Array, ends: Int64Array, tf: Int64Array) -> None:
     """Zero, in place, the term counts ``tf`` (shape ``(n_lines, n_terms)``) of the lines of ``text``
-    (ending at ``ends``) that report a passing check (``_PASS_LINE``): neither their window's BM25
-    score nor its having a query term counts them."""
-    lines = np.flatnonzero(tf.any(axis=1))
-    if not lines.shape[0]:
-        return
-    starts = np.zeros(ends.shape[0], dtype=np.int64)
-    starts[1:] = ends[:-1]
-    for i in lines.tolist():
+    (from ``starts`` to ``ends``) that report a passing check (``_PASS_LINE``): neither their
+    window's BM25 score nor its having a query term counts them."""
+    for i in np.flatnonzero(tf.any(axis=1)).tolist():
         if _PASS_LINE.search(text, int(starts[i]), int(ends[i])):
             tf[i] = 0
 
