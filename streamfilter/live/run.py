@@ -62,6 +62,7 @@ __all__ = (
     "not_started_event",
     "output_file",
     "parse_socket",
+    "prints_another_runs_log",
     "pump",
     "report_run",
     "run_budgeted",
@@ -256,7 +257,7 @@ async def run_command(
     # our ends of its pipes, closed while the event loop runs (a child CMD left behind may still
     # hold the other ends; left to the garbage collector, asyncio's transport complains at exit)
     await process.aclose()
-    tail = failure_tail if returncode != 0 else success_tail
+    tail = success_tail if _passed(argv, returncode) else failure_tail
     for live in streams:
         await live.end(tail)
     if tee is not None:
@@ -456,7 +457,7 @@ def report_run(
     from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
 
     name, command = os.path.basename(argv[0]), command_text(argv)
-    tail = config.tail_lines if returncode != 0 else success_tail
+    tail = success_tail if _passed(argv, returncode) else config.tail_lines
     baseline, collector = (green.baseline, green.collector) if green is not None else (None, None)
     done = filter_input(
         str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", baseline, collector
@@ -565,13 +566,32 @@ async def _filter_the_rest(link: _Link, argv: Sequence[str], query: str | None, 
     return here
 
 
+def prints_another_runs_log(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` prints the log of another run: ``gh run view`` with ``--log`` or
+    ``--log-failed`` anywhere after it. It exits 0 however that run went, so its output is
+    filtered as a failure's (the failure tail) and has no baseline (it is not a run of CMD)."""
+    return (
+        os.path.basename(argv[0]) == "gh"
+        and list(argv[1:3]) == ["run", "view"]
+        and any(word in ("--log", "--log-failed") for word in argv[3:])
+    )
+
+
+def _passed(argv: Sequence[str], returncode: int) -> bool:
+    """Whether the output is a green run's (terse: the success tail): CMD exited 0 and printed
+    its own run, not another's log."""
+    return returncode == 0 and not prints_another_runs_log(argv)
+
+
 def _green_run(baselines: BaselineStore | None, argv: Sequence[str]) -> GreenRun:
     """CMD's baseline in ``baselines``, by its command line and this working directory (none when
-    it has been removed under us: no key to store it by)."""
+    it has been removed under us: no key to store it by, or when CMD prints another run's log)."""
     try:
         cwd = os.getcwd()
     except OSError:
         return GreenRun(None, "", "")
+    if prints_another_runs_log(argv):
+        return GreenRun(None, shlex.join(argv), cwd)
     return GreenRun(baselines, shlex.join(argv), cwd)
 
 
