@@ -1,12 +1,18 @@
 """Which of an agent's shell commands a hook wraps in ``streamfilter run``, and how.
 
-A command is wrapped when it is one simple command (or ``cd DIR && `` one simple command) whose
-words begin with a build, test, lint, type-check, package-manager or CI command of the built-in
-list (``BUILTIN``) or of the user's ``wrap`` list, and none of ``skip``. Never wrapped:
+A command is wrapped when it is one simple command (after ``cd DIR && `` or ``source FILE && ``
+parts, and before a pipe into ``tail``) whose words begin with a build, test, lint, type-check,
+package-manager or CI command of the built-in list (``BUILTIN``) or of the user's ``wrap`` list,
+and none of ``skip``; behind a runner (``uv run``, ``npx``), ``timeout DURATION`` or ``env
+NAME=VALUE`` too, and with a package manager's workspace options (``pnpm -r test``) or a script
+named ``test:unit`` for ``test``. The pipe is kept: ``pytest -q 2>&1 | tail -30`` becomes
+``streamfilter run ... -- pytest -q 2>&1 | tail -30``. Never wrapped:
 
-* a command whose output already goes elsewhere or is cut by the user: a pipe (``| head``,
-  ``| tee``), a redirection (``> file``; ``2>&1`` alone is harmless, ``run`` merges stderr anyway),
-  ``;``, ``||``, ``&``, a subshell or a group, a command over several lines;
+* a command whose output already goes elsewhere or is cut by the user: a pipe into anything but
+  ``tail`` (``| grep``, ``| tee``), a redirection (``> file``; ``2>&1`` alone is harmless, ``run``
+  merges stderr anyway), ``;``, ``||``, ``&``, a subshell or a group, a command over several lines;
+* a command whose flags ask for its own prints on success too (``pytest -s``, ``cargo test --
+  --nocapture``): the filter would keep only a green run's tail of them;
 * a watch mode or a server (``--watch``, ``npm run dev``), an interactive command (``sbt`` alone);
 * a command that asks for its raw output: one that starts with the assignment ``STREAMFILTER_RAW=1``
   (the word an agent or a user types), or any command while the hook's own environment has
@@ -49,6 +55,7 @@ __all__ = (
     "config_path",
     "load_rules",
     "rewrite",
+    "starts",
     "top_level",
 )
 
@@ -60,7 +67,8 @@ BUILTIN: tuple[str, ...] = (
     # Python
     "pytest", "py.test", "python -m pytest", "python3 -m pytest", "python -m unittest", "python3 -m unittest",
     "tox", "nox", "mypy", "python -m mypy", "python3 -m mypy", "pyright", "ruff check", "ruff format --check",
-    "flake8", "pylint", "black --check", "hatch test", "pip install", "pip3 install", "python -m pip install",
+    "flake8", "pylint", "black --check", "hatch test", "python manage.py test", "python3 manage.py test",
+    "./manage.py test", "pip install", "pip3 install", "python -m pip install",
     "python3 -m pip install", "uv pip install", "uv sync", "poetry install", "pdm install", "pre-commit run",
     # JavaScript / TypeScript
     "npm test", "npm t", "npm ci", "npm install", "npm i", "npm run build", "npm run test", "npm run lint",
@@ -88,6 +96,24 @@ BUILTIN: tuple[str, ...] = (
 # command runners whose next words are the command that runs (``uv run pytest``, ``npx tsc``)
 RUNNERS = ("uv run", "poetry run", "pdm run", "pipenv run", "hatch run", "npx", "pnpm exec", "pnpm dlx",
            "yarn dlx", "bunx", "bundle exec")  # fmt: skip
+# package managers whose scripts are named by groups (``npm run test:unit`` runs a ``test`` script),
+# and their options before the script or command: (those alone, those with a value)
+_MANAGERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "npm": (frozenset(("--workspaces", "-ws", "--if-present", "-s", "--silent")),
+            frozenset(("-w", "--workspace"))),
+    "pnpm": (frozenset(("-r", "--recursive", "--parallel", "--stream", "-w", "--workspace-root", "--if-present",
+                        "-s", "--silent", "--aggregate-output")), frozenset(("-F", "--filter", "-C", "--dir"))),
+    "yarn": (frozenset(("-s", "--silent")), frozenset()),
+    "bun": (frozenset(), frozenset()),
+}  # fmt: skip
+# ``timeout``'s options before its duration: (those alone, those with a value)
+_TIMEOUT_OPTIONS = (frozenset(("--preserve-status", "--foreground", "-v", "--verbose")),
+                    frozenset(("-s", "--signal", "-k", "--kill-after")))  # fmt: skip
+_DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
+# the one pipe kept: into ``tail`` with a count (the output an agent asked for, then cut as it asked)
+_TAIL = re.compile(r"tail(?: (?:-n ?\+?\d+|-\d+|--lines[= ]\+?\d+))?")
+# a source part that a hook may vouch for: a virtual environment's activate script in the project
+_ACTIVATE = re.compile(r"(?!/)(?!.*(?:^|/)\.\.(?:/|$))[\w./-]*bin/activate")
 
 # words that make a listed command a watcher, a server or a dialogue: its output never ends, or
 # waits for a person (under a budget nothing is shown until the command ends)
@@ -136,14 +162,24 @@ class Wrap:
     """A hook's decision on one command: ``command`` is the rewritten command, or None with ``why`` not.
 
     ``plain``: the command runs a listed program by its name (or the listed ``./gradlew``), with no
-    expansion (``$``, a backquote) and no variable that changes what runs (``PATH=...``): what a
-    hook may approve when the agent takes a rewrite only with an approval (Codex, Cursor), or
-    when the user's rule approves the original (Claude Code).
+    expansion (``$``, a backquote), no variable that changes what runs (``PATH=...``) and no
+    script sourced but a virtual environment's ``bin/activate`` in the project: what a hook may
+    approve when the agent takes a rewrite only with an approval (Codex, Cursor), or when the
+    user's rule approves the original (Claude Code).
+
+    Of a wrapped command: ``parts``, the words of each part the shell runs (the ``cd`` and
+    ``source`` parts, then the command without its leading assignments; not the pipe into
+    ``tail``); ``body``, the command that runs behind its runner, ``timeout`` or ``env`` (a
+    package manager's workspace options left out); ``runner``, whether a runner (``uv run``,
+    ``npx``) runs it.
     """
 
     command: str | None
     why: str
     plain: bool = False
+    parts: tuple[tuple[str, ...], ...] = ()
+    body: tuple[str, ...] = ()
+    runner: bool = False
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -193,12 +229,13 @@ def load_rules(env: Mapping[str, str]) -> Rules:
     return Rules((builtin if use_builtin else ()) + wrap, skip, budget, query)
 
 
-def top_level(command: str) -> tuple[list[tuple[int, int]], str | None]:
+def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[int, int]], str | None]:
     """Split ``command`` at its top-level ``&&``: the segments' (start, end) character offsets, or
     the first other shell operator found outside quotes (then the segments are not complete).
 
     Quotes, backslashes, ``$(...)``, ``${...}`` and backquotes are skipped as the shell reads them;
-    ``2>&1`` is not an operator here.
+    ``2>&1`` is not an operator here, and neither is a pipe ``|`` when ``pipes`` is given: its
+    offset is appended to ``pipes`` instead.
     """
     segments: list[tuple[int, int]] = []
     start, i, n = 0, 0, len(command)
@@ -243,6 +280,10 @@ def top_level(command: str) -> tuple[list[tuple[int, int]], str | None]:
             i += 2
             start = i
             continue
+        if pipes is not None and ch == "|" and not command.startswith(("||", "|&"), i):
+            pipes.append(i)
+            i += 1
+            continue
         if ch in "|;&<>(){}\n":
             if ch in "{}" and not _word_alone(command, i):
                 i += 1
@@ -267,11 +308,92 @@ def _program(word: str) -> str:
     return "python3" if re.fullmatch(r"python3(?:\.\d+)?", name) else name
 
 
-def _starts(words: Sequence[str], prefix: Sequence[str]) -> bool:
+def starts(words: Sequence[str], prefix: Sequence[str]) -> bool:
+    """Whether ``words`` (a command's) begin with ``prefix`` (a listed command's words): the first
+    by its program's name (``/usr/bin/make`` is ``make``) unless the prefix names a path, and a
+    package manager's script ``test:unit`` as ``test``."""
     if len(words) < len(prefix) or not prefix:
         return False
     first = words[0] if "/" in prefix[0] else _program(words[0])
-    return first == prefix[0] and all(a == b for a, b in zip(words[1:], prefix[1:], strict=False))
+    scripts = first in _MANAGERS
+    return first == prefix[0] and all(
+        a == b or (scripts and a.startswith(b + ":")) for a, b in zip(words[1:], prefix[1:], strict=False)
+    )
+
+
+def _options(words: Sequence[str], alone: frozenset[str], valued: frozenset[str]) -> int:
+    """How many of ``words`` are options of ``alone`` or ``valued`` (with their values: ``-F x``,
+    ``--filter=x``, ``-sKILL``)."""
+    i = 0
+    while i < len(words):
+        word, name = words[i], words[i].split("=", 1)[0]
+        if word in alone or (name in valued and "=" in word):
+            i += 1
+        elif word in valued:
+            i += 2
+        elif len(word) > 2 and word[:2] in valued and not word.startswith("--"):
+            i += 1
+        else:
+            break
+    return min(i, len(words))
+
+
+def _inner(words: list[str]) -> tuple[list[str], list[str], bool]:
+    """The command ``words`` runs: behind runners (``uv run``), ``timeout [OPTIONS] DURATION`` and
+    ``env [-i] [-u NAME] [NAME=VALUE]...``; with a package manager's workspace options left out.
+
+    Returns:
+        ``(body, assignments, runner)``: the command's words, the assignments ``env`` made, and
+        whether a runner runs it.
+    """
+    body, assigned, runner = words, [], False
+    while len(body) > 1:
+        program = _program(body[0])
+        after = next((len(r.split()) for r in RUNNERS if starts(body, r.split())), 0)
+        if after:
+            runner = True
+        elif program == "timeout":
+            after = 1 + _options(body[1:], *_TIMEOUT_OPTIONS)
+            if after >= len(body) or not _DURATION.fullmatch(body[after]):
+                break
+            after += 1
+        elif program == "env":
+            after = 1 + _options(body[1:], frozenset(("-i", "--ignore-environment")), frozenset(("-u", "--unset")))
+            while after < len(body) and "=" in body[after] and body[after].split("=")[0].isidentifier():
+                assigned.append(body[after])
+                after += 1
+        elif program in _MANAGERS and (after := 1 + _options(body[1:], *_MANAGERS[program])) > 1:
+            return [body[0], *body[after:]], assigned, runner
+        else:
+            break
+        if after >= len(body):
+            break
+        body = body[after:]
+    return body, assigned, runner
+
+
+def _asks_for_prints(body: Sequence[str]) -> str | None:
+    """The flag of ``body`` that asks for the command's own prints on success too (``pytest -s``,
+    ``--capture=no``; ``cargo test -- --nocapture``), or None."""
+    args = list(body[1:])
+    if body[1:3] in (["-m", "pytest"], ["-m", "py.test"]):
+        args = list(body[3:])
+    elif _program(body[0]) not in ("pytest", "py.test"):
+        if _program(body[0]) == "cargo" and body[1:2] in (["test"], ["nextest"]):
+            return next((w for w in args if w in ("--nocapture", "--no-capture", "--show-output")), None)
+        return None
+    for i, word in enumerate(args):
+        if word in ("--capture=no", "--capture=tee-sys") or (
+            word == "--capture" and args[i + 1 : i + 2] in (["no"], ["tee-sys"])
+        ):
+            return word
+        if re.fullmatch(r"-[A-Za-z]+", word):
+            for flag in word[1:]:
+                if flag == "s":
+                    return word
+                if flag in "kmpcoWrn":  # (an option with a value: the rest of the word is it)
+                    break
+    return None
 
 
 def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Wrap:
@@ -286,14 +408,28 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     if env.get(RAW_VARIABLE, "") not in ("", "0"):
         return Wrap(None, f"{RAW_VARIABLE} is set in the hook's environment")
     command = command.rstrip()  # (a trailing newline is not a second command)
-    segments, operator = top_level(command)
+    pipes: list[int] = []
+    segments, operator = top_level(command, pipes)
     if operator is not None:
         return Wrap(None, f"not one simple command ({operator})")
     *leading, (start, end) = segments
-    for a, b in leading:  # "cd DIR && CMD": CMD runs where it would have
-        words = shlex.split(command[a:b])
-        if not words or words[0] != "cd":
-            return Wrap(None, "only `cd DIR &&` may come before the command")
+    piped = ""
+    if pipes:  # only one, after the last part, into tail: the command is wrapped, the pipe kept
+        piped = " ".join(command[pipes[-1] + 1 : end].split())
+        if len(pipes) > 1 or pipes[0] < start or not _TAIL.fullmatch(piped):
+            return Wrap(None, "not one simple command ('|' into other than `tail -N`)")
+        end = pipes[0]
+    parts: list[tuple[str, ...]] = []
+    sourced_plain = True
+    for a, b in leading:  # "cd DIR && CMD": CMD runs where it would have; "source FILE && CMD": as set up
+        try:
+            words = shlex.split(command[a:b])
+        except ValueError as exc:
+            return Wrap(None, f"cannot read it as shell words ({exc})")
+        if len(words) != 2 or words[0] not in ("cd", "source", "."):
+            return Wrap(None, "only `cd DIR &&` or `source FILE &&` may come before the command")
+        sourced_plain = sourced_plain and (words[0] == "cd" or bool(_ACTIVATE.fullmatch(words[1])))
+        parts.append(tuple(words))
     text = command[start:end].strip()
     try:
         words = shlex.split(text)
@@ -305,39 +441,47 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         if name == RAW_VARIABLE and value not in ("", "0"):
             return Wrap(None, f"it asks for its raw output ({RAW_VARIABLE}=...)")
         assigned += 1
+    assignments = words[:assigned]
     words = [w for w in words[assigned:] if w != "2>&1"]
     if not words:
         return Wrap(None, "no command")
     if _program(words[0]) == "streamfilter":
         return Wrap(None, "it is streamfilter already")
-    body = words
-    for runner in RUNNERS:
-        prefix = runner.split()
-        if _starts(words, prefix) and len(words) > len(prefix):
-            body = words[len(prefix) :]
-            break
-    if any(_starts(words, s) or _starts(body, s) for s in rules.skip):
+    body, env_assigned, runner = _inner(words)
+    if any(starts(words, s) or starts(body, s) for s in rules.skip):
         return Wrap(None, "it is in skip")
-    if not any(_starts(words, p) or _starts(body, p) for p in rules.wrap):
+    if not any(starts(words, p) or starts(body, p) for p in rules.wrap):
         return Wrap(None, "not a build, test or lint command of the list")
     never = (_NEVER_WORDS | _NEVER_FOR.get(body[0], _NEVER_FOR.get(_program(body[0]), frozenset()))).intersection(
         body[1:]
     )
     if never:
         return Wrap(None, f"{sorted(never)[0]!r}: a watcher, a server or a dialogue")
+    prints = _asks_for_prints(body)
+    if prints is not None:
+        return Wrap(None, f"{prints!r} asks for the command's own prints, which a green run's filter would cut")
     # the command's own text after its assignments: quoting and expansions stay as written
     cut = _word_starts(text)[assigned] if assigned else 0
     run = [*executable, "run", "--budget-tokens", str(rules.budget_tokens)]
     if rules.query:
         run += ["--query", rules.query]
-    wrapped = f"{text[:cut]}{shlex.join(run)} -- {text[cut:]}"
+    wrapped = f"{text[:cut]}{shlex.join(run)} -- {text[cut:]}" + (f" | {piped}" if piped else "")
     listed_path = any("/" in p[0] and words[0] == p[0] for p in rules.wrap)
     plain = (
         not any(ch in command for ch in "$`")
         and ("/" not in words[0] or listed_path)
-        and not any(_RISKY_VARIABLE.fullmatch(w.split("=")[0]) for w in shlex.split(text)[:assigned])
+        and sourced_plain
+        and not any(_RISKY_VARIABLE.fullmatch(w.split("=")[0]) for w in [*assignments, *env_assigned])
     )
-    return Wrap(f"{command[:start].rstrip()} {wrapped}" if start else wrapped, "wrapped", plain)
+    parts.append(tuple(words))
+    return Wrap(
+        f"{command[:start].rstrip()} {wrapped}" if start else wrapped,
+        "wrapped",
+        plain,
+        tuple(parts),
+        tuple(body),
+        runner,
+    )
 
 
 def _word_starts(text: str) -> list[int]:

@@ -157,7 +157,7 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
     done = subprocess.run([*run, "npm test"], capture_output=True, env=env, check=False, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith(b"wrapped: ") and done.stdout.endswith(b"-- npm test\n")
     done = subprocess.run([*run, "npm test | head"], capture_output=True, env=env, check=False, timeout=60)
-    assert done.stdout == b"left alone: not one simple command ('|')\n"
+    assert done.stdout == b"left alone: not one simple command ('|' into other than `tail -N`)\n"
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex", "cursor"])

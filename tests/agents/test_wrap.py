@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,7 +44,17 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
 @pytest.mark.parametrize(
     ("command", "why"),
     [
-        ("pytest | tail -5", "'|'"),
+        ("pytest | grep FAILED", "'|'"),
+        ("pytest | tee log", "'|'"),
+        ("pytest | tail -5 | head -1", "'|'"),
+        ("git log | tail -5", "not a build, test or lint command"),
+        ("pytest -s", "'-s' asks for the command's own prints"),
+        ("python -m pytest -x -sv tests", "'-sv' asks for the command's own prints"),
+        ("pytest --capture=no", "'--capture=no' asks"),
+        ("cargo test -- --nocapture", "'--nocapture' asks"),
+        ("cargo nextest run --no-capture", "'--no-capture' asks"),
+        ("echo x && pytest", "only `cd DIR &&` or `source FILE &&`"),
+        ("timeout pytest", "not a build, test or lint command"),
         ("make > build.log", "'>'"),
         ("make 2> errors.log", "'>'"),
         ("cargo test; echo done", "';'"),
@@ -53,7 +66,6 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("git status", "not a build, test or lint command"),
         ("ls -la", "not a build, test or lint command"),
         ("cd a && rm -rf build", "not a build, test or lint command"),
-        ("echo x && make", "only `cd DIR &&`"),
         ("jest --watch", "'--watch'"),
         ("make serve", "'serve'"),
         ("sbt", "not a build, test or lint command"),
@@ -152,3 +164,66 @@ def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alon
 def test_only_a_plain_command_may_be_approved(command: str, plain: bool) -> None:
     wrap = rewrite(command, load_rules({"HOME": "/nonexistent"}), EXE, {})
     assert wrap.command is not None and wrap.plain is plain
+
+
+@pytest.mark.parametrize(
+    ("command", "wrapped"),
+    [
+        # the pipe into tail is kept: the agent reads the filtered output's end, as it asked
+        ("pytest -q 2>&1 | tail -30", f"{RUN} pytest -q 2>&1 | tail -30"),
+        ("cargo test 2>&1 | tail -n 20", f"{RUN} cargo test 2>&1 | tail -n 20"),
+        ("cd web && npm test | tail", f"cd web && {RUN} npm test | tail"),
+        # timeout and env run the command: run runs them, so a timeout's kill is still filtered
+        ("timeout 300 pytest", f"{RUN} timeout 300 pytest"),
+        ("timeout -s KILL 5m make -j4", f"{RUN} timeout -s KILL 5m make -j4"),
+        ("env FOO=1 pytest -x", f"{RUN} env FOO=1 pytest -x"),
+        ("CI=1 env -u DEBUG pytest", f"CI=1 {RUN} env -u DEBUG pytest"),
+        ("source .venv/bin/activate && pytest -q", f"source .venv/bin/activate && {RUN} pytest -q"),
+        (". venv/bin/activate && cd src && make", f". venv/bin/activate && cd src && {RUN} make"),
+        ("npm run test:unit", f"{RUN} npm run test:unit"),
+        ("pnpm -r test", f"{RUN} pnpm -r test"),
+        ("pnpm --filter web run build", f"{RUN} pnpm --filter web run build"),
+        ("npm -w api test", f"{RUN} npm -w api test"),
+        ("python manage.py test", f"{RUN} python manage.py test"),
+        ("python3.12 manage.py test shop", f"{RUN} python3.12 manage.py test shop"),
+        ("pytest -rs", f"{RUN} pytest -rs"),  # (-r's value, not -s)
+        ("pytest -k sum", f"{RUN} pytest -k sum"),
+    ],
+)
+def test_what_agents_type_is_wrapped(command: str, wrapped: str) -> None:
+    assert _wrap(command) == wrapped
+
+
+@pytest.mark.parametrize(
+    ("command", "plain"),
+    [
+        ("env PATH=/tmp/evil:/usr/bin pytest", False),
+        ("env FOO=1 pytest", True),
+        ("source .venv/bin/activate && pytest", True),
+        ("source /tmp/x/bin/activate && pytest", False),
+        ("source ../other/.venv/bin/activate && pytest", False),
+        ("source env.sh && pytest", False),
+        ("pytest -q | tail -5", True),
+    ],
+)
+def test_what_a_wrapper_or_a_sourced_file_may_change_is_not_plain(command: str, plain: bool) -> None:
+    wrap = rewrite(command, load_rules({"HOME": "/nonexistent"}), EXE, {})
+    assert wrap.command is not None and wrap.plain is plain
+
+
+def test_a_wrapped_pipe_into_tail_runs_and_ends_on_the_status_line(tmp_path: Path) -> None:
+    script = tmp_path / "check.sh"
+    script.write_text(
+        "#!/bin/sh\nfor i in $(seq 1 400); do echo \"step $i ok\"; done\necho 'E: disk full' >&2\nexit 3\n"
+    )
+    script.chmod(0o755)
+    config = tmp_path / "hooks.toml"
+    config.write_text('wrap = ["./check.sh"]\n')
+    exe = [sys.executable, "-m", "streamfilter"]
+    wrapped = rewrite("./check.sh 2>&1 | tail -3", load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)}), exe, {})
+    assert wrapped.command is not None and wrapped.command.endswith("-- ./check.sh 2>&1 | tail -3")
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    done = subprocess.run(["bash", "-c", wrapped.command], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and b"E: disk full" in done.stdout
+    assert b"exited with status 3; whole output (401 lines" in lines[-1]
