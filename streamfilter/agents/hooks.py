@@ -18,13 +18,15 @@ The documented shapes (each agent's hook reference, 2026):
   matches it the command is left alone (the rules then apply to it as written). Nothing is
   allowed that the user's own rules would not allow.
 * Codex, ``PreToolUse`` on ``Bash``: in ``{"hook_event_name": "PreToolUse", "tool_name": "Bash",
-  "tool_input": {"command": "..."}, "cwd", ...}``; out as Claude Code's, where Codex takes a
-  rewrite only with ``"permissionDecision": "allow"``: the wrapped commands (the build and test
-  list) are approved by the hook; list in ``skip`` any that must keep asking.
+  "tool_input": {"command": "..."}, "cwd", "permission_mode", ...}``; out as Claude Code's, where
+  Codex takes a rewrite only with ``"permissionDecision": "allow"``: so a command is rewritten
+  only when ``approve.approves`` says the hook may approve it (what the user's Codex rules allow,
+  the ``approve`` list, the built-in build and test commands), and left alone otherwise.
 * Cursor, ``preToolUse`` on its shell tool: in ``{"hook_event_name": "preToolUse", "tool_name":
   "Shell", "tool_input": {"command", ...}, "workspace_roots", ...}``; out ``{"permission":
   "allow", "updated_input": {...}}``, or ``{}`` to leave the command alone (Cursor wants a JSON
-  object every time). ``beforeShellExecution`` cannot rewrite a command: its answer is ``{}``.
+  object every time). As for Codex, a rewrite is an approval: only what ``approve.approves``
+  allows is rewritten. ``beforeShellExecution`` cannot rewrite a command: its answer is ``{}``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .approve import approves
 from .wrap import ConfigError, Rules, load_rules, rewrite, top_level
 
 __all__ = ("AGENTS", "answer", "claude_rules_say", "executable_words", "render")
@@ -147,8 +150,10 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
     if script is None:
         return None
     wrap = rewrite(script, rules, executable, env)
-    if wrap.command is None or not wrap.plain:  # (its approval would cover what the hook cannot vouch for)
-        return None
+    cwd = str(payload.get("cwd") or os.getcwd())
+    if not approves("codex", wrap, rules, cwd, env, str(payload.get("permission_mode") or "")):
+        return None  # (a rewrite is an approval: left to Codex's own)
+    assert wrap.command is not None
     new = [*shell, wrap.command] if shell else wrap.command
     return {
         "hookSpecificOutput": {
@@ -168,8 +173,12 @@ def _cursor(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
     if not isinstance(tool_input, dict) or not isinstance(command, str):
         return {}
     wrap = rewrite(command, rules, executable, env)
-    if wrap.command is None or not wrap.plain:  # (its approval would cover what the hook cannot vouch for)
-        return {}
+    roots = payload.get("workspace_roots")
+    root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None
+    cwd = str(tool_input.get("cwd") or root or os.getcwd())
+    if not approves("cursor", wrap, rules, cwd, env):
+        return {}  # (a rewrite is an approval: left to Cursor's own)
+    assert wrap.command is not None
     return {"permission": "allow", "updated_input": {**tool_input, "command": wrap.command}, "agent_message": _REASON}
 
 

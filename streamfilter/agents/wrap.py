@@ -29,7 +29,8 @@ The user's rules are a TOML file: ``$STREAMFILTER_HOOKS_CONFIG``, else
 
     wrap = ["just test", "./run-tests.sh"]   # also wrap these (word prefixes)
     skip = ["make deploy"]                    # never wrap these (wins over wrap and the built-ins)
-    builtin = true                            # false: wrap only what `wrap` lists
+    approve = ["just test"]                   # Codex, Cursor: the hook may approve these (see approve.py)
+    builtin = true                            # false: wrap only what `wrap` lists, approve no built-in
     budget_tokens = 4000                      # the wrapped output's budget, in estimated tokens
     query = "error failed"                    # the filter's query (default: the filter's own)
 """
@@ -149,12 +150,17 @@ class Rules:
         skip: word prefixes never wrapped.
         budget_tokens: the wrapped output's budget (``run --budget-tokens``), in estimated tokens.
         query: the filter's query for wrapped commands (None: the filter's default).
+        approve: word prefixes of the commands the Codex and Cursor hooks may approve
+            (``approve.approves``), beside the agent's own settings.
+        builtin_approve: whether they may approve the built-in ``approve.DEFAULT_APPROVED`` too.
     """
 
     wrap: tuple[tuple[str, ...], ...]
     skip: tuple[tuple[str, ...], ...] = ()
     budget_tokens: int = DEFAULT_BUDGET_TOKENS
     query: str | None = None
+    approve: tuple[tuple[str, ...], ...] = ()
+    builtin_approve: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +177,8 @@ class Wrap:
     ``source`` parts, then the command without its leading assignments; not the pipe into
     ``tail``); ``body``, the command that runs behind its runner, ``timeout`` or ``env`` (a
     package manager's workspace options left out); ``runner``, whether a runner (``uv run``,
-    ``npx``) runs it.
+    ``npx``) runs it; ``simple``, whether the command is its parts as they are (no assignment,
+    redirection or pipe), as an agent's rules for its words judge it.
     """
 
     command: str | None
@@ -180,6 +187,7 @@ class Wrap:
     parts: tuple[tuple[str, ...], ...] = ()
     body: tuple[str, ...] = ()
     runner: bool = False
+    simple: bool = False
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -211,7 +219,7 @@ def load_rules(env: Mapping[str, str]) -> Rules:
         return Rules(builtin)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    known = {"wrap", "skip", "builtin", "budget_tokens", "query"}
+    known = {"wrap", "skip", "approve", "builtin", "budget_tokens", "query"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
@@ -226,7 +234,8 @@ def load_rules(env: Mapping[str, str]) -> Rules:
         raise ConfigError(f"{path}: query must be a string of words")
     wrap = _prefixes(doc.get("wrap", []), "wrap", path)
     skip = _prefixes(doc.get("skip", []), "skip", path)
-    return Rules((builtin if use_builtin else ()) + wrap, skip, budget, query)
+    approve = _prefixes(doc.get("approve", []), "approve", path)
+    return Rules((builtin if use_builtin else ()) + wrap, skip, budget, query, approve, use_builtin)
 
 
 def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[int, int]], str | None]:
@@ -442,6 +451,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
             return Wrap(None, f"it asks for its raw output ({RAW_VARIABLE}=...)")
         assigned += 1
     assignments = words[:assigned]
+    simple = not assigned and not piped and "2>&1" not in words
     words = [w for w in words[assigned:] if w != "2>&1"]
     if not words:
         return Wrap(None, "no command")
@@ -481,6 +491,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         tuple(parts),
         tuple(body),
         runner,
+        simple,
     )
 
 

@@ -38,6 +38,7 @@ def _install(args: argparse.Namespace) -> int:
     change = plan(args.agent, path, executable, remove=args.remove)
     if args.dry_run:
         sys.stdout.write(change.diff() or f"{path}: no change\n")
+        _approvals(args)
         return 0
     write(change)
     if args.remove:
@@ -46,4 +47,14 @@ def _install(args: argparse.Namespace) -> int:
     else:
         said = "installed the hook in" if change.changed else "the hook is already in"
         sys.stdout.write(f"streamfilter: {said} {path}: it runs `{hook_command(args.agent, executable)}`\n")
+        _approvals(args)
     return 0
+
+
+def _approvals(args: argparse.Namespace) -> None:
+    """Codex and Cursor take a rewrite only as an approval: say what the hook will approve."""
+    if args.agent in ("codex", "cursor") and not args.remove:
+        from ..agents.approve import what_it_approves
+        from ..agents.wrap import config_path
+
+        sys.stdout.write(what_it_approves(args.agent, config_path(os.environ)))

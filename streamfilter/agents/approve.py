@@ -1,0 +1,251 @@
+"""What the Codex and Cursor hooks may approve: they rewrite a command only with an approval.
+
+Codex takes a rewritten command only with ``permissionDecision: "allow"``, Cursor only with
+``permission: "allow"``; so a rewrite approves the command. The hooks rewrite (and so approve) a
+plain command (``wrap.Wrap.plain``) only when one of these already allows it without asking:
+
+1. the agent's own settings, read where the agent documents them (2026):
+
+   * Codex: its rules (``prefix_rule(pattern=[...], decision="allow" | "prompt" | "forbidden")``,
+     Starlark, the strictest decision of the rules that match winning) in ``rules/*.rules`` under
+     ``$CODEX_HOME`` (``~/.codex``) and ``/etc/codex``, and under a project's ``.codex/`` from
+     the working directory up to its repository's root (their ``allow`` only when the project is
+     trusted: ``[projects."DIR"] trust_level = "trusted"`` in ``$CODEX_HOME/config.toml``); and a
+     session in ``bypassPermissions`` mode, which asks about nothing;
+   * Cursor: ``permissions.allow`` and ``permissions.deny`` (``Shell(commandBase)``, the first
+     word, with ``*`` and ``?`` wildcards; deny wins) in ``~/.cursor/cli-config.json``
+     (``$XDG_CONFIG_HOME/cursor/cli-config.json`` when that is set) and the project's
+     ``.cursor/cli.json`` files from its repository's root to the working directory;
+
+   a rule that asks about the command or forbids it (Codex ``prompt`` or ``forbidden``, Cursor
+   ``deny``) leaves it alone, whatever the rest says;
+2. the user's ``approve`` list in ``hooks.toml`` (word prefixes);
+3. the built-in list, ``DEFAULT_APPROVED`` (unless ``builtin = false``): commands that build,
+   check or test the project in place, with no runner (``uv run`` syncs, ``npx`` downloads), no
+   path outside the project (``/...``, ``~``, ``..``) in any word or ``cd``, no plugin or
+   configuration loaded from elsewhere (``pytest -p``, ``make -f``, ``cargo --config``) and, for a
+   program of targets (``make``, ``mvn``, ``gradle``, ``rake``), only the targets of
+   ``_TARGETS`` (``make deploy`` is not one). No install (``pip install``, ``npm ci``), no
+   container or infrastructure command, no CI log (``gh run view``: it reads the network).
+
+Every other command is left alone, to the agent's own approval.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .wrap import Rules, Wrap, starts
+
+__all__ = ("DEFAULT_APPROVED", "approves", "codex_rules_say", "cursor_rules_say", "what_it_approves")
+
+# word prefixes of the commands that build, check or test the project in place
+DEFAULT_APPROVED: tuple[str, ...] = (
+    "pytest", "py.test", "python -m pytest", "python3 -m pytest", "python -m unittest", "python3 -m unittest",
+    "mypy", "python -m mypy", "python3 -m mypy", "pyright", "ruff check", "ruff format --check", "flake8",
+    "pylint", "black --check", "python manage.py test", "python3 manage.py test", "./manage.py test",
+    "npm test", "npm t", "npm run build", "npm run test", "npm run lint", "npm run typecheck", "npm run check",
+    "pnpm test", "pnpm build", "pnpm lint", "pnpm run build", "pnpm run test", "pnpm run lint", "yarn test",
+    "yarn build", "yarn lint", "bun test", "jest", "vitest run", "tsc", "eslint", "prettier --check",
+    "next build", "vite build",
+    "make", "gmake", "cmake --build", "ninja", "meson compile", "meson test", "ctest",
+    "cargo build", "cargo test", "cargo check", "cargo clippy", "cargo nextest", "cargo doc", "cargo bench",
+    "cargo fmt --check", "go build", "go test", "go vet", "golangci-lint run", "shellcheck",
+    "mvn", "./mvnw", "gradle", "./gradlew", "sbt test", "sbt compile", "dotnet build", "dotnet test",
+    "swift build", "swift test", "rspec", "bundle exec rspec", "rake", "phpunit", "vendor/bin/phpunit",
+    "mix test", "mix compile", "rebar3 eunit", "rebar3 ct", "rebar3 compile",
+)  # fmt: skip
+
+_MAKE = frozenset(("all", "build", "test", "tests", "check", "lint", "compile", "debug", "release", "default"))
+_MVN = frozenset(("validate", "compile", "test-compile", "test", "package", "verify", "clean"))
+_GRADLE = frozenset(("build", "test", "check", "assemble", "classes", "testClasses", "compileJava", "clean"))
+# a program of targets: the only targets the built-in list approves
+_TARGETS = {"make": _MAKE, "gmake": _MAKE, "mvn": _MVN, "./mvnw": _MVN, "gradle": _GRADLE, "./gradlew": _GRADLE,
+            "rake": frozenset(("test", "spec"))}  # fmt: skip
+# options that load code or configuration from elsewhere: never in a built-in approval
+_FOREIGN = {
+    "pytest": ("-p", "-o", "--override-ini"),
+    "make": ("-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir", "--eval", "-E"),
+    "cargo": ("--config", "-Z"),
+}
+_FOREIGN["py.test"] = _FOREIGN["pytest"]
+_FOREIGN["gmake"] = _FOREIGN["make"]
+# make variables that change what runs the recipes
+_MAKE_RISKY = frozenset(("SHELL", ".SHELLFLAGS", "MAKEFILES", "MAKEFLAGS", "MAKE"))
+_CODEX_STRICTNESS = {"allow": 0, "prompt": 1, "forbidden": 2}
+
+
+def _outside(word: str) -> bool:
+    """Whether ``word`` (or an option's ``=VALUE``) names a path outside the project."""
+    value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+    return value.startswith(("/", "~")) or value == ".." or value.startswith("../") or "/../" in value
+
+
+def _default_approves(wrap: Wrap) -> bool:
+    """Whether the built-in list approves ``wrap``: see the module docstring."""
+    if wrap.runner or not any(starts(wrap.body, p.split()) for p in DEFAULT_APPROVED):
+        return False
+    if any(_outside(w) for part in wrap.parts for w in part[1:]):
+        return False
+    program = wrap.body[0] if wrap.body[0].startswith("./") else os.path.basename(wrap.body[0])
+    args = wrap.body[1:]
+    if program in ("python", "python3") and args[:2] == ("-m", "pytest"):
+        program, args = "pytest", args[2:]
+    foreign = _FOREIGN.get(program, ())
+    if any(
+        w == f or (w.startswith(f) and not w.startswith("--")) or w.startswith(f + "=") for w in args for f in foreign
+    ):
+        return False
+    targets = _TARGETS.get(program)
+    if targets is None:
+        return True
+    for word in args:
+        name, is_assignment, value = word.partition("=")
+        if word.startswith("-") or word.isdigit():
+            continue  # an option (-j, -k, -DskipTests) or a count (-j 4)
+        if is_assignment:
+            if name in _MAKE_RISKY or "/" in value:
+                return False
+        elif word not in targets:
+            return False
+    return True
+
+
+def _project_dirs(cwd: Path) -> list[Path]:
+    """``cwd`` and its parents up to its repository's root (the first with ``.git``), root first."""
+    dirs = []
+    for folder in (cwd, *cwd.parents):
+        dirs.append(folder)
+        if (folder / ".git").exists():
+            break
+    else:
+        dirs = [cwd]  # (not in a repository: the working directory alone)
+    return dirs[::-1]
+
+
+def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, str]) -> str | None:
+    """What the user's Codex rules say of a command's ``parts`` (each part's words; ``cd`` parts
+    need no rule): ``ask`` when a rule that matches a part prompts or forbids (or a rules file
+    cannot be read), ``allow`` when rules allow every part, else None."""
+    import ast  # (only when there are rules to read)
+    import tomllib
+
+    home = Path(env.get("CODEX_HOME") or Path(env.get("HOME") or Path.home()) / ".codex")
+    trusted: set[Path] = set()
+    try:
+        with open(home / "config.toml", "rb") as handle:
+            projects = tomllib.load(handle).get("projects", {})
+        trusted = {Path(d) for d, v in projects.items() if isinstance(v, dict) and v.get("trust_level") == "trusted"}
+    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+        pass
+    folders = [(home / "rules", True), (Path("/etc/codex/rules"), True)]
+    for project in _project_dirs(Path(cwd or ".")):
+        is_trusted = any(d == project or d in project.parents for d in trusted)
+        folders.append((project / ".codex" / "rules", is_trusted))
+    decisions: list[list[int]] = [[] for _ in parts]
+    for folder, may_allow in folders:
+        for path in sorted(folder.glob("*.rules")) if folder.is_dir() else []:
+            try:
+                tree = ast.parse(path.read_text())
+                calls = [
+                    n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "prefix_rule"
+                ]
+                found = [{k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg} for call in calls]
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+                return "ask"  # (rules it cannot read may forbid anything)
+            for rule in found:
+                decision, pattern = rule.get("decision", "allow"), rule.get("pattern")
+                if decision not in _CODEX_STRICTNESS or not isinstance(pattern, list) or not pattern:
+                    return "ask"
+                if decision == "allow" and not may_allow:
+                    continue
+                for said, part in zip(decisions, parts, strict=True):
+                    if len(part) >= len(pattern) and all(
+                        w == p or (isinstance(p, list) and w in p) for w, p in zip(part, pattern, strict=False)
+                    ):
+                        said.append(_CODEX_STRICTNESS[decision])
+    if any(max(said, default=0) > 0 for said in decisions):
+        return "ask"
+    asked = [said for said, part in zip(decisions, parts, strict=True) if part[:1] != ("cd",)]
+    return "allow" if asked and all(asked) else None
+
+
+def _cursor_files(cwd: str, env: Mapping[str, str]) -> list[Path]:
+    """Cursor CLI's permission files: the user's, then the project's from its root to ``cwd``."""
+    if env.get("XDG_CONFIG_HOME"):
+        user = Path(env["XDG_CONFIG_HOME"]) / "cursor" / "cli-config.json"
+    else:
+        user = Path(env.get("HOME") or Path.home()) / ".cursor" / "cli-config.json"
+    return [user, *(d / ".cursor" / "cli.json" for d in _project_dirs(Path(cwd or ".")))]
+
+
+def cursor_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, str]) -> str | None:
+    """What the user's Cursor permissions say of a command's ``parts``: ``deny`` when a deny rule
+    matches a part's first word (or a permissions file cannot be read), ``allow`` when allow rules
+    match every part but ``cd``, else None."""
+    rules: dict[str, list[str]] = {"allow": [], "deny": []}
+    for path in _cursor_files(cwd, env):
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            return "deny"  # (permissions it cannot read may deny anything)
+        permissions = doc.get("permissions") if isinstance(doc, dict) else None
+        for kind, found in rules.items():
+            listed = permissions.get(kind, []) if isinstance(permissions, dict) else []
+            found.extend(r[6:-1] for r in listed if isinstance(r, str) and r.startswith("Shell(") and r.endswith(")"))
+    bases = [part[0] for part in parts if part and part[0] != "cd"]
+
+    def matches(base: str, patterns: list[str]) -> bool:
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns for name in {base, os.path.basename(base)})
+
+    if any(matches(part[0], rules["deny"]) for part in parts if part):
+        return "deny"
+    return "allow" if bases and all(matches(b, rules["allow"]) for b in bases) else None
+
+
+def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, str], mode: str = "") -> bool:
+    """Whether the ``agent`` (``codex`` or ``cursor``) hook may approve the rewrite ``wrap`` of a
+    command run in ``cwd`` (see the module docstring); ``mode``: the session's permission mode as
+    the agent's payload names it (Codex: ``bypassPermissions`` asks about nothing).
+
+    Raises:
+        KeyError: another agent.
+    """
+    if wrap.command is None or not wrap.plain:
+        return False
+    said = {"codex": codex_rules_say, "cursor": cursor_rules_say}[agent](wrap.parts, cwd, env)
+    if said in ("ask", "deny"):
+        return False
+    if (said == "allow" and wrap.simple) or (agent == "codex" and mode == "bypassPermissions"):
+        return True
+    if any(starts(list(wrap.parts[-1]), p) or starts(list(wrap.body), p) for p in rules.approve):
+        return True
+    return rules.builtin_approve and _default_approves(wrap)
+
+
+def what_it_approves(agent: str, hooks_file: Path) -> str:
+    """What ``install AGENT`` says the hook approves (``codex`` or ``cursor``), in a few lines."""
+    own = {
+        "codex": "the commands your Codex rules allow (rules/*.rules in $CODEX_HOME, /etc/codex and a trusted "
+        "project's .codex/), or all in a bypassPermissions session",
+        "cursor": "the commands your Cursor permissions allow (Shell(...) in ~/.cursor/cli-config.json and the "
+        "project's .cursor/cli.json)",
+    }[agent]
+    listed = ", ".join(p for p in DEFAULT_APPROVED if " run " not in p)
+    return (
+        f"{agent.capitalize()} runs a rewritten command only if the hook approves it, so the hook wraps only:\n"
+        f"  - {own};\n"
+        f"  - the commands listed in `approve` in {hooks_file};\n"
+        f"  - commands that build, check or test the project in place: {listed}, and the npm and pnpm "
+        "scripts build, test, lint, typecheck, check (no installs, no runner such as uv run or npx, no path "
+        "outside the project, no pytest -p, make -f or cargo --config; make, mvn, gradle and rake only "
+        "with build and test targets).\n"
+        "Every other command is left alone, for you to approve as before. A rule of yours that asks about a "
+        "command or forbids it always wins.\n"
+    )

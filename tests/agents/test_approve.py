@@ -1,0 +1,171 @@
+"""The Codex and Cursor hooks rewrite a command only with an approval: they approve only what the
+agent's own settings allow, what hooks.toml's ``approve`` lists, and the built-in commands that
+build, check or test the project in place; every other command is left alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamfilter.agents.hooks import answer
+
+EXE = ["/opt/sf/bin/streamfilter"]
+RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
+
+# what a user's policy would have asked about: the old hooks approved every one of them
+ASKED = [
+    "pip install requests",
+    "npm install left-pad",
+    "make -f /tmp/x.mk",
+    "make deploy",
+    "pytest -p evil_plugin",
+    "pytest -pevil_plugin tests",
+    "uv run pytest",  # (uv run syncs the environment: an install)
+    "npx tsc",  # (npx downloads a package it does not find)
+    "cd /tmp/other && make",
+    "cargo test --manifest-path ../other/Cargo.toml",
+    "cargo build --config build.rustc=/tmp/rustc",
+    "mvn deploy",
+    "./gradlew publish",
+    "make SHELL=/tmp/sh",
+    "gh run view 1 --log",
+    "docker build .",
+    "go generate ./...",
+]
+# commands that build, check or test the project in place
+IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "go test ./...", "npm test",
+            "npm run test:unit", "cd web && npm run build", "mvn -q test", "./gradlew check", "timeout 300 pytest",
+            "pytest -q 2>&1 | tail -30", "source .venv/bin/activate && pytest"]  # fmt: skip
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+def _codex(command: str, cwd: Path, env: dict[str, str], mode: str = "default") -> Any:
+    payload = {"session_id": "s", "cwd": str(cwd), "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "permission_mode": mode, "tool_input": {"command": command}}  # fmt: skip
+    return answer("codex", payload, EXE, env)[0]
+
+
+def _cursor(command: str, cwd: Path, env: dict[str, str]) -> Any:
+    payload = {"conversation_id": "c", "generation_id": "g", "workspace_roots": [str(cwd)],
+               "hook_event_name": "preToolUse", "tool_name": "Shell", "tool_input": {"command": command}}  # fmt: skip
+    return answer("cursor", payload, EXE, env)[0]
+
+
+def _approved(agent: str, command: str, cwd: Path, env: dict[str, str]) -> bool:
+    out = _codex(command, cwd, env) if agent == "codex" else _cursor(command, cwd, env)
+    if agent == "codex":
+        if out is None:
+            return False
+        specific = out["hookSpecificOutput"]
+        assert specific["permissionDecision"] == "allow"
+        return str(specific["updatedInput"]["command"]).count(RUN) == 1
+    if out == {}:
+        return False
+    assert out["permission"] == "allow"
+    return str(out["updated_input"]["command"]).count(RUN) == 1
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+@pytest.mark.parametrize("command", ASKED)
+def test_what_the_users_policy_would_ask_about_is_left_alone(agent: str, command: str, tmp_path: Path) -> None:
+    assert not _approved(agent, command, tmp_path, _env(tmp_path))
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+@pytest.mark.parametrize("command", IN_PLACE)
+def test_a_build_check_or_test_in_place_is_approved_and_wrapped(agent: str, command: str, tmp_path: Path) -> None:
+    assert _approved(agent, command, tmp_path, _env(tmp_path))
+
+
+def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    rules = tmp_path / "home" / ".codex" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "default.rules").write_text(
+        'prefix_rule(pattern = ["make", "deploy"])  # allow by default\n'
+        'prefix_rule(pattern = ["cargo", ["test", "bench"]], decision = "prompt")\n'
+        'prefix_rule(\n    pattern = ["pip", "install"],\n    decision = "forbidden",\n'
+        '    justification = "use uv",\n    match = [["pip", "install", "x"]],\n)\n'
+    )
+    assert _approved("codex", "make deploy", tmp_path, env)  # the user's rule allows it as written
+    assert not _approved("codex", "CI=1 make deploy", tmp_path, env)  # (not the words the rule allows)
+    assert not _approved("codex", "cargo test", tmp_path, env)  # prompt wins over the built-in list
+    assert _approved("codex", "cargo check", tmp_path, env)
+    assert not _approved("codex", "pip install x", tmp_path, env)
+    # bypassPermissions asks about nothing: all but what a rule asks about or forbids
+    assert _codex("npm install left-pad", tmp_path, env, mode="bypassPermissions") is not None
+    assert _codex("cargo test", tmp_path, env, mode="bypassPermissions") is None
+    # a rules file it cannot read may forbid anything: nothing is approved
+    (rules / "broken.rules").write_text("prefix_rule(pattern = [\n")
+    assert not _approved("codex", "pytest -q", tmp_path, env)
+
+
+def test_codex_project_rules_allow_only_in_a_trusted_project(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    (project / ".codex" / "rules").mkdir(parents=True)
+    (project / ".codex" / "rules" / "p.rules").write_text(
+        'prefix_rule(pattern = ["npm", "install"])\nprefix_rule(pattern = ["go"], decision = "prompt")\n'
+    )
+    cwd = project / "src"
+    cwd.mkdir()
+    assert not _approved("codex", "npm install", cwd, env)  # not trusted: its allow does not count
+    assert not _approved("codex", "go test ./...", cwd, env)  # (a prompt counts all the same)
+    (tmp_path / "home" / ".codex").mkdir(parents=True)
+    (tmp_path / "home" / ".codex" / "config.toml").write_text(f'[projects."{project}"]\ntrust_level = "trusted"\n')
+    assert _approved("codex", "npm install", cwd, env)
+
+
+def test_cursor_permissions_allow_and_deny(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    (tmp_path / "config" / "cursor").mkdir(parents=True)  # ($XDG_CONFIG_HOME is set: Cursor reads it there)
+    (tmp_path / "config" / "cursor" / "cli-config.json").write_text(
+        json.dumps({"version": 1, "permissions": {"allow": ["Shell(pip)", "Read(**)"], "deny": ["Shell(cargo)"]}})
+    )
+    assert _approved("cursor", "pip install requests", tmp_path, env)
+    assert not _approved("cursor", "cargo test", tmp_path, env)  # deny wins over the built-in list
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    (project / ".cursor").mkdir()
+    (project / ".cursor" / "cli.json").write_text(json.dumps({"permissions": {"allow": ["Shell(ma*)"], "deny": []}}))
+    assert _approved("cursor", "make deploy", project, env)
+    assert not _approved("cursor", "make deploy", tmp_path, env)  # (another project)
+    (project / ".cursor" / "cli.json").write_text("{ not json")
+    assert not _approved("cursor", "pytest", project, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_the_users_approve_list_and_builtin_false(agent: str, tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    config = tmp_path / "config" / "streamfilter" / "hooks.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('approve = ["make deploy", "npm install"]\n')
+    assert _approved(agent, "make deploy", tmp_path, env)
+    assert _approved(agent, "npm install", tmp_path, env)
+    assert not _approved(agent, "pip install x", tmp_path, env)
+    config.write_text('builtin = false\nwrap = ["pytest"]\n')
+    assert not _approved(agent, "pytest", tmp_path, env)  # wrapped only when approved: left alone
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_install_says_what_the_hook_will_approve(agent: str, tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": "", "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    done = subprocess.run([sys.executable, "-m", "streamfilter", "install", agent], env=env, capture_output=True,
+                          text=True, check=False, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "only if the hook approves it" in done.stdout and "pytest" in done.stdout
+    assert str(tmp_path / "config" / "streamfilter" / "hooks.toml") in done.stdout
+    assert "Every other command is left alone" in done.stdout
+    claude = subprocess.run([sys.executable, "-m", "streamfilter", "install", "claude"], env=env,
+                            capture_output=True, text=True, check=False, cwd=tmp_path)  # fmt: skip
+    assert "approves it" not in claude.stdout  # (Claude Code asks its own rules about the rewrite)
