@@ -131,17 +131,8 @@ def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, 
     """What the user's Codex rules say of a command's ``parts`` (each part's words; ``cd`` parts
     need no rule): ``ask`` when a rule that matches a part prompts or forbids (or a rules file
     cannot be read), ``allow`` when rules allow every part, else None."""
-    import ast  # (only when there are rules to read)
-    import tomllib
-
     home = Path(env.get("CODEX_HOME") or Path(env.get("HOME") or Path.home()) / ".codex")
-    trusted: set[Path] = set()
-    try:
-        with open(home / "config.toml", "rb") as handle:
-            projects = tomllib.load(handle).get("projects", {})
-        trusted = {Path(d) for d, v in projects.items() if isinstance(v, dict) and v.get("trust_level") == "trusted"}
-    except (OSError, tomllib.TOMLDecodeError, AttributeError):
-        pass
+    trusted = _trusted(home / "config.toml")
     folders = [(home / "rules", True), (Path("/etc/codex/rules"), True)]
     for project in _project_dirs(Path(cwd or ".")):
         is_trusted = any(d == project or d in project.parents for d in trusted)
@@ -149,6 +140,8 @@ def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, 
     decisions: list[list[int]] = [[] for _ in parts]
     for folder, may_allow in folders:
         for path in sorted(folder.glob("*.rules")) if folder.is_dir() else []:
+            import ast  # (only when there are rules to read: the hook runs before every command)
+
             try:
                 tree = ast.parse(path.read_text())
                 calls = [
@@ -172,6 +165,24 @@ def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, 
         return "ask"
     asked = [said for said, part in zip(decisions, parts, strict=True) if part[:1] != ("cd",)]
     return "allow" if asked and all(asked) else None
+
+
+def _trusted(config: Path) -> set[Path]:
+    """The projects Codex's ``config.toml`` trusts (``[projects."DIR"] trust_level = "trusted"``);
+    none when it cannot be read."""
+    try:
+        text = config.read_text()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    import tomllib  # (only when there is a file)
+
+    try:
+        projects = tomllib.loads(text).get("projects", {})
+    except tomllib.TOMLDecodeError:
+        return set()
+    if not isinstance(projects, dict):
+        return set()
+    return {Path(d) for d, v in projects.items() if isinstance(v, dict) and v.get("trust_level") == "trusted"}
 
 
 def _cursor_files(cwd: str, env: Mapping[str, str]) -> list[Path]:

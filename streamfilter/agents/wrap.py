@@ -40,10 +40,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .defaults import DEFAULT_BUDGET_TOKENS
 
@@ -110,11 +109,12 @@ _MANAGERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 # ``timeout``'s options before its duration: (those alone, those with a value)
 _TIMEOUT_OPTIONS = (frozenset(("--preserve-status", "--foreground", "-v", "--verbose")),
                     frozenset(("-s", "--signal", "-k", "--kill-after")))  # fmt: skip
-_DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
+# (patterns, not compiled ones: re compiles and caches one at its first use, and most commands use none)
+_DURATION = r"\d+(?:\.\d+)?[smhd]?"
 # the one pipe kept: into ``tail`` with a count (the output an agent asked for, then cut as it asked)
-_TAIL = re.compile(r"tail(?: (?:-n ?\+?\d+|-\d+|--lines[= ]\+?\d+))?")
+_TAIL = r"tail(?: (?:-n ?\+?\d+|-\d+|--lines[= ]\+?\d+))?"
 # a source part that a hook may vouch for: a virtual environment's activate script in the project
-_ACTIVATE = re.compile(r"(?!/)(?!.*(?:^|/)\.\.(?:/|$))[\w./-]*bin/activate")
+_ACTIVATE = r"(?!/)(?!.*(?:^|/)\.\.(?:/|$))[\w./-]*bin/activate"
 
 # words that make a listed command a watcher, a server or a dialogue: its output never ends, or
 # waits for a person (under a budget nothing is shown until the command ends)
@@ -133,7 +133,7 @@ _NEVER_FOR = {
     "py.test": frozenset(("--pdb", "--trace")),
 }
 # variables that change which program runs or what it loads: an approval must not cover them
-_RISKY_VARIABLE = re.compile(r"PATH|LD_\w*|DYLD_\w*|BASH_ENV|ENV|\w*PRELOAD\w*|PYTHONPATH|PYTHONSTARTUP|"
+_RISKY_VARIABLE = (r"PATH|LD_\w*|DYLD_\w*|BASH_ENV|ENV|\w*PRELOAD\w*|PYTHONPATH|PYTHONSTARTUP|"
                              r"NODE_OPTIONS|PERL5OPT|RUBYOPT|GIT_\w*|\w*_HOME")  # fmt: skip
 
 
@@ -141,8 +141,7 @@ class ConfigError(Exception):
     """The hooks' TOML file cannot be read, or holds a key or value it does not know."""
 
 
-@dataclass(frozen=True, slots=True)
-class Rules:
+class Rules(NamedTuple):  # (not a dataclass: importing dataclasses costs the hook ~6 ms of each command)
     """What the hooks wrap, and how.
 
     Attributes:
@@ -163,8 +162,7 @@ class Rules:
     builtin_approve: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class Wrap:
+class Wrap(NamedTuple):
     """A hook's decision on one command: ``command`` is the rewritten command, or None with ``why`` not.
 
     ``plain``: the command runs a listed program by its name (or the listed ``./gradlew``), with no
@@ -214,10 +212,16 @@ def load_rules(env: Mapping[str, str]) -> Rules:
     builtin = tuple(tuple(x.split()) for x in BUILTIN)
     try:
         with open(path, "rb") as handle:
-            doc = tomllib.load(handle)
+            text = handle.read()
     except FileNotFoundError:
         return Rules(builtin)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    import tomllib  # (only when there is a file: the hook runs before every command)
+
+    try:
+        doc = tomllib.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
     known = {"wrap", "skip", "approve", "builtin", "budget_tokens", "query"}
     unknown = sorted(set(doc) - known)
@@ -363,7 +367,7 @@ def _inner(words: list[str]) -> tuple[list[str], list[str], bool]:
             runner = True
         elif program == "timeout":
             after = 1 + _options(body[1:], *_TIMEOUT_OPTIONS)
-            if after >= len(body) or not _DURATION.fullmatch(body[after]):
+            if after >= len(body) or not re.fullmatch(_DURATION, body[after]):
                 break
             after += 1
         elif program == "env":
@@ -425,7 +429,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     piped = ""
     if pipes:  # only one, after the last part, into tail: the command is wrapped, the pipe kept
         piped = " ".join(command[pipes[-1] + 1 : end].split())
-        if len(pipes) > 1 or pipes[0] < start or not _TAIL.fullmatch(piped):
+        if len(pipes) > 1 or pipes[0] < start or not re.fullmatch(_TAIL, piped):
             return Wrap(None, "not one simple command ('|' into other than `tail -N`)")
         end = pipes[0]
     parts: list[tuple[str, ...]] = []
@@ -437,7 +441,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
             return Wrap(None, f"cannot read it as shell words ({exc})")
         if len(words) != 2 or words[0] not in ("cd", "source", "."):
             return Wrap(None, "only `cd DIR &&` or `source FILE &&` may come before the command")
-        sourced_plain = sourced_plain and (words[0] == "cd" or bool(_ACTIVATE.fullmatch(words[1])))
+        sourced_plain = sourced_plain and (words[0] == "cd" or bool(re.fullmatch(_ACTIVATE, words[1])))
         parts.append(tuple(words))
     text = command[start:end].strip()
     try:
@@ -481,7 +485,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         not any(ch in command for ch in "$`")
         and ("/" not in words[0] or listed_path)
         and sourced_plain
-        and not any(_RISKY_VARIABLE.fullmatch(w.split("=")[0]) for w in [*assignments, *env_assigned])
+        and not any(re.fullmatch(_RISKY_VARIABLE, w.split("=")[0]) for w in [*assignments, *env_assigned])
     )
     parts.append(tuple(words))
     return Wrap(

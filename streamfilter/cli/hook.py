@@ -7,15 +7,17 @@ It runs on every command an agent types, so it imports only the standard library
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agents.hooks import AGENTS, answer, executable_words, render
 from ..agents.wrap import ConfigError, load_rules, rewrite
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ("add_parser", "main")
 
@@ -39,26 +41,35 @@ def main(argv: Sequence[str]) -> int:
     The answer goes to stdout; a problem with the input or the config file goes to stderr and
     leaves the command alone (exit 0: a hook must not stop the agent). Exit 2 for a usage error.
     """
+    executable = executable_words(sys.argv[0], sys.executable)
+    env = dict(os.environ)
+    if len(argv) == 1 and argv[0] in AGENTS:  # (what an agent runs: argparse would cost it ~8 ms)
+        return _answer(argv[0], executable, env)
+    import argparse
+
     parser = argparse.ArgumentParser(prog="streamfilter hook", description=_HELP, allow_abbrev=False)
     _arguments(parser)
     args = parser.parse_args(argv)
-    executable = executable_words(sys.argv[0], sys.executable)
-    env = dict(os.environ)
-    if args.agent == "explain":
-        if args.command is None:
-            parser.error("explain needs the command, e.g. streamfilter hook explain 'npm test'")
-        try:
-            wrap = rewrite(args.command, load_rules(env), executable, env)
-        except ConfigError as exc:
-            sys.stderr.write(f"streamfilter: error: {exc}\n")
-            return 78
-        sys.stdout.write(f"wrapped: {wrap.command}\n" if wrap.command else f"left alone: {wrap.why}\n")
-        return 0
+    if args.agent != "explain":
+        return _answer(args.agent, executable, env)
+    if args.command is None:
+        parser.error("explain needs the command, e.g. streamfilter hook explain 'npm test'")
+    try:
+        wrap = rewrite(args.command, load_rules(env), executable, env)
+    except ConfigError as exc:
+        sys.stderr.write(f"streamfilter: error: {exc}\n")
+        return 78
+    sys.stdout.write(f"wrapped: {wrap.command}\n" if wrap.command else f"left alone: {wrap.why}\n")
+    return 0
+
+
+def _answer(agent: str, executable: list[str], env: dict[str, str]) -> int:
+    """Answer the agent's JSON on stdin on stdout (a note on stderr); exit status 0."""
     try:
         payload = json.loads(sys.stdin.buffer.read() or b"null")
     except ValueError:
         payload = None
-    value, note = answer(args.agent, payload, executable, env)
+    value, note = answer(agent, payload, executable, env)
     if note:
         sys.stderr.write(f"streamfilter: {note}\n")
     sys.stdout.write(render(value))

@@ -7,37 +7,48 @@ and ``send`` exit with the command's status.
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..core.errors import StreamfilterError, first_cause
 from ..live._logging import configure_logging, get_logger
-from . import hook
+
+if TYPE_CHECKING:
+    import argparse  # (not at run time: the hook, which runs before every agent command, needs none)
 
 __all__ = ("main",)
 
+# each subcommand: the module of streamfilter.cli and its function that adds the subcommand's parser
+_SUBCOMMANDS = {
+    "filter": ("filter", "add_parser"),
+    "follow": ("follow", "add_parser"),
+    "run": ("run", "add_parser"),
+    "send": ("run", "add_send_parser"),
+    "daemon": ("daemon", "add_parser"),
+    "check-config": ("daemon", "add_check_parser"),
+    "expand": ("expand", "add_parser"),
+    "hook": ("hook", "add_parser"),
+    "install": ("install", "add_parser"),  # (and uninstall)
+    "uninstall": ("install", "add_parser"),
+    "mcp": ("mcp", "add_parser"),
+}
 
-def _parser() -> argparse.ArgumentParser:
-    # (here, not at the top: `hook` runs before every agent command and needs none of them)
-    from . import daemon, expand, filter, follow, install, mcp, run
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: with every subcommand, or with ``command``'s alone when it names
+    one (its modules alone are imported: a wrapped command pays for no other subcommand's)."""
     from .options import Parser
 
     parser = Parser(prog="streamfilter", description="Cut build and test logs down to what matters.")
     parser.add_argument("--version", action="version", version=f"streamfilter {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    filter.add_parser(sub)
-    follow.add_parser(sub)
-    run.add_parser(sub)
-    run.add_send_parser(sub)
-    daemon.add_parser(sub)
-    daemon.add_check_parser(sub)
-    expand.add_parser(sub)
-    hook.add_parser(sub)
-    install.add_parser(sub)
-    mcp.add_parser(sub)
+    chosen = [_SUBCOMMANDS[command]] if command in _SUBCOMMANDS else dict.fromkeys(_SUBCOMMANDS.values())
+    for module, add in chosen:
+        getattr(importlib.import_module(f".{module}", __package__), add)(sub)
     return parser
 
 
@@ -45,9 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # an agent runs it before every command: no more imports than it needs
+        from . import hook
+
         return hook.main(argv[1:])
     configure_logging()
-    args = _parser().parse_args(argv)
+    args = _parser(argv[0] if argv else None).parse_args(argv)
     try:
         try:
             status: int = args.handler(args)

@@ -48,6 +48,7 @@ from .stream import LiveStream, archived_stream, marker_event
 from .writes import flush_out, write_all
 
 if TYPE_CHECKING:
+    from ..core.baseline import ShapeCollector
     from .batch import Filtered
 
 __all__ = (
@@ -83,6 +84,10 @@ MAX_REPLY_BYTES = 4096  # send: most bytes kept of a daemon's reply line not yet
 RECENT_SECONDS = 600.0  # a kept output written this recently is never evicted (its run may be filtering it)
 RUNS_BYTES = 256 << 20  # run --budget-tokens: the whole outputs kept in the state directory, in bytes
 KILL_GRACE_SECONDS = 2.0  # a cancelled capture_command: from SIGTERM to SIGKILL, in seconds
+# report_run: a whole output this short is written as it is, the filter not even built: it is about
+# two summary lines (a budget's summary with its ref is 150 to 250 bytes), so filtering could save
+# the reader a few dozen tokens at most, and would hide lines
+SHORT_OUTPUT_BYTES = 512
 
 
 class CommandError(StreamfilterError):
@@ -439,6 +444,8 @@ def report_run(
 
     Faithful on failure (the tail keeps ``config.tail_lines`` lines), terse on success
     (``success_tail``), within the budget (``batch.filter_input``); DROP refs point into ``path``.
+    An output of at most ``SHORT_OUTPUT_BYTES`` in text is written as it is (its shapes still
+    go to ``green``'s collector).
 
     Args:
         returncode: the command's return code (-N when a signal N killed it).
@@ -459,9 +466,12 @@ def report_run(
     name, command = os.path.basename(argv[0]), command_text(argv)
     tail = success_tail if _passed(argv, returncode) else config.tail_lines
     baseline, collector = (green.baseline, green.collector) if green is not None else (None, None)
-    done = filter_input(
-        str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", baseline, collector
-    )
+    if fmt == "text" and path.stat().st_size <= SHORT_OUTPUT_BYTES:
+        done = _write_whole(path, out, collector, config.max_line_bytes)
+    else:
+        done = filter_input(
+            str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", baseline, collector
+        )
     if returncode == 0 and green is not None and done.changed is None:  # (else it read part of the output)
         _save(green)
     lines = done.stats.kept_lines + done.stats.dropped_lines
@@ -472,6 +482,25 @@ def report_run(
     write_all(out, (b"\n" if done.last not in (b"", b"\n") else b"") + marker)
     flush_out(out)
     return done
+
+
+def _write_whole(path: Path, out: BinaryIO, collector: ShapeCollector | None, max_line_bytes: int) -> Filtered:
+    """Write the short file ``path`` to ``out`` as it is; its lines' shapes go to ``collector``
+    (a baseline, shaped as the filter shapes them with this ``max_line_bytes``)."""
+    from ..core.lines import LineSplitter
+    from ..core.records import FilterStats
+    from .batch import Filtered
+
+    data = path.read_bytes()
+    write_all(out, data)
+    splitter = LineSplitter()
+    blocks = [splitter.feed(data), splitter.flush()]
+    for block in blocks:
+        if block is not None and collector is not None:
+            collector.add_block(block, max_line_bytes)
+    lines = sum(block.n_lines for block in blocks if block is not None)
+    stats = FilterStats(lines=lines, bytes=len(data), kept_lines=lines, kept_bytes=len(data), keep_runs=int(lines > 0))
+    return Filtered(data[-1:], stats)
 
 
 async def send_command(

@@ -1,0 +1,51 @@
+"""``run --budget-tokens`` of a command with a short output: written as it is (no filter is built
+for it), its baseline still stored, and no module of another subcommand loaded."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from streamfilter.live.run import SHORT_OUTPUT_BYTES
+from tests.conftest import run_cli
+
+# 6 lines, 297 bytes: what `make -v` prints
+VERSION = (
+    "GNU Make 4.3\nBuilt for x86_64-pc-linux-gnu\nCopyright (C) 1988-2020 Free Software Foundation, Inc.\n"
+    "License GPLv3+: GNU GPL version 3 or later <http://gnu.org/licenses/gpl.html>\n"
+    "This is free software: you are free to change and redistribute it.\n"
+    "There is NO WARRANTY, to the extent permitted by law.\n"
+)
+
+
+def test_a_short_output_is_written_whole_and_its_baseline_stored(tmp_path: Path) -> None:
+    assert len(VERSION) <= SHORT_OUTPUT_BYTES
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    done = run_cli("run", "--budget-tokens", "4000", "--", "printf", "%s", VERSION, env=env)
+    assert done.returncode == 0
+    body, last = done.stdout.rsplit(b"\n[streamfilter: ", 1)
+    assert body + b"\n" == VERSION.encode()  # (a filter kept the success tail's 5 lines and summarized the 1st)
+    assert last.startswith(b"printf %s ") and b"exited with status 0; whole output (6 lines, 297 bytes)" in last
+    assert len(list((tmp_path / "state" / "streamfilter" / "baselines").glob("*.shapes"))) == 1
+    # a short failure without its last line end: whole too, the status line on a line of its own
+    done = run_cli("run", "--budget-tokens", "4000", "--", "sh", "-c", "printf 'E: no\\nE: disk'; exit 3", env=env)
+    assert done.returncode == 3 and done.stdout.startswith(b"E: no\nE: disk\n[streamfilter: sh -c ")
+    # a longer output: filtered as before (the success tail of 5 lines)
+    steps = "".join(f"step {i} ok\n" for i in range(60))
+    assert len(steps) > SHORT_OUTPUT_BYTES
+    done = run_cli("run", "--budget-tokens", "4000", "--", "printf", "%s", steps, env=env)
+    assert done.stdout.startswith(b"[streamfilter: dropped lines 1-55 ")
+
+
+def test_a_wrapped_command_loads_no_other_subcommand(tmp_path: Path) -> None:
+    probe = (
+        "import sys; from streamfilter.cli.main import main; status = main(['run', '--budget-tokens', '4000', "
+        "'--', 'true']); sys.stderr.write(repr(sorted(m for m in sys.modules if m.startswith('streamfilter.cli.'))))"
+    )
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stderr.decode().splitlines()[-1]
+    assert loaded == "['streamfilter.cli.main', 'streamfilter.cli.options', 'streamfilter.cli.run']"
