@@ -96,8 +96,13 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str]) -> str | No
                 listed = permissions.get(kind, [])
                 if isinstance(listed, list):
                     found.extend(r for r in listed if isinstance(r, str))
-    segments, _ = top_level(command)  # (the quote-aware split the rewrite uses, not a plain split)
-    parts = [command[a:b].strip() for a, b in segments] or [command.strip()]
+    pipes: list[int] = []
+    segments, _ = top_level(command, pipes)  # (the quote-aware split the rewrite uses, not a plain split)
+    # each command of a pipeline (`pytest | tail -30`) needs its own rule, as Claude Code asks them
+    cuts = sorted({a for a, _ in segments} | {p + 1 for p in pipes})
+    ends = sorted({b for _, b in segments} | set(pipes))
+    parts = [command[a:b].strip() for a, b in zip(cuts, ends, strict=False) if command[a:b].strip()]
+    parts = parts or [command.strip()]
     for kind in ("deny", "ask"):
         if any(_rule_matches(r, p) for r in rules[kind] for p in parts):
             return kind

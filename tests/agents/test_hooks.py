@@ -75,6 +75,11 @@ def test_claude_allows_only_what_the_users_rules_allow(tmp_path: Path) -> None:
     assert answer("claude", _claude_input("npm test", project), EXE, env)[0] is None
     assert answer("claude", _claude_input("cargo test", project), EXE, env)[0] is None
     assert claude_rules_say("cd web && npm test", str(project), env) == "deny"
+    # each command of a pipeline needs its rule: the one for make does not approve `| tail`
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(make:*)"]}}))
+    assert claude_rules_say("make | tail -5", str(project), env) is None
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(make:*)", "Bash(tail -5)"]}}))
+    assert claude_rules_say("make | tail -5", str(project), env) == "allow"
 
 
 def test_claude_bypass_mode_allows_and_background_or_other_tools_are_left_alone(tmp_path: Path) -> None:
