@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..agents.approve import approves
 from ..agents.hooks import AGENTS, answer, executable_words, render
 from ..agents.wrap import ConfigError, load_rules, rewrite
 
@@ -55,11 +56,20 @@ def main(argv: Sequence[str]) -> int:
     if args.command is None:
         parser.error("explain needs the command, e.g. streamfilter hook explain 'npm test'")
     try:
-        wrap = rewrite(args.command, load_rules(env), executable, env)
+        rules = load_rules(env)
     except ConfigError as exc:
         sys.stderr.write(f"streamfilter: error: {exc}\n")
         return 78
+    wrap = rewrite(args.command, rules, executable, env)
     sys.stdout.write(f"wrapped: {wrap.command}\n" if wrap.command else f"left alone: {wrap.why}\n")
+    if wrap.command:  # (Codex and Cursor take a rewrite only as an approval: approve.approves)
+        for agent in ("codex", "cursor"):
+            said = (
+                "approved, so wrapped"
+                if approves(agent, wrap, rules, os.getcwd(), env)
+                else "not approved, so left alone"
+            )
+            sys.stdout.write(f"{agent}: {said}\n")
     return 0
 
 

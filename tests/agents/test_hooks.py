@@ -160,7 +160,12 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
     env = {**os.environ, **_env(tmp_path)}
     run = [sys.executable, "-m", "streamfilter", "hook", "explain"]
     done = subprocess.run([*run, "npm test"], capture_output=True, env=env, check=False, timeout=60)
-    assert done.returncode == 0 and done.stdout.startswith(b"wrapped: ") and done.stdout.endswith(b"-- npm test\n")
+    assert done.returncode == 0 and done.stdout.startswith(b"wrapped: ")
+    assert done.stdout.endswith(b"-- npm test\ncodex: approved, so wrapped\ncursor: approved, so wrapped\n")
+    done = subprocess.run([*run, "npm install"], capture_output=True, env=env, check=False, timeout=60)
+    assert done.stdout.endswith(
+        b"-- npm install\ncodex: not approved, so left alone\ncursor: not approved, so left alone\n"
+    )
     done = subprocess.run([*run, "npm test | head"], capture_output=True, env=env, check=False, timeout=60)
     assert done.stdout == b"left alone: not one simple command ('|' into other than `tail -N`)\n"
 
