@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = (
     "KILL_GRACE_SECONDS",
     "RUNS_BYTES",
+    "SHORT_OUTPUT_BYTES",
     "CommandError",
     "Tee",
     "capture_command",
