@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._heap import keep_block_buffers
-from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes
+from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes, text_hashes
 from .budget import Selection
 from .decide import CutTracker, RepeatGate, bridged_ends
 from .explain import MAX_TRACES, BatchFacts, Tracer
@@ -571,11 +571,11 @@ class StreamFilter:
         p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (p.shapes_start + len(p.shapes))))
         p.shapes += facts.shapes
         if self._novelty is not None or self.collector is not None:
-            hashes = line_hashes(facts.shapes, n)
+            hashes, texts = line_hashes(facts.shapes, n), text_hashes(block.data, n)
             if self._novelty is not None:
-                self._novelty.add_lines(hashes)
+                self._novelty.add_lines(hashes, texts)
             if self.collector is not None:
-                self.collector.add(hashes)
+                self.collector.add(hashes, texts)
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         tf = self._uncount_repeats(facts)
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
