@@ -279,6 +279,13 @@ class Novelty:
         seen: BoolArray = self._seen[a : a + n]
         return seen
 
+    def novel(self, first: int, n: int) -> BoolArray:
+        """Shape ``(n,)``: which of the lines from stream index ``first`` on have a shape the baseline
+        never saw (and it can tell)."""
+        a = first - self._base
+        novel: BoolArray = self._novel[a : a + n]
+        return novel
+
     def novel_lines_of(self, windows: Int64Array) -> Int64Array:
         """Shape ``(w,)``: how many lines of each of ``windows`` (ids, added) are novel."""
         novel: Int64Array = self._w_novel[windows - self._w_base]
