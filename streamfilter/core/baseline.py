@@ -18,7 +18,10 @@ is treated as novel, but never weighed up. The filter then
   kept as without a baseline;
 - does not keep a window all of whose lines the baseline saw for its score;
 - weighs a window with a novel line near the stream's end or before an exit verdict more
-  (``NOVEL_WEIGHT`` times its score against the cut).
+  (``NOVEL_WEIGHT`` times its score against the cut);
+- keeps a *lone* novel line: one with at most ``LONE_MAX`` novel lines (itself too) within
+  ``NEAR_LINES`` lines either side: among lines the green run printed, the one it never did is
+  what changed (a dense stretch of novel lines is left to the other rules).
 
 Pure: no I/O. Storing baselines is ``streamfilter.live.baselines``.
 """
@@ -36,6 +39,7 @@ from .records import LineBlock
 from .summarize import event_text
 
 __all__ = (
+    "LONE_MAX",
     "MAX_SHAPES",
     "NEAR_LINES",
     "NOVEL_WEIGHT",
@@ -60,6 +64,7 @@ _FULL = (1 << 32) - 1  # the limit of a shape set that is not full: every hash i
 # makes its window weigh more (within the tail's default reach: what a failing run prints last)
 NEAR_LINES = 25
 NOVEL_WEIGHT = 2.0  # the score of such a window is multiplied by this against the cut
+LONE_MAX = 3  # most novel lines within NEAR_LINES either side of a novel line that is kept for itself
 
 
 def line_hashes(shapes: bytes, n_lines: int) -> UInt32Array:
@@ -208,6 +213,7 @@ class Novelty:
         self._base = first_line  # stream index of _seen[0]
         self._seen = np.zeros(0, dtype=bool)  # per line: its text is in the baseline
         self._novel = np.zeros(0, dtype=bool)  # per line: its shape is not, and the baseline can tell
+        self._before = np.zeros(0, dtype=np.int64)  # stream indexes of the novel lines forgotten, the last NEAR_LINES
         self._w_base = 0  # window id of the per-window arrays' first entry
         self._w_novel = np.zeros(0, dtype=np.int64)  # per window: its novel lines
         self._w_seen = np.zeros(0, dtype=bool)  # per window: every line of it seen
@@ -286,6 +292,20 @@ class Novelty:
         novel: BoolArray = self._novel[a : a + n]
         return novel
 
+    def lone(self, first: int, n: int, near_lines: int) -> BoolArray:
+        """Shape ``(n,)``: which of the lines from stream index ``first`` on are novel with at most
+        ``LONE_MAX`` novel lines (themselves too) within ``near_lines`` (at most ``NEAR_LINES``)
+        lines either side. The lines up to ``near_lines`` after the last one must have been added
+        (the filter's look-ahead is longer), or they count as not novel."""
+        novel = self.novel(first, n)
+        if not novel.any():
+            return novel
+        at = np.concatenate((self._before, np.flatnonzero(self._novel) + self._base))
+        lines = np.arange(first, first + n, dtype=np.int64)
+        near = np.searchsorted(at, lines + near_lines, side="right") - np.searchsorted(at, lines - near_lines)
+        lone: BoolArray = novel & (near <= LONE_MAX)
+        return lone
+
     def novel_lines_of(self, windows: Int64Array) -> Int64Array:
         """Shape ``(w,)``: how many lines of each of ``windows`` (ids, added) are novel."""
         novel: Int64Array = self._w_novel[windows - self._w_base]
@@ -295,6 +315,9 @@ class Novelty:
         """Lines before stream index ``line`` and windows before ``window`` are decided."""
         k = line - self._base
         if k > 0:
+            gone = np.flatnonzero(self._novel[:k]) + self._base
+            before = np.concatenate((self._before, gone))
+            self._before = before[before >= line - NEAR_LINES]
             self._seen, self._novel = self._seen[k:], self._novel[k:]
             self._base = line
         if window is not None and window > self._w_base:

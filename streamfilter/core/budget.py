@@ -243,7 +243,7 @@ def _kind(reason: str) -> int | None:
         return SCORED
     if reason.startswith("protected:"):
         return PROTECTED
-    return {"tail": TAIL, "score": SCORED, "novel": SCORED, "head": HEAD}.get(reason)
+    return {"tail": TAIL, "score": SCORED, "novel": SCORED, "novel-line": SCORED, "head": HEAD}.get(reason)
 
 
 class UnitPool:

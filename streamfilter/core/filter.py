@@ -725,13 +725,14 @@ class StreamFilter:
         cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids, pending=np.inf)
         w_prot = self._windows.prot[w_lo:w_hi] >= 0
         scored = self._windows.term[w_lo:w_hi] & (self._windows.score[w_lo:w_hi] >= cut)
-        weighed = seen = novel = None
+        weighed = seen = novel = lone = None
         if self._novelty is not None:  # the last green run's lines re-weigh the scored windows
             near = min(NEAR_LINES, cfg.lookahead_lines)  # (known before a line is decided)
             terms, scores = self._windows.term[w_lo:w_hi], self._windows.score[w_lo:w_hi]
             end = total if final else None
             scored, weighed = self._novelty.scored(window_ids, terms, scores, cut, end, p.verdicts, near)
             seen, novel = self._novelty.seen(p.base, n), self._novelty.novel(p.base, n)
+            lone = self._novelty.lone(p.base, n, near)
         w_keep = w_prot | scored
         keep = self._window_lines(w_keep, w_prot, wrel - w_lo, n)
         forced, after_seen = p.forced[:n], None
@@ -742,6 +743,8 @@ class StreamFilter:
             keep &= ~seen
             after_seen = forced & seen & ~p.hit[:n] & ~p.lead[:n]
             forced = forced & ~after_seen
+        if lone is not None:  # among lines the green run printed, one of a shape it never did
+            keep |= lone
         keep |= forced
         head = cfg.head_lines - p.base
         if head > 0:
@@ -804,6 +807,7 @@ class StreamFilter:
                     self._novelty.novel_lines_of(window_ids) if self._novelty is not None else None,
                     seen,
                     after_seen,
+                    lone,
                 )
             )
         self._runs.add(p, keep, runs)

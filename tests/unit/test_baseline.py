@@ -179,12 +179,15 @@ def test_a_summary_of_lines_all_in_the_green_run_names_no_shape() -> None:
     runs = filtered(red, baseline_of(GREEN), FilterConfig(tail_lines=0, prior=False))
     drops = [r.summary for r in runs if r.decision == "drop"]
     assert drops[0] == "[streamfilter: dropped lines 1-19 (19 lines, 380 B): all in the last green run]"
-    # a run with a line the green run never printed names its shapes as without a baseline
-    partly = GREEN.replace(b"test_case_03 ... ok", b"test_case_03 ... slow")
+    # a run with lines the green run never printed (more than a lone one, which is kept) names
+    # its shapes as without a baseline
+    partly = GREEN
+    for i in range(3, 7):
+        partly = partly.replace(b"test_case_%02d ... ok" % i, b"test_case_%02d ... slow" % i)
     partly = partly.replace(b"test_case_30 ... ok", b"test_case_30 ... FAILED")
     runs = filtered(partly, baseline_of(GREEN), FilterConfig(tail_lines=0))
     summary = next(r.summary for r in runs if r.decision == "drop")
-    assert summary.endswith("28 in the last green run; 29× test_case_<*> ... {ok ×28, slow ×1 @L4}]")
+    assert summary.endswith("25 in the last green run; 29× test_case_<*> ... {ok ×25, slow ×4 @L4}]")
 
 
 @pytest.mark.parametrize(
@@ -212,6 +215,22 @@ def test_a_line_that_differs_from_the_green_runs_only_in_its_numbers_is_not_seen
     runs = filtered(red, baseline_of(green), FilterConfig(tail_lines=0, prior=False))
     holding = next(r for r in runs if r.first_line <= 42 <= r.last_line)
     assert holding.decision == "keep" or "all in the last green run" not in holding.summary
+
+
+def test_a_lone_novel_line_among_seen_ones_is_kept() -> None:
+    green = b"".join(b"worker %d: request %d served from cache\n" % (i % 4, i) for i in range(700))
+    lone = b"connection pool exhausted while refreshing token cache\n"
+    red = green.replace(b"worker 2: request 350 served", lone + b"worker 2: request 350 served")
+    red += b"Traceback (most recent call last):\nValueError: token expired\n"
+    config = FilterConfig(explain=True, prior=False)
+    assert lone not in kept_text(filtered(red, None, config))
+    runs = filtered(red, baseline_of(green), config)
+    assert lone in kept_text(runs)
+    assert [t.reason for r in runs if lone in r.data for t in r.traces] == ["novel-line"]
+    # a stretch of novel lines is not lone: the other rules decide it (here, it is dropped)
+    many = b"".join(b"cache miss for key %s\n" % k.encode() for k in "abcdefghij")
+    red = green.replace(b"worker 2: request 350 served", many + b"worker 2: request 350 served")
+    assert b"cache miss" not in kept_text(filtered(red, baseline_of(green), config))
 
 
 def test_an_identical_line_with_a_query_term_is_seen() -> None:
