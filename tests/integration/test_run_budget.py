@@ -126,3 +126,17 @@ def test_a_state_directory_that_cannot_be_written_still_runs_the_command(tmp_pat
     )  # fmt: skip
     assert done.returncode == 3 and ran.exists()
     assert b"/streamfilter-" in done.stdout.splitlines()[-1]
+
+
+def test_output_that_would_not_be_shorter_than_the_input_is_the_input(tmp_path: Path) -> None:
+    # a green pytest -q with a warning: 8 lines, 360 bytes; its first 3 lines summarized (the
+    # success tail keeps 5) made it 437 bytes, the summary's ref and note longer than the lines
+    small = tmp_path / "test_small.py"
+    small.write_text('import warnings\n\n\ndef test_a():\n    warnings.warn("old api")\n\n\ndef test_b():\n    pass\n')
+    tee = tmp_path / "out.log"
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(small)]
+    done = run_cli("run", "--budget-tokens", "4000", "--tee", str(tee), "--", *pytest, env=_state(tmp_path))
+    assert done.returncode == 0
+    body, _, status = done.stdout.rstrip(b"\n").rpartition(b"\n")
+    assert b"2 passed, 1 warning" in body and body + b"\n" == tee.read_bytes()
+    assert status.startswith(b"[streamfilter: ") and b"exited with status 0" in status
