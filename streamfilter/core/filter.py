@@ -38,6 +38,7 @@ from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
 from .prior import END_REACH, NEIGHBOURS, PriorModel, default_model
 from .records import FilterStats, LineBlock, Run
+from .results import result_lines
 from .runs import RunBuilder
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
@@ -116,6 +117,9 @@ class FilterConfig:
             ``MAX_TRACES`` per run; the rest are counted in ``Run.traces_omitted``).
         prior: the learned line prior (``streamfilter.core.prior``) keeps the lines it rates at or above
             its cut, as a failure signature keeps its hits (under the name ``prior``).
+        results: keep every test target's result line (``results.RESULT_LINE``: cargo's ``test
+            result:``, go's ``ok PKG``, node's ``# pass N``, ...): for a run known to have passed,
+            whose terse tail shows only the last target's.
     """
 
     query: str = DEFAULT_QUERY
@@ -141,6 +145,7 @@ class FilterConfig:
     explain: bool = False
     max_repeats: int = 50
     prior: bool = True
+    results: bool = False
 
     @property
     def lookahead_lines(self) -> int:
@@ -765,6 +770,10 @@ class StreamFilter:
             reach = max(0, tail_end - self._tail_reach)
         _mark_tail(keep, seen, novel, reach, tail, tail_end)
         tail = reach
+        results = None
+        if cfg.results:
+            results = result_lines(p.buf, p.ends[:n] - p.buf_start)
+            keep |= results
         if before is not None and not final:
             tail, tail_end = self._live_tail(keep, seen, novel, total)
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
@@ -808,6 +817,7 @@ class StreamFilter:
                     seen,
                     after_seen,
                     lone,
+                    results,
                 )
             )
         self._runs.add(p, keep, runs)

@@ -459,7 +459,15 @@ def report_run(
     tail = config.tail_lines if returncode != 0 else success_tail
     baseline, collector = (green.baseline, green.collector) if green is not None else (None, None)
     done = filter_input(
-        str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", baseline, collector
+        str(path),
+        replace(config, tail_lines=tail, results=returncode == 0),
+        fmt,
+        out,
+        None,
+        budget_tokens,
+        b"",
+        baseline,
+        collector,
     )
     if returncode == 0 and green is not None and done.changed is None:  # (else it read part of the output)
         _save(green)
