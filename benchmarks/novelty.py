@@ -21,6 +21,13 @@ with and without the baseline, then the totals. ``--keep DIR`` keeps the logs (`
 of its own: the passing run stores the baseline, the failing run is weighed with it, and once more
 with ``--no-baseline``) and gives those output bytes too (live decisions depend on pauses).
 
+Issue 39's pairs (the last ones) are of what a baseline must not hide and what a green run must
+show: a test filter that now matches nothing (cargo's ``0 passed; 32 filtered out``), a lone line
+no green run printed among those it did (node), and green runs whose every target's counts a
+reader needs (cargo's library and integration tests, node's ``# tests`` and ``# pass``): a change
+that keeps the run green (``Pair.passes``) is read as ``run`` reads a green run, with its success
+tail and every test target's result line.
+
 Needs python3 with pytest, gcc and make, cargo (no crates), node and npm; a pair beyond issue 32's
 whose tool is missing (mypy, ruff, a JDK) is skipped, and the table says so. The runs print paths of
 the temporary folder and timings, so bytes vary by a few between runs of this script.
@@ -43,9 +50,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from streamfilter.core.baseline import Baseline  # noqa: E402
-from streamfilter.core.filter import StreamFilter  # noqa: E402
+from streamfilter.core.filter import FilterConfig, StreamFilter  # noqa: E402
 from streamfilter.core.output import render  # noqa: E402
 from streamfilter.live.baselines import baseline_of_files  # noqa: E402
+from streamfilter.live.envelope import SUCCESS_TAIL_LINES  # noqa: E402
 from streamfilter.live.expand import TextRefs, ref_of  # noqa: E402
 
 
@@ -62,6 +70,8 @@ class Pair:
         change: ``(path, old, new)``: ``old`` replaced by ``new`` once in the file at ``path``
             (``new`` None: the file is removed).
         labels: regexes (Python ``re``, searched in each line) of the lines a developer needs.
+        passes: the change keeps the run green (exit 0): it is read as ``run`` reads a green run
+            (its success tail, ``SUCCESS_TAIL_LINES``, and every test target's result line).
     """
 
     name: str
@@ -70,6 +80,7 @@ class Pair:
     command: tuple[str, ...]
     change: tuple[str, str, str | None]
     labels: tuple[str, ...]
+    passes: bool = False
 
 
 # the projects, one folder each under benchmarks/novelty/: ledger (pytest), textkit (unittest), clib
@@ -362,8 +373,64 @@ PAIRS: tuple[Pair, ...] = (
         ("src/Calc.java", "return Integer.parseInt(text.trim());", "return text.trim();"),
         (r"src/Calc.java:\d+: error: incompatible types: String cannot be converted to int",),
     ),
+    # -- issue 39: a line that changed only in its numbers, a lone novel line, a green run's counts ----------
+    Pair(
+        "cargo-zero-tests",
+        "cargo",
+        "geom",
+        ("cargo", "test", "shapes::tests"),
+        ("src/shapes.rs", "mod tests {", "mod checks {"),  # the filter now matches no test of the library
+        (r"test result: ok\. 0 passed; 0 failed; 0 ignored; 0 measured; \d+ filtered out",),
+        passes=True,
+    ),
+    Pair(
+        "cargo-green-targets",
+        "cargo",
+        "geom",
+        ("cargo", "test"),
+        (
+            "src/shapes.rs",
+            "    #[test]\n    fn circle_area() {",
+            "    #[test]\n    fn unit_square_area() {\n"
+            "        let r = Shape::Rect { min: Vec2::new(0.0, 0.0), max: Vec2::new(1.0, 1.0) };\n"
+            "        assert_eq!(r.area(), 1.0);\n    }\n    #[test]\n    fn circle_area() {",
+        ),
+        (r"test result: ok\. 33 passed", r"test result: ok\. 4 passed"),
+        passes=True,
+    ),
+    Pair(
+        "npm-green-counts",
+        "npm",
+        "units",
+        ("npm", "test"),
+        (
+            "test/convert.test.js",
+            "test('minus forty'",
+            "test('absolute zero', () => assert.ok(Math.abs(celsiusToFahrenheit(-273.15) + 459.67) < 1e-9));\n"
+            "test('minus forty'",
+        ),
+        (r"^# tests 33", r"^# pass 33"),
+        passes=True,
+    ),
+    Pair(
+        "npm-lone-line",
+        "npm",
+        "units",
+        ("npm", "test"),
+        (
+            "src/convert.js",
+            "  return (value * LENGTH[from]) / LENGTH[to];\n}\n\nfunction celsiusToFahrenheit(c) {\n"
+            "  return (c * 9) / 5 + 32;\n}\n\nfunction fahrenheitToCelsius(f) {\n  return ((f - 32) * 5) / 9;",
+            "  if (from === 'km') console.log('unit table: km read from the legacy table, its factor unchecked');\n"
+            "  return (value * LENGTH[from]) / LENGTH[to];\n}\n\nfunction celsiusToFahrenheit(c) {\n"
+            "  return (c * 9) / 5 + 32;\n}\n\nfunction fahrenheitToCelsius(f) {\n"
+            "  return Math.round(((f - 32) * 5) / 9) + 1;",
+        ),
+        (r"unit table: km read from the legacy table", r"not ok \d+ - minus forty"),
+    ),
 )
 ISSUE_PAIRS = 22  # the first pairs, those issue 32 asked for; the rest are EXTRA
+EXTRA_PAIRS = 29  # then issue 32's extra pairs; the rest are issue 39's
 
 
 ENV = {"CARGO_NET_OFFLINE": "true", "NO_COLOR": "1", "LC_ALL": "C.UTF-8"}
@@ -424,15 +491,17 @@ def make_pair(pair: Pair, work: Path) -> tuple[bytes, bytes]:
         raise SystemExit(f"{pair.name}: the passing run exited {status}:\n{passed.decode(errors='replace')}")
     change(folder, pair)
     status, failed = run(command(pair), folder)
-    if status == 0:
-        raise SystemExit(f"{pair.name}: the change did not make the run fail")
+    if (status == 0) != pair.passes:
+        raise SystemExit(f"{pair.name}: the change made the run exit {status}")
     return passed, failed
 
 
-def filtered(data: bytes, baseline: Baseline | None) -> tuple[bytes, set[int]]:
+def filtered(data: bytes, baseline: Baseline | None, passes: bool = False) -> tuple[bytes, set[int]]:
     """The text output of ``data`` as ``streamfilter filter`` writes it for a file named ``fail.log``
-    (refs shortened after the first, which says how to use one), and the numbers of the lines kept."""
-    sf = StreamFilter(baseline=baseline)
+    (refs shortened after the first, which says how to use one), and the numbers of the lines kept.
+    ``passes``: the run exited 0, and is read as ``run`` reads a green run."""
+    config = FilterConfig(tail_lines=SUCCESS_TAIL_LINES, results=True) if passes else FilterConfig()
+    sf = StreamFilter(config, baseline=baseline)
     runs = sf.feed(data) + sf.flush()
     refs = TextRefs()
     out = bytearray()
@@ -483,7 +552,8 @@ def main() -> int:
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     totals = [0, 0, 0, 0, 0, 0, 0]
-    issue = [0, 0, 0, 0, 0]  # the totals of issue 32's pairs
+    # the totals of issue 32's 22 pairs, of its 29 (with the extra ones), and of issue 39's
+    groups: dict[str, list[int]] = {}
     skipped: list[tuple[Pair, str]] = []
     by_kind: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory(prefix="sf-novelty-") as tmp:
@@ -501,8 +571,8 @@ def main() -> int:
             good = work / f"{pair.name}.pass.log"
             good.write_bytes(passed)
             baseline = baseline_of_files([str(good)], StreamFilter().config.max_line_bytes)
-            plain, plain_kept = filtered(failed, None)
-            weighed, weighed_kept = filtered(failed, baseline)
+            plain, plain_kept = filtered(failed, None, pair.passes)
+            weighed, weighed_kept = filtered(failed, baseline, pair.passes)
             n = len(pair.labels)
             r0, r1 = recall(pair, failed, plain_kept), recall(pair, failed, weighed_kept)
             saved = 1 - len(weighed) / len(plain)
@@ -516,21 +586,23 @@ def main() -> int:
             print(row, flush=True)
             for i, v in enumerate((n, r0, r1, len(plain), len(weighed))):
                 totals[i] += v
-            kind = by_kind.setdefault(pair.kind, [0, 0, 0, 0, 0])
+            index = PAIRS.index(pair)
+            sums = [by_kind.setdefault(pair.kind, [0, 0, 0, 0, 0])]
+            if index < EXTRA_PAIRS:
+                sums.append(groups.setdefault(f"issue 32's {EXTRA_PAIRS} pairs", [0, 0, 0, 0, 0]))
+            if index < ISSUE_PAIRS:
+                sums.append(groups.setdefault(f"issue 32's first {ISSUE_PAIRS} pairs", [0, 0, 0, 0, 0]))
+            if index >= EXTRA_PAIRS:
+                sums.append(groups.setdefault(f"issue 39's {len(PAIRS) - EXTRA_PAIRS} pairs", [0, 0, 0, 0, 0]))
             for i, v in enumerate((n, r0, r1, len(plain), len(weighed))):
-                kind[i] += v
-                if PAIRS.index(pair) < ISSUE_PAIRS:
-                    issue[i] += v
+                for sum_ in sums:
+                    sum_[i] += v
     n, r0, r1, b0, b1 = totals[:5]
     print()
     print("| kind | labels | recall without | recall with | bytes without | bytes with | saved |")
     print("|---|---|---|---|---|---|---|")
-    for kind, (kn, k0, k1, kb0, kb1) in by_kind.items():
+    for kind, (kn, k0, k1, kb0, kb1) in [*by_kind.items(), *groups.items()]:
         print(f"| {kind} | {kn} | {k0 / kn:.1%} | {k1 / kn:.1%} | {kb0} | {kb1} | {1 - kb1 / kb0:.1%} |")
-    if 0 < issue[0] < n:
-        m, q0, q1, c0, c1 = issue
-        row = f"| issue 32's {ISSUE_PAIRS} pairs | {m} | {q0 / m:.1%} | {q1 / m:.1%} | {c0} | {c1} |"
-        print(f"{row} {1 - c1 / c0:.1%} |")
     print(f"| all {len(pairs)} pairs | {n} | {r0 / n:.1%} | {r1 / n:.1%} | {b0} | {b1} | {1 - b1 / b0:.1%} |")
     for pair, tool in skipped:
         print(f"\n{pair.name}: skipped, {tool} is not installed")
