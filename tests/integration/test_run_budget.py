@@ -144,10 +144,10 @@ def test_output_that_would_not_be_shorter_than_the_input_is_the_input(tmp_path: 
 
 CARGO_GREEN = (
     "printf '   Compiling geom v0.1.0\\n     Running unittests src/lib.rs\\n\\nrunning 43 tests\\n'; "
-    "for i in $(seq 1 43); do echo \"test tests::case_$i ... ok\"; done; "
+    'for i in $(seq 1 43); do echo "test tests::case_$i ... ok"; done; '
     "printf '\\ntest result: ok. 43 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\\n\\n'; "
     "printf '     Running tests/integration.rs\\n\\nrunning 4 tests\\n'; "
-    "for i in 1 2 3 4; do echo \"test flow_$i ... ok\"; done; "
+    'for i in 1 2 3 4; do echo "test flow_$i ... ok"; done; '
     "printf '\\ntest result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n'; "
     "printf '   Doc-tests geom\\n\\nrunning 0 tests\\n\\n'; "
     "printf 'test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n'"

@@ -70,3 +70,53 @@ def test_a_filter_told_the_run_passed_keeps_every_result_line_whatever_the_chunk
     assert whole.feed(data) + whole.flush() == runs
     plain = StreamFilter(FilterConfig(tail_lines=5))
     assert b"".join(r.data for r in plain.feed(data) + plain.flush()).count(b"test result") == 1
+
+
+# node --test's TAP (node 20, as it prints it): a suite whose test failed, then the next suite, which passed
+TAP = b"""# Subtest: formatTable
+    # Subtest: aligns labels
+    not ok 1 - aligns labels
+      ---
+      duration_ms: 0.432701
+      location: '/src/units/test/format.test.js:14:3'
+      failureType: 'testCodeFailure'
+      error: "Cannot read properties of undefined (reading 'value')"
+      code: 'ERR_TEST_FAILURE'
+      ...
+    1..1
+not ok 11 - formatTable
+  ---
+  duration_ms: 1.24564
+  type: 'suite'
+  location: '/src/units/test/format.test.js:13:1'
+  failureType: 'subtestsFailed'
+  error: '1 subtests failed'
+  ...
+# Subtest: parseQuantity
+    # Subtest: parses integers
+    ok 1 - parses integers
+      ---
+      duration_ms: 1.269083
+      ...
+    # Subtest: parses decimals
+    ok 2 - parses decimals
+      ---
+      duration_ms: 0.285854
+      ...
+    1..2
+ok 12 - parseQuantity
+  ---
+  duration_ms: 2.1
+  type: 'suite'
+  ...
+"""
+
+
+def test_a_failed_tap_suite_does_not_keep_the_next_passing_suite_as_its_context() -> None:
+    data = TAP + b"".join(b"# Subtest: filler %d\nok %d - filler %d\n" % (i, 13 + i, i) for i in range(60))
+    data += b"1..72\n# tests 74\n# pass 73\n# fail 1\n"
+    sf = StreamFilter(FilterConfig(explain=True))
+    runs = sf.feed(data) + sf.flush()
+    kept = b"".join(r.data for r in runs if r.decision == "keep")
+    assert b"not ok 11 - formatTable\n  ---\n" in kept and b"  error: '1 subtests failed'\n  ...\n" in kept
+    assert b"parses integers" not in kept and b"# Subtest: parseQuantity" not in kept
