@@ -32,7 +32,15 @@ from ..core.errors import InputError
 from ..core.lines import LineSplitter
 from .expand import state_dir
 
-__all__ = ("MAGIC", "MAX_BASELINES", "BaselineStore", "GreenRun", "baseline_of_files", "read_baseline")
+__all__ = (
+    "MAGIC",
+    "MAX_BASELINES",
+    "MAX_FILE_BYTES",
+    "BaselineStore",
+    "GreenRun",
+    "baseline_of_files",
+    "read_baseline",
+)
 
 MAGIC = b"streamfilter-baseline 2\n"
 MAX_BASELINES = 64  # files kept; the least recently used past it are removed
