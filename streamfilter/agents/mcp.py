@@ -39,7 +39,7 @@ from ..core.filter import DEFAULT_QUERY, MAX_COUNT, FilterConfig, StreamFilter
 from ..live.batch import filter_input
 from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
-from ..live.expand import Ref, RefError, expand
+from ..live.expand import RefError, expand, parse_ref
 from ..live.run import CommandError, capture_command, not_started_event, output_file, report_run
 from .defaults import DEFAULT_BUDGET_TOKENS
 
@@ -518,7 +518,8 @@ class StreamfilterMCP:
         async def expand_ref(ref: RefText, context_lines: ContextLines = 0) -> Annotated[CallToolResult, ExpandResult]:
             try:
                 # a ref ends with its CRC's hex digits: a "]" after it was copied from the summary's end
-                parsed = Ref.parse(ref.strip().removesuffix("]"))
+                # (a short ref is looked for in the sources outputs named lately: files are read)
+                parsed = await anyio.to_thread.run_sync(parse_ref, ref.strip().removesuffix("]"))
             except RefError as exc:
                 raise ToolError(str(exc)) from None
             if parsed.end - parsed.start > EXPAND_MAX_BYTES:
@@ -546,7 +547,7 @@ class StreamfilterMCP:
         summaries = (
             "Lines left out are replaced by one-line summaries, `[streamfilter: dropped lines A-B (N lines, SIZE): "
             "what they held; ref REF]`: pass REF to `expand` for those exact lines (a short ref, @START-END:CRC, "
-            "needs the SOURCE of the first full ref above it put in front)."
+            "as it is)."
         )
         server.add_tool(
             run,

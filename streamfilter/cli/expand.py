@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ..core.errors import StreamfilterError, UsageError
-from ..live.expand import Ref, RefError, expand
+from ..live.expand import RefError, expand, parse_ref
 from ..live.writes import flush_out
 from .options import count
 
@@ -21,7 +21,9 @@ def add_parser(sub: Any) -> None:
         help="print the dropped lines a summary's ref names",
         description="Print exactly the bytes of a DROP run, from the file or the stdin archive, checked by CRC-32.",
     )
-    e.add_argument("ref", metavar="REF", help="the ref from a summary line or a JSONL drop event")
+    e.add_argument(
+        "ref", metavar="REF", help="the ref from a summary line (a short @START-END:CRC too) or a JSONL drop event"
+    )
     e.add_argument(
         "--context", type=count(0), default=0, metavar="N", help="also print N lines before and after (default 0)"
     )
@@ -33,9 +35,11 @@ def _expand(args: argparse.Namespace) -> int:
         raise StreamfilterError("cannot write output: standard output is closed")
     out = sys.stdout.buffer
     try:
-        ref = Ref.parse(args.ref)
-    except RefError as exc:  # not a ref at all: a bad argument, as a bad option value is
-        raise UsageError(str(exc)) from None
+        ref = parse_ref(args.ref)
+    except RefError as exc:
+        if args.ref.startswith("@"):  # a short ref that no source named lately holds: as an expired one
+            raise
+        raise UsageError(str(exc)) from None  # not a ref at all: a bad argument, as a bad option value is
     try:
         rotated = expand(ref, out, args.context)
     except OSError as exc:

@@ -1,10 +1,13 @@
-"""Novelty against a baseline: the line shapes of the last green run, and what they say of a failing one.
+"""Novelty against a baseline: the lines of the last green run, and what they say of a failing one.
 
-A *baseline* is the set of the masked line shapes (``summarize.event_text``, the shapes DROP
-summaries count) that a passing run of a command printed, kept as a bounded set of 32-bit hashes
-(``Baseline``, built by ``ShapeCollector``). A later run of the same command reads it through
-``Novelty``: each of its lines is *seen* (its shape is in the set), *novel* (it is not) or, past a
-full set's limit, unknown (treated as novel, but never weighed up). The filter then
+A *baseline* is what a passing run of a command printed, as two bounded sets of hashes
+(``Baseline``, built by ``ShapeCollector``): the exact text of its lines (64-bit hashes) and
+their masked shapes (``summarize.event_text``, the shapes DROP summaries count; 32-bit hashes).
+A later run of the same command reads it through ``Novelty``: each of its lines is *seen* (the
+green run printed the same text), *novel* (it printed no line of its shape) or neither: a
+*changed* line (its shape was printed, with other numbers or words: ``3 mismatch(es)`` where the
+green run printed ``0 mismatch(es)``), or one past a full set's limit. A changed or unknown line
+is treated as novel, but never weighed up. The filter then
 
 - keeps a line the baseline saw neither for its window's sake alone (the other lines of a window
   kept for a failure signature, the prior or its BM25 score) nor for its place in the tail alone
@@ -15,7 +18,10 @@ full set's limit, unknown (treated as novel, but never weighed up). The filter t
   kept as without a baseline;
 - does not keep a window all of whose lines the baseline saw for its score;
 - weighs a window with a novel line near the stream's end or before an exit verdict more
-  (``NOVEL_WEIGHT`` times its score against the cut).
+  (``NOVEL_WEIGHT`` times its score against the cut);
+- keeps a *lone* novel line: one with at most ``LONE_MAX`` novel lines (itself too) within
+  ``NEAR_LINES`` lines either side: among lines the green run printed, the one it never did is
+  what changed (a dense stretch of novel lines is left to the other rules).
 
 Pure: no I/O. Storing baselines is ``streamfilter.live.baselines``.
 """
@@ -33,6 +39,7 @@ from .records import LineBlock
 from .summarize import event_text
 
 __all__ = (
+    "LONE_MAX",
     "MAX_SHAPES",
     "NEAR_LINES",
     "NOVEL_WEIGHT",
@@ -40,21 +47,24 @@ __all__ = (
     "Novelty",
     "ShapeCollector",
     "line_hashes",
+    "text_hashes",
 )
 
 Int64Array = npt.NDArray[np.int64]
 UInt32Array = npt.NDArray[np.uint32]
+UInt64Array = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
 
-# hashes kept per baseline (4 bytes each: 128 KiB): a verbose green run of a few thousand tests
-# prints a few thousand shapes; past the cap the smallest hashes are kept (a bottom-k sample), so
-# what is kept does not depend on the order the lines came in
+# hashes kept per set of a baseline (shapes 4 bytes each, texts 8: 384 KiB in all): a verbose green
+# run of a few thousand tests prints a few thousand lines; past the cap the smallest hashes are
+# kept (a bottom-k sample), so what is kept does not depend on the order the lines came in
 MAX_SHAPES = 1 << 15
-_FULL = (1 << 32) - 1  # the limit of a set that is not full: every hash is at or below it
+_FULL = (1 << 32) - 1  # the limit of a shape set that is not full: every hash is at or below it
 # a novel line this close to the stream's end, or this many lines or fewer before an exit verdict,
 # makes its window weigh more (within the tail's default reach: what a failing run prints last)
 NEAR_LINES = 25
 NOVEL_WEIGHT = 2.0  # the score of such a window is multiplied by this against the cut
+LONE_MAX = 3  # most novel lines within NEAR_LINES either side of a novel line that is kept for itself
 
 
 def line_hashes(shapes: bytes, n_lines: int) -> UInt32Array:
@@ -64,21 +74,37 @@ def line_hashes(shapes: bytes, n_lines: int) -> UInt32Array:
     return np.fromiter(map(zlib.crc32, parts), dtype=np.uint32, count=n_lines)
 
 
+def text_hashes(data: bytes, n_lines: int) -> UInt64Array:
+    """Shape ``(n_lines,)``: a 64-bit hash of each line's exact bytes in ``data`` (``LineBlock.data``:
+    each line followed by its ``\n``, the last one maybe without): its Adler-32 in the high half,
+    its CRC-32 in the low one (two checksums of different kinds: 64 bits make a false match
+    unlikely among a full set's 32768 lines, about 2e-15 a line, where 32 would give 8e-6)."""
+    parts = data.split(b"\n", n_lines)[:n_lines]
+    crc = np.fromiter(map(zlib.crc32, parts), dtype=np.uint64, count=n_lines)
+    adler = np.fromiter(map(zlib.adler32, parts), dtype=np.uint64, count=n_lines)
+    hashes: UInt64Array = (adler << np.uint64(32)) | crc
+    return hashes
+
+
 @dataclass(frozen=True, slots=True)
 class Baseline:
-    """The shapes a green run printed, as a bounded set of hashes.
+    """The lines a green run printed: their exact texts and their shapes, as bounded sets of hashes.
 
     Attributes:
         hashes: the sorted distinct CRC-32 hashes of its line shapes, as little-endian uint32
             bytes (at most ``MAX_SHAPES`` of them).
-        limit: the greatest hash the set can tell about: a full set kept only the smallest
+        limit: the greatest shape hash the set can tell about: a full set kept only the smallest
             hashes, so a hash above it is unknown (``2**32 - 1`` when the set is not full).
         lines: how many lines it was built from.
+        texts: the sorted distinct hashes of its lines' exact bytes (``text_hashes``), as
+            little-endian uint64 bytes (at most ``MAX_SHAPES``; a full set kept the smallest, so a
+            line whose hash is not among them counts as not printed).
     """
 
     hashes: bytes
     limit: int
     lines: int
+    texts: bytes = b""
 
     @property
     def size(self) -> int:
@@ -89,65 +115,85 @@ class Baseline:
         """The hashes as a read-only uint32 array (no copy)."""
         return np.frombuffer(self.hashes, dtype="<u4").astype(np.uint32, copy=False)
 
-    def lookup(self, hashes: UInt32Array) -> tuple[BoolArray, BoolArray]:
-        """``(seen, novel)``, shape ``(n,)`` each: which of ``hashes`` the set holds, and which it
-        does not while it can tell (at or below ``limit``); a hash that is neither is unknown."""
-        table = self.array()
-        if table.shape[0] == 0:
-            seen = np.zeros(hashes.shape[0], dtype=bool)
-        else:
-            at = np.minimum(np.searchsorted(table, hashes), table.shape[0] - 1)
-            seen = table[at] == hashes
-        novel: BoolArray = ~seen & (hashes <= self.limit)
+    def lookup(self, shapes: UInt32Array, texts: UInt64Array) -> tuple[BoolArray, BoolArray]:
+        """``(seen, novel)``, shape ``(n,)`` each, for lines of these shape and text hashes: which
+        the green run printed (their text is in the set), and which have a shape it did not print
+        while the set can tell (at or below ``limit``); a line that is neither is changed or unknown."""
+        seen = _holds(np.frombuffer(self.texts, dtype="<u8").astype(np.uint64, copy=False), texts)
+        novel: BoolArray = ~_holds(self.array(), shapes) & (shapes <= self.limit) & ~seen
         return seen, novel
+
+
+def _holds(table: npt.NDArray[np.unsignedinteger], hashes: npt.NDArray[np.unsignedinteger]) -> BoolArray:
+    """Shape ``(n,)``: which of ``hashes`` the sorted ``table`` holds."""
+    if table.shape[0] == 0:
+        return np.zeros(hashes.shape[0], dtype=bool)
+    at = np.minimum(np.searchsorted(table, hashes), table.shape[0] - 1)
+    held: BoolArray = table[at] == hashes
+    return held
+
+
+class _BottomK:
+    """The smallest ``k`` distinct hashes of those added, and the limit past which it cannot tell."""
+
+    def __init__(self, k: int, dtype: type[np.unsignedinteger], full: int) -> None:
+        self.k, self.dtype = k, dtype
+        self.limit = full
+        self.kept = np.zeros(0, dtype=dtype)  # sorted, distinct, all at or below limit
+        self._new: list[npt.NDArray[np.unsignedinteger]] = []
+        self._held = 0  # hashes in _new
+
+    def add(self, hashes: npt.NDArray[np.unsignedinteger]) -> None:
+        fresh = hashes[hashes <= self.limit]
+        if fresh.shape[0]:
+            self._new.append(fresh)
+            self._held += int(fresh.shape[0])
+            if self._held > self.k:
+                self.merge()
+
+    def merge(self) -> None:
+        merged = np.unique(np.concatenate((self.kept, *self._new)))
+        if merged.shape[0] > self.k:
+            merged = merged[: self.k]
+            self.limit = int(merged[-1])
+        self.kept, self._new, self._held = merged, [], 0
 
 
 class ShapeCollector:
     """Builds a ``Baseline`` from the lines of one or more streams, in bounded memory.
 
-    Holds at most ``2 * max_shapes`` hashes: when more come, the smallest ``max_shapes`` distinct
-    ones are kept (the limit then drops to the greatest of them), so the result is the same
-    whatever the order and chunking of the lines.
+    Holds at most ``2 * max_shapes`` hashes of each kind: when more come, the smallest
+    ``max_shapes`` distinct ones are kept (the shapes' limit then drops to the greatest of them),
+    so the result is the same whatever the order and chunking of the lines.
 
     Args:
-        max_shapes: most hashes in the baseline.
+        max_shapes: most hashes in each of the baseline's sets.
     """
 
     def __init__(self, max_shapes: int = MAX_SHAPES) -> None:
         self.max_shapes = max_shapes
         self.lines = 0
-        self._limit = _FULL
-        self._kept = np.zeros(0, dtype=np.uint32)  # sorted, distinct, all at or below _limit
-        self._new: list[UInt32Array] = []
-        self._held = 0  # hashes in _new
+        self._shapes = _BottomK(max_shapes, np.uint32, _FULL)
+        self._texts = _BottomK(max_shapes, np.uint64, (1 << 64) - 1)
 
-    def add(self, hashes: UInt32Array) -> None:
-        """Add the hashes of the next lines (``line_hashes``)."""
-        self.lines += int(hashes.shape[0])
-        fresh = hashes[hashes <= self._limit]
-        if fresh.shape[0]:
-            self._new.append(fresh)
-            self._held += int(fresh.shape[0])
-            if self._held > self.max_shapes:
-                self._merge()
+    def add(self, shapes: UInt32Array, texts: UInt64Array) -> None:
+        """Add the next lines: their shape hashes (``line_hashes``) and text hashes (``text_hashes``)."""
+        self.lines += int(shapes.shape[0])
+        self._shapes.add(shapes)
+        self._texts.add(texts)
 
     def add_block(self, block: LineBlock, max_line_bytes: int) -> None:
         """Add the lines of ``block``, shaped as the filter shapes them with this ``max_line_bytes``
         (``FilterConfig.max_line_bytes``): a baseline built from a file (``filter --baseline``)."""
         norm = normalize_block(block.data, block.n_lines, max_line_bytes, block.ends)
-        self.add(line_hashes(event_text(norm.text), block.n_lines))
-
-    def _merge(self) -> None:
-        merged = np.unique(np.concatenate((self._kept, *self._new)))
-        if merged.shape[0] > self.max_shapes:
-            merged = merged[: self.max_shapes]
-            self._limit = int(merged[-1])
-        self._kept, self._new, self._held = merged, [], 0
+        self.add(line_hashes(event_text(norm.text), block.n_lines), text_hashes(block.data, block.n_lines))
 
     def baseline(self) -> Baseline:
         """The baseline of the lines added so far."""
-        self._merge()
-        return Baseline(self._kept.astype("<u4").tobytes(), self._limit, self.lines)
+        self._shapes.merge()
+        self._texts.merge()
+        shapes, texts = self._shapes.kept.astype("<u4").tobytes(), self._texts.kept.astype("<u8").tobytes()
+        return Baseline(shapes, self._shapes.limit, self.lines, texts)
 
 
 class Novelty:
@@ -165,16 +211,17 @@ class Novelty:
     def __init__(self, baseline: Baseline, first_line: int = 0) -> None:
         self.baseline = baseline
         self._base = first_line  # stream index of _seen[0]
-        self._seen = np.zeros(0, dtype=bool)  # per line: its shape is in the baseline
-        self._novel = np.zeros(0, dtype=bool)  # per line: it is not, and the baseline can tell
+        self._seen = np.zeros(0, dtype=bool)  # per line: its text is in the baseline
+        self._novel = np.zeros(0, dtype=bool)  # per line: its shape is not, and the baseline can tell
+        self._before = np.zeros(0, dtype=np.int64)  # stream indexes of the novel lines forgotten, the last NEAR_LINES
         self._w_base = 0  # window id of the per-window arrays' first entry
         self._w_novel = np.zeros(0, dtype=np.int64)  # per window: its novel lines
         self._w_seen = np.zeros(0, dtype=bool)  # per window: every line of it seen
         self._w_last = np.zeros(0, dtype=np.int64)  # per window: stream index of its last novel line (-1: none)
 
-    def add_lines(self, hashes: UInt32Array) -> None:
-        """The next lines' shape hashes (``line_hashes``)."""
-        seen, novel = self.baseline.lookup(hashes)
+    def add_lines(self, shapes: UInt32Array, texts: UInt64Array) -> None:
+        """The next lines' shape hashes (``line_hashes``) and text hashes (``text_hashes``)."""
+        seen, novel = self.baseline.lookup(shapes, texts)
         self._seen = np.concatenate((self._seen, seen))
         self._novel = np.concatenate((self._novel, novel))
 
@@ -238,6 +285,27 @@ class Novelty:
         seen: BoolArray = self._seen[a : a + n]
         return seen
 
+    def novel(self, first: int, n: int) -> BoolArray:
+        """Shape ``(n,)``: which of the lines from stream index ``first`` on have a shape the baseline
+        never saw (and it can tell)."""
+        a = first - self._base
+        novel: BoolArray = self._novel[a : a + n]
+        return novel
+
+    def lone(self, first: int, n: int, near_lines: int) -> BoolArray:
+        """Shape ``(n,)``: which of the lines from stream index ``first`` on are novel with at most
+        ``LONE_MAX`` novel lines (themselves too) within ``near_lines`` (at most ``NEAR_LINES``)
+        lines either side. The lines up to ``near_lines`` after the last one must have been added
+        (the filter's look-ahead is longer), or they count as not novel."""
+        novel = self.novel(first, n)
+        if not novel.any():
+            return novel
+        at = np.concatenate((self._before, np.flatnonzero(self._novel) + self._base))
+        lines = np.arange(first, first + n, dtype=np.int64)
+        near = np.searchsorted(at, lines + near_lines, side="right") - np.searchsorted(at, lines - near_lines)
+        lone: BoolArray = novel & (near <= LONE_MAX)
+        return lone
+
     def novel_lines_of(self, windows: Int64Array) -> Int64Array:
         """Shape ``(w,)``: how many lines of each of ``windows`` (ids, added) are novel."""
         novel: Int64Array = self._w_novel[windows - self._w_base]
@@ -247,6 +315,9 @@ class Novelty:
         """Lines before stream index ``line`` and windows before ``window`` are decided."""
         k = line - self._base
         if k > 0:
+            gone = np.flatnonzero(self._novel[:k]) + self._base
+            before = np.concatenate((self._before, gone))
+            self._before = before[before >= line - NEAR_LINES]
             self._seen, self._novel = self._seen[k:], self._novel[k:]
             self._base = line
         if window is not None and window > self._w_base:

@@ -243,7 +243,8 @@ def _kind(reason: str) -> int | None:
         return SCORED
     if reason.startswith("protected:"):
         return PROTECTED
-    return {"tail": TAIL, "score": SCORED, "novel": SCORED, "head": HEAD}.get(reason)
+    kinds = {"tail": TAIL, "result": TAIL, "score": SCORED, "novel": SCORED, "novel-line": SCORED, "head": HEAD}
+    return kinds.get(reason)
 
 
 class UnitPool:

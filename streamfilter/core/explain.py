@@ -53,6 +53,8 @@ class BatchFacts:
         seen: with a baseline, shape ``(n,)``: each line was printed by the last green run too.
         after_seen: with a baseline, shape ``(n,)``: the line follows a hit (its continuation
             lines, its section), which keeps it without a baseline, and is ``seen``.
+        lone: with a baseline, shape ``(n,)``: the line is a lone novel line (``Novelty.lone``).
+        results: with ``FilterConfig.results``, shape ``(n,)``: the line is a test result line.
     """
 
     first_window: int
@@ -71,6 +73,8 @@ class BatchFacts:
     novel: Int64Array | None = None
     seen: BoolArray | None = None
     after_seen: BoolArray | None = None
+    lone: BoolArray | None = None
+    results: BoolArray | None = None
 
 
 def _seen(why: BatchFacts, k: int, lines: Int64Array) -> bool:
@@ -163,7 +167,13 @@ class Tracer:
             else:
                 first = int(lines[0])  # in this run
                 tail = why.tail <= first < why.tail_end or first >= why.last
-                reason = "head" if first < why.head else "tail" if tail else "context"
+                marks = (
+                    ("head", first < why.head),
+                    ("tail", tail),
+                    ("result", why.results is not None and bool(why.results[first])),
+                    ("novel-line", why.lone is not None and bool(why.lone[first])),
+                )
+                reason = next((name for name, marked in marks if marked), "context")
         elif why.natural is not None and why.natural[a:b][p.window[a:b] == w].any():
             reason = "budget"  # kept on its own, not chosen within the token budget
         elif why.after_seen is not None and why.after_seen[lines].any():

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._heap import keep_block_buffers
-from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes
+from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes, text_hashes
 from .budget import Selection
 from .decide import CutTracker, RepeatGate, bridged_ends
 from .explain import MAX_TRACES, BatchFacts, Tracer
@@ -38,6 +38,7 @@ from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
 from .prior import END_REACH, NEIGHBOURS, PriorModel, default_model
 from .records import FilterStats, LineBlock, Run
+from .results import result_lines
 from .runs import RunBuilder
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
@@ -116,6 +117,9 @@ class FilterConfig:
             ``MAX_TRACES`` per run; the rest are counted in ``Run.traces_omitted``).
         prior: the learned line prior (``streamfilter.core.prior``) keeps the lines it rates at or above
             its cut, as a failure signature keeps its hits (under the name ``prior``).
+        results: keep every test target's result line (``results.RESULT_LINE``: cargo's ``test
+            result:``, go's ``ok PKG``, node's ``# pass N``, ...): for a run known to have passed,
+            whose terse tail shows only the last target's.
     """
 
     query: str = DEFAULT_QUERY
@@ -141,6 +145,7 @@ class FilterConfig:
     explain: bool = False
     max_repeats: int = 50
     prior: bool = True
+    results: bool = False
 
     @property
     def lookahead_lines(self) -> int:
@@ -571,11 +576,11 @@ class StreamFilter:
         p.shape_ends = np.concatenate((p.shape_ends, facts.shape_ends + (p.shapes_start + len(p.shapes))))
         p.shapes += facts.shapes
         if self._novelty is not None or self.collector is not None:
-            hashes = line_hashes(facts.shapes, n)
+            hashes, texts = line_hashes(facts.shapes, n), text_hashes(block.data, n)
             if self._novelty is not None:
-                self._novelty.add_lines(hashes)
+                self._novelty.add_lines(hashes, texts)
             if self.collector is not None:
-                self.collector.add(hashes)
+                self.collector.add(hashes, texts)
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         tf = self._uncount_repeats(facts)
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
@@ -725,13 +730,14 @@ class StreamFilter:
         cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids, pending=np.inf)
         w_prot = self._windows.prot[w_lo:w_hi] >= 0
         scored = self._windows.term[w_lo:w_hi] & (self._windows.score[w_lo:w_hi] >= cut)
-        weighed = seen = None
+        weighed = seen = novel = lone = None
         if self._novelty is not None:  # the last green run's lines re-weigh the scored windows
             near = min(NEAR_LINES, cfg.lookahead_lines)  # (known before a line is decided)
             terms, scores = self._windows.term[w_lo:w_hi], self._windows.score[w_lo:w_hi]
             end = total if final else None
             scored, weighed = self._novelty.scored(window_ids, terms, scores, cut, end, p.verdicts, near)
-            seen = self._novelty.seen(p.base, n)
+            seen, novel = self._novelty.seen(p.base, n), self._novelty.novel(p.base, n)
+            lone = self._novelty.lone(p.base, n, near)
         w_keep = w_prot | scored
         keep = self._window_lines(w_keep, w_prot, wrel - w_lo, n)
         forced, after_seen = p.forced[:n], None
@@ -742,6 +748,8 @@ class StreamFilter:
             keep &= ~seen
             after_seen = forced & seen & ~p.hit[:n] & ~p.lead[:n]
             forced = forced & ~after_seen
+        if lone is not None:  # among lines the green run printed, one of a shape it never did
+            keep |= lone
         keep |= forced
         head = cfg.head_lines - p.base
         if head > 0:
@@ -755,13 +763,19 @@ class StreamFilter:
             tail = max(0, tail_end - self._tail_now)
             last = max(0, n - LAST_LINES)
             keep[last:n] = True  # a run's last words, even after such a verdict
+        reach = tail
         if seen is not None and tail < tail_end:
-            # with a baseline, the tail is the lines of its whole reach (a failure found or not)
-            # that the last green run did not print; the stream's last lines are kept all the same
-            tail = max(0, tail_end - self._tail_reach)
-        _mark_tail(keep, seen, tail, tail_end)
+            # with a baseline, the tail reaches as far as before a failure was found for the lines
+            # of a shape the last green run never printed; the stream's last lines are kept all the same
+            reach = max(0, tail_end - self._tail_reach)
+        _mark_tail(keep, seen, novel, reach, tail, tail_end)
+        tail = reach
+        results = None
+        if cfg.results:
+            results = result_lines(p.buf, p.ends[:n] - p.buf_start)
+            keep |= results
         if before is not None and not final:
-            tail, tail_end = self._live_tail(keep, seen, total)
+            tail, tail_end = self._live_tail(keep, seen, novel, total)
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
@@ -802,6 +816,8 @@ class StreamFilter:
                     self._novelty.novel_lines_of(window_ids) if self._novelty is not None else None,
                     seen,
                     after_seen,
+                    lone,
+                    results,
                 )
             )
         self._runs.add(p, keep, runs)
@@ -815,28 +831,35 @@ class StreamFilter:
         return runs
 
     def _live_tail(
-        self, keep: npt.NDArray[np.bool_], seen: npt.NDArray[np.bool_] | None, total: int
+        self,
+        keep: npt.NDArray[np.bool_],
+        seen: npt.NDArray[np.bool_] | None,
+        novel: npt.NDArray[np.bool_] | None,
+        total: int,
     ) -> tuple[int, int]:
         """At a live settle (``decide_before``), keep in ``keep`` (shape ``(n,)``: the lines decided
         now) the lines the tail rule would keep if the stream ended now, of those before the last
         line kept now: they cannot wait for the stream's end as the lines after it do. The T lines
         (``tail_lines``, or ``found_tail_lines`` once a found signature protected a line) up to the
         first exit verdict of the last ``tail_lines`` lines, or up to the last line when none is;
-        with a baseline, the novel lines of the whole reach. Returns the tail's ``(first, end)``
-        among the pending lines, ``(n, n)`` for none (``BatchFacts.tail``)."""
+        with a baseline, those the green run did not print, and the novel lines of the whole reach
+        (``_mark_tail``). Returns the tail's ``(first, end)`` among the pending lines, ``(n, n)``
+        for none (``BatchFacts.tail``)."""
         cfg, p = self.config, self._p
         n, pending = int(keep.shape[0]), total - p.base
         kept = np.flatnonzero(keep)
         if not kept.shape[0] or cfg.tail_lines <= 0:
             return n, n
         end = self._tail_end(pending)
-        found = self._hits.found and seen is None
-        tail = max(0, end - (min(cfg.tail_lines, cfg.found_tail_lines) if found else cfg.tail_lines))
+        reach = max(0, end - cfg.tail_lines)
+        tail = max(0, end - min(cfg.tail_lines, cfg.found_tail_lines)) if self._hits.found else reach
         tail_end = min(end, int(kept[-1]))  # (the lines after the last kept one wait)
-        if tail >= tail_end:
+        if seen is None:
+            reach = tail
+        if reach >= tail_end:
             return n, n
-        _mark_tail(keep, seen, tail, tail_end)
-        return tail, tail_end
+        _mark_tail(keep, seen, novel, reach, min(tail, tail_end), tail_end)
+        return reach, tail_end
 
     def _tail_end(self, pending: int) -> int:
         """Pending index one past the tail of a stream whose last of ``pending`` pending lines is the
@@ -901,10 +924,20 @@ class StreamFilter:
             self._cuts.forget_before(first_window)
 
 
-def _mark_tail(keep: npt.NDArray[np.bool_], seen: npt.NDArray[np.bool_] | None, tail: int, tail_end: int) -> None:
+def _mark_tail(
+    keep: npt.NDArray[np.bool_],
+    seen: npt.NDArray[np.bool_] | None,
+    novel: npt.NDArray[np.bool_] | None,
+    reach: int,
+    tail: int,
+    tail_end: int,
+) -> None:
     """Keep the tail's lines ``tail .. tail_end - 1`` in ``keep`` (in place): all of them, or with a
-    baseline (``seen``, shape as ``keep``) those the last green run did not print."""
-    if seen is None:
+    baseline (``seen``, ``novel``: shape as ``keep``) those the last green run did not print, and
+    from ``reach`` (at most ``tail``) on the lines of a shape it never printed (a changed line,
+    a count or a timing that moved, is kept where it would be without a baseline, not farther)."""
+    if seen is None or novel is None:
         keep[tail:tail_end] = True
     else:
         keep[tail:tail_end] |= ~seen[tail:tail_end]
+        keep[reach:tail] |= novel[reach:tail]

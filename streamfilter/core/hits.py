@@ -185,6 +185,13 @@ class Hits:
             self._signatures.record[ids],
             section_end,
         )
+        # a hit's reach does not go on over a line that ends sections right after its continuation
+        # lines (node --test's next "# Subtest:" after a failed suite's report): what follows is
+        # another test's
+        breaks = np.append(np.flatnonzero(~p.cont[:n_assigned]), n_assigned)
+        after = breaks[np.minimum(np.searchsorted(breaks, hits, side="right"), breaks.shape[0] - 1)]
+        stopped = ~section & np.isin(after, stops)
+        last = np.where(stopped, np.minimum(last, np.maximum(after - 1, hits)), last)
         first = self._lead_ins(p, hits, first)
         marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
         np.add.at(marks, first, 1)

@@ -205,6 +205,7 @@ def _uncount_passes(text: bytes, starts: Int64Array, ends: Int64Array, tf: Int64
 
 _VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list
 _FINISHED_LINE = re.compile(rb"\nFinished in \d")  # RSpec's and minitest's, after their failures
+_SUBTEST_LINE = re.compile(rb"\n# Subtest: ")  # node --test's next top-level test or suite, after a failed one
 _RULE = re.compile(rb"-{20,}[ \t\r]*")  # unittest's, after each report
 # pre-commit's line for each hook: "ruff.....Passed", "check json....(no files to check)Skipped",
 # looked for only in lines whose last token is its status
@@ -214,7 +215,8 @@ _HOOK_STATUS = KeySet.of(token_key(w) for w in (b"passed", b"failed", b"skipped"
 
 def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: TokenTable) -> Int64Array:
     """Lines whose first non-blank bytes are ``===``, vitest's ``⎯`` or cargo's ``test result: ``,
-    RSpec's ``Finished in 4.2 seconds``, rules of ``-``, and pre-commit's hook lines."""
+    RSpec's ``Finished in 4.2 seconds``, node's ``# Subtest: `` at column 0 (its next test or suite),
+    rules of ``-``, and pre-commit's hook lines."""
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
@@ -234,7 +236,11 @@ def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: Tok
     spans = zip(lines[dashes].tolist(), at[dashes].tolist(), ends[lines[dashes]].tolist(), strict=True)
     rules = [line for line, a, e in spans if _RULE.fullmatch(text, a, e - (text[e - 1 : e] == b"\n"))]
     stops = np.union1d(lines[equals], np.asarray(rules, dtype=np.int64))
-    for literal, regex in ((b"test result: ", _VERDICT_LINE), (b"Finished in ", _FINISHED_LINE)):
+    for literal, regex in (
+        (b"test result: ", _VERDICT_LINE),
+        (b"Finished in ", _FINISHED_LINE),
+        (b"# Subtest: ", _SUBTEST_LINE),
+    ):
         if literal in text:
             # the "\n" before each such line is at the line's offset in text
             found = [m.start() for m in regex.finditer(b"\n" + text)]

@@ -1,4 +1,4 @@
-"""Baselines on disk: the line shapes of each command's last green run, in the state directory.
+"""Baselines on disk: the lines (texts and shapes) of each command's last green run, in the state directory.
 
 ``run`` (and a daemon's run in an envelope) loads the baseline of its command and working
 directory before the command starts, and stores a new one when the command exits 0; ``filter
@@ -6,10 +6,13 @@ directory before the command starts, and stores a new one when the command exits
 what a baseline is and how it changes decisions.
 
 A baseline is one file in ``baselines/`` under the state directory, named by a hash of the
-working directory and the command: a first line ``streamfilter-baseline 1``, a JSON line (the
-command, the directory, the counts), then the sorted hashes as little-endian uint32. Each file
-holds at most ``core.baseline.MAX_SHAPES`` hashes (128 KiB); past ``MAX_BASELINES`` files the
-least recently used (stored or loaded) are removed, so the folder stays under about 8 MiB.
+working directory and the command: a first line ``streamfilter-baseline 2``, a JSON line (the
+command, the directory, the counts), then the sorted shape hashes as little-endian uint32 and the
+sorted text hashes as little-endian uint64. Each file holds at most ``core.baseline.MAX_SHAPES``
+hashes of each (384 KiB); past ``MAX_BASELINES`` files the least recently used (stored or loaded)
+are removed, so the folder stays under about 24 MiB. A file of version 1 (shapes only, which
+cannot tell a line printed from one of the same shape) is not read: the run goes as without a
+baseline, and its next green run stores one of version 2 in its place.
 """
 
 from __future__ import annotations
@@ -29,12 +32,21 @@ from ..core.errors import InputError
 from ..core.lines import LineSplitter
 from .expand import state_dir
 
-__all__ = ("MAGIC", "MAX_BASELINES", "BaselineStore", "GreenRun", "baseline_of_files", "read_baseline")
+__all__ = (
+    "MAGIC",
+    "MAX_BASELINES",
+    "MAX_FILE_BYTES",
+    "BaselineStore",
+    "GreenRun",
+    "baseline_of_files",
+    "read_baseline",
+)
 
-MAGIC = b"streamfilter-baseline 1\n"
+MAGIC = b"streamfilter-baseline 2\n"
 MAX_BASELINES = 64  # files kept; the least recently used past it are removed
 MAX_HEADER_BYTES = 4096  # the JSON line's longest (the command in it is cut to fit)
 READ_BYTES = 1 << 20  # bytes read per call from a baseline's file
+MAX_FILE_BYTES = len(MAGIC) + MAX_HEADER_BYTES + 12 * MAX_SHAPES  # the longest baseline file
 
 
 def read_baseline(data: bytes) -> Baseline:
@@ -44,21 +56,27 @@ def read_baseline(data: bytes) -> Baseline:
         ValueError: ``data`` is not a baseline file, or a damaged one.
     """
     if not data.startswith(MAGIC):
-        raise ValueError("not a streamfilter baseline")
+        old = data.startswith(b"streamfilter-baseline ")
+        raise ValueError("a baseline of another version" if old else "not a streamfilter baseline")
     end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER_BYTES)
     if end < 0:
         raise ValueError("no header line")
     header = json.loads(data[len(MAGIC) : end])
-    hashes = data[end + 1 :]
-    count, limit, lines = header.get("shapes"), header.get("limit"), header.get("lines")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (count, limit, lines)):
+    count, texts, limit, lines = (header.get(k) for k in ("shapes", "texts", "limit", "lines"))
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (count, texts, limit, lines)):
         raise ValueError("a count in the header is not a whole number")
-    if len(hashes) != 4 * count or count > MAX_SHAPES or not 0 <= limit < 1 << 32 or lines < 0:
+    if not (0 <= count <= MAX_SHAPES and 0 <= texts <= MAX_SHAPES and 0 <= limit < 1 << 32 and lines >= 0):
+        raise ValueError("a count in the header is out of range")
+    body = data[end + 1 :]
+    if len(body) != 4 * count + 8 * texts:
         raise ValueError("the header does not match the hashes")
-    table = np.frombuffer(hashes, dtype="<u4")
-    if table.shape[0] and (np.any(np.diff(table.astype(np.int64)) <= 0) or int(table[-1]) > limit):
-        raise ValueError("the hashes are not sorted and below the limit")
-    return Baseline(hashes, limit, lines)
+    shapes, text = body[: 4 * count], body[4 * count :]
+    for table in (np.frombuffer(shapes, dtype="<u4"), np.frombuffer(text, dtype="<u8")):
+        if table.shape[0] > 1 and np.any(table[1:] <= table[:-1]):
+            raise ValueError("the hashes are not sorted")
+    if count and int(np.frombuffer(shapes, dtype="<u4")[-1]) > limit:
+        raise ValueError("a shape hash is above the limit")
+    return Baseline(shapes, limit, lines, text)
 
 
 class BaselineStore:
@@ -84,7 +102,7 @@ class BaselineStore:
         path = self.path(command, cwd)
         try:
             with open(path, "rb") as handle:
-                data = handle.read(len(MAGIC) + MAX_HEADER_BYTES + 4 * MAX_SHAPES + 1)
+                data = handle.read(MAX_FILE_BYTES + 1)
             baseline = read_baseline(data)
         except (OSError, ValueError):
             return None
@@ -102,16 +120,17 @@ class BaselineStore:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.path(command, cwd)
         facts = {"command": command, "cwd": cwd, "lines": baseline.lines, "limit": baseline.limit}
-        header = json.dumps({**facts, "shapes": baseline.size}).encode("utf-8", "surrogateescape")
+        counts = {"shapes": baseline.size, "texts": len(baseline.texts) // 8}
+        header = json.dumps({**facts, **counts}).encode("utf-8", "surrogateescape")
         if len(header) >= MAX_HEADER_BYTES:  # a long command: cut in the header only (the name has all of it)
             cut = len(command) - (len(header) - MAX_HEADER_BYTES) - 8
             facts["command"] = command[: max(0, cut)] + "..."
-            header = json.dumps({**facts, "shapes": baseline.size}).encode("utf-8", "surrogateescape")
+            header = json.dumps({**facts, **counts}).encode("utf-8", "surrogateescape")
         # written whole to a temporary file, then renamed over: a reader never sees half a baseline
         fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(MAGIC + header + b"\n" + baseline.hashes)
+                handle.write(MAGIC + header + b"\n" + baseline.hashes + baseline.texts)
             os.replace(temp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -141,7 +160,7 @@ class GreenRun:
 
     Attributes:
         baseline: the last green run's, or None (no store, none stored, or one that cannot be read).
-        collector: gets this run's line shapes (``StreamFilter.collector``; None without a store).
+        collector: gets this run's line hashes (``StreamFilter.collector``; None without a store).
     """
 
     def __init__(self, store: BaselineStore | None, command: str, cwd: str) -> None:
@@ -150,7 +169,7 @@ class GreenRun:
         self.collector = ShapeCollector() if store is not None else None
 
     def save(self) -> None:
-        """The run passed: its line shapes become the command's baseline.
+        """The run passed: its lines become the command's baseline.
 
         Raises:
             OSError: it cannot be stored.

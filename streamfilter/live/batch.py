@@ -208,12 +208,13 @@ def _budgeted(
         refs.close()
         take(first.flush())
         log_notices(first.notices, name)  # the flush's own (the count of long lines past the first)
+        again = spool if spool is not None else handle
+        origin = start if spool is None else 0
         if own.within_limit():
             own.end(first)
-            return _copy(held, out, header), first.stats
+            return _not_longer(held, out, header, fmt, (again, origin, read), first.stats)
         second = StreamFilter(terse, source=name, selection=pool.select(), baseline=baseline)
-        again = spool if spool is not None else handle
-        again.seek(start if spool is None else 0)
+        again.seek(origin)
         held.seek(0)
         held.truncate()
         chosen = _Writer(held, fmt, name, refs)
@@ -229,7 +230,7 @@ def _budgeted(
         chosen(second.flush())
         second.notices.clear()  # the first pass logged them
         chosen.end(second)
-        return _copy(held, out, header), second.stats
+        return _not_longer(held, out, header, fmt, (again, origin, read), second.stats)
 
 
 class _Checksum:
@@ -244,14 +245,32 @@ class _Checksum:
         self.total += len(chunk)
 
 
-def _copy(held: IO[bytes], out: BinaryIO, header: bytes) -> bytes:
-    """Write ``header``, then everything in ``held``, to ``out``; return the last byte written."""
+def _not_longer(
+    held: IO[bytes], out: BinaryIO, header: bytes, fmt: str, source: tuple[IO[bytes], int, int], stats: FilterStats
+) -> tuple[bytes, FilterStats]:
+    """Write ``header``, then the filtered output in ``held`` (written up to its position), to
+    ``out``; or in text, when that output is not shorter than the input (``source``: the file it
+    can be read again from, its offset and length in bytes), the input itself, every line kept.
+    Return the last byte written and the counts of what was written."""
+    handle, origin, size = source
+    if fmt != "text" or held.tell() < size:
+        return _copy(held, out, header), stats
+    handle.seek(origin)
+    whole = FilterStats(stats.lines, stats.bytes, stats.lines, stats.bytes, keep_runs=min(1, stats.lines))
+    return _copy(handle, out, header, size), whole
+
+
+def _copy(held: IO[bytes], out: BinaryIO, header: bytes, size: int = -1) -> bytes:
+    """Write ``header``, then everything in ``held`` from its start (or from where it is, its next
+    ``size`` bytes), to ``out``; return the last byte written."""
     write_all(out, header)
     last = header[-1:]
-    held.seek(0)
-    while chunk := held.read(READ_BYTES):
+    if size < 0:
+        held.seek(0)
+    while size and (chunk := held.read(READ_BYTES if size < 0 else min(READ_BYTES, size))):
         write_all(out, chunk)
         last = chunk[-1:]
+        size -= len(chunk) if size > 0 else 0
     flush_out(out)
     return last
 

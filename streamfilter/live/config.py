@@ -197,7 +197,8 @@ class DaemonConfig:
     metrics: str = ""
 
 
-_FILTER_KEYS = {f.name: f for f in fields(FilterConfig) if f.name not in ("explain", "group_windows")}
+# (results: set by a run's exit status, not configured)
+_FILTER_KEYS = {f.name: f for f in fields(FilterConfig) if f.name not in ("explain", "group_windows", "results")}
 _TIMING_KEYS = {f.name: f for f in fields(Timing)}
 _NATS_KEYS = (
     "servers",

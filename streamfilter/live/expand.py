@@ -11,12 +11,21 @@ CRC-32 of those bytes (8 hex digits). SOURCE is
 
 ``expand`` works from any process, after the filter has exited, and reports a file that was
 rewritten, truncated, rotated away or evicted instead of printing the wrong bytes.
+
+Text output writes a ref whose source is the one the ref before it named as ``@START-END:CRC``
+(``TextRefs``). The sources such outputs named are remembered in the state directory
+(``remember_source``, the last ``RECENT_SOURCES``), so ``parse_ref`` reads a short ref as it was
+printed: against the remembered sources, newest first, the first whose bytes in the range have
+the ref's CRC-32.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
+import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -30,6 +39,7 @@ from ._logging import get_logger
 
 __all__ = (
     "ARCHIVE_BYTES",
+    "RECENT_SOURCES",
     "REF_NOTE",
     "Archive",
     "Ref",
@@ -37,13 +47,16 @@ __all__ = (
     "TextRefs",
     "archive_refs",
     "expand",
+    "parse_ref",
     "ref_of",
+    "remember_source",
     "state_dir",
 )
 
 # said once per text output, before its first ref (``TextRefs.note``)
 REF_NOTE = "to see them: streamfilter expand REF (an @REF is in the file named before)"
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
+RECENT_SOURCES = 64  # sources of text outputs remembered for their short refs; the least recent are forgotten
 _REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
 # a path's backslashes, control characters and bytes that are not UTF-8 (``os.fsdecode``'s
 # surrogates) are escaped in a ref, so a ref is one line of printable UTF-8 (a summary line in
@@ -183,6 +196,64 @@ def ref_of(source: str, run: Run, base: int = 0) -> str:
     return str(Ref(source, run.start_byte - base, run.end_byte - base, run.checksum))
 
 
+def remember_source(source: str, directory: Path | None = None) -> None:
+    """Remember ``source`` (a ref's, unescaped) as named by a text output just now, in ``sources/``
+    under the state directory (``directory``, default ``state_dir()``): one small file a source,
+    the least recently named past ``RECENT_SOURCES`` removed. A folder that cannot be written is
+    passed over: the output's refs stay whole ones to whoever reads them with their source."""
+    folder = (directory or state_dir()) / "sources"
+    path = folder / hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    with contextlib.suppress(OSError):
+        if path.exists():
+            os.utime(path)
+            return
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # written whole, then renamed: a reader never sees half a name
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(source.encode("utf-8", "surrogateescape"))
+        os.replace(temp, path)
+        names = sorted((entry.stat().st_mtime_ns, entry.name) for entry in folder.iterdir() if entry.name[0] != ".")
+        for _, name in names[: max(0, len(names) - RECENT_SOURCES)]:
+            (folder / name).unlink(missing_ok=True)
+
+
+def _recent_sources(directory: Path) -> list[str]:
+    """The sources ``remember_source`` remembered, the most recently named first."""
+    entries = []
+    for entry in (directory / "sources").glob("[0-9a-f]*"):
+        with contextlib.suppress(OSError):  # (forgotten meanwhile by another output)
+            entries.append((entry.stat().st_mtime_ns, entry.read_bytes().decode("utf-8", "surrogateescape")))
+    return [source for _, source in sorted(entries, reverse=True)]
+
+
+def parse_ref(text: str, directory: Path | None = None) -> Ref:
+    """The ref ``text`` names: ``SOURCE:START-END:CRC`` (``Ref.parse``), or a short ref
+    ``@START-END:CRC`` as a text output printed it, read against the sources text outputs named
+    lately (``remember_source``; in the state directory ``directory``, default ``state_dir()``),
+    the most recent first: the first whose bytes in the range have the ref's CRC-32.
+
+    Raises:
+        RefError: the text is not a ref; or a short one that no remembered source holds.
+    """
+    if not _SHORT.fullmatch(text):
+        return Ref.parse(text)
+    start, _, rest = text[1:].partition("-")
+    end, _, crc = rest.partition(":")
+    where = directory or state_dir()
+    for source in _recent_sources(where):
+        ref = Ref(source, int(start), int(end), crc)
+        try:
+            _checked(ref, _path_of(ref, where)).close()
+        except RefError:
+            continue
+        return ref
+    raise RefError(
+        f"{text!r}: none of the last {RECENT_SOURCES} sources named in text output holds these bytes; give the"
+        f" source of the full ref above it in the output, SOURCE:{text[1:]}"
+    )
+
+
 class TextRefs:
     """The refs of one text output, each source named once in a row: a ref whose source is the one
     the ref before it named is written ``@START-END:CRC`` (a source is an absolute path, often the
@@ -208,13 +279,15 @@ class TextRefs:
         return REF_NOTE
 
     def __call__(self, ref: str) -> str:
-        """``ref`` as this output writes it next (``""`` stays ``""``)."""
+        """``ref`` as this output writes it next (``""`` stays ``""``); a source named whole is
+        remembered (``remember_source``), so its short refs read back as printed."""
         m = _REF.fullmatch(ref)
         if m is None:
             return ref
         if m["source"] == self._source:
             return "@" + ref[m.end("source") + 1 :]
         self._source = m["source"]
+        remember_source(_UNESCAPE.sub(_unescape, m["source"]))
         return ref
 
 

@@ -470,8 +470,17 @@ def report_run(
     if fmt == "text" and path.stat().st_size <= SHORT_OUTPUT_BYTES:
         done = _write_whole(path, out, collector, config.max_line_bytes)
     else:
+        passed = _passed(argv, returncode)
         done = filter_input(
-            str(path), replace(config, tail_lines=tail), fmt, out, None, budget_tokens, b"", baseline, collector
+            str(path),
+            replace(config, tail_lines=tail, results=passed),
+            fmt,
+            out,
+            None,
+            budget_tokens,
+            b"",
+            baseline,
+            collector,
         )
     if returncode == 0 and green is not None and done.changed is None:  # (else it read part of the output)
         _save(green)

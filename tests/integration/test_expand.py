@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -13,7 +14,16 @@ import pytest
 from structlog.testing import capture_logs
 
 from streamfilter.core.filter import FilterConfig, StreamFilter
-from streamfilter.live.expand import Archive, Ref, RefError, TextRefs, archive_refs
+from streamfilter.live.expand import (
+    RECENT_SOURCES,
+    Archive,
+    Ref,
+    RefError,
+    TextRefs,
+    archive_refs,
+    parse_ref,
+    remember_source,
+)
 
 LOG = (
     b"INFO start\r\n"
@@ -150,15 +160,47 @@ def test_a_ref_into_a_file_rotated_on_or_to_a_numbered_name_is_read_there(tmp_pa
 
 @pytest.mark.parametrize(
     ("bad", "status"),
-    [("nonsense", 2), ("x:1-2:zz", 2), ("x:5-1:00000000", 2), ("@0-10:00000000", 2), ("stdin-0-0:0-10:00000000", 1)],
+    [("nonsense", 2), ("x:1-2:zz", 2), ("x:5-1:00000000", 2), ("@0-10:00000000", 1), ("stdin-0-0:0-10:00000000", 1)],
 )
 def test_unknown_or_malformed_refs_are_clear_errors(bad: str, status: int, tmp_path: Path) -> None:
-    """Not a ref: a usage error (2); a ref to nothing there: 1."""
+    """Not a ref: a usage error (2); a ref to nothing there (a short one too): 1."""
     got = cli("expand", bad, state=tmp_path)
     assert got.returncode == status and got.stdout == b""
     assert got.stderr.count(b"\n") == 1 and b"streamfilter: error:" in got.stderr
-    if bad.startswith("@"):  # an abbreviated ref from text output: say how to make it whole
+    if bad.startswith("@"):  # a short ref that no source named lately holds: say how to make it whole
         assert b"SOURCE:0-10:00000000" in got.stderr
+
+
+@pytest.mark.parametrize("source", ["file", "stdin", "odd name"])
+def test_every_ref_of_a_text_output_expands_as_printed(source: str, tmp_path: Path) -> None:
+    log = tmp_path / NAMES.get(source, "build.log")
+    log.write_bytes(LOG)
+    other = tmp_path / "other.log"  # a later output, of other bytes: a short ref is not read from it
+    other.write_bytes(LOG.replace(b"INFO", b"WARN"))
+    args = ("filter", "--head", "0", "--tail", "0")
+    proc = cli(*args, str(log), state=tmp_path) if source != "stdin" else cli(*args, state=tmp_path, stdin=LOG)
+    assert cli(*args, str(other), state=tmp_path).returncode == 0
+    refs = [line.rsplit(b"; ref ", 1)[1][:-1].decode() for line in proc.stdout.splitlines() if b"; ref " in line]
+    assert len(refs) >= 2 and all(ref.startswith("@") for ref in refs[1:])
+    jsonl = drops(cli(*args, "--format", "jsonl", str(log), state=tmp_path, stdin=LOG).stdout)
+    for ref, drop in zip(refs, jsonl, strict=True):
+        got = cli("expand", ref, state=tmp_path)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == LOG[int(drop["start_byte"]) : int(drop["end_byte"])]  # type: ignore[call-overload]
+
+
+def test_the_sources_remembered_for_short_refs_are_bounded_and_the_newest_holder_wins(tmp_path: Path) -> None:
+    logs = [tmp_path / f"run-{i}.log" for i in range(RECENT_SOURCES + 6)]
+    for i, log in enumerate(logs):
+        log.write_bytes(b"same bytes\n" if i % 2 else b"run %d\n" % i)
+        remember_source(str(log), tmp_path)
+        name = hashlib.sha256(str(log).encode()).hexdigest()[:32]
+        os.utime(tmp_path / "sources" / name, ns=(i, i))  # (in order, whatever the clock's resolution)
+    assert len(list((tmp_path / "sources").iterdir())) == RECENT_SOURCES
+    same = f"{zlib.crc32(b'same bytes' + bytes([10])):08x}"
+    assert parse_ref(f"@0-11:{same}", tmp_path).source == str(logs[-1])
+    with pytest.raises(RefError, match="none of the last"):
+        parse_ref(f"@0-11:{zlib.crc32(b'other bytes'):08x}", tmp_path)
 
 
 def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(tmp_path: Path) -> None:

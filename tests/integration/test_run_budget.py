@@ -126,3 +126,38 @@ def test_a_state_directory_that_cannot_be_written_still_runs_the_command(tmp_pat
     )  # fmt: skip
     assert done.returncode == 3 and ran.exists()
     assert b"/streamfilter-" in done.stdout.splitlines()[-1]
+
+
+def test_output_that_would_not_be_shorter_than_the_input_is_the_input(tmp_path: Path) -> None:
+    # a green pytest -q with a warning: 8 lines, 360 bytes; its first 3 lines summarized (the
+    # success tail keeps 5) made it 437 bytes, the summary's ref and note longer than the lines
+    small = tmp_path / "test_small.py"
+    small.write_text('import warnings\n\n\ndef test_a():\n    warnings.warn("old api")\n\n\ndef test_b():\n    pass\n')
+    tee = tmp_path / "out.log"
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(small)]
+    done = run_cli("run", "--budget-tokens", "4000", "--tee", str(tee), "--", *pytest, env=_state(tmp_path))
+    assert done.returncode == 0
+    body, _, status = done.stdout.rstrip(b"\n").rpartition(b"\n")
+    assert b"2 passed, 1 warning" in body and body + b"\n" == tee.read_bytes()
+    assert status.startswith(b"[streamfilter: ") and b"exited with status 0" in status
+
+
+CARGO_GREEN = (
+    "printf '   Compiling geom v0.1.0\\n     Running unittests src/lib.rs\\n\\nrunning 43 tests\\n'; "
+    'for i in $(seq 1 43); do echo "test tests::case_$i ... ok"; done; '
+    "printf '\\ntest result: ok. 43 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\\n\\n'; "
+    "printf '     Running tests/integration.rs\\n\\nrunning 4 tests\\n'; "
+    'for i in 1 2 3 4; do echo "test flow_$i ... ok"; done; '
+    "printf '\\ntest result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n'; "
+    "printf '   Doc-tests geom\\n\\nrunning 0 tests\\n\\n'; "
+    "printf 'test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\\n\\n'"
+)
+
+
+def test_a_green_run_keeps_every_test_targets_result_line(tmp_path: Path) -> None:
+    done = run_cli("run", "--budget-tokens", "4000", "--", "sh", "-c", CARGO_GREEN, env=_state(tmp_path))
+    assert done.returncode == 0
+    results = [line for line in done.stdout.splitlines() if line.startswith(b"test result: ")]
+    counts = [r.split(b";")[0].removeprefix(b"test result: ok. ") for r in results]
+    assert counts == [b"43 passed", b"4 passed", b"0 passed"]
+    assert b"test tests::case_7 ... ok" not in done.stdout  # still terse: the passing tests are summarized

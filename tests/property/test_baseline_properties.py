@@ -116,3 +116,23 @@ def test_a_green_run_of_the_same_bytes_marks_no_line_novel_and_keeps_only_what_s
     without = run_filter(data, [], 2, Baseline(b"", 0, 0))  # a set that can tell nothing
     kept = [sum(r.n_bytes for r in rs if r.decision == "keep") for rs in (runs, without)]
     assert kept[0] < kept[1]
+
+
+# a line the green run printed with other numbers in it: where it printed a GREEN line, the failing
+# run prints its RED one, of the same shape
+GREEN = [b"schema check: 0 mismatch(es)\n", b"# fail 0\n", b"running 30 tests\n"]
+RED = [b"schema check: 3 mismatch(es)\n", b"# fail 1\n", b"running 0 tests\n"]
+counted = st.lists(st.sampled_from(FRAGMENTS + GREEN), max_size=60)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counted, st.lists(st.booleans(), min_size=60, max_size=60), cutting, st.sampled_from(range(len(CONFIGS))))
+def test_all_in_the_last_green_run_is_said_only_of_lines_it_printed(
+    parts: list[bytes], changed: list[bool], cuts: list[int], which: int
+) -> None:
+    green = b"".join(parts)
+    data = b"".join(RED[GREEN.index(p)] if p in GREEN and c else p for p, c in zip(parts, changed, strict=False))
+    printed = set(green.split(b"\n"))
+    for run in run_filter(data, cuts, which, collected(green, [])):
+        if run.decision == "drop" and "all in the last green run" in run.summary:
+            assert set(data[run.start_byte : run.end_byte].removesuffix(b"\n").split(b"\n")) <= printed

@@ -8,14 +8,15 @@ import os
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
-from streamfilter.core.baseline import MAX_SHAPES, Baseline, Novelty, ShapeCollector, line_hashes
+from streamfilter.core.baseline import MAX_SHAPES, Baseline, Novelty, ShapeCollector, line_hashes, text_hashes
 from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.lines import LineSplitter
 from streamfilter.core.records import Run
 from streamfilter.core.summarize import event_text
-from streamfilter.live.baselines import MAGIC, MAX_HEADER_BYTES, BaselineStore, baseline_of_files, read_baseline
+from streamfilter.live.baselines import MAGIC, MAX_FILE_BYTES, BaselineStore, baseline_of_files, read_baseline
 
 
 def baseline_of(data: bytes, max_line_bytes: int = 1 << 20) -> Baseline:
@@ -46,15 +47,33 @@ def test_line_hashes_hash_each_lines_shape() -> None:
     assert hashes[0] == hashes[1] != hashes[2]  # numbers are masked
 
 
+def u32(*values: int) -> npt.NDArray[np.uint32]:
+    return np.asarray(values, dtype=np.uint32)
+
+
+def u64(*values: int) -> npt.NDArray[np.uint64]:
+    return np.asarray(values, dtype=np.uint64)
+
+
+def test_text_hashes_tell_lines_that_share_a_shape_apart() -> None:
+    data = b"schema check: 0 mismatch(es)\nschema check: 3 mismatch(es)\nschema check: 0 mismatch(es)"
+    texts = text_hashes(data, 3)
+    assert texts.dtype == np.uint64 and texts[0] == texts[2] != texts[1]
+    shapes = line_hashes(event_text(data), 3)
+    assert shapes[0] == shapes[1] == shapes[2]
+
+
 def test_lookup_tells_seen_novel_and_unknown() -> None:
     collector = ShapeCollector(max_shapes=2)
-    collector.add(np.asarray([50, 10, 30, 10], dtype=np.uint32))
+    collector.add(u32(50, 10, 30, 10), u64(5, 1, 3, 1))
     baseline = collector.baseline()
     assert np.frombuffer(baseline.hashes, dtype="<u4").tolist() == [10, 30]  # the smallest two
+    assert np.frombuffer(baseline.texts, dtype="<u8").tolist() == [1, 3]
     assert baseline.limit == 30 and baseline.lines == 4
-    seen, novel = baseline.lookup(np.asarray([10, 20, 30, 50], dtype=np.uint32))
-    assert seen.tolist() == [True, False, True, False]
-    assert novel.tolist() == [False, True, False, False]  # 50 is past the limit: unknown
+    # texts 1 and 3 were printed; 7 was not, with a shape printed (changed) or not (novel)
+    seen, novel = baseline.lookup(u32(10, 20, 30, 50, 10), u64(1, 7, 3, 7, 7))
+    assert seen.tolist() == [True, False, True, False, False]
+    assert novel.tolist() == [False, True, False, False, False]  # 50 is past the limit: unknown
 
 
 def test_the_set_is_bounded_and_does_not_depend_on_the_order_lines_come_in() -> None:
@@ -62,12 +81,13 @@ def test_the_set_is_bounded_and_does_not_depend_on_the_order_lines_come_in() -> 
     hashes = rng.integers(0, 1 << 32, size=5 * MAX_SHAPES, dtype=np.uint32)
     one, other = ShapeCollector(), ShapeCollector()
     for part in np.array_split(hashes, 37):
-        one.add(part)
+        one.add(part, part.astype(np.uint64) * np.uint64(3))
     for part in np.array_split(rng.permutation(hashes), 5):
-        other.add(part)
+        other.add(part, part.astype(np.uint64) * np.uint64(3))
     assert one.baseline() == other.baseline()
     baseline = one.baseline()
     assert baseline.size == MAX_SHAPES and len(baseline.hashes) == 4 * MAX_SHAPES
+    assert len(baseline.texts) == 8 * MAX_SHAPES
     assert baseline.limit == int(np.sort(np.unique(hashes))[MAX_SHAPES - 1])
 
 
@@ -159,12 +179,65 @@ def test_a_summary_of_lines_all_in_the_green_run_names_no_shape() -> None:
     runs = filtered(red, baseline_of(GREEN), FilterConfig(tail_lines=0, prior=False))
     drops = [r.summary for r in runs if r.decision == "drop"]
     assert drops[0] == "[streamfilter: dropped lines 1-19 (19 lines, 380 B): all in the last green run]"
-    # a run with a line the green run never printed names its shapes as without a baseline
-    partly = GREEN.replace(b"test_case_03 ... ok", b"test_case_03 ... slow")
+    # a run with lines the green run never printed (more than a lone one, which is kept) names
+    # its shapes as without a baseline
+    partly = GREEN
+    for i in range(3, 7):
+        partly = partly.replace(b"test_case_%02d ... ok" % i, b"test_case_%02d ... slow" % i)
     partly = partly.replace(b"test_case_30 ... ok", b"test_case_30 ... FAILED")
     runs = filtered(partly, baseline_of(GREEN), FilterConfig(tail_lines=0))
     summary = next(r.summary for r in runs if r.decision == "drop")
-    assert summary.endswith("28 in the last green run; 29× test_case_<*> ... {ok ×28, slow ×1 @L4}]")
+    assert summary.endswith("25 in the last green run; 29× test_case_<*> ... {ok ×25, slow ×4 @L4}]")
+
+
+@pytest.mark.parametrize(
+    ("green_line", "red_line"),
+    [
+        (b"schema check: 0 mismatch(es)", b"schema check: 3 mismatch(es)"),
+        (b"running 30 tests", b"running 0 tests"),
+        (b"test result: ok. 30 passed; 0 filtered out", b"test result: ok. 0 passed; 30 filtered out"),
+        (b"# fail 0", b"# fail 1"),
+    ],
+)
+def test_a_line_that_differs_from_the_green_runs_only_in_its_numbers_is_not_seen(
+    green_line: bytes, red_line: bytes
+) -> None:
+    green = GREEN + b"".join(b"cleanup step %d\n" % i for i in range(10))
+    red = green.replace(b"Ran 40 tests\n", b"Ran 40 tests\n" + red_line + b"\n")
+    green = green.replace(b"Ran 40 tests\n", b"Ran 40 tests\n" + green_line + b"\n")
+    runs = filtered(red, baseline_of(green), FilterConfig(explain=True, prior=False))
+    assert red_line + b"\n" in kept_text(runs)  # in the tail's reach: kept, as a novel line is
+    # a run of lines that does not hold it says "all" of them; one that holds it would not
+    for r in runs:
+        if r.decision == "drop" and "all in the last green run" in r.summary:
+            assert red_line not in r.data
+    # without the tail, it is dropped, and its summary does not count it as printed by the green run
+    runs = filtered(red, baseline_of(green), FilterConfig(tail_lines=0, prior=False))
+    holding = next(r for r in runs if r.first_line <= 42 <= r.last_line)
+    assert holding.decision == "keep" or "all in the last green run" not in holding.summary
+
+
+def test_a_lone_novel_line_among_seen_ones_is_kept() -> None:
+    green = b"".join(b"worker %d: request %d served from cache\n" % (i % 4, i) for i in range(700))
+    lone = b"connection pool exhausted while refreshing token cache\n"
+    red = green.replace(b"worker 2: request 350 served", lone + b"worker 2: request 350 served")
+    red += b"Traceback (most recent call last):\nValueError: token expired\n"
+    config = FilterConfig(explain=True, prior=False)
+    assert lone not in kept_text(filtered(red, None, config))
+    runs = filtered(red, baseline_of(green), config)
+    assert lone in kept_text(runs)
+    assert [t.reason for r in runs if lone in r.data for t in r.traces] == ["novel-line"]
+    # a stretch of novel lines is not lone: the other rules decide it (here, it is dropped)
+    many = b"".join(b"cache miss for key %s\n" % k.encode() for k in "abcdefghij")
+    red = green.replace(b"worker 2: request 350 served", many + b"worker 2: request 350 served")
+    assert b"cache miss" not in kept_text(filtered(red, baseline_of(green), config))
+
+
+def test_an_identical_line_with_a_query_term_is_seen() -> None:
+    green = b"".join(b"checking error handling of module %d ... fine\n" % i for i in range(30))
+    runs = filtered(green, baseline_of(green), FilterConfig(tail_lines=0, explain=True, prior=False))
+    assert b"error handling" not in kept_text(runs)
+    assert all("all in the last green run" in r.summary for r in runs if r.decision == "drop")
 
 
 def test_explain_counts_novel_lines_and_summaries_count_seen_ones() -> None:
@@ -179,12 +252,12 @@ def test_explain_counts_novel_lines_and_summaries_count_seen_ones() -> None:
 
 def test_a_window_with_a_novel_line_near_the_end_or_before_a_verdict_weighs_more() -> None:
     collector = ShapeCollector()
-    collector.add(np.asarray([1, 2], dtype=np.uint32))
+    collector.add(u32(1, 2), u64(1, 2))
     novelty = Novelty(collector.baseline())
     # 100 lines: novel (hash 9) at 10, 50 and 97, seen (1) elsewhere; windows of 10 lines
     hashes = np.ones(100, dtype=np.uint32)
     hashes[[10, 50, 97]] = 9
-    novelty.add_lines(hashes)
+    novelty.add_lines(hashes, hashes.astype(np.uint64))
     novelty.add_windows(0, np.arange(0, 100, 10, dtype=np.int64), 100)
     windows = np.arange(10, dtype=np.int64)
     terms = np.ones(10, dtype=bool)
@@ -220,13 +293,15 @@ def test_a_stored_baseline_reads_back(tmp_path: Path) -> None:
         "lines": 42,
         "limit": (1 << 32) - 1,
         "shapes": baseline.size,
+        "texts": 42,
     }
 
 
 def test_baselines_are_bounded_on_disk(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path / "baselines", cap=5)
     full = ShapeCollector()
-    full.add(np.arange(3 * MAX_SHAPES, dtype=np.uint32) * np.uint32(1021))
+    hashes = np.arange(3 * MAX_SHAPES, dtype=np.uint32) * np.uint32(1021)
+    full.add(hashes, hashes.astype(np.uint64) << np.uint64(20))
     big = full.baseline()
     for i in range(12):
         store.save(f"make test-{i} " + "x" * 10_000, "/src", big)  # a long command is cut in the header
@@ -236,7 +311,20 @@ def test_baselines_are_bounded_on_disk(tmp_path: Path) -> None:
     files = sorted(store.folder.iterdir())
     assert len(files) == 5
     assert store.path("make test-8 " + "x" * 10_000, "/src") in files
-    assert all(f.stat().st_size <= len(MAGIC) + MAX_HEADER_BYTES + 1 + 4 * MAX_SHAPES for f in files)
+    assert all(f.stat().st_size <= MAX_FILE_BYTES for f in files)
+
+
+def test_a_baseline_of_the_first_version_is_dropped_and_the_next_green_run_replaces_it(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    path = store.save("make", "/src", baseline_of(GREEN))
+    shapes_only = baseline_of(GREEN).hashes
+    header = json.dumps({"command": "make", "cwd": "/src", "lines": 42, "limit": (1 << 32) - 1, "shapes": 2})
+    path.write_bytes(b"streamfilter-baseline 1\n" + header.encode() + b"\n" + shapes_only)
+    with pytest.raises(ValueError, match="another version"):
+        read_baseline(path.read_bytes())
+    assert store.load("make", "/src") is None
+    store.save("make", "/src", baseline_of(GREEN))
+    assert store.load("make", "/src") == baseline_of(GREEN)
 
 
 @pytest.mark.parametrize(

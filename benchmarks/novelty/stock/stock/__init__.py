@@ -1,0 +1,1 @@
+"""A typed stock ledger."""
