@@ -84,7 +84,9 @@ class OutputPipe:
                 if not data:
                     raise anyio.EndOfStream
                 self._owed -= len(data)
-                await anyio.lowlevel.checkpoint()  # (a command that never pauses must not starve the other tasks)
+                # a command that never pauses must not starve the other tasks; shielded: the bytes read
+                # are the caller's whatever cancels it (its own timeout, say)
+                await anyio.lowlevel.cancel_shielded_checkpoint()
                 return data
             if self._until is None:
                 with anyio.CancelScope() as self._waiting:
