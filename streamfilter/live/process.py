@@ -70,6 +70,8 @@ class OutputPipe:
             anyio.EndOfStream: the end (see the class).
             anyio.ClosedResourceError: the pipe was closed here (``close``).
         """
+        # a caller's timeout that came while it worked takes effect before a read, never after one
+        await anyio.lowlevel.checkpoint_if_cancelled()
         while True:
             if self.fd < 0:
                 raise anyio.ClosedResourceError
@@ -84,8 +86,8 @@ class OutputPipe:
                 if not data:
                     raise anyio.EndOfStream
                 self._owed -= len(data)
-                # a command that never pauses must not starve the other tasks; shielded: the bytes read
-                # are the caller's whatever cancels it (its own timeout, say)
+                # a command that never pauses must not starve the other tasks; shielded: the bytes
+                # read are the caller's whatever cancels it meanwhile
                 await anyio.lowlevel.cancel_shielded_checkpoint()
                 return data
             if self._until is None:
@@ -124,7 +126,7 @@ class Command:
 
     Attributes:
         pid: its process id (with ``detached``, also its process group's id).
-        stdout: our end of its output pipe (stdout and, merged, stderr), or None when not piped.
+        stdout: our end of its output pipe (stdout and, merged, stderr).
         stderr: our end of its stderr pipe when it is apart (``separate``), else None.
         detached: it has a session and process group of its own.
     """
@@ -135,25 +137,22 @@ class Command:
         separate: bool = False,
         cwd: str | None = None,
         detached: bool = False,
-        piped: bool = True,
     ) -> None:
-        """Start ``argv`` in ``cwd``, stdout and stderr to one pipe (or two, ``separate``; or,
-        without ``piped``, this process's own). ``detached``: stdin from /dev/null, a session and
-        process group of its own (a server running commands for its clients).
+        """Start ``argv`` in ``cwd``, stdout and stderr to one pipe (or two, ``separate``).
+        ``detached``: stdin from /dev/null, a session and process group of its own (a server
+        running commands for its clients).
 
         Raises:
             OSError: it cannot be started (FileNotFoundError, PermissionError: see ``run.start_command``).
         """
         ends: list[int] = []
         try:
-            out = err = None
-            if piped:
-                read_out, out = os.pipe2(os.O_CLOEXEC)
-                ends += [read_out, out]
-                err = out
-                if separate:
-                    read_err, err = os.pipe2(os.O_CLOEXEC)
-                    ends += [read_err, err]
+            read_out, out = os.pipe2(os.O_CLOEXEC)
+            ends += [read_out, out]
+            err = out
+            if separate:
+                read_err, err = os.pipe2(os.O_CLOEXEC)
+                ends += [read_err, err]
             # restore_signals (the default) gives the command SIGPIPE's default action back: it dies of
             # a write to a pipe whose reader went away, as it would without us
             self._popen = subprocess.Popen(
@@ -172,8 +171,8 @@ class Command:
             os.close(fd)
         self.pid = self._popen.pid
         self.detached = detached
-        self.stdout = OutputPipe(ends[0]) if piped else None
-        self.stderr = OutputPipe(ends[2]) if piped and separate else None
+        self.stdout = OutputPipe(ends[0])
+        self.stderr = OutputPipe(ends[2]) if separate else None
         self._pidfd: int | None = None
         with contextlib.suppress(OSError, AttributeError):  # (a kernel or sandbox without pidfds: a thread waits)
             self._pidfd = os.pidfd_open(self.pid)
@@ -186,7 +185,8 @@ class Command:
 
     @property
     def pipes(self) -> list[OutputPipe]:
-        return [pipe for pipe in (self.stdout, self.stderr) if pipe is not None]
+        """Our ends of its pipes."""
+        return [self.stdout] if self.stderr is None else [self.stdout, self.stderr]
 
     async def wait(self) -> int:
         """Wait for it to exit, reap it (once, whoever waits), and return its return code."""
@@ -245,7 +245,7 @@ class Command:
     async def aclose(self) -> None:
         """Close our ends of its pipes and its pidfd (it has been waited for, or is let go)."""
         self.close_pipes()
-        if self._pidfd is not None and self._popen.returncode is not None:
+        if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
 

@@ -296,7 +296,6 @@ async def run_command(
                 )
             )
             raise
-        assert process.stdout is not None
         pipes: list[tuple[str, OutputPipe]] = [(name, process.stdout)]
         if separate:
             assert process.stderr is not None
@@ -317,14 +316,11 @@ async def run_command(
         async with anyio.create_task_group() as tg:
             tg.start_soon(pass_stop_signals, signals, process, stopping)
             with anyio.CancelScope() as reading:
-                tg.start_soon(_watch_reader, sink, gone, reading)
+                tg.start_soon(_watch_reader, sink, process, gone, reading)
                 async with anyio.create_task_group() as pumps:
                     for live, (_, pipe) in zip(streams, pipes, strict=True):
                         pumps.start_soon(pump, live, pipe, tee)
                     pumps.start_soon(process.wait)  # (its pipes are then read for a grace at most)
-            if gone.is_set():
-                # as without us: its next write fails (SIGPIPE), and the pipeline waits for it
-                process.close_pipes()
             returncode = await process.wait()
             tg.cancel_scope.cancel()
     left_open = any(pipe.left_open for _, pipe in pipes)
@@ -360,15 +356,15 @@ LEFT_OPEN = (
 )
 
 
-async def _watch_reader(sink: StdoutSink, gone: anyio.Event, reading: anyio.CancelScope) -> None:
-    """Set ``gone`` and cancel ``reading`` once the reader of our stdout goes away (``| head``):
-    seen at once where stdout is a pipe, else at the first write that fails."""
+async def _watch_reader(sink: StdoutSink, process: Command, gone: anyio.Event, reading: anyio.CancelScope) -> None:
+    """Once the reader of our stdout goes away (``| head``; seen at once where stdout is a pipe,
+    else at the first write that fails): set ``gone``, close the command's pipes (``_reader_went``)
+    and cancel ``reading``."""
     async with anyio.create_task_group() as tg:
 
         async def seen(waiting: Awaitable[object]) -> None:
             if await waiting is not False:
-                gone.set()
-                reading.cancel()
+                _reader_went(process, gone, reading)
                 tg.cancel_scope.cancel()
 
         tg.start_soon(seen, sink.gone.wait())
@@ -674,19 +670,16 @@ async def capture_command(
     with contextlib.ExitStack() as stack:
         signals = None if detached else stack.enter_context(anyio.open_signal_receiver(*STOP_SIGNALS))
         process = await start_command(argv, separate=False, cwd=cwd, detached=detached)
-        assert process.stdout is not None
         try:
             async with anyio.create_task_group() as tg:
                 if signals is not None:
                     tg.start_soon(pass_stop_signals, signals, process, stopping)
                 with anyio.CancelScope() as reading:
                     if watch_stdout:
-                        tg.start_soon(_when_reader_gone, gone, reading)
+                        tg.start_soon(_when_reader_gone, process, gone, reading)
                     async with anyio.create_task_group() as copying:
                         copying.start_soon(_copy_pipe, process.stdout, copy)
                         copying.start_soon(process.wait)
-                if gone.is_set():
-                    process.close_pipes()
                 returncode = await process.wait()
                 tg.cancel_scope.cancel()
         except BaseException:
@@ -705,11 +698,19 @@ async def _copy_pipe(pipe: OutputPipe, copy: OutputCopy) -> None:
             copy.write(await pipe.receive(READ_BYTES))
 
 
-async def _when_reader_gone(gone: anyio.Event, reading: anyio.CancelScope) -> None:
+async def _when_reader_gone(process: Command, gone: anyio.Event, reading: anyio.CancelScope) -> None:
     with contextlib.suppress(OSError, ValueError, AttributeError):  # (no stdout, or not a real one)
         if await reader_gone(sys.stdout.fileno()):
-            gone.set()
-            reading.cancel()
+            _reader_went(process, gone, reading)
+
+
+def _reader_went(process: Command, gone: anyio.Event, reading: anyio.CancelScope) -> None:
+    """The reader of our stdout went away: as without us, the command's next write fails (SIGPIPE)
+    and it is waited for, as a shell pipeline waits. Its pipes are closed at once (a read of a pipe
+    that is never empty does not wait for a cancellation), and ``reading`` is cancelled."""
+    gone.set()
+    process.close_pipes()
+    reading.cancel()
 
 
 def run_budgeted(

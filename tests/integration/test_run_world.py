@@ -59,10 +59,12 @@ def _pipeline(script: str, env: dict[str, str], timeout: float = 30) -> list[str
 # -- 1. a reader that goes away: the command sees it as it would without run ------------------------------------
 @pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
 def test_when_the_reader_goes_away_the_command_gets_sigpipe_as_in_a_pipeline(tmp_path: Path, budget: list[str]) -> None:
-    loop = "sh -c 'while :; do echo y; done'"  # prints for ever, as `yes` does, a bit more slowly
-    bare = _pipeline(f"{loop} | head -1 >/dev/null; echo ${{PIPESTATUS[*]}}", _state(tmp_path))
+    # prints for ever, as `yes` does, lines that run shows at once (kept: its reader has them soon)
+    loop = "sh -c 'i=0; while :; do i=$((i+1)); echo \"ERROR: failure number $i\"; done'"
+    # within a budget nothing is printed before the end: a reader that reads nothing and exits
+    reader = "true" if budget else "head -3 >/dev/null"
+    bare = _pipeline(f"{loop} | {reader}; echo ${{PIPESTATUS[*]}}", _state(tmp_path))
     wrapped = f"{sys.executable} -m streamfilter run {' '.join(budget)} -- {loop}"
-    reader = "true" if budget else "head -1 >/dev/null"  # (within a budget, nothing is printed before the end)
     assert bare == ["141", "0"]
     assert _pipeline(f"{wrapped} | {reader}; echo ${{PIPESTATUS[*]}}", _state(tmp_path)) == ["141", "0"]
 
