@@ -14,6 +14,7 @@ is read to the end of what the command wrote (the bytes in it at that moment), t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -26,7 +27,6 @@ import termios
 from collections.abc import Sequence
 
 import anyio
-import anyio.lowlevel
 
 __all__ = ("EXIT_GRACE_SECONDS", "KILL_GRACE_SECONDS", "STOP_SIGNALS", "Command", "OutputPipe", "reader_gone")
 
@@ -40,12 +40,14 @@ def _pending(fd: int) -> int:
     """Bytes waiting in the pipe ``fd`` (0 where that cannot be asked)."""
     try:
         return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0])
-    except OSError:
+    except (OSError, ValueError):  # (closed here already)
         return 0
 
 
 class OutputPipe:
-    """Our end of a command's output pipe, read on the event loop.
+    """Our end of a command's output pipe, read as asyncio's subprocess streams read one: the event
+    loop reads the pipe as data comes into a buffer (at most ``2 * READ_BYTES``, then it pauses), and
+    ``receive`` takes from it (so the pauses a live stream settles at are the ones they were).
 
     ``receive`` gives the next bytes, and raises ``anyio.EndOfStream`` at the end: when every
     writer closed it, or, once the command has exited (``exited``), when what it wrote is read and
@@ -56,12 +58,21 @@ class OutputPipe:
     """
 
     def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, False)
         self.fd = fd
         self.left_open = False
         self._until: float | None = None  # the command exited: read no longer than this (anyio time)
-        self._owed = 0  # bytes in the pipe at the command's exit still to read
+        self._owed = 0  # bytes in the pipe and the buffer at the command's exit still to read
         self._waiting: anyio.CancelScope | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._transport: asyncio.ReadTransport | None = None
+
+    async def connect(self) -> None:
+        """Start reading the pipe on the running event loop."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=READ_BYTES, loop=loop)
+        pipe = os.fdopen(self.fd, "rb", buffering=0)  # (the transport closes it)
+        self._transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+        self._reader = reader
 
     async def receive(self, max_bytes: int = READ_BYTES) -> bytes:
         """The next bytes (at most ``max_bytes``).
@@ -70,55 +81,38 @@ class OutputPipe:
             anyio.EndOfStream: the end (see the class).
             anyio.ClosedResourceError: the pipe was closed here (``close``).
         """
-        # a caller's timeout that came while it worked takes effect before a read, never after one
-        await anyio.lowlevel.checkpoint_if_cancelled()
         while True:
-            if self.fd < 0:
+            if self._reader is None or self.fd < 0:
                 raise anyio.ClosedResourceError
-            if self._until is not None and self._owed <= 0 and anyio.current_time() >= self._until:
-                self.left_open = not self._hung_up()
+            now = anyio.current_time()
+            if self._until is not None and self._owed <= 0 and now >= self._until:
+                self.left_open = not self._reader.at_eof()
                 raise anyio.EndOfStream
-            try:
-                data = os.read(self.fd, max_bytes)
-            except BlockingIOError:
-                pass
-            else:
+            with anyio.CancelScope() if self._until is None else anyio.move_on_after(self._until - now) as scope:
+                self._waiting = scope
+                data = await self._reader.read(max_bytes)  # (cancelled while it waits, it takes nothing)
                 if not data:
                     raise anyio.EndOfStream
                 self._owed -= len(data)
-                # a command that never pauses must not starve the other tasks; shielded: the bytes
-                # read are the caller's whatever cancels it meanwhile
-                await anyio.lowlevel.cancel_shielded_checkpoint()
                 return data
-            if self._until is None:
-                with anyio.CancelScope() as self._waiting:
-                    await anyio.wait_readable(self.fd)
-                self._waiting = None
-            else:
-                with anyio.move_on_after(self._until - anyio.current_time()):
-                    await anyio.wait_readable(self.fd)
+            # ``exited`` came, or the grace after it ran out: look again
 
     def exited(self, grace: float = EXIT_GRACE_SECONDS) -> None:
-        """The command exited now: read what is in the pipe, then wait at most ``grace`` seconds for more."""
-        if self.fd >= 0 and self._until is None:
-            self._owed = _pending(self.fd)
+        """The command exited now: read what it wrote, then wait at most ``grace`` seconds for more."""
+        if self._reader is not None and self._until is None:
+            # in the pipe, and read from it already (asyncio keeps no count of its buffer but this)
+            self._owed = _pending(self.fd) + len(getattr(self._reader, "_buffer", b""))
             self._until = anyio.current_time() + grace
             if self._waiting is not None:
                 self._waiting.cancel()
 
-    def _hung_up(self) -> bool:
-        """Whether every writer has closed the pipe and nothing is left in it."""
-        poller = select.poll()
-        poller.register(self.fd, select.POLLIN)
-        events = poller.poll(0)
-        return bool(events and events[0][1] & select.POLLHUP) and _pending(self.fd) == 0
-
     def close(self) -> None:
         """Close our end: a writer's next write fails (EPIPE, or SIGPIPE kills it), as when a reader exits."""
-        if self.fd >= 0:
-            anyio.notify_closing(self.fd)
+        if self._transport is not None:
+            self._transport.close()
+        elif self.fd >= 0:
             os.close(self.fd)
-            self.fd = -1
+        self.fd = -1
 
 
 class Command:
@@ -177,6 +171,11 @@ class Command:
         with contextlib.suppress(OSError, AttributeError):  # (a kernel or sandbox without pidfds: a thread waits)
             self._pidfd = os.pidfd_open(self.pid)
         self._waiting = anyio.Lock()
+
+    async def connect(self) -> None:
+        """Start reading its pipes (``OutputPipe.connect``)."""
+        for pipe in self.pipes:
+            await pipe.connect()
 
     @property
     def returncode(self) -> int | None:
@@ -254,15 +253,26 @@ async def reader_gone(fd: int) -> bool:
     """Wait until the reader of ``fd`` (our stdout) goes away; False at once where that cannot be
     seen: ``fd`` is not the write end of a pipe (a terminal, a file, a socket).
 
-    A pipe's write end polls as an error once no reader is left; it is never readable, so the
-    event loop's wait for reading returns then and only then.
+    A pipe's write end polls as an error once no reader is left; a thread waits for that (the event
+    loop's own wait missed it while a busy command's pipe was read), until it comes or the wait is
+    cancelled.
     """
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode) or fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_WRONLY:
             return False
     except OSError:
         return False
-    await anyio.wait_readable(fd)
-    poller = select.poll()
-    poller.register(fd, 0)  # (errors and hang-ups are always reported)
-    return bool(poller.poll(0))
+    wake_read, wake = os.pipe2(os.O_CLOEXEC)
+
+    def wait() -> bool:
+        poller = select.poll()
+        poller.register(fd, 0)  # (errors and hang-ups are always reported)
+        poller.register(wake_read, select.POLLIN)
+        return any(ready == fd for ready, _ in poller.poll())
+
+    try:
+        return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+    finally:
+        os.write(wake, b"x")  # the thread returns (its poll sees it, or the pipe's end closed)
+        os.close(wake)
+        os.close(wake_read)

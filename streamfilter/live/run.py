@@ -111,7 +111,7 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
     """Start ``argv`` in ``cwd``, its output to a pipe (stderr merged, or to a second pipe with
     ``separate``); ``detached``: see ``capture_command``."""
     try:
-        return Command(argv, separate, cwd, detached)
+        command = Command(argv, separate, cwd, detached)
     except FileNotFoundError:
         raise CommandError(argv[0], "command not found", 127) from None
     except PermissionError:
@@ -119,6 +119,8 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
         folder = os.sep in argv[0] and await anyio.Path(argv[0]).is_dir()
         reason = "is a directory" if folder else "permission denied"
         raise CommandError(argv[0], reason, 126) from None
+    await command.connect()
+    return command
 
 
 def _terminal_sent_it() -> bool:
