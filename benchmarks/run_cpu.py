@@ -46,7 +46,8 @@ def main() -> int:
                 cpu[name].append(used * 1000)
     for name, values in cpu.items():
         q = statistics.quantiles(values, n=4)
-        print(f"{name} ({trees[name]}): CPU median {statistics.median(values):.1f} ms (quartiles {q[0]:.1f} / {q[2]:.1f})")
+        median = statistics.median(values)
+        print(f"{name} ({trees[name]}): CPU median {median:.1f} ms (quartiles {q[0]:.1f} / {q[2]:.1f})")
     added = statistics.median(cpu["this"]) - statistics.median(cpu["against"])
     print(f"added CPU: {added:+.1f} ms ({args.runs} runs each; load average {os.getloadavg()[0]:.1f})")
     return 0

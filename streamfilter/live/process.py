@@ -6,10 +6,12 @@ it first; the watcher then reports status 255 ("Unknown child process pid"). Her
 ``subprocess`` module alone reaps the child, once a pidfd says it has exited (or, where there is
 no pidfd, in a thread that waits for it), and the signals go to a child not yet reaped.
 
-The output pipes are read without blocking, on the event loop. Once the command has exited, a pipe
-is read to the end of what the command wrote (the bytes in it at that moment), then for at most
-``EXIT_GRACE_SECONDS`` more: a process the command left running (a test server started with
-``&``) may hold it open for long, and a wrapper returns when its command does.
+The output pipes are read as asyncio's subprocess streams read them (asyncio's event loop, anyio's
+default backend: a pipe transport into a ``StreamReader``), so a live stream sees the same pauses.
+Once the command has exited, a pipe is read to the end of what the command wrote (the bytes in it
+and in the reader's buffer at that moment), then for at most ``EXIT_GRACE_SECONDS`` more: a
+process the command left running (a test server started with ``&``) may hold it open for long,
+and a wrapper returns when its command does.
 """
 
 from __future__ import annotations
