@@ -40,7 +40,7 @@ from ..live.batch import filter_input
 from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
 from ..live.expand import RefError, expand, parse_ref
-from ..live.run import CommandError, capture_command, not_started_event, output_file, report_run
+from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
 from .defaults import DEFAULT_BUDGET_TOKENS
 
 __all__ = (
@@ -281,34 +281,38 @@ async def _run(
 ) -> CallToolResult:
     """The ``run`` tool's work: the command awaited on the event loop (it writes its output to a
     file itself), then that file filtered in a worker thread (CPU-bound work off the event loop)."""
+    copy = await anyio.to_thread.run_sync(OutputCopy.create, argv)  # (in memory where no file can be made)
     try:
-        path = await anyio.to_thread.run_sync(output_file, argv)
         with running.one():
-            returncode = await capture_command(argv, path, cwd, detached=True)
+            captured = await capture_command(argv, copy, cwd, detached=True)
     except CommandError as exc:
-        path.unlink(missing_ok=True)  # (empty: nothing to keep)
+        copy.discard()  # (empty: nothing to keep)
         text = _text(not_started_event(argv, exc, "text"))
         return _result(
             text, RunResult(command=argv, status=exc.exit_code, output=text, output_path=None, lines=0, bytes=0)
         )
-    except StreamfilterError as exc:
-        raise ToolError(str(exc)) from None
+    finally:
+        copy.close()
     out = io.BytesIO()
+    notes = [LEFT_OPEN] if captured.left_open else []
+    returncode = captured.returncode
     try:
-        done = await anyio.to_thread.run_sync(report_run, argv, returncode, path, config, "text", budget_tokens, out)
+        done = await anyio.to_thread.run_sync(
+            lambda: report_run(argv, returncode, copy, config, "text", budget_tokens, out, notes=notes)
+        )
     except (StreamfilterError, OSError) as exc:
-        raise ToolError(f"cannot filter {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if done.changed is not None:  # something rewrote the file meanwhile (a process CMD left behind)
+        raise ToolError(f"cannot filter {copy.path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if done is not None and done.changed is not None:  # something rewrote the file meanwhile
         out.write(f"[streamfilter: {done.changed}]\n".encode())
     text = _text(out.getvalue())
-    stats = done.stats
+    lines, size = copy.counts(done)
     facts = RunResult(
         command=argv,
         status=status_of(returncode),
         output=text,
-        output_path=str(path),
-        lines=stats.kept_lines + stats.dropped_lines,
-        bytes=stats.kept_bytes + stats.dropped_bytes,
+        output_path=str(copy.path) if copy.path is not None else None,
+        lines=lines,
+        bytes=size,
     )
     return _result(text, facts)
 

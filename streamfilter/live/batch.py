@@ -102,6 +102,7 @@ def filter_input(
     header: bytes = b"",
     baseline: Baseline | None = None,
     collector: ShapeCollector | None = None,
+    with_refs: bool = True,
 ) -> Filtered:
     """Filter the input ``name`` (a file path, or ``-`` for stdin) to ``out`` in format ``fmt``.
 
@@ -109,12 +110,13 @@ def filter_input(
     signal or a change of the file, what was read is decided and written. Within ``budget_tokens``
     (estimated tokens of the text output), see ``_budgeted``. ``baseline``: the line shapes of the
     last green run (``StreamFilter``); ``collector``: gets the shape hashes of every line read.
+    Without ``with_refs``, DROP runs get none (an input that is not kept: ``run``'s output held in memory).
 
     Raises:
         StreamfilterError: the output cannot be written, or the stdin archive cannot be made.
         OSError: the input cannot be opened.
     """
-    refs = _Refs(name)
+    refs = _Refs(name) if with_refs else _Refs.none()
     if budget_tokens is not None:
         try:
             last, stats = _budgeted(config, name, fmt, budget_tokens, out, refs, signals, header, baseline, collector)
@@ -294,6 +296,14 @@ class _Refs:
         else:
             self.source = path = str(Path(name).resolve())
             self.of = lambda run: ref_of(path, run)
+
+    @classmethod
+    def none(cls) -> _Refs:
+        """No refs (and no archive)."""
+        refs = cls.__new__(cls)
+        refs.archive, refs.copies, refs.source = None, (), ""
+        refs.of = lambda run: ""
+        return refs
 
     def close(self) -> None:
         if self.archive is not None:

@@ -156,16 +156,22 @@ class Archive:
             self._evict(cap_bytes - self.limit)
         # decimal, not hex: a summary's token estimate then does not vary with the name's letters
         self.source = f"stdin-{time.time_ns()}-{os.getpid()}"
-        self._file: BinaryIO = open(self.folder / f"{self.source}.log", "xb")
+        # unbuffered: ``archived`` counts the bytes in the file
+        self._file: BinaryIO = open(self.folder / f"{self.source}.log", "xb", buffering=0)
         self.archived = 0  # bytes written so far
+        self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
 
     def write(self, chunk: bytes) -> None:
-        """Append the next bytes of the stream (while under the per-stream limit)."""
-        take = chunk[: max(0, self.limit - self.archived)]
-        if take:
-            self._file.write(take)
-            self.archived += len(take)
-            Archive._written += len(take)
+        """Append the next bytes of the stream (while under the per-stream limit, and no write failed)."""
+        take = memoryview(chunk)[: max(0, self.limit - self.archived)]
+        try:
+            while take and self.failed is None:
+                n = self._file.write(take) or 0
+                take = take[n:]
+                self.archived += n
+                Archive._written += n
+        except OSError as exc:
+            self.failed = exc.strerror or str(exc)
 
     def covers(self, end: int) -> bool:
         """Whether the stream's bytes up to ``end`` are archived."""

@@ -1,14 +1,23 @@
 """``streamfilter run -- CMD`` (filter a command's output as it prints) and ``send`` (to a daemon).
 
-``run`` starts CMD with stdout and stderr merged into one stream (or two with ``separate``),
+``run`` starts CMD with stdout and stderr merged into one pipe (or two with ``separate``),
 filters it live to stdout, and returns CMD's exit status (128+N when a signal N killed it).
-SIGTERM is passed on to CMD; so is SIGINT unless this process is in a terminal's foreground
-process group (the terminal has sent it to CMD already). Faithful on failure, terse on success:
-when CMD fails, the tail rule keeps its last ``tail_lines`` lines; when it exits 0, only the
-last ``success_tail`` lines (failure signatures are kept either way). A last line states the exit
-status. With ``tee``, the whole raw output is written to that file too and DROP refs point into it.
-With a ``BaselineStore``, the lines of the last green run of the same command in the same directory
-weigh less (``core.baseline``), and a run that exits 0 stores its own (``live.baselines``).
+Faithful on failure, terse on success: when CMD fails, the tail rule keeps its last ``tail_lines``
+lines; when it exits 0, only the last ``success_tail`` lines (failure signatures are kept either
+way); after ``HOLD_SECONDS`` of quiet the held lines up to the last one kept are shown (an error
+before a hang). A last line states the exit status. With ``tee``, the whole raw output is written
+to that file too and DROP refs point into it. With a ``BaselineStore``, the lines of the last green
+run of the same command in the same directory weigh less (``core.baseline``), and a run that exits
+0 stores its own (``live.baselines``).
+
+The wrapper keeps CMD's world (``process``): its output is a pipe, as when a program reads it;
+once the reader of ``run``'s own stdout goes away (``| head``), CMD's pipe is closed too, so its
+next write fails as it would have (SIGPIPE), and ``run`` returns its status; ``run`` returns when
+CMD exits (its pipes read for ``EXIT_GRACE_SECONDS`` more at most, whatever it left running);
+SIGTERM and SIGHUP are passed on to CMD, and so is SIGINT unless this process is in a terminal's
+foreground process group (the terminal has sent it to CMD already); a CMD that still runs
+``KILL_GRACE_SECONDS`` after one is killed, what it printed is shown, and ``run`` exits 128+N.
+A copy of the output that cannot be written (a full disk) stops there, never the run.
 
 ``send`` runs CMD the same way but streams its raw output to a daemon's socket source inside a
 run envelope (``envelope``), so the daemon filters it as one run with its own query.
@@ -16,25 +25,23 @@ run envelope (``envelope``), so the daemon filters it as one run with its own qu
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
-import itertools
 import os
 import secrets
 import shlex
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteStream, Process
+from anyio.abc import ByteReceiveStream, ByteStream
 
 from ..core.errors import StreamfilterError, UsageError
 from ..core.filter import FilterConfig
@@ -42,9 +49,10 @@ from ..core.records import Run
 from .baselines import BaselineStore, GreenRun
 from .config import SinkConfig, SourceConfig, Timing
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
-from .expand import ref_of, state_dir
+from .expand import Archive, ref_of, state_dir
+from .process import EXIT_GRACE_SECONDS, KILL_GRACE_SECONDS, STOP_SIGNALS, Command, OutputPipe, reader_gone
 from .sinks import StdoutSink
-from .stream import LiveStream, archived_stream, marker_event
+from .stream import HOLD_SECONDS, LiveStream, archived_stream, marker_event
 from .writes import flush_out, write_all
 
 if TYPE_CHECKING:
@@ -53,9 +61,14 @@ if TYPE_CHECKING:
 
 __all__ = (
     "KILL_GRACE_SECONDS",
+    "LEFT_OPEN",
+    "MEMORY_BYTES",
     "RUNS_BYTES",
     "SHORT_OUTPUT_BYTES",
+    "Captured",
     "CommandError",
+    "OutputCopy",
+    "Stopping",
     "Tee",
     "capture_command",
     "command_text",
@@ -64,6 +77,7 @@ __all__ = (
     "not_started_event",
     "output_file",
     "parse_socket",
+    "pass_stop_signals",
     "prints_another_runs_log",
     "pump",
     "report_run",
@@ -77,18 +91,18 @@ READ_BYTES = 1 << 16
 # a command's output is decided with the full look-ahead while it keeps printing (as `filter`
 # would); only a pause lets the pending lines out early
 RUN_TIMING = Timing(max_delay_seconds=3600.0)
-GRACE_SECONDS = 0.5  # after a stop signal and CMD's exit, how long its pipes are still read
 # send: CMD's output kept after it is sent, to filter here what a stopping daemon did not read
 REPLAY_BYTES = 16 << 20
 REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to read it and close
 MAX_REPLY_BYTES = 4096  # send: most bytes kept of a daemon's reply line not yet ended
 RECENT_SECONDS = 600.0  # a kept output written this recently is never evicted (its run may be filtering it)
 RUNS_BYTES = 256 << 20  # run --budget-tokens: the whole outputs kept in the state directory, in bytes
-KILL_GRACE_SECONDS = 2.0  # a cancelled capture_command: from SIGTERM to SIGKILL, in seconds
 # report_run: a whole output this short is written as it is, the filter not even built: it is about
 # two summary lines (a budget's summary with its ref is 150 to 250 bytes), so filtering could save
 # the reader a few dozen tokens at most, and would hide lines
 SHORT_OUTPUT_BYTES = 512
+# run --budget-tokens where no file can hold the whole output: the most of its end held in memory, in bytes
+MEMORY_BYTES = 64 << 20
 
 
 class CommandError(StreamfilterError):
@@ -100,20 +114,11 @@ class CommandError(StreamfilterError):
         self.exit_code = exit_code
 
 
-async def start_command(
-    argv: Sequence[str], separate: bool, into: BinaryIO | None = None, cwd: str | None = None, detached: bool = False
-) -> Process:
-    """Start ``argv`` in ``cwd``, its output to pipes, or (``into``) straight to that file, stderr
-    merged; ``detached``: see ``capture_command``."""
+async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = None, detached: bool = False) -> Command:
+    """Start ``argv`` in ``cwd``, its output to a pipe (stderr merged, or to a second pipe with
+    ``separate``); ``detached``: see ``capture_command``."""
     try:
-        return await anyio.open_process(
-            list(argv),
-            stdin=subprocess.DEVNULL if detached else None,
-            stdout=into if into is not None else subprocess.PIPE,
-            stderr=subprocess.PIPE if separate else subprocess.STDOUT,
-            cwd=cwd,
-            start_new_session=detached,
-        )
+        command = Command(argv, separate, cwd, detached)
     except FileNotFoundError:
         raise CommandError(argv[0], "command not found", 127) from None
     except PermissionError:
@@ -121,6 +126,8 @@ async def start_command(
         folder = os.sep in argv[0] and await anyio.Path(argv[0]).is_dir()
         reason = "is a directory" if folder else "permission denied"
         raise CommandError(argv[0], reason, 126) from None
+    await command.connect()
+    return command
 
 
 def _terminal_sent_it() -> bool:
@@ -137,37 +144,71 @@ def _terminal_sent_it() -> bool:
         os.close(fd)
 
 
-async def forward_signals(process: Process, received: anyio.Event | None = None) -> None:
-    """Pass SIGINT, SIGTERM and SIGHUP on to ``process`` until cancelled (a terminal's SIGINT, which
-    reached it already, not twice); ``received`` is set at the first."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+class Stopping:
+    """The first stop signal a run received (SIGINT, SIGTERM, SIGHUP), and whether its command then
+    had to be killed: it still ran ``KILL_GRACE_SECONDS`` after it (a command that ignores it).
+
+    Attributes:
+        signum: that signal, or None while none came.
+        killed: the command was sent SIGKILL.
+        received: set at the first.
+    """
+
+    def __init__(self, received: anyio.Event | None = None) -> None:
+        self.signum: int | None = None
+        self.killed = False
+        self.received = received if received is not None else anyio.Event()
+
+    def status(self, returncode: int) -> int:
+        """The run's exit status: 128+N when its command was killed after a stop signal N, else its own."""
+        return 128 + self.signum if self.killed and self.signum is not None else status_of(returncode)
+
+    def text(self, command: str, returncode: int) -> str:
+        """The status line's text: ``exit_text``, and why SIGKILL when it was sent."""
+        text = exit_text(command, returncode)
+        if self.killed and self.signum is not None:
+            name = signal.Signals(self.signum).name
+            text += f" (it still ran {KILL_GRACE_SECONDS:g} s after {name})"
+        return text
+
+
+async def pass_stop_signals(
+    signals: AsyncIterator[int], process: Command, stopping: Stopping, grace: float = KILL_GRACE_SECONDS
+) -> None:
+    """Pass the stop signals from ``signals`` on to ``process`` until cancelled (a terminal's SIGINT,
+    which reached it already, not twice); from the first, SIGKILL it once it still runs ``grace``
+    seconds later (``Command.stop``), as the MCP server stops the commands of its cancelled calls."""
+    async with anyio.create_task_group() as tg:
         async for signum in signals:
-            if received is not None:
-                received.set()
+            if stopping.signum is None:
+                stopping.signum = signum
+                stopping.received.set()
+                tg.start_soon(_kill_after, process, stopping, grace)
             if signum == signal.SIGINT and _terminal_sent_it():
                 continue
-            if process.returncode is None:
-                process.send_signal(signum)
+            process.send_signal(signum)
 
 
-async def _stop_reading_after_a_stop(process: Process, received: anyio.Event, pumps: anyio.CancelScope) -> None:
-    """After a stop signal, once CMD has exited, stop waiting for its pipes: a child CMD left behind
-    may hold them open for a long time. Without a signal, the pipes are read to their end."""
-    await process.wait()
-    if received.is_set():
-        await anyio.sleep(GRACE_SECONDS)
-        pumps.cancel()
+async def _kill_after(process: Command, stopping: Stopping, grace: float) -> None:
+    stopping.killed = await process.stop(grace=grace, sent=True)
 
 
-async def pump(live: LiveStream, pipe: ByteReceiveStream, tee: Tee | None) -> None:
-    """Feed ``pipe`` into ``live`` until EOF, settling when the command pauses."""
+async def forward_signals(process: Command, received: anyio.Event | None = None) -> None:
+    """Pass SIGINT, SIGTERM and SIGHUP on to ``process`` until cancelled, SIGKILL after
+    ``KILL_GRACE_SECONDS`` (``pass_stop_signals``); ``received`` is set at the first."""
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        await pass_stop_signals(signals, process, Stopping(received))
+
+
+async def pump(live: LiveStream, pipe: ByteReceiveStream | OutputPipe, tee: Tee | None) -> None:
+    """Feed ``pipe`` into ``live`` until its end, settling when the command pauses."""
     while True:
         due = live.due()
         data = b""
         with anyio.move_on_after(max(0.0, due - time.monotonic())) if due is not None else anyio.CancelScope():
             try:
                 data = await pipe.receive(READ_BYTES)
-            except (anyio.EndOfStream, anyio.BrokenResourceError):
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 return
         if data:
             if tee is not None:
@@ -178,24 +219,46 @@ async def pump(live: LiveStream, pipe: ByteReceiveStream, tee: Tee | None) -> No
 
 
 class Tee:
-    """The raw output, written to a file as it comes; refs of DROP runs point into it."""
+    """The raw output, written to a file as it comes; refs of DROP runs point into it.
+
+    A write that fails (a full disk) stops the copy there, not the run: ``failed`` says why, and
+    the refs of the runs past the bytes written are not given.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = str(Path(path).resolve())
         try:
-            self._file = open(path, "wb")
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         except OSError as exc:
             raise StreamfilterError(f"cannot write --tee file {path}: {exc.strerror or exc}") from None
+        self.written = 0  # bytes in the file
+        self.failed: str | None = None
 
     def write(self, data: bytes) -> None:
-        self._file.write(data)
-        self._file.flush()
+        if self.failed is None:
+            self.written, self.failed = _write_fd(self._fd, data, self.written)
 
     def ref(self, run: Run) -> str:
-        return ref_of(self.path, run)
+        return ref_of(self.path, run) if run.end_byte <= self.written else ""
 
     def close(self) -> None:
-        self._file.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _write_fd(fd: int, data: bytes, written: int) -> tuple[int, str | None]:
+    """Write all of ``data`` to ``fd`` after ``written`` bytes; return the bytes written in all,
+    and why the rest could not be (None when it was)."""
+    view = memoryview(data)
+    try:
+        while view:
+            n = os.write(fd, view)
+            written += n
+            view = view[n:]
+    except OSError as exc:
+        return written, exc.strerror or str(exc)
+    return written, None
 
 
 async def run_command(
@@ -220,7 +283,7 @@ async def run_command(
 
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
-        StreamfilterError: the ``tee`` file cannot be written, or stdout is closed.
+        StreamfilterError: the ``tee`` file cannot be made (CMD is not started), or stdout is closed.
     """
     sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
     sink.shared = separate  # text then labels each switch between stdout and stderr
@@ -228,95 +291,172 @@ async def run_command(
     command = command_text(argv)
     source = _command_source(name, config)
     green = _green_run(baselines, argv)
-    try:
-        process = await start_command(argv, separate)
-    except CommandError as exc:
-        await sink.send(
-            marker_event(fmt, name, f"{command}: {exc.reason} (status {exc.exit_code})", "exit", status=exc.exit_code)
-        )
-        raise
     tee = Tee(tee_path) if tee_path else None
-    pipes: list[tuple[str, ByteReceiveStream]] = []
-    assert process.stdout is not None
-    if separate:
-        assert process.stderr is not None
-        pipes = [("stdout", process.stdout), ("stderr", process.stderr)]
-    else:
-        pipes = [(name, process.stdout)]
-    streams: list[LiveStream] = []
-    for stream_name, _ in pipes:
-        if tee is not None and not separate:
-            live = LiveStream(stream_name, config, RUN_TIMING, [sink], tee.ref, hold_tail=True, baseline=green.baseline)
-        else:
-            live = archived_stream(source, [sink], stream_name, None, hold_tail=True, baseline=green.baseline)
-        live.filter.collector = green.collector
-        streams.append(live)
-    received = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(forward_signals, process, received)
-        async with anyio.create_task_group() as pumps:
-            for live, (_, pipe) in zip(streams, pipes, strict=True):
-                pumps.start_soon(pump, live, pipe, tee)
-            pumps.start_soon(_stop_reading_after_a_stop, process, received, pumps.cancel_scope)
-        returncode = await process.wait()
-        tg.cancel_scope.cancel()
-    # our ends of its pipes, closed while the event loop runs (a child CMD left behind may still
-    # hold the other ends; left to the garbage collector, asyncio's transport complains at exit)
+    # the stop signals are taken before CMD starts: one that comes at once is passed on too
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        try:
+            process = await start_command(argv, separate)
+        except CommandError as exc:
+            if tee is not None:
+                tee.close()
+            await sink.send(
+                marker_event(
+                    fmt, name, f"{command}: {exc.reason} (status {exc.exit_code})", "exit", status=exc.exit_code
+                )
+            )
+            raise
+        pipes: list[tuple[str, OutputPipe]] = [(name, process.stdout)]
+        if separate:
+            assert process.stderr is not None
+            pipes = [("stdout", process.stdout), ("stderr", process.stderr)]
+        streams: list[LiveStream] = []
+        for stream_name, _ in pipes:
+            if tee is not None and not separate:
+                live = LiveStream(
+                    stream_name, config, RUN_TIMING, [sink], tee.ref, hold_tail=True, baseline=green.baseline
+                )
+            else:
+                live = archived_stream(source, [sink], stream_name, None, hold_tail=True, baseline=green.baseline)
+            live.filter.collector = green.collector
+            live.release_after = HOLD_SECONDS  # a pause shows the held lines up to the last kept (an error)
+            streams.append(live)
+        stopping = Stopping()
+        gone = anyio.Event()  # the reader of our stdout went away
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pass_stop_signals, signals, process, stopping)
+            with anyio.CancelScope() as reading:
+                tg.start_soon(_watch_reader, sink, process, gone, reading)
+                async with anyio.create_task_group() as pumps:
+                    for live, (_, pipe) in zip(streams, pipes, strict=True):
+                        pumps.start_soon(pump, live, pipe, tee)
+                    pumps.start_soon(process.wait)  # (its pipes are then read for a grace at most)
+            returncode = await process.wait()
+            tg.cancel_scope.cancel()
+    left_open = any(pipe.left_open for _, pipe in pipes)
     await process.aclose()
     tail = success_tail if _passed(argv, returncode) else failure_tail
     for live in streams:
         await live.end(tail)
     if tee is not None:
         tee.close()
-    if returncode == 0 and not received.is_set():  # (a run stopped early printed part of its output)
+    if left_open:
+        await streams[-1].marker(LEFT_OPEN)
+    for note in _copy_notes(tee, streams):
+        await streams[-1].marker(note)
+    if returncode == 0 and stopping.signum is None:  # (a run stopped early printed part of its output)
         _save(green)
-    await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=status_of(returncode)))
-    return status_of(returncode)
+    status = stopping.status(returncode)
+    await sink.send(marker_event(fmt, name, stopping.text(command, returncode), "exit", status=status))
+    if gone.is_set():
+        _stdout_to_devnull()
+    return status
+
+
+def _stdout_to_devnull() -> None:
+    """Our stdout's reader went away: what is left in its buffer goes nowhere at exit, without a complaint."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+LEFT_OPEN = (
+    f"a process the command left running holds its output open: not read past {EXIT_GRACE_SECONDS:g} s after its exit"
+)
+
+
+async def _watch_reader(sink: StdoutSink, process: Command, gone: anyio.Event, reading: anyio.CancelScope) -> None:
+    """Once the reader of our stdout goes away (``| head``; seen at once where stdout is a pipe,
+    else at the first write that fails): set ``gone``, close the command's pipes (``_reader_went``)
+    and cancel ``reading``."""
+    async with anyio.create_task_group() as tg:
+
+        async def seen(waiting: Awaitable[object]) -> None:
+            if await waiting is not False:
+                _reader_went(process, gone, reading)
+                tg.cancel_scope.cancel()
+
+        tg.start_soon(seen, sink.gone.wait())
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # (no stdout, or not a real one)
+            tg.start_soon(seen, reader_gone(sys.stdout.fileno()))
+
+
+def _copy_notes(tee: Tee | None, streams: Sequence[LiveStream]) -> list[str]:
+    """Why the whole output could not be kept (a copy whose write failed), once per copy."""
+    notes = []
+    if tee is not None and tee.failed is not None:
+        notes.append(f"the whole output could not be kept in {tee.path}: {tee.failed}; no refs past byte {tee.written}")
+    for live in streams:
+        archive = getattr(live, "archive", None)
+        if isinstance(archive, Archive) and archive.failed is not None:
+            notes.append(
+                f"the whole output could not be kept in {archive.folder}: {archive.failed}; "
+                f"no refs past byte {archive.archived}"
+            )
+    return notes
 
 
 def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:
     """A new file for the whole output of ``argv`` in ``folder`` (default ``runs/`` in the state
     directory, or, where that cannot be written (a sandboxed agent), ``streamfilter-UID/runs/`` in
-    the temporary directory), named by time, process id and program (and a count from 2 when that
-    name is taken), after evicting the oldest files there until the others take at most half of
-    ``cap_bytes`` (not one a run still writes, ``_evict``).
+    the temporary directory, never the working directory), named by time, process id and program
+    (and a count from 2 when that name is taken), after evicting the oldest files there until the
+    others take at most half of ``cap_bytes`` (not one a run still writes, ``_evict``).
 
     Raises:
-        StreamfilterError: the folder cannot be created or the file cannot be made.
+        StreamfilterError: no folder can be created or no file can be made (each reason, ``; ``
+            between them).
     """
-    if folder is None:
+    if folder is not None:
         try:
-            return output_file(argv, state_dir() / "runs", cap_bytes)
-        except StreamfilterError:
-            folder = Path(tempfile.gettempdir()) / f"streamfilter-{os.getuid()}" / "runs"
+            return _output_file(argv, folder, cap_bytes)
+        except OSError as exc:
+            raise StreamfilterError(f"cannot keep the command's output in {folder}: {exc.strerror or exc}") from None
+    reasons: dict[str, list[str]] = {}
+    for where in [state_dir(), *(Path(d) / f"streamfilter-{os.getuid()}" for d in _temporary_dirs())]:
+        try:
+            return _output_file(argv, where / "runs", cap_bytes)
+        except OSError as exc:
+            reasons.setdefault(exc.strerror or str(exc), []).append(str(where))
+    said = "; ".join(f"{', '.join(folders)}: {why}" for why, folders in reasons.items())
+    raise StreamfilterError(f"cannot keep the command's output in {said}")
+
+
+def _temporary_dirs() -> list[str]:
+    """The temporary directories to try, as ``tempfile`` finds them but without its last resort,
+    the working directory (in a sandbox where only the project is writable, the repository)."""
+    dirs = [os.environ[name] for name in ("TMPDIR", "TEMP", "TMP") if os.environ.get(name)]
+    dirs += [d for d in ("/tmp", "/var/tmp", "/usr/tmp") if d not in dirs]
+    return [os.path.abspath(d) for d in dirs if os.path.isdir(d)]
+
+
+def _output_file(argv: Sequence[str], folder: Path, cap_bytes: int) -> Path:
+    """``output_file`` in ``folder``. Raises OSError."""
     program = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in os.path.basename(argv[0]))[:40]
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        files = sorted(folder.glob("*.log"), key=lambda f: f.stat().st_mtime)
-        total = sum(f.stat().st_size for f in files)
-        for old in files:
-            if total <= cap_bytes // 2:
-                break
-            size = old.stat().st_size
-            if _evict(old):
-                total -= size
-        stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{program}"
-        # a server (``streamfilter mcp``) may start the same program twice in a second, even at once
-        for n in itertools.count(1):
-            path = folder / f"{stem}{f'-{n}' if n > 1 else ''}.log"
-            try:
-                path.touch(mode=0o600, exist_ok=False)
-                break
-            except FileExistsError:
-                continue
-    except OSError as exc:
-        raise StreamfilterError(f"cannot keep the command's output in {folder}: {exc.strerror or exc}") from None
-    return path
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    files = sorted(folder.glob("*.log"), key=lambda f: f.stat().st_mtime)
+    total = sum(f.stat().st_size for f in files)
+    for old in files:
+        if total <= cap_bytes // 2:
+            break
+        size = old.stat().st_size
+        if _evict(old):
+            total -= size
+    stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{program}"
+    # a server (``streamfilter mcp``) may start the same program twice in a second, even at once
+    n = 1
+    while True:
+        path = folder / f"{stem}{f'-{n}' if n > 1 else ''}.log"
+        try:
+            path.touch(mode=0o600, exist_ok=False)
+            return path
+        except FileExistsError:
+            n += 1
 
 
 def _evict(path: Path) -> bool:
-    """Remove a kept output unless a run still writes it (its command holds a shared lock on it,
-    ``capture_command``) or wrote it in the last ``RECENT_SECONDS``; whether it was removed."""
+    """Remove a kept output unless a run still writes it (it holds a shared lock on it,
+    ``OutputCopy``) or wrote it in the last ``RECENT_SECONDS``; whether it was removed."""
     try:
         if time.time() - path.stat().st_mtime < RECENT_SECONDS:
             return False
@@ -331,59 +471,255 @@ def _evict(path: Path) -> bool:
     return True
 
 
-async def capture_command(argv: Sequence[str], path: Path, cwd: str | None = None, detached: bool = False) -> int:
-    """Run ``argv`` in ``cwd`` with stdout and stderr merged into the file ``path``, passing stop
-    signals on as ``run_command`` does; return its return code (-N when a signal N killed it).
+class OutputCopy:
+    """The whole output of a run (``run --budget-tokens``, the MCP server's ``run``), copied from its
+    pipe as it comes: what the report at its end is filtered from, and what ``expand`` reads later.
 
-    The command writes to the file itself (no pipe): its output lands in the order it printed it.
-    ``detached``, for a server that runs commands for its clients (``streamfilter mcp``): CMD reads
-    no stdin (the server's is its protocol), starts a session and process group of its own, and
-    the server's stop signals are its own to handle (not passed on). Whenever the capture is
-    cancelled, CMD is sent SIGTERM (with ``detached``, its whole process group: what it started
-    too), SIGKILL after ``KILL_GRACE_SECONDS``, and waited for: it never outlives the capture.
+    In a file (``create``) while it can be written; where none could be made, or once a write
+    fails (a full disk), in memory: the file's bytes so far and all after them, at most the last
+    ``memory_bytes`` (from a line start). The report is then filtered from memory, without refs,
+    and one line says that the whole output could not be kept, and why (``note``). The command
+    never waits for the copy, nor fails with it.
+
+    Attributes:
+        path: the file, or None (in memory).
+        size, lines: of the whole output so far (an unterminated last line counts).
+    """
+
+    def __init__(self, path: Path | None, problem: str | None = None, memory_bytes: int = MEMORY_BYTES) -> None:
+        """The copy in ``path`` (opened by ``open``; a finished run's file as it is), or in memory
+        (None) because of ``problem``."""
+        self.path = path
+        self.problem = problem  # why the whole output is not in a file
+        self.moved: str | None = None  # where the file went instead of the state directory, and why
+        self.size = 0
+        self.lines = 0
+        self._last = b"\n"
+        self._fd = -1
+        self._limit = memory_bytes
+        self._held: collections.deque[bytes] = collections.deque()  # in memory: the output's last chunks
+        self._held_bytes = 0
+        self._lost_bytes = 0  # the output's first bytes, not held
+        self._lost_lines = 0
+
+    @classmethod
+    def create(cls, argv: Sequence[str], tee_path: str | None = None) -> OutputCopy:
+        """A new copy for ``argv``'s output: in ``tee_path``, else ``output_file``'s (the state
+        directory, the temporary directory), else in memory.
+
+        Raises:
+            StreamfilterError: ``tee_path`` cannot be written (it was asked for).
+        """
+        if tee_path:
+            copy = cls(Path(tee_path).resolve())
+            copy.open(asked=True)
+            return copy
+        try:
+            path = output_file(argv)
+        except StreamfilterError as exc:
+            return cls(None, str(exc))
+        copy = cls(path)
+        if not path.is_relative_to(state_dir()):
+            copy.moved = (
+                f"the state directory {state_dir()} cannot be written; the whole output is kept in {path.parent}"
+            )
+        copy.open()
+        return copy
+
+    def open(self, asked: bool = False) -> None:
+        """Open the file for writing (truncated), holding a shared lock on it while the run writes (no
+        other run evicts it); in memory when it cannot be.
+
+        Raises:
+            StreamfilterError: it cannot be, and it was ``asked`` for (``--tee``).
+        """
+        assert self.path is not None
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
+        except OSError as exc:
+            if asked:
+                raise StreamfilterError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            self._to_memory(f"cannot write {self.path}: {exc.strerror or exc}")
+
+    def write(self, data: bytes) -> None:
+        """The next bytes of the output."""
+        self.size += len(data)
+        self.lines += data.count(b"\n")
+        self._last = data[-1:]
+        if self._fd >= 0:
+            written, failed = _write_fd(self._fd, data, self.size - len(data))
+            if failed is None:
+                return
+            self._to_memory(f"{failed} in {self.path} after {written} bytes", written)
+            data = data[written - (self.size - len(data)) :]
+        self._hold(data)
+
+    def counts(self, done: Filtered | None) -> tuple[int, int]:
+        """Lines (an unterminated last one included) and bytes of the whole output: as the report
+        read them from the file (``done``), else as they passed here."""
+        if self.path is not None and done is not None:
+            stats = done.stats
+            return stats.kept_lines + stats.dropped_lines, stats.kept_bytes + stats.dropped_bytes
+        return self.lines + (self._last != b"\n"), self.size
+
+    def _hold(self, data: bytes) -> None:
+        if not data:
+            return
+        self._held.append(data)
+        self._held_bytes += len(data)
+        while self._held_bytes - len(self._held[0]) >= self._limit:  # (the last memory_bytes at least)
+            old = self._held.popleft()
+            self._held_bytes -= len(old)
+            self._lost_bytes += len(old)
+            self._lost_lines += old.count(b"\n")
+
+    def _to_memory(self, why: str, written: int = 0) -> None:
+        """Go on in memory from here: the file's ``written`` bytes are read back (the last
+        ``memory_bytes`` of them), and the file, which holds part of the output, removed."""
+        self.problem = why
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self.path is not None:
+            with contextlib.suppress(OSError), open(self.path, "rb") as handle:
+                while chunk := handle.read(min(READ_BYTES, written - handle.tell())):
+                    self._hold(chunk)
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            self.path = None
+
+    def close(self) -> None:
+        """The run ended: release the file (its lock too)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def discard(self) -> None:
+        """No output came (the command did not start): remove the file."""
+        self.close()
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def readable(self) -> Iterator[str | None]:
+        """The name to read the whole output from: the file, or a copy of the memory's in an
+        anonymous file (``/proc/self/fd/N``, gone when the block ends); None when there is none."""
+        if self.path is not None:
+            yield str(self.path)
+            return
+        data = b"".join(self._held)
+        if self._lost_bytes:  # from a line start
+            cut = data.find(b"\n") + 1
+            data, self._lost_bytes, self._lost_lines = data[cut:], self._lost_bytes + cut, self._lost_lines + (cut > 0)
+        try:
+            fd = os.memfd_create("streamfilter-output", os.MFD_CLOEXEC)
+        except (OSError, AttributeError):
+            yield None
+            return
+        try:
+            _write_fd(fd, data, 0)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+
+    def note(self) -> str | None:
+        """The line that says where the whole output is, when not where it should be, or why it could not be kept."""
+        if self.path is not None:
+            return self.moved
+        if self.problem is None:
+            return None
+        text = f"the whole output could not be kept ({self.problem}): filtered from memory, without refs"
+        if self._lost_bytes:
+            text += (
+                f"; its first {self._lost_lines} lines ({self._lost_bytes} bytes) were let go "
+                f"(the last {self._limit >> 20} MiB are kept): line numbers count from line {self._lost_lines + 1}"
+            )
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """How a captured command ended.
+
+    Attributes:
+        returncode: its return code (-N when a signal N killed it).
+        stopping: the stop signal the run received, and whether the command was killed for it.
+        left_open: a process it left running held its output open past ``EXIT_GRACE_SECONDS``.
+        reader_gone: the reader of our stdout went away (``watch_stdout``): the command's output was
+            closed then, and nothing can be written.
+    """
+
+    returncode: int
+    stopping: Stopping
+    left_open: bool = False
+    reader_gone: bool = False
+
+
+async def capture_command(
+    argv: Sequence[str], copy: OutputCopy, cwd: str | None = None, detached: bool = False, watch_stdout: bool = False
+) -> Captured:
+    """Run ``argv`` in ``cwd`` with stdout and stderr merged into a pipe, copied into ``copy``,
+    passing stop signals on as ``run_command`` does; return how it ended.
+
+    The command's output is a pipe, as when a program reads it (``cmd 2>&1 | tee``), and the copy is
+    byte-exact whatever it does with it (a ``> /dev/stderr`` does not truncate it). ``detached``,
+    for a server that runs commands for its clients (``streamfilter mcp``): CMD reads no stdin (the
+    server's is its protocol), starts a session and process group of its own, and the server's stop
+    signals are its own to handle (not passed on). Whenever the capture is cancelled, CMD is sent
+    SIGTERM (with ``detached``, its whole process group: what it started too), SIGKILL after
+    ``KILL_GRACE_SECONDS``, and waited for: it never outlives the capture. ``watch_stdout``: when the
+    reader of our stdout goes away (``| head``), the pipe is closed, as that reader's was.
 
     Raises:
         CommandError: CMD cannot be started.
-        StreamfilterError: ``path`` cannot be written.
     """
-    try:
-        into = open(path, "wb")  # noqa: ASYNC230  # opened once, before the command starts
-        # shared lock, held by the command too (its stdout is this open file): no other run evicts it
-        fcntl.flock(into.fileno(), fcntl.LOCK_SH)
-    except OSError as exc:
-        raise StreamfilterError(f"cannot write {path}: {exc.strerror or exc}") from None
-    with into:
-        process = await start_command(argv, separate=False, into=into, cwd=cwd, detached=detached)
-    try:
-        async with anyio.create_task_group() as tg:
-            if not detached:
-                tg.start_soon(forward_signals, process)
-            returncode = await process.wait()
-            tg.cancel_scope.cancel()
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await _stop(process, detached)
-        raise
+    stopping = Stopping()
+    gone = anyio.Event()
+    with contextlib.ExitStack() as stack:
+        signals = None if detached else stack.enter_context(anyio.open_signal_receiver(*STOP_SIGNALS))
+        process = await start_command(argv, separate=False, cwd=cwd, detached=detached)
+        try:
+            async with anyio.create_task_group() as tg:
+                if signals is not None:
+                    tg.start_soon(pass_stop_signals, signals, process, stopping)
+                with anyio.CancelScope() as reading:
+                    if watch_stdout:
+                        tg.start_soon(_when_reader_gone, process, gone, reading)
+                    async with anyio.create_task_group() as copying:
+                        copying.start_soon(_copy_pipe, process.stdout, copy)
+                        copying.start_soon(process.wait)
+                returncode = await process.wait()
+                tg.cancel_scope.cancel()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await process.stop(group=detached)
+                await process.aclose()
+            raise
+    left_open = process.stdout.left_open
     await process.aclose()
-    return returncode
+    return Captured(returncode, stopping, left_open, gone.is_set())
 
 
-async def _stop(process: Process, group: bool) -> None:
-    """SIGTERM ``process`` (``group``: its process group), SIGKILL after ``KILL_GRACE_SECONDS``; reap it."""
+async def _copy_pipe(pipe: OutputPipe, copy: OutputCopy) -> None:
+    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
+        while True:
+            copy.write(await pipe.receive(READ_BYTES))
 
-    def send(signum: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError):  # (gone already)
-            if group:  # the leader's pid is the group's id (a session of its own); members may outlive it
-                os.killpg(process.pid, signum)
-            else:
-                process.send_signal(signum)
 
-    send(signal.SIGTERM)
-    with anyio.move_on_after(KILL_GRACE_SECONDS):
-        await process.wait()
-    # what is left of the group (or a leader that ignored SIGTERM) goes now
-    send(signal.SIGKILL)
-    await process.aclose()
+async def _when_reader_gone(process: Command, gone: anyio.Event, reading: anyio.CancelScope) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # (no stdout, or not a real one)
+        if await reader_gone(sys.stdout.fileno()):
+            _reader_went(process, gone, reading)
+
+
+def _reader_went(process: Command, gone: anyio.Event, reading: anyio.CancelScope) -> None:
+    """The reader of our stdout went away: as without us, the command's next write fails (SIGPIPE)
+    and it is waited for, as a shell pipeline waits. Its pipes are closed at once (a read of a pipe
+    that is never empty does not wait for a cancellation), and ``reading`` is cancelled."""
+    gone.set()
+    process.close_pipes()
+    reading.cancel()
 
 
 def run_budgeted(
@@ -395,32 +731,58 @@ def run_budgeted(
     tee_path: str | None = None,
     success_tail: int = SUCCESS_TAIL_LINES,
     baselines: BaselineStore | None = None,
-) -> tuple[int, Path]:
+) -> tuple[int, Path | None]:
     """Run ``argv`` to its end, its whole output kept in a file, then write that output filtered to
     about ``budget_tokens`` tokens to ``out``, and a last line naming the exit status and the file.
 
     What an agent reads: it sees a command's output only once the command has ended, so the
     output is decided over the whole run (``report_run``). DROP refs point into the file
     (``streamfilter expand REF``), which is ``tee_path`` or a new file in the state directory's
-    ``runs/`` (``output_file``: capped, the oldest evicted). With ``baselines``, CMD's last green
-    run weighs its lines, and CMD exiting 0 stores its own.
+    ``runs/`` (``output_file``: capped, the oldest evicted), or in memory where none can be written
+    (``OutputCopy``). With ``baselines``, CMD's last green run weighs its lines, and CMD exiting 0
+    stores its own. When the reader of ``out`` goes away while CMD runs, CMD's output is closed too,
+    and nothing is written.
 
     Returns:
-        The command's exit status (128+N when a signal N killed it) and the file's path.
+        The exit status (CMD's, 128+N when a signal N killed it; 128+N too when it was killed
+        after it ignored a stop signal N) and the file's path (None: in memory).
 
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
-        StreamfilterError: the file or ``out`` cannot be written.
+        StreamfilterError: the ``tee_path`` file or ``out`` cannot be written.
     """
     green = _green_run(baselines, argv)
-    path = Path(tee_path).resolve() if tee_path else output_file(argv)
+    copy = OutputCopy.create(argv, tee_path)
     try:
-        returncode = anyio.run(capture_command, argv, path)
+        captured = anyio.run(lambda: capture_command(argv, copy, watch_stdout=True))
     except CommandError as exc:
+        if tee_path is None:
+            copy.discard()
         write_all(out, not_started_event(argv, exc, fmt))
         raise
-    report_run(argv, returncode, path, config, fmt, budget_tokens, out, success_tail, green)
-    return status_of(returncode), path
+    finally:
+        copy.close()
+    status = captured.stopping.status(captured.returncode)
+    if captured.reader_gone:
+        return status, copy.path
+    notes = [LEFT_OPEN] if captured.left_open else []
+    try:
+        report_run(
+            argv,
+            captured.returncode,
+            copy,
+            config,
+            fmt,
+            budget_tokens,
+            out,
+            success_tail,
+            green,
+            notes,
+            captured.stopping,
+        )
+    except BrokenPipeError:  # the reader went away at the end: the status is still CMD's
+        _stdout_to_devnull()
+    return status, copy.path
 
 
 def not_started_event(argv: Sequence[str], error: CommandError, fmt: str) -> bytes:
@@ -432,64 +794,81 @@ def not_started_event(argv: Sequence[str], error: CommandError, fmt: str) -> byt
 def report_run(
     argv: Sequence[str],
     returncode: int,
-    path: Path,
+    copy: OutputCopy | Path,
     config: FilterConfig,
     fmt: str,
     budget_tokens: int,
     out: BinaryIO,
     success_tail: int = SUCCESS_TAIL_LINES,
     green: GreenRun | None = None,
-) -> Filtered:
-    """Write the whole output of a finished run of ``argv`` (in the file ``path``) filtered to about
-    ``budget_tokens`` tokens to ``out``, then a last line naming the exit status and the file.
+    notes: Sequence[str] = (),
+    stopping: Stopping | None = None,
+) -> Filtered | None:
+    """Write the whole output of a finished run of ``argv`` (its ``copy``, or the file at that path)
+    filtered to about ``budget_tokens`` tokens to ``out``, then a last line naming the exit status
+    and the file.
 
     Faithful on failure (the tail keeps ``config.tail_lines`` lines), terse on success
-    (``success_tail``), within the budget (``batch.filter_input``); DROP refs point into ``path``.
-    An output of at most ``SHORT_OUTPUT_BYTES`` in text is written as it is (its shapes still
-    go to ``green``'s collector).
+    (``success_tail``), within the budget (``batch.filter_input``); DROP refs point into the file
+    (none when the copy is in memory). An output of at most ``SHORT_OUTPUT_BYTES`` in text is
+    written as it is (its shapes still go to ``green``'s collector). Before the last line, one line
+    each of ``notes`` and of the copy's ``note`` (where the whole output is, when not in the state
+    directory, or why not kept).
 
     Args:
         returncode: the command's return code (-N when a signal N killed it).
         green: the command's baseline: its last green run weighs the output, and a run that
             exited 0 stores its own (None: no baseline).
+        stopping: the stop signal the run received (the last line says when it killed the command).
 
     Returns:
         What ``filter_input`` did: the counts of the output written (lines and bytes of the whole
-        output, kept and dropped), or ``changed`` when ``path`` was truncated or rewritten while
-        it was read (then only the status line was written).
+        output, kept and dropped), or ``changed`` when the file was truncated or rewritten while
+        it was read (then only the status line was written); None when there was nothing to read.
 
     Raises:
         StreamfilterError: ``out`` cannot be written.
-        OSError: ``path`` cannot be read.
+        OSError: the file cannot be read.
     """
     from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
 
+    if isinstance(copy, Path):
+        copy = OutputCopy(copy)
     name, command = os.path.basename(argv[0]), command_text(argv)
-    tail = success_tail if _passed(argv, returncode) else config.tail_lines
+    passed = _passed(argv, returncode)
+    tail = success_tail if passed else config.tail_lines
     baseline, collector = (green.baseline, green.collector) if green is not None else (None, None)
-    if fmt == "text" and path.stat().st_size <= SHORT_OUTPUT_BYTES:
-        done = _write_whole(path, out, collector, config.max_line_bytes)
-    else:
-        passed = _passed(argv, returncode)
-        done = filter_input(
-            str(path),
-            replace(config, tail_lines=tail, results=passed),
-            fmt,
-            out,
-            None,
-            budget_tokens,
-            b"",
-            baseline,
-            collector,
-        )
-    if returncode == 0 and green is not None and done.changed is None:  # (else it read part of the output)
+    done: Filtered | None = None
+    with copy.readable() as readable:
+        if readable is not None and fmt == "text" and os.stat(readable).st_size <= SHORT_OUTPUT_BYTES:
+            done = _write_whole(Path(readable), out, collector, config.max_line_bytes)
+        elif readable is not None:
+            done = filter_input(
+                readable,
+                replace(config, tail_lines=tail, results=passed),
+                fmt,
+                out,
+                None,
+                budget_tokens,
+                b"",
+                baseline,
+                collector,
+                with_refs=copy.path is not None,
+            )
+    if returncode == 0 and green is not None and done is not None and done.changed is None:  # (else part of it)
         _save(green)
-    lines = done.stats.kept_lines + done.stats.dropped_lines
-    size = done.stats.kept_bytes + done.stats.dropped_bytes
+    lines, size = copy.counts(done)
+    status = (stopping or Stopping()).text(command, returncode)
     # the way to the whole output, without running CMD again, on the line an agent reads last
-    text = f"{exit_text(command, returncode)}; whole output ({lines} lines, {size} bytes): {path}"
-    marker = marker_event(fmt, name, text, "exit", status=status_of(returncode), output=str(path))
-    write_all(out, (b"\n" if done.last not in (b"", b"\n") else b"") + marker)
+    where = f": {copy.path}" if copy.path is not None else " not kept"
+    text = f"{status}; whole output ({lines} lines, {size} bytes){where}"
+    exit_status = (stopping or Stopping()).status(returncode)
+    path = str(copy.path) if copy.path is not None else None
+    said = [note for note in (*notes, copy.note()) if note]
+    events = [marker_event(fmt, name, note) for note in said]
+    events.append(marker_event(fmt, name, text, "exit", status=exit_status, output=path))
+    last = done.last if done is not None else b""
+    write_all(out, (b"\n" if last not in (b"", b"\n") else b"") + b"".join(events))
     flush_out(out)
     return done
 

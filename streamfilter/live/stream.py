@@ -70,7 +70,7 @@ class LiveStream:
         totals: where the stream's counts are added, under ``totals_key``.
         extra: fields added to every JSONL object of the stream (e.g. a run id).
         hold_tail: a command's run: settling leaves the last ``tail_lines`` lines undecided,
-            so the tail rule at its end (faithful on failure) still has them.
+            so the tail rule at its end (faithful on failure) still has them (see ``release_after``).
         baseline: the line shapes of the command's last green run (``StreamFilter``).
 
     Attributes:
@@ -80,6 +80,10 @@ class LiveStream:
             saved there leaves the least to repeat after a crash).
         on_green: called when the stream, a command's run, ended and the command exited 0 (its
             baseline is stored there).
+        release_after: with ``hold_tail``, once the stream has been quiet this many seconds, the held
+            lines up to the last one a settle keeps are decided and written (an error before a hang
+            is shown; those the tail rule would keep if the stream ended now are kept); the lines
+            after it stay for the tail rule at the end. None (the default): held to the end.
 
     In ``text`` sinks, which streams may share, a stream that ends (or writes a marker) after
     an unterminated line gets a newline first, so the next output starts a line of its own; so
@@ -125,6 +129,8 @@ class LiveStream:
         self._hold = config.tail_lines if hold_tail else 0
         self.on_written: Callable[[], None] | None = None
         self.on_green: Callable[[], None] | None = None
+        self.release_after: float | None = None
+        self._released = False  # the held lines were let out at this quiet (``release_after``)
         self._fed_ends_line = True  # the last byte fed is a line end (or nothing was fed)
         self._last_kept = False  # the last run written was KEEP
         self._drop_since: float | None = None  # when the open DROP run was first seen open
@@ -141,6 +147,7 @@ class LiveStream:
         if not chunk:
             return
         self._last = time.monotonic()
+        self._released = False
         if not self._unsettled:
             self._unsettled, self._since = True, self._last
         if b"\n" in chunk:
@@ -177,6 +184,14 @@ class LiveStream:
                 return at + HOLD_SECONDS
         return None
 
+    def _release_due(self) -> float | None:
+        """When the held lines are let out (``release_after``), or None."""
+        if self.release_after is None or not self._hold or self._released:
+            return None
+        if not (self.filter.undecided_lines or self.filter.held_bytes):
+            return None
+        return self._last + self.release_after
+
     def due(self) -> float | None:
         """``time.monotonic()`` at which ``tick`` has work to do, or None while nothing waits."""
         if self._ended:
@@ -189,6 +204,7 @@ class LiveStream:
             # only an open DROP run waits: for its age; and lines a settle left undecided, for theirs
             max(quiet, self._drop_since + DROP_SUMMARY_SECONDS) if self._drop_since is not None else None,
             self._held_due(),
+            self._release_due(),
         ]
         due = [t for t in waits if t is not None]
         return min(due) if due else None
@@ -204,9 +220,16 @@ class LiveStream:
         self._partial_out = self.filter.held_bytes > 0
         old = self._drop_since is not None and now >= self._drop_since + DROP_SUMMARY_SECONDS
         rest = now >= self._rest_out + REST_SECONDS
-        runs = self.filter.settle(
-            partial=True, hold_lines=self._hold, close_drop=old, rest=rest, decide_before=self._held_before(now)
-        )
+        release = self._release_due()
+        if release is not None and now >= release:
+            # quiet long enough: the lines up to the last kept one go (decide_before 0: none for their
+            # age), those after it wait for the tail rule
+            self._released = True
+            runs = self.filter.settle(partial=True, close_drop=old, rest=rest, decide_before=0)
+        else:
+            runs = self.filter.settle(
+                partial=True, hold_lines=self._hold, close_drop=old, rest=rest, decide_before=self._held_before(now)
+            )
         if self.filter.rest_of is not None and runs and runs[-1].last_line == self.filter.rest_of[0]:
             self._rest_out = now  # a line, or its rest, let out
         await self._write(runs)
