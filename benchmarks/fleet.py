@@ -11,7 +11,9 @@ started and balanced first), ``--streams`` runs of real build logs (tests/data/*
 ``--mb`` MB in all) are published at once in 64 KiB chunks, after a warm-up run per partition; the
 time from the first publish to the last run's exit event is the wall time. Each worker's CPU time
 (``/proc``) over that span gives the rate per core (MB per worker CPU second); the server's CPU is
-shown beside it.
+shown beside it. The reference, timed in the same run: ``streamfilter filter --format jsonl`` over
+the same bytes (one file per run, all in one process), its CPU seconds less those of the same
+command over an empty file (the start-up, which a worker's warm-up also leaves out).
 
 Latency: with 1 worker, 20 runs each publish a chunk of 20 lines (1 % of them failures) every
 50 ms for ``--latency-seconds``. Printed: from a chunk's publish to the arrival of the first event
@@ -120,6 +122,32 @@ def wait_balanced(folder: Path, workers: int) -> None:
 def corpus(total: int) -> bytes:
     logs = b"".join(p.read_bytes() for p in sorted((ROOT / "tests" / "data").glob("*.log")))
     return (logs * (total // len(logs) + 1))[:total]
+
+
+def filter_rate(folder: Path, data: bytes, streams: int) -> dict[str, float]:
+    """``streamfilter filter --format jsonl`` over ``streams`` files of ``data``: MB per CPU second,
+    less the CPU of its start-up (the same command over one empty file)."""
+    files = []
+    for i in range(streams):
+        files.append(folder / f"run{i}.log")
+        files[-1].write_bytes(data)
+    (folder / "empty.log").write_bytes(b"")
+
+    def cpu(paths: list[Path]) -> float:
+        argv = [sys.executable, "-m", "streamfilter", "filter", "--format", "jsonl", *map(str, paths)]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):  # (1: the logs hold failures)
+            sys.exit(f"streamfilter filter exited {proc.returncode}")
+        return float(usage.ru_utime + usage.ru_stime)
+
+    startup = min(cpu([folder / "empty.log"]) for _ in range(3))
+    seconds = cpu(files) - startup
+    for path in files:
+        path.unlink()
+    mb = len(data) * streams / 1e6
+    return {"mb": round(mb, 1), "cpu_s": round(seconds, 2), "mb_per_cpu_s": round(mb / seconds, 2)}
 
 
 async def publish_run(js: Any, sid: str, data: bytes, sent: dict[str, list[tuple[int, float]]] | None) -> None:
@@ -259,6 +287,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     results: dict[str, Any] = {"cores": os.cpu_count(), "throughput": []}
+    with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
+        results["filter"] = filter_rate(Path(tmp), corpus(args.mb * 1_000_000 // args.streams), args.streams)
     for count in (1, 2):
         with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
             folder = Path(tmp)
@@ -279,6 +309,9 @@ def main() -> None:
                     w.wait(30)
                 server.terminate()
                 server.wait(10)
+    reference = results["filter"]
+    for r in results["throughput"]:
+        r["of_filter"] = round(r["mb_per_cpu_s"] / reference["mb_per_cpu_s"], 2)
     if args.json:
         print(json.dumps(results))
         return
@@ -289,7 +322,12 @@ def main() -> None:
         ("MB/s", "mb_per_s"),
         ("worker CPU s", "worker_cpu_s"),
         ("MB/CPU s", "mb_per_cpu_s"),
+        ("x filter", "of_filter"),
         ("server CPU s", "server_cpu_s"),
+    )
+    print(
+        f"streamfilter filter --format jsonl: {reference['mb']} MB in {reference['cpu_s']} CPU s "
+        f"(less its start-up), {reference['mb_per_cpu_s']} MB per CPU s"
     )
     print(" ".join(f"{title:>12}" for title, _ in columns))
     for r in results["throughput"]:

@@ -126,8 +126,8 @@ def _send(args: argparse.Namespace) -> int:
 def _send_nats(args: argparse.Namespace, argv: list[str]) -> int:
     import anyio
 
-    from ..live.nats_link import STREAM_ID
-    from ..live.nats_send import send_to_nats
+    from ..live.nats.link import STREAM_ID
+    from ..live.nats.send import send_to_nats
 
     if args.stream is None:
         raise UsageError("--nats needs --stream ID")

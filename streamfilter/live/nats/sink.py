@@ -19,11 +19,11 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from ..core.errors import StreamfilterError
-from ._logging import get_logger
-from .config import SinkConfig
-from .nats_link import POSITION, connect, ensure_stream, subject_token
-from .sinks import Positioned, Sink
+from ...core.errors import StreamfilterError
+from .._logging import get_logger
+from ..config import SinkConfig
+from ..sinks import Positioned, Sink
+from .link import POSITION, connect, ensure_stream, subject_token
 
 __all__ = ("NatsSink",)
 

@@ -5,7 +5,7 @@ partition mapping puts them on ``SUBJECT.<p>.ID`` in the work-queue stream ``STR
 ``p`` has one durable push consumer, ``CONSUMER-p``, and one owner at a time: the worker holding the
 lease ``partition.<p>`` in the key-value bucket ``CONSUMER-leases`` (its keys expire
 ``lease_seconds`` after their last renewal; every worker renews its own a third of that apart, on
-a thread of its own (``nats_leases``), and writes ``workers.<id>`` beside them). Each worker holds
+a thread of its own (``leases``), and writes ``workers.<id>`` beside them). Each worker holds
 about its share of the partitions (their number over the workers alive, rounded up): it claims
 free ones up to its share and hands back those above it, so a worker that starts takes some over
 and one that dies leaves its leases to expire and be claimed by the others. A worker takes a
@@ -49,16 +49,16 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig
 from nats.js.kv import KeyValue
 
-from ._logging import get_logger
-from .config import SourceConfig
-from .envelope import SUCCESS_TAIL_LINES, printable
-from .expand import archive_refs
-from .nats_leases import Lease, LeaseKeeper
-from .nats_link import CONTROL, OFFSET, RUN, connect, ensure_stream
-from .nats_sink import NatsSink
-from .sinks import Sink
-from .stream import ArchivedStream
-from .totals import Totals
+from .._logging import get_logger
+from ..config import SourceConfig
+from ..envelope import SUCCESS_TAIL_LINES, printable
+from ..expand import archive_refs
+from ..sinks import Sink
+from ..stream import ArchivedStream
+from ..totals import Totals
+from .leases import Lease, LeaseKeeper
+from .link import CONTROL, OFFSET, RUN, connect, ensure_stream
+from .sink import NatsSink
 
 __all__ = ("LeaseExpired", "NatsStream", "message_lines", "serve_nats_source")
 

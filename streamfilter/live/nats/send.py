@@ -24,11 +24,11 @@ import nats.errors
 import nats.js.errors
 from nats.js import JetStreamContext
 
-from ..core.errors import StreamfilterError
-from .envelope import SUCCESS_TAIL_LINES, exit_text, status_of
-from .nats_link import CONTROL, OFFSET, RUN, connect
-from .run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
-from .stream import LiveStream
+from ...core.errors import StreamfilterError
+from ..envelope import SUCCESS_TAIL_LINES, exit_text, status_of
+from ..run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
+from ..stream import LiveStream
+from .link import CONTROL, OFFSET, RUN, connect
 
 __all__ = ("send_to_nats",)
 

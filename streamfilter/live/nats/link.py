@@ -18,8 +18,8 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StreamConfig
 
-from ..core.errors import StreamfilterError
-from ._logging import get_logger
+from ...core.errors import StreamfilterError
+from .._logging import get_logger
 
 __all__ = (
     "CONTROL",
