@@ -2,13 +2,13 @@
 """A pool of NATS workers: throughput with 1 and 2 workers, and publish -> decision latency.
 
 Usage:
-    python benchmarks/fleet.py [--mb 64] [--streams 32] [--latency-seconds 10] [--json]
+    python benchmarks/fleet.py [--mb 64] [--streams 32] [--log FILE] [--latency-seconds 10] [--json]
 
 Starts a ``nats-server`` (JetStream, 8 partitions on ``logs.*``; Debian's package) on loopback.
 
 Throughput: for 1 and then 2 workers (``streamfilter daemon`` with a nats source and a nats sink,
-started and balanced first), ``--streams`` runs of real build logs (tests/data/*.log repeated,
-``--mb`` MB in all) are published at once in 64 KiB chunks, after a warm-up run per partition; the
+started and balanced first), ``--streams`` runs of real build logs (tests/data/*.log repeated, or
+``--log``'s bytes, ``--mb`` MB in all) are published at once in 64 KiB chunks, after a warm-up run per partition; the
 time from the first publish to the last run's exit event is the wall time. Each worker's CPU time
 (``/proc``) over that span gives the rate per core (MB per worker CPU second); the server's CPU is
 shown beside it. The reference, timed in the same run: ``streamfilter filter --format jsonl`` over
@@ -119,8 +119,10 @@ def wait_balanced(folder: Path, workers: int) -> None:
     sys.exit(f"workers did not balance: {[sorted(held(folder, n)) for n in range(workers)]}")
 
 
-def corpus(total: int) -> bytes:
-    logs = b"".join(p.read_bytes() for p in sorted((ROOT / "tests" / "data").glob("*.log")))
+def corpus(total: int, log: Path | None) -> bytes:
+    """A run's bytes: the first ``total`` of ``log`` (default: tests/data/*.log), repeated as needed."""
+    paths = [log] if log is not None else sorted((ROOT / "tests" / "data").glob("*.log"))
+    logs = b"".join(p.read_bytes() for p in paths)
     return (logs * (total // len(logs) + 1))[:total]
 
 
@@ -181,7 +183,7 @@ async def wait_ended(url: str, streams: set[str]) -> float:
 async def throughput(
     url: str, workers: list[subprocess.Popen[bytes]], args: argparse.Namespace, server: int
 ) -> dict[str, float]:
-    data = corpus(args.mb * 1_000_000 // args.streams)
+    data = corpus(args.mb * 1_000_000 // args.streams, args.log)
     prefix = f"t{len(workers)}-"
     sids = [f"{prefix}{i}" for i in range(args.streams)]
     nc = await nats.connect(url)
@@ -283,12 +285,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--mb", type=int, default=64, help="MB published per throughput round (default 64)")
     parser.add_argument("--streams", type=int, default=32, help="runs published at once (default 32)")
+    parser.add_argument("--log", type=Path, help="the bytes to publish (default: tests/data/*.log, repeated)")
     parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency round")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     results: dict[str, Any] = {"cores": os.cpu_count(), "throughput": []}
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
-        results["filter"] = filter_rate(Path(tmp), corpus(args.mb * 1_000_000 // args.streams), args.streams)
+        results["filter"] = filter_rate(Path(tmp), corpus(args.mb * 1_000_000 // args.streams, args.log), args.streams)
     for count in (1, 2):
         with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
             folder = Path(tmp)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import string
 import sys
 import time
 import urllib.request
@@ -23,6 +24,7 @@ import nats
 import pytest
 from nats.js import JetStreamContext
 
+from streamfilter.live.nats.link import partition_of
 from tests.conftest import run_cli
 from tests.live.nats import NatsServer, free_port, worker_config
 from tests.live.proc import Live
@@ -217,7 +219,9 @@ async def test_three_workers_one_killed_half_way_every_line_once_in_order_failur
 async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Path, server: NatsServer) -> None:
     worker = start_worker(tmp_path, server.url)
     script = "for i in $(seq 1 300); do echo step $i ok; done; echo 'error: linker failed'; exit 4"
-    done = run_cli("send", "--nats", server.url, "--stream", "job-7", "--", "sh", "-c", script)
+    done = run_cli(
+        "send", "--nats", server.url, "--stream", "job-7", "--partitions", str(PARTITIONS), "--", "sh", "-c", script
+    )
     assert done.returncode == 4, done.stderr
     events = events_of((await read_output(server.url, {"job-7"}, seconds=30))["job-7"])
     data = "".join(f"step {i} ok\n" for i in range(1, 301)).encode() + b"error: linker failed\n"
@@ -229,6 +233,57 @@ async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Pat
     away = run_cli("send", "--nats", f"nats://127.0.0.1:{free_port()}", "--stream", "x", "--", "true")
     assert away.returncode == 1 and b"cannot connect to NATS" in away.stderr
     assert worker.stop() == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("partitions", [6, 64, 1024])
+async def test_partition_of_is_the_servers_partition_mapping(tmp_path: Path, partitions: int) -> None:
+    srv = NatsServer(tmp_path / "nats", partitions)
+    rng = random.Random(partitions)
+    ids = {
+        "".join(rng.choices(string.ascii_letters + string.digits + "_-", k=rng.randrange(1, 48))) for _ in range(300)
+    }
+    mapped: dict[str, int] = {}
+    try:
+        nc = await nats.connect(srv.url)
+        sub = await nc.subscribe("logs.*.*")
+        for sid in ids:
+            await nc.publish(f"logs.{sid}", b"")  # as Vector does: the server's mapping places it
+        with anyio.fail_after(10):
+            while len(mapped) < len(ids):
+                msg = await sub.next_msg(timeout=10)
+                _, partition, sid = msg.subject.split(".")
+                mapped[sid] = int(partition)
+        await nc.close()
+    finally:
+        srv.stop()
+    assert mapped == {sid: partition_of(sid, partitions) for sid in ids}
+
+
+@pytest.mark.anyio
+async def test_send_nats_to_a_bare_server_and_one_worker(tmp_path: Path) -> None:
+    srv = NatsServer(tmp_path / "nats", None)  # nats-server -js: no partition mapping
+    try:
+        # docs/fleet.md's first try: both sides with the default partitions (8)
+        config = worker_config(tmp_path, srv.url, 8)
+        worker = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "st")})
+        worker.log_event("daemon.ready", timeout=20)
+        wait_balanced([worker], 8)
+        script = "for i in $(seq 1 200); do echo step $i ok; done; echo 'error: test_io failed'; exit 3"
+        done = run_cli("send", "--nats", srv.url, "--stream", "job-1", "--", "sh", "-c", script)
+        assert done.returncode == 3 and b"warning" not in done.stderr, done.stderr
+        events = events_of((await read_output(srv.url, {"job-1"}, seconds=30))["job-1"])
+        data = "".join(f"step {i} ok\n" for i in range(1, 201)).encode() + b"error: test_io failed\n"
+        check_covered("job-1", data, events, [data.index(b"error:")])
+        assert events[-1]["event"] == "exit" and events[-1]["status"] == 3
+        # a producer that counts more partitions than the workers: its partition has no consumer
+        sid = next(f"job-{i}" for i in range(100) if partition_of(f"job-{i}", 9) == 8)
+        wrong = run_cli("send", "--nats", srv.url, "--stream", sid, "--partitions", "9", "--", "true")
+        assert wrong.returncode == 0 and b"no worker takes logs.8.* yet" in wrong.stderr, wrong.stderr
+        assert b"are the workers' partitions 9 (--partitions)?" in wrong.stderr
+        assert worker.stop() == 0
+    finally:
+        srv.stop()
 
 
 @pytest.mark.anyio

@@ -1,9 +1,11 @@
 """What the NATS source, sink and ``send --nats`` share: the connection, the JetStream streams
 they make when missing, and the names of the headers (docs/fleet.md describes the layout).
 
-A producer publishes a stream's bytes to ``SUBJECT.<stream id>``; the server's partition mapping
-(``mappings = {"SUBJECT.*": "SUBJECT.{{partition(N,1)}}.{{wildcard(1)}}"}``) puts each message on
-``SUBJECT.<partition>.<stream id>``, kept in a work-queue stream until a worker acks it.
+Workers take a stream's bytes from ``SUBJECT.<partition>.<stream id>``, kept in a work-queue stream
+until a worker acks them. ``send --nats`` publishes there itself (``partition_of``); a producer that
+cannot compute the partition (Vector, Fluent Bit) publishes to ``SUBJECT.<stream id>``, and the
+server's partition mapping (``mappings = {"SUBJECT.*": "SUBJECT.{{partition(N,1)}}.{{wildcard(1)}}"}``)
+puts each message on the same subject.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = (
     "STREAM_ID",
     "connect",
     "ensure_stream",
+    "partition_of",
     "subject_token",
 )
 
@@ -38,6 +41,19 @@ RUN = "Streamfilter-Run"  # a data message of a run: its id (the data waits for 
 POSITION = "Streamfilter-"  # + Next-Byte, Next-Line, Rest-Line, Rest-Kept, Seq, Run, Ended: on output
 STREAM_ID = re.compile(r"[A-Za-z0-9_-]+")  # a stream id is one subject token
 CONNECT_SECONDS = 5.0
+_FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193  # FNV-1a, 32 bits
+
+
+def partition_of(stream_id: str, partitions: int) -> int:
+    """The partition (0 to ``partitions`` - 1) of stream ``stream_id``, as nats-server's subject
+    mapping function ``partition(partitions,1)`` computes it for ``SUBJECT.<stream_id>``: the 32-bit
+    FNV-1a hash of the id's UTF-8 bytes, modulo ``partitions`` (``getHashPartition`` in the server's
+    ``subject_transform.go``; tests/integration/test_nats.py checks it against a server's mapping).
+    """
+    h = _FNV_OFFSET
+    for byte in stream_id.encode():
+        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
+    return h % partitions
 
 
 def subject_token(name: str) -> str:
