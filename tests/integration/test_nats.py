@@ -25,6 +25,7 @@ import pytest
 from nats.js import JetStreamContext
 
 from streamfilter.live.nats.link import partition_of
+from streamfilter.live.nats.sink import PART, Parts
 from tests.conftest import run_cli
 from tests.live.nats import NatsServer, free_port, worker_config
 from tests.live.proc import Live
@@ -78,9 +79,11 @@ def wait_balanced(workers: list[Live], each: int, timeout: float = 30.0) -> None
 
 
 async def read_output(url: str, until: set[str], seconds: float) -> dict[str, list[tuple[dict[str, str], bytes]]]:
-    """Every event message on ``filtered.>``, by stream, read until each stream of ``until`` has
-    its run's exit event (``Streamfilter-Ended``), for ``seconds`` at most."""
+    """Every write on ``filtered.>`` (a message, or the parts of one reassembled: the last part's
+    headers), by stream, read until each stream of ``until`` has its run's exit event
+    (``Streamfilter-Ended``), for ``seconds`` at most."""
     out: dict[str, list[tuple[dict[str, str], bytes]]] = defaultdict(list)
+    parts: dict[str, Parts] = defaultdict(Parts)  # (a write longer than a message comes in parts)
     ended: set[str] = set()
     nc = await nats.connect(url)
     try:
@@ -92,7 +95,9 @@ async def read_output(url: str, until: set[str], seconds: float) -> dict[str, li
                 except TimeoutError:
                     continue
                 stream = msg.subject.split(".", 1)[1]
-                out[stream].append((msg.headers or {}, msg.data))
+                data = parts[stream].add(msg.headers or {}, msg.data)
+                if data is not None:
+                    out[stream].append((msg.headers or {}, data))
                 if (msg.headers or {}).get("Streamfilter-Ended") == "1":
                     ended.add(stream)
     finally:
@@ -233,6 +238,76 @@ async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Pat
     away = run_cli("send", "--nats", f"nats://127.0.0.1:{free_port()}", "--stream", "x", "--", "true")
     assert away.returncode == 1 and b"cannot connect to NATS" in away.stderr
     assert worker.stop() == 0
+
+
+@pytest.mark.anyio
+async def test_output_longer_than_max_payload_is_published_in_parts_and_every_stream_goes_on(tmp_path: Path) -> None:
+    srv = NatsServer(tmp_path / "nats", PARTITIONS, max_payload=32 << 10)
+    try:
+        worker = start_worker(tmp_path, srv.url)
+        wait_balanced([worker], PARTITIONS)
+        rng = random.Random(40)
+        head = "".join(f"step {i} ok\n" for i in range(100)).encode()
+        # one kept line of 300 kB (the failure), and lines with characters JSON escapes
+        line = b"error: generated table too long: " + bytes(rng.choice(b'abc "\\\t') for _ in range(300_000)) + b"\n"
+        data = head + line + "".join(f"after {i} \u00e9\n" for i in range(50)).encode()
+        streams = {"long-1": (data, [len(head)], 1)} | {f"short-{i}": make_stream(rng, 800) for i in range(5)}
+        nc = await nats.connect(srv.url)
+        js = nc.jetstream()
+        async with anyio.create_task_group() as tg:
+            for i, (sid, (data, _, status)) in enumerate(streams.items()):
+                tg.start_soon(publish_stream, js, sid, data, status, random.Random(i), 2.0)
+        await nc.close()
+        output = await read_output(srv.url, set(streams), seconds=60)
+        for sid, (data, failures, status) in streams.items():
+            events = events_of(output[sid])
+            check_covered(sid, data, events, failures)
+            assert [e["status"] for e in events if e["event"] == "exit"] == [status], sid
+        assert any(headers.get(PART, "1/1") != "1/1" for headers, _ in output["long-1"])
+        began = time.monotonic()
+        assert worker.stop() == 0
+        assert time.monotonic() - began < 10
+        assert not [e for e in worker.logs() if e.get("level") in ("warning", "error")]
+    finally:
+        srv.stop()
+
+
+@pytest.mark.anyio
+async def test_a_stream_whose_output_is_not_taken_stops_no_other_and_sigterm_stops_the_worker(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    stuck = "stuck-1"
+    others = [
+        sid
+        for sid in (f"ok-{i}" for i in range(40))
+        if partition_of(sid, PARTITIONS) != partition_of(stuck, PARTITIONS)
+    ]
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    # the output stream, made before the worker, takes the other streams' subjects but not stuck-1's
+    await js.add_stream(name="STREAMFILTER_OUT", subjects=[f"filtered.{sid}" for sid in others[:5]])
+    worker = start_worker(tmp_path, server.url)
+    wait_balanced([worker], PARTITIONS)
+    rng = random.Random(7)
+    streams = {sid: make_stream(rng, 800) for sid in others[:5]}
+    for i in range(300):  # (lines without offsets, as Vector sends them: its first write is of runs)
+        await js.publish(f"logs.{stuck}", b"error: disk full" if i == 150 else f"step {i} ok".encode())
+    async with anyio.create_task_group() as tg:
+        for i, (sid, (data, _, status)) in enumerate(streams.items()):
+            tg.start_soon(publish_stream, js, sid, data, status, random.Random(i), 2.0)
+    await nc.close()
+    output = await read_output(server.url, set(others[:5]), seconds=60)
+    for sid in others[:5]:
+        data, failures, _ = streams[sid]
+        check_covered(sid, data, events_of(output[sid]), failures)
+    worker.wait_for(
+        lambda: any(e["event"] == "sink.unavailable" and e["subject"] == f"filtered.{stuck}" for e in worker.logs()),
+        what="the stuck stream's warning",
+    )
+    began = time.monotonic()
+    assert worker.stop(timeout=30) == 0
+    assert time.monotonic() - began < 20  # (its write waits SETTLE_SECONDS, 10 s, at most)
+    assert any(e["event"] == "stream.unpublished" and e["stream"] == stuck for e in worker.logs())
 
 
 @pytest.mark.anyio

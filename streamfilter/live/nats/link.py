@@ -11,8 +11,11 @@ puts each message on the same subject.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
+import anyio
 import nats
 import nats.errors
 import nats.js.errors
@@ -29,6 +32,7 @@ __all__ = (
     "POSITION",
     "RUN",
     "STREAM_ID",
+    "Turn",
     "connect",
     "ensure_stream",
     "partition_of",
@@ -41,6 +45,7 @@ RUN = "Streamfilter-Run"  # a data message of a run: its id (the data waits for 
 POSITION = "Streamfilter-"  # + Next-Byte, Next-Line, Rest-Line, Rest-Kept, Seq, Run, Ended: on output
 STREAM_ID = re.compile(r"[A-Za-z0-9_-]+")  # a stream id is one subject token
 CONNECT_SECONDS = 5.0
+SLOW_LOG_SECONDS = 10.0  # a subscription's dropped messages are logged this often at most (with their count)
 _FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193  # FNV-1a, 32 bits
 
 
@@ -54,6 +59,43 @@ def partition_of(stream_id: str, partitions: int) -> int:
     for byte in stream_id.encode():
         h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
     return h % partitions
+
+
+class Turn:
+    """A worker's streams decide one at a time (``held``), so the connection's reader gets the
+    event loop between any two turns; a stream lets its turn go while it waits on the server
+    (``away``: its publish's ack), so another decides meanwhile."""
+
+    def __init__(self) -> None:
+        self._lock = anyio.Lock()
+        self._holder: object = None  # the task holding the turn (anyio.get_current_task().id)
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Hold the turn (waiting for it) for the body."""
+        async with self._lock:
+            self._holder = anyio.get_current_task().id
+            try:
+                yield
+            finally:
+                self._holder = None
+
+    @asynccontextmanager
+    async def away(self) -> AsyncIterator[None]:
+        """Let the turn go for the body if this task holds it, and take it back after (a cancel
+        waits for it: the holder's body expects it held)."""
+        me = anyio.get_current_task().id
+        if self._holder != me:
+            yield
+            return
+        self._holder = None
+        self._lock.release()
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._lock.acquire()
+            self._holder = me
 
 
 def subject_token(name: str) -> str:
@@ -76,7 +118,16 @@ async def connect(servers: Sequence[str], name: str) -> Client:
     async def reconnected() -> None:
         log.info("nats.reconnected")
 
+    slow = [0, -SLOW_LOG_SECONDS]  # messages dropped since the last nats.slow_consumer, when that was said
+
     async def error(exc: Exception) -> None:
+        if isinstance(exc, nats.errors.SlowConsumerError):  # (one call a message dropped)
+            slow[0] += 1
+            if time.monotonic() >= slow[1] + SLOW_LOG_SECONDS:
+                hint = "a stream's queue is full; the messages are delivered again (they are not acked)"
+                log.warning("nats.slow_consumer", subject=exc.subject, dropped=slow[0], hint=hint)
+                slow[:] = [0, time.monotonic()]
+            return
         log.warning("nats.error", error=str(exc) or type(exc).__name__)
 
     try:

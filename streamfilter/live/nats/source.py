@@ -57,8 +57,8 @@ from ..sinks import Sink
 from ..stream import ArchivedStream
 from ..totals import Totals
 from .leases import Lease, LeaseKeeper
-from .link import CONTROL, OFFSET, RUN, connect, ensure_stream
-from .sink import NatsSink
+from .link import CONTROL, OFFSET, RUN, Turn, connect, ensure_stream
+from .sink import NatsSink, PublishFailed
 
 __all__ = ("LeaseExpired", "NatsStream", "message_lines", "serve_nats_source")
 
@@ -96,6 +96,7 @@ class NatsStream(ArchivedStream):
     finished = False  # its run ended: the events written from now on say so (``ended``)
     held: deque[_Held]
     lease: Lease
+    turn: Turn  # the worker's: a sink's wait for the server lets it go
 
     def position(self) -> dict[str, str]:
         """The position (see the class docstring), asked for by a sink before each write.
@@ -170,16 +171,25 @@ class _Stream:
         """Take messages until the queue is closed (a stop, a hand-over: what is held is written, as a
         pause would, and acked), the stream ends, or it is quiet for ``EVICT_SECONDS``."""
         worker = self.partition.worker
+        failed = False  # a write could not be published: nothing more is written for it here
         try:
-            await self._take_all(worker, self.receive)
+            try:
+                await self._take_all(worker, self.receive)
+            except PublishFailed:
+                failed = True
+                raise
+            finally:
+                if not failed and not self.partition.lost:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS):
+                        if self.live is not None and not self.ended:
+                            await self.live.settle()
+                            await self._ack_written()
         except LeaseExpired:
             worker.lose(self.partition, "its lease was not renewed in time")
+        except PublishFailed as exc:
+            # this stream only: the others go on; its unacked messages come again (another try)
+            worker.log.error("stream.unpublished", stream=self.sid, error=str(exc))
         finally:
-            if not self.partition.lost:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS):
-                    if self.live is not None and not self.ended:
-                        await self.live.settle()
-                        await self._ack_written()
             self.partition.forget(self)
 
     async def _take_all(self, worker: _Worker, receive: MemoryObjectReceiveStream[Msg]) -> None:
@@ -199,7 +209,7 @@ class _Stream:
             # one stream decides at a time: the others wait parked, not in the event loop's queue,
             # so its reads of the connection come between any two streams' turns (a connection not
             # read for the server's write deadline, 10 s, is dropped as a slow consumer)
-            async with worker.turn:
+            async with worker.turn.held():
                 size = sum(len(m.data) for m in batch)
                 while batch and len(batch) < TAKE_MESSAGES and size < TAKE_BYTES:
                     try:
@@ -278,6 +288,7 @@ class _Stream:
         )
         live.archive = archive
         live.lease = self.partition.lease
+        live.turn = worker.turn
         live.held = deque()
         live.run_fields = fields
         self.live = live
@@ -506,13 +517,15 @@ class _Partition:
             stream = self.streams[sid] = _Stream(self, sid)
             tg.start_soon(stream.run)
         try:
-            stream.send.send_nowait(msg)
-        except anyio.WouldBlock:
-            began = time.monotonic()
-            await stream.send.send(msg)
-            self.worker.totals.paused(self.worker.source.name, "stream_queue", time.monotonic() - began)
-        except anyio.BrokenResourceError:  # (its task ended meanwhile: the stream ended or was evicted)
-            self.streams.pop(sid, None)
+            try:
+                stream.send.send_nowait(msg)
+            except anyio.WouldBlock:
+                began = time.monotonic()
+                await stream.send.send(msg)
+                self.worker.totals.paused(self.worker.source.name, "stream_queue", time.monotonic() - began)
+        except anyio.BrokenResourceError:  # (its task ended meanwhile: the stream ended, was evicted or failed)
+            if self.streams.get(sid) is stream:
+                del self.streams[sid]
             await self._hand(msg, tg)
 
     def forget(self, stream: _Stream) -> None:
@@ -543,7 +556,7 @@ class _Worker:
         self.progress_seconds = source.ack_wait_seconds / 3
         self.keeper = LeaseKeeper(source.servers, f"{source.consumer}-leases", self.ident, source.lease_seconds)
         self.held: dict[int, _Partition] = {}
-        self.turn = anyio.Lock()  # held by the stream deciding (see _Stream._take_all)
+        self.turn = Turn()  # held by the stream deciding (see _Stream._take_all)
         self.kv: KeyValue | None = None
         self.tg: TaskGroup | None = None
         # claims start at a partition of this worker's own, so workers starting together differ
@@ -683,7 +696,11 @@ async def serve_nats_source(
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(worker.run, tg)
-                await anyio.sleep_forever()
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    for sink in worker.outputs:  # (a stop: the streams' last writes wait this long at most)
+                        sink.give_up(SETTLE_SECONDS)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
                 await worker.stop()
