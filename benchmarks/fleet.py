@@ -2,13 +2,14 @@
 """A pool of NATS workers: throughput with 1 and 2 workers, and publish -> decision latency.
 
 Usage:
-    python benchmarks/fleet.py [--mb 64] [--streams 32] [--log FILE] [--latency-seconds 10] [--json]
+    python benchmarks/fleet.py [--mb 64] [--streams 32] [--chunk 65536] [--log FILE] [--latency-seconds 10] [--json]
 
 Starts a ``nats-server`` (JetStream, 8 partitions on ``logs.*``; Debian's package) on loopback.
 
 Throughput: for 1 and then 2 workers (``streamfilter daemon`` with a nats source and a nats sink,
 started and balanced first), ``--streams`` runs of real build logs (tests/data/*.log repeated, or
-``--log``'s bytes, ``--mb`` MB in all) are published at once in 64 KiB chunks, after a warm-up run per partition; the
+``--log``'s bytes, ``--mb`` MB in all) are published at once in ``--chunk`` chunks (64 KiB), after a warm-up
+run per partition; the
 time from the first publish to the last run's exit event is the wall time. Each worker's CPU time
 (``/proc``) over that span gives the rate per core (MB per worker CPU second); the server's CPU is
 shown beside it. The reference, timed in the same run: ``streamfilter filter --format jsonl`` over
@@ -47,7 +48,6 @@ from nats.js.api import DeliverPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 8
-CHUNK = 64 << 10
 
 
 def free_port() -> int:
@@ -152,12 +152,14 @@ def filter_rate(folder: Path, data: bytes, streams: int) -> dict[str, float]:
     return {"mb": round(mb, 1), "cpu_s": round(seconds, 2), "mb_per_cpu_s": round(mb / seconds, 2)}
 
 
-async def publish_run(js: Any, sid: str, data: bytes, sent: dict[str, list[tuple[int, float]]] | None) -> None:
+async def publish_run(
+    js: Any, sid: str, data: bytes, sent: dict[str, list[tuple[int, float]]] | None, chunk: int = 64 << 10
+) -> None:
     subject = f"logs.{sid}"
     start = json.dumps({"type": "run-start", "run": sid, "command": "bench"}).encode()
     await js.publish(subject, start, headers={"Streamfilter-Control": "run-start", "Streamfilter-Offset": "0"})
-    for offset in range(0, len(data), CHUNK):
-        piece = data[offset : offset + CHUNK]
+    for offset in range(0, len(data), chunk):
+        piece = data[offset : offset + chunk]
         await js.publish(subject, piece, headers={"Streamfilter-Offset": str(offset), "Streamfilter-Run": sid})
         if sent is not None:
             sent[sid].append((offset + len(piece), time.monotonic()))
@@ -197,7 +199,7 @@ async def throughput(
     server_before = cpu_seconds(server)
     waiter = asyncio.create_task(wait_ended(url, set(sids)))
     began = time.monotonic()
-    await asyncio.gather(*(publish_run(js, sid, data, None) for sid in sids))
+    await asyncio.gather(*(publish_run(js, sid, data, None, args.chunk) for sid in sids))
     published = time.monotonic()
     done = await waiter
     cpu = sum(cpu_seconds(w.pid) - b for w, b in zip(workers, before, strict=True))
@@ -285,6 +287,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--mb", type=int, default=64, help="MB published per throughput round (default 64)")
     parser.add_argument("--streams", type=int, default=32, help="runs published at once (default 32)")
+    parser.add_argument("--chunk", type=int, default=64 << 10, help="bytes a message (default 65536)")
     parser.add_argument("--log", type=Path, help="the bytes to publish (default: tests/data/*.log, repeated)")
     parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency round")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
