@@ -63,8 +63,8 @@ def partition_of(stream_id: str, partitions: int) -> int:
 
 class Turn:
     """A worker's streams decide one at a time (``held``), so the connection's reader gets the
-    event loop between any two turns; a stream lets its turn go while it waits on the server
-    (``away``: its publish's ack), so another decides meanwhile."""
+    event loop between any two turns; a stream lets its turn go while it waits for a server that
+    does not take its output (``away``: its publish retried), so the others decide meanwhile."""
 
     def __init__(self) -> None:
         self._lock = anyio.Lock()

@@ -153,7 +153,7 @@ class NatsSink(Sink):
         ident = f"{subject_token(stream.source)}:{key}"
         after = self._position(stream)
         room = self._message_bytes - HEADER_ROOM - sum(len(k) + len(v) + 4 for k, v in after.items()) - len(ident)
-        turn = getattr(stream, "turn", None)  # (a NATS source's stream: others decide while it waits)
+        turn = getattr(stream, "turn", None)  # (a NATS source's stream: others decide while it retries)
         turn = turn if isinstance(turn, Turn) else None
         if len(data) <= room:
             await self._publish(subject, data, {"Nats-Msg-Id": ident, **after}, turn)
@@ -176,10 +176,14 @@ class NatsSink(Sink):
         return {POSITION + name.title(): value for name, value in stream.position().items()}
 
     async def _publish(self, subject: str, data: bytes, headers: dict[str, str], turn: Turn | None) -> None:
-        """Publish one message, retried while the server is away (meanwhile ``turn`` is let go)."""
+        """Publish one message; retried while the server is away, and meanwhile ``turn`` is let go.
+
+        A publish the server takes waits for its ack in the turn: those waits are the event loop's
+        idle time in which the connection is read (a worker that decided through them read it too
+        seldom under load, and the server dropped it as a slow consumer)."""
         assert self._js is not None, "start() first"
         tries = 0
-        async with turn.away() if turn is not None else contextlib.nullcontext():
+        async with contextlib.AsyncExitStack() as away:
             while True:
                 try:
                     await self._js.publish(subject, data, timeout=PUBLISH_SECONDS, headers=headers)
@@ -191,6 +195,8 @@ class NatsSink(Sink):
                         ) from None
                     if not tries:
                         self._log.warning("sink.unavailable", error=str(exc) or type(exc).__name__, subject=subject)
+                        if turn is not None:
+                            await away.enter_async_context(turn.away())
                     await anyio.sleep(RETRY_SECONDS[min(tries, len(RETRY_SECONDS) - 1)])
                     tries += 1
                 except (nats.errors.Error, nats.js.errors.Error) as exc:

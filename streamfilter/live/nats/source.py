@@ -1,7 +1,8 @@
 """The ``nats`` source: a pool of workers, each filtering the streams of the partitions it holds.
 
-Layout (docs/fleet.md): a producer publishes stream ``ID``'s bytes to ``SUBJECT.ID``; the server's
-partition mapping puts them on ``SUBJECT.<p>.ID`` in the work-queue stream ``STREAM``. Partition
+Layout (docs/fleet.md): stream ``ID``'s bytes come on ``SUBJECT.<p>.ID`` in the work-queue stream
+``STREAM`` (``send --nats`` publishes there; other producers publish to ``SUBJECT.ID`` and the
+server's partition mapping puts them there). Partition
 ``p`` has one durable push consumer, ``CONSUMER-p``, and one owner at a time: the worker holding the
 lease ``partition.<p>`` in the key-value bucket ``CONSUMER-leases`` (its keys expire
 ``lease_seconds`` after their last renewal; every worker renews its own a third of that apart, on
@@ -18,7 +19,8 @@ as in a socket's run envelope, at the offset where it applies). A message withou
 whole lines (``payload``: ``lines`` or Fluent Bit's JSON records), placed after the stream's bytes
 so far. Each stream is a ``LiveStream`` of its own; bytes before the offset the stream has reached
 (a message delivered again) are skipped, and a message that comes before its turn waits for it (a
-run's data, ``Streamfilter-Run``, waits for its run-start too). One stream decides at a time.
+run's data, ``Streamfilter-Run``, waits for its run-start too). One stream decides at a time
+(``link.Turn``), its bytes fed in batches (``FEED_BYTES``, ``FEED_SECONDS``).
 
 A message is acked once every byte it carried is decided and written to the sinks; until then a
 progress ack every third of ``ack_wait_seconds`` keeps it from being delivered again. A stream new
@@ -62,7 +64,7 @@ from .sink import NatsSink, PublishFailed
 
 __all__ = ("LeaseExpired", "NatsStream", "message_lines", "serve_nats_source")
 
-TAKE_MESSAGES = 256  # most messages a stream takes at once (fed as one chunk: a loaded worker batches)...
+TAKE_MESSAGES = 256  # most messages a stream takes in a turn (a loaded worker batches)...
 # ...and about the most bytes: a feed keeps the event loop for its time, while the server's writes
 # to a connection that is not read pile up (past its max_pending, 64 MiB, it drops the connection)
 TAKE_BYTES = 1 << 20
