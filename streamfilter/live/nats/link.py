@@ -70,6 +70,11 @@ class Turn:
         self._lock = anyio.Lock()
         self._holder: object = None  # the task holding the turn (anyio.get_current_task().id)
 
+    @property
+    def wanted(self) -> bool:
+        """Other streams wait for the turn (the worker is busy)."""
+        return self._lock.statistics().tasks_waiting > 0
+
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
         """Hold the turn (waiting for it) for the body."""

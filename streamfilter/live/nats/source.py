@@ -20,7 +20,7 @@ whole lines (``payload``: ``lines`` or Fluent Bit's JSON records), placed after 
 so far. Each stream is a ``LiveStream`` of its own; bytes before the offset the stream has reached
 (a message delivered again) are skipped, and a message that comes before its turn waits for it (a
 run's data, ``Streamfilter-Run``, waits for its run-start too). One stream decides at a time
-(``link.Turn``), its bytes fed in batches (``FEED_BYTES``, ``FEED_SECONDS``).
+(``link.Turn``); while others wait for it, its bytes are fed in batches (``FEED_BYTES``).
 
 A message is acked once every byte it carried is decided and written to the sinks; until then a
 progress ack every third of ``ack_wait_seconds`` keeps it from being delivered again. A stream new
@@ -69,9 +69,10 @@ TAKE_MESSAGES = 256  # most messages a stream takes in a turn (a loaded worker b
 # to a connection that is not read pile up (past its max_pending, 64 MiB, it drops the connection)
 TAKE_BYTES = 1 << 20
 QUEUE_MESSAGES = 64  # per stream: messages handed to it and not yet taken (the fetch waits past that)
-# a stream's bytes are fed to its filter once this many are placed, or the first of them waited
-# FEED_SECONDS: a feed costs about 2 ms however small (filter's look-ahead, a settle), so 1 KiB
-# messages fed one by one cost 20 times the CPU of the same bytes fed 1 MiB at a time
+# while other streams wait for the turn (a busy worker), a stream's bytes are fed to its filter
+# once this many are placed, or the first of them waited FEED_SECONDS, else at once: a feed costs
+# about 2 ms however small, so 1 KiB messages fed one by one cost 20 times the CPU of the same
+# bytes fed 1 MiB at a time, and an idle worker spends that for latency
 FEED_BYTES = 128 << 10
 FEED_SECONDS = 0.05
 EVICT_SECONDS = 300.0  # a stream quiet this long is written out (its last line ended) and forgotten
@@ -234,7 +235,11 @@ class _Stream:
                     for msg in batch:
                         await self._take(msg)
                 if self.unfed:
-                    if self.unfed_bytes >= FEED_BYTES or now >= self.unfed_since + FEED_SECONDS:
+                    if (
+                        not worker.turn.wanted
+                        or self.unfed_bytes >= FEED_BYTES
+                        or now >= self.unfed_since + FEED_SECONDS
+                    ):
                         await self._feed()
                 elif not batch and self.live is not None:
                     await self.live.tick()
