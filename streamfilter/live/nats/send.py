@@ -62,16 +62,22 @@ async def _publish(js: JetStreamContext, subject: str, data: bytes, headers: dic
 async def _warn_untaken(js: JetStreamContext, target: str, partitions: int) -> None:
     """Warn when the workers' consumers take other partitions but none takes ``target``'s: its
     messages would wait for a worker with ``partitions`` partitions (``--partitions``)."""
+    wanted = target.rpartition(".")[0] + ".*"
+    others = 0
     try:
         stream = await js.find_stream_name_by_subject(target)
-        consumers = await js.consumers_info(stream)
+        while True:  # (the server lists 256 consumers a request)
+            page = await js.consumers_info(stream, offset=others)
+            if any(c.config.filter_subject == wanted for c in page):
+                return
+            if not page:
+                break
+            others += len(page)
     except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
         return  # (no stream: the publish says so; no answer: the publish retries)
-    wanted = target.rpartition(".")[0] + ".*"
-    taken = {c.config.filter_subject for c in consumers}
-    if taken and wanted not in taken:
+    if others:
         sys.stderr.write(
-            f"streamfilter: warning: no worker takes {wanted} yet (they take {', '.join(sorted(map(str, taken)))}): "
+            f"streamfilter: warning: no worker takes {wanted} yet ({others} consumers take other subjects): "
             f"are the workers' partitions {partitions} (--partitions)?\n"
         )
 
