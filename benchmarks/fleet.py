@@ -2,16 +2,19 @@
 """A pool of NATS workers: throughput with 1 and 2 workers, and publish -> decision latency.
 
 Usage:
-    python benchmarks/fleet.py [--mb 64] [--streams 32] [--latency-seconds 10] [--json]
+    python benchmarks/fleet.py [--mb 64] [--streams 32] [--chunk 65536] [--log FILE] [--latency-seconds 10] [--json]
 
 Starts a ``nats-server`` (JetStream, 8 partitions on ``logs.*``; Debian's package) on loopback.
 
 Throughput: for 1 and then 2 workers (``streamfilter daemon`` with a nats source and a nats sink,
-started and balanced first), ``--streams`` runs of real build logs (tests/data/*.log repeated,
-``--mb`` MB in all) are published at once in 64 KiB chunks, after a warm-up run per partition; the
+started and balanced first), ``--streams`` runs of real build logs (tests/data/*.log repeated, or
+``--log``'s bytes, ``--mb`` MB in all) are published at once in ``--chunk`` chunks (64 KiB), after a warm-up
+run per partition; the
 time from the first publish to the last run's exit event is the wall time. Each worker's CPU time
 (``/proc``) over that span gives the rate per core (MB per worker CPU second); the server's CPU is
-shown beside it.
+shown beside it. The reference, timed in the same run: ``streamfilter filter --format jsonl`` over
+the same bytes (one file per run, all in one process), its CPU seconds less those of the same
+command over an empty file (the start-up, which a worker's warm-up also leaves out).
 
 Latency: with 1 worker, 20 runs each publish a chunk of 20 lines (1 % of them failures) every
 50 ms for ``--latency-seconds``. Printed: from a chunk's publish to the arrival of the first event
@@ -45,7 +48,6 @@ from nats.js.api import DeliverPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 8
-CHUNK = 64 << 10
 
 
 def free_port() -> int:
@@ -117,17 +119,47 @@ def wait_balanced(folder: Path, workers: int) -> None:
     sys.exit(f"workers did not balance: {[sorted(held(folder, n)) for n in range(workers)]}")
 
 
-def corpus(total: int) -> bytes:
-    logs = b"".join(p.read_bytes() for p in sorted((ROOT / "tests" / "data").glob("*.log")))
+def corpus(total: int, log: Path | None) -> bytes:
+    """A run's bytes: the first ``total`` of ``log`` (default: tests/data/*.log), repeated as needed."""
+    paths = [log] if log is not None else sorted((ROOT / "tests" / "data").glob("*.log"))
+    logs = b"".join(p.read_bytes() for p in paths)
     return (logs * (total // len(logs) + 1))[:total]
 
 
-async def publish_run(js: Any, sid: str, data: bytes, sent: dict[str, list[tuple[int, float]]] | None) -> None:
+def filter_rate(folder: Path, data: bytes, streams: int) -> dict[str, float]:
+    """``streamfilter filter --format jsonl`` over ``streams`` files of ``data``: MB per CPU second,
+    less the CPU of its start-up (the same command over one empty file)."""
+    files = []
+    for i in range(streams):
+        files.append(folder / f"run{i}.log")
+        files[-1].write_bytes(data)
+    (folder / "empty.log").write_bytes(b"")
+
+    def cpu(paths: list[Path]) -> float:
+        argv = [sys.executable, "-m", "streamfilter", "filter", "--format", "jsonl", *map(str, paths)]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):  # (1: the logs hold failures)
+            sys.exit(f"streamfilter filter exited {proc.returncode}")
+        return float(usage.ru_utime + usage.ru_stime)
+
+    startup = min(cpu([folder / "empty.log"]) for _ in range(3))
+    seconds = cpu(files) - startup
+    for path in files:
+        path.unlink()
+    mb = len(data) * streams / 1e6
+    return {"mb": round(mb, 1), "cpu_s": round(seconds, 2), "mb_per_cpu_s": round(mb / seconds, 2)}
+
+
+async def publish_run(
+    js: Any, sid: str, data: bytes, sent: dict[str, list[tuple[int, float]]] | None, chunk: int = 64 << 10
+) -> None:
     subject = f"logs.{sid}"
     start = json.dumps({"type": "run-start", "run": sid, "command": "bench"}).encode()
     await js.publish(subject, start, headers={"Streamfilter-Control": "run-start", "Streamfilter-Offset": "0"})
-    for offset in range(0, len(data), CHUNK):
-        piece = data[offset : offset + CHUNK]
+    for offset in range(0, len(data), chunk):
+        piece = data[offset : offset + chunk]
         await js.publish(subject, piece, headers={"Streamfilter-Offset": str(offset), "Streamfilter-Run": sid})
         if sent is not None:
             sent[sid].append((offset + len(piece), time.monotonic()))
@@ -153,7 +185,7 @@ async def wait_ended(url: str, streams: set[str]) -> float:
 async def throughput(
     url: str, workers: list[subprocess.Popen[bytes]], args: argparse.Namespace, server: int
 ) -> dict[str, float]:
-    data = corpus(args.mb * 1_000_000 // args.streams)
+    data = corpus(args.mb * 1_000_000 // args.streams, args.log)
     prefix = f"t{len(workers)}-"
     sids = [f"{prefix}{i}" for i in range(args.streams)]
     nc = await nats.connect(url)
@@ -167,7 +199,7 @@ async def throughput(
     server_before = cpu_seconds(server)
     waiter = asyncio.create_task(wait_ended(url, set(sids)))
     began = time.monotonic()
-    await asyncio.gather(*(publish_run(js, sid, data, None) for sid in sids))
+    await asyncio.gather(*(publish_run(js, sid, data, None, args.chunk) for sid in sids))
     published = time.monotonic()
     done = await waiter
     cpu = sum(cpu_seconds(w.pid) - b for w, b in zip(workers, before, strict=True))
@@ -255,10 +287,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--mb", type=int, default=64, help="MB published per throughput round (default 64)")
     parser.add_argument("--streams", type=int, default=32, help="runs published at once (default 32)")
+    parser.add_argument("--chunk", type=int, default=64 << 10, help="bytes a message (default 65536)")
+    parser.add_argument("--log", type=Path, help="the bytes to publish (default: tests/data/*.log, repeated)")
     parser.add_argument("--latency-seconds", type=float, default=10.0, help="length of the latency round")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     results: dict[str, Any] = {"cores": os.cpu_count(), "throughput": []}
+    with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
+        results["filter"] = filter_rate(Path(tmp), corpus(args.mb * 1_000_000 // args.streams, args.log), args.streams)
     for count in (1, 2):
         with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
             folder = Path(tmp)
@@ -279,6 +315,9 @@ def main() -> None:
                     w.wait(30)
                 server.terminate()
                 server.wait(10)
+    reference = results["filter"]
+    for r in results["throughput"]:
+        r["of_filter"] = round(r["mb_per_cpu_s"] / reference["mb_per_cpu_s"], 2)
     if args.json:
         print(json.dumps(results))
         return
@@ -289,7 +328,12 @@ def main() -> None:
         ("MB/s", "mb_per_s"),
         ("worker CPU s", "worker_cpu_s"),
         ("MB/CPU s", "mb_per_cpu_s"),
+        ("x filter", "of_filter"),
         ("server CPU s", "server_cpu_s"),
+    )
+    print(
+        f"streamfilter filter --format jsonl: {reference['mb']} MB in {reference['cpu_s']} CPU s "
+        f"(less its start-up), {reference['mb_per_cpu_s']} MB per CPU s"
     )
     print(" ".join(f"{title:>12}" for title, _ in columns))
     for r in results["throughput"]:

@@ -60,7 +60,17 @@ def add_send_parser(sub: Any) -> None:
     to.add_argument("--nats", metavar="URL", help="a NATS server (nats://HOST:PORT) that workers consume from")
     sd.add_argument("--stream", metavar="ID", help="with --nats: the stream's id, one per run (letters, digits, _, -)")
     sd.add_argument(
-        "--subject", default="logs", metavar="PREFIX", help="with --nats: publish to PREFIX.ID (default %(default)s)"
+        "--subject",
+        default="logs",
+        metavar="PREFIX",
+        help="with --nats: publish to PREFIX.<partition>.ID (default %(default)s)",
+    )
+    sd.add_argument(
+        "--partitions",
+        type=int,
+        default=8,
+        metavar="N",
+        help="with --nats: the workers' partitions (default %(default)s): publish to PREFIX.<partition>.ID",
     )
     sd.add_argument("-q", "--query", help="the run's query (default: the source's)")
     sd.add_argument("--run-id", metavar="ID", help="the run's id (default: random)")
@@ -126,12 +136,17 @@ def _send(args: argparse.Namespace) -> int:
 def _send_nats(args: argparse.Namespace, argv: list[str]) -> int:
     import anyio
 
-    from ..live.nats_link import STREAM_ID
-    from ..live.nats_send import send_to_nats
+    from ..live.config import MAX_PARTITIONS
+    from ..live.nats.link import STREAM_ID
+    from ..live.nats.send import send_to_nats
 
     if args.stream is None:
         raise UsageError("--nats needs --stream ID")
     for option, value in (("--stream", args.stream), ("--subject", args.subject)):
         if not STREAM_ID.fullmatch(value):
             raise UsageError(f"{option} {value!r}: use letters, digits, '_' or '-' (one subject token)")
-    return anyio.run(lambda: send_to_nats([args.nats], args.stream, argv, args.query, args.run_id, args.subject))
+    if not 1 <= args.partitions <= MAX_PARTITIONS:
+        raise UsageError(f"--partitions {args.partitions}: from 1 to {MAX_PARTITIONS}, as the workers' partitions")
+    return anyio.run(
+        lambda: send_to_nats([args.nats], args.stream, argv, args.query, args.run_id, args.subject, args.partitions)
+    )

@@ -45,6 +45,7 @@ from ..core.output import FORMATS
 from ..core.score import PARAMETER_RANGES
 
 __all__ = (
+    "MAX_PARTITIONS",
     "ConfigError",
     "DaemonConfig",
     "SinkConfig",

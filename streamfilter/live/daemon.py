@@ -215,7 +215,7 @@ class _Running:
         for sink_config in self.config.sinks:
             if sink_config.name in used:
                 if sink_config.type == "nats":
-                    from .nats_sink import NatsSink  # (nats-py loads only for a config that has one)
+                    from .nats.sink import NatsSink  # (nats-py loads only for a config that has one)
 
                     nats = self.sinks[sink_config.name] = NatsSink(sink_config)
                     await nats.start()
@@ -248,7 +248,7 @@ class _Running:
                     inherited = self.inherited.get(source.name)
                     await tg.start(_socket_source, source, sinks, tg, self.totals, inherited)
                 elif source.type == "nats":
-                    from .nats_source import serve_nats_source  # (nats-py loads only for a config that has one)
+                    from .nats.source import serve_nats_source  # (nats-py loads only for a config that has one)
 
                     await tg.start(serve_nats_source, source, sinks, self.totals)
                 else:

@@ -283,7 +283,7 @@ class SubscriberSink(Sink):
 
 async def open_sink(config: SinkConfig, task_group: TaskGroup, totals: Totals | None = None) -> Sink:
     """The sink ``config`` describes, ready to send to (pauses counted in ``totals``); not a
-    ``nats`` sink (``nats_sink.NatsSink``, loaded only for a config that has one).
+    ``nats`` sink (``nats.sink.NatsSink``, loaded only for a config that has one).
 
     Raises:
         OSError, SocketInUseError: a file or socket that cannot be opened or bound.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import string
 import sys
 import time
 import urllib.request
@@ -23,6 +24,8 @@ import nats
 import pytest
 from nats.js import JetStreamContext
 
+from streamfilter.live.nats.link import partition_of
+from streamfilter.live.nats.sink import PART, Parts
 from tests.conftest import run_cli
 from tests.live.nats import NatsServer, free_port, worker_config
 from tests.live.proc import Live
@@ -76,9 +79,11 @@ def wait_balanced(workers: list[Live], each: int, timeout: float = 30.0) -> None
 
 
 async def read_output(url: str, until: set[str], seconds: float) -> dict[str, list[tuple[dict[str, str], bytes]]]:
-    """Every event message on ``filtered.>``, by stream, read until each stream of ``until`` has
-    its run's exit event (``Streamfilter-Ended``), for ``seconds`` at most."""
+    """Every write on ``filtered.>`` (a message, or the parts of one reassembled: the last part's
+    headers), by stream, read until each stream of ``until`` has its run's exit event
+    (``Streamfilter-Ended``), for ``seconds`` at most."""
     out: dict[str, list[tuple[dict[str, str], bytes]]] = defaultdict(list)
+    parts: dict[str, Parts] = defaultdict(Parts)  # (a write longer than a message comes in parts)
     ended: set[str] = set()
     nc = await nats.connect(url)
     try:
@@ -90,7 +95,9 @@ async def read_output(url: str, until: set[str], seconds: float) -> dict[str, li
                 except TimeoutError:
                     continue
                 stream = msg.subject.split(".", 1)[1]
-                out[stream].append((msg.headers or {}, msg.data))
+                data = parts[stream].add(msg.headers or {}, msg.data)
+                if data is not None:
+                    out[stream].append((msg.headers or {}, data))
                 if (msg.headers or {}).get("Streamfilter-Ended") == "1":
                     ended.add(stream)
     finally:
@@ -217,7 +224,9 @@ async def test_three_workers_one_killed_half_way_every_line_once_in_order_failur
 async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Path, server: NatsServer) -> None:
     worker = start_worker(tmp_path, server.url)
     script = "for i in $(seq 1 300); do echo step $i ok; done; echo 'error: linker failed'; exit 4"
-    done = run_cli("send", "--nats", server.url, "--stream", "job-7", "--", "sh", "-c", script)
+    done = run_cli(
+        "send", "--nats", server.url, "--stream", "job-7", "--partitions", str(PARTITIONS), "--", "sh", "-c", script
+    )
     assert done.returncode == 4, done.stderr
     events = events_of((await read_output(server.url, {"job-7"}, seconds=30))["job-7"])
     data = "".join(f"step {i} ok\n" for i in range(1, 301)).encode() + b"error: linker failed\n"
@@ -229,6 +238,127 @@ async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Pat
     away = run_cli("send", "--nats", f"nats://127.0.0.1:{free_port()}", "--stream", "x", "--", "true")
     assert away.returncode == 1 and b"cannot connect to NATS" in away.stderr
     assert worker.stop() == 0
+
+
+@pytest.mark.anyio
+async def test_output_longer_than_max_payload_is_published_in_parts_and_every_stream_goes_on(tmp_path: Path) -> None:
+    srv = NatsServer(tmp_path / "nats", PARTITIONS, max_payload=32 << 10)
+    try:
+        worker = start_worker(tmp_path, srv.url)
+        wait_balanced([worker], PARTITIONS)
+        rng = random.Random(40)
+        head = "".join(f"step {i} ok\n" for i in range(100)).encode()
+        # one kept line of 300 kB (the failure), and lines with characters JSON escapes
+        line = b"error: generated table too long: " + bytes(rng.choice(b'abc "\\\t') for _ in range(300_000)) + b"\n"
+        data = head + line + "".join(f"after {i} \u00e9\n" for i in range(50)).encode()
+        streams = {"long-1": (data, [len(head)], 1)} | {f"short-{i}": make_stream(rng, 800) for i in range(5)}
+        nc = await nats.connect(srv.url)
+        js = nc.jetstream()
+        async with anyio.create_task_group() as tg:
+            for i, (sid, (data, _, status)) in enumerate(streams.items()):
+                tg.start_soon(publish_stream, js, sid, data, status, random.Random(i), 2.0)
+        await nc.close()
+        output = await read_output(srv.url, set(streams), seconds=60)
+        for sid, (data, failures, status) in streams.items():
+            events = events_of(output[sid])
+            check_covered(sid, data, events, failures)
+            assert [e["status"] for e in events if e["event"] == "exit"] == [status], sid
+        assert any(headers.get(PART, "1/1") != "1/1" for headers, _ in output["long-1"])
+        began = time.monotonic()
+        assert worker.stop() == 0
+        assert time.monotonic() - began < 10
+        assert not [e for e in worker.logs() if e.get("level") in ("warning", "error")]
+    finally:
+        srv.stop()
+
+
+@pytest.mark.anyio
+async def test_a_stream_whose_output_is_not_taken_stops_no_other_and_sigterm_stops_the_worker(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    stuck = "stuck-1"
+    others = [
+        sid
+        for sid in (f"ok-{i}" for i in range(40))
+        if partition_of(sid, PARTITIONS) != partition_of(stuck, PARTITIONS)
+    ]
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    # the output stream, made before the worker, takes the other streams' subjects but not stuck-1's
+    await js.add_stream(name="STREAMFILTER_OUT", subjects=[f"filtered.{sid}" for sid in others[:5]])
+    worker = start_worker(tmp_path, server.url)
+    wait_balanced([worker], PARTITIONS)
+    rng = random.Random(7)
+    streams = {sid: make_stream(rng, 800) for sid in others[:5]}
+    for i in range(300):  # (lines without offsets, as Vector sends them: its first write is of runs)
+        await js.publish(f"logs.{stuck}", b"error: disk full" if i == 150 else f"step {i} ok".encode())
+    async with anyio.create_task_group() as tg:
+        for i, (sid, (data, _, status)) in enumerate(streams.items()):
+            tg.start_soon(publish_stream, js, sid, data, status, random.Random(i), 2.0)
+    await nc.close()
+    output = await read_output(server.url, set(others[:5]), seconds=60)
+    for sid in others[:5]:
+        data, failures, _ = streams[sid]
+        check_covered(sid, data, events_of(output[sid]), failures)
+    worker.wait_for(
+        lambda: any(e["event"] == "sink.unavailable" and e["subject"] == f"filtered.{stuck}" for e in worker.logs()),
+        what="the stuck stream's warning",
+    )
+    began = time.monotonic()
+    assert worker.stop(timeout=30) == 0
+    assert time.monotonic() - began < 20  # (its write waits SETTLE_SECONDS, 10 s, at most)
+    assert any(e["event"] == "stream.unpublished" and e["stream"] == stuck for e in worker.logs())
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("partitions", [6, 64, 1024])
+async def test_partition_of_is_the_servers_partition_mapping(tmp_path: Path, partitions: int) -> None:
+    srv = NatsServer(tmp_path / "nats", partitions)
+    rng = random.Random(partitions)
+    ids = {
+        "".join(rng.choices(string.ascii_letters + string.digits + "_-", k=rng.randrange(1, 48))) for _ in range(300)
+    }
+    mapped: dict[str, int] = {}
+    try:
+        nc = await nats.connect(srv.url)
+        sub = await nc.subscribe("logs.*.*")
+        for sid in ids:
+            await nc.publish(f"logs.{sid}", b"")  # as Vector does: the server's mapping places it
+        with anyio.fail_after(10):
+            while len(mapped) < len(ids):
+                msg = await sub.next_msg(timeout=10)
+                _, partition, sid = msg.subject.split(".")
+                mapped[sid] = int(partition)
+        await nc.close()
+    finally:
+        srv.stop()
+    assert mapped == {sid: partition_of(sid, partitions) for sid in ids}
+
+
+@pytest.mark.anyio
+async def test_send_nats_to_a_bare_server_and_one_worker(tmp_path: Path) -> None:
+    srv = NatsServer(tmp_path / "nats", None)  # nats-server -js: no partition mapping
+    try:
+        # docs/fleet.md's first try: both sides with the default partitions (8)
+        config = worker_config(tmp_path, srv.url, 8)
+        worker = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "st")})
+        worker.log_event("daemon.ready", timeout=20)
+        wait_balanced([worker], 8)
+        script = "for i in $(seq 1 200); do echo step $i ok; done; echo 'error: test_io failed'; exit 3"
+        done = run_cli("send", "--nats", srv.url, "--stream", "job-1", "--", "sh", "-c", script)
+        assert done.returncode == 3 and b"warning" not in done.stderr, done.stderr
+        events = events_of((await read_output(srv.url, {"job-1"}, seconds=30))["job-1"])
+        data = "".join(f"step {i} ok\n" for i in range(1, 201)).encode() + b"error: test_io failed\n"
+        check_covered("job-1", data, events, [data.index(b"error:")])
+        assert events[-1]["event"] == "exit" and events[-1]["status"] == 3
+        # a producer that counts more partitions than the workers: its partition has no consumer
+        sid = next(f"job-{i}" for i in range(100) if partition_of(f"job-{i}", 9) == 8)
+        wrong = run_cli("send", "--nats", srv.url, "--stream", sid, "--partitions", "9", "--", "true")
+        assert wrong.returncode == 0 and b"no worker takes logs.8.* yet" in wrong.stderr, wrong.stderr
+        assert b"are the workers' partitions 9 (--partitions)?" in wrong.stderr
+        assert worker.stop() == 0
+    finally:
+        srv.stop()
 
 
 @pytest.mark.anyio

@@ -22,20 +22,23 @@ def free_port() -> int:
 
 
 class NatsServer:
-    """``nats-server`` started in ``folder`` with ``partitions`` partitions on ``logs.*``; ``stop()`` ends it."""
+    """``nats-server`` started in ``folder`` with ``partitions`` partitions on ``logs.*`` (None: a bare
+    server, without the mapping) and the server's ``max_payload`` (bytes, None: its default, 1 MiB);
+    ``stop()`` ends it."""
 
-    def __init__(self, folder: Path, partitions: int) -> None:
+    def __init__(self, folder: Path, partitions: int | None, max_payload: int | None = None) -> None:
         if BINARY is None:
             pytest.skip("nats-server is not installed (apt-get install nats-server; .ci/run does)")
         self.port = free_port()
         self.url = f"nats://127.0.0.1:{self.port}"
         folder.mkdir(parents=True, exist_ok=True)
         config = folder / "nats.conf"
-        config.write_text(
-            f"listen: 127.0.0.1:{self.port}\n"
-            f'jetstream {{ store_dir: "{folder / "js"}" }}\n'
-            f'mappings = {{ "logs.*": "logs.{{{{partition({partitions},1)}}}}.{{{{wildcard(1)}}}}" }}\n'
-        )
+        text = f'listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: "{folder / "js"}" }}\n'
+        if partitions is not None:
+            text += f'mappings = {{ "logs.*": "logs.{{{{partition({partitions},1)}}}}.{{{{wildcard(1)}}}}" }}\n'
+        if max_payload is not None:
+            text += f"max_payload: {max_payload}\n"
+        config.write_text(text)
         self.log = open(folder / "nats.log", "wb")  # (closed by stop())
         self.proc = subprocess.Popen([BINARY, "-c", str(config)], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10

@@ -12,7 +12,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from streamfilter.live.config import ConfigError, DaemonConfig, load_config
 from streamfilter.live.metrics import TotalsCollector
-from streamfilter.live.nats_source import message_lines
+from streamfilter.live.nats.source import message_lines
 from streamfilter.live.totals import Totals
 
 WORKER = '[[source]]\ntype = "nats"\nservers = ["nats://127.0.0.1:4222"]\n'

@@ -1,6 +1,7 @@
 """``streamfilter send --nats URL --stream ID -- CMD``: a command's output published as one run.
 
-Messages go to ``SUBJECT.ID`` (the server's partition mapping places them, docs/fleet.md): first a
+Messages go to ``SUBJECT.<partition>.ID``, the partition computed here as the server's partition
+mapping would (``link.partition_of``), so a server without the mapping works (docs/fleet.md): first a
 ``run-start`` control message (the run's id, command, directory and query, as in a socket's run
 envelope), then CMD's output as it comes, each chunk with its byte offset in ``Streamfilter-Offset``,
 then ``run-end`` with CMD's exit status at the offset where the output ends. Each publish waits for
@@ -24,15 +25,16 @@ import nats.errors
 import nats.js.errors
 from nats.js import JetStreamContext
 
-from ..core.errors import StreamfilterError
-from .envelope import SUCCESS_TAIL_LINES, exit_text, status_of
-from .nats_link import CONTROL, OFFSET, RUN, connect
-from .run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
-from .stream import LiveStream
+from ...core.errors import StreamfilterError
+from ..envelope import SUCCESS_TAIL_LINES, exit_text, status_of
+from ..run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
+from ..stream import LiveStream
+from .link import CONTROL, OFFSET, RUN, connect, partition_of
 
 __all__ = ("send_to_nats",)
 
-READ_BYTES = 1 << 16  # at most this much output a message (NATS' default max_payload is 1 MiB)
+READ_BYTES = 1 << 16  # at most this much output a message (or the server's max_payload less HEADER_BYTES)
+HEADER_BYTES = 1024  # room left in a message for its headers
 PUBLISH_SECONDS = 5.0  # one try's wait for the server's ack
 TRIES = 6  # a publish tried this often (a reconnect in between) before the server is given up
 
@@ -48,13 +50,36 @@ async def _publish(js: JetStreamContext, subject: str, data: bytes, headers: dic
             return
         except nats.js.errors.NoStreamResponseError:
             raise StreamfilterError(
-                f"no JetStream stream takes {subject}: is the server's partition mapping set and a worker "
-                "started (docs/fleet.md)?"
+                f"no JetStream stream takes {subject}: start a worker first (it makes the stream), "
+                "with the same subject prefix (docs/fleet.md)"
             ) from None
         except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
             if attempt == TRIES - 1:
                 raise _Lost(str(exc) or type(exc).__name__) from None
             await anyio.sleep(0.5 * (attempt + 1))
+
+
+async def _warn_untaken(js: JetStreamContext, target: str, partitions: int) -> None:
+    """Warn when the workers' consumers take other partitions but none takes ``target``'s: its
+    messages would wait for a worker with ``partitions`` partitions (``--partitions``)."""
+    wanted = target.rpartition(".")[0] + ".*"
+    others = 0
+    try:
+        stream = await js.find_stream_name_by_subject(target)
+        while True:  # (the server lists 256 consumers a request)
+            page = await js.consumers_info(stream, offset=others)
+            if any(c.config.filter_subject == wanted for c in page):
+                return
+            if not page:
+                break
+            others += len(page)
+    except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
+        return  # (no stream: the publish says so; no answer: the publish retries)
+    if others:
+        sys.stderr.write(
+            f"streamfilter: warning: no worker takes {wanted} yet ({others} consumers take other subjects): "
+            f"are the workers' partitions {partitions} (--partitions)?\n"
+        )
 
 
 async def send_to_nats(
@@ -64,8 +89,10 @@ async def send_to_nats(
     query: str | None = None,
     run_id: str | None = None,
     subject: str = "logs",
+    partitions: int = 8,
 ) -> int:
-    """Run ``argv`` and publish its merged output as stream ``stream_id``; return its exit status.
+    """Run ``argv`` and publish its merged output as stream ``stream_id`` to partition
+    ``partition_of(stream_id, partitions)`` of the workers' ``partitions``; return its exit status.
 
     Raises:
         CommandError: CMD cannot be started (after a run-end with status 127 or 126 is published).
@@ -73,7 +100,8 @@ async def send_to_nats(
     """
     nc = await connect(servers, f"streamfilter send {stream_id}")
     js = nc.jetstream()
-    target = f"{subject}.{stream_id}"
+    target = f"{subject}.{partition_of(stream_id, partitions)}.{stream_id}"
+    read_bytes = min(READ_BYTES, nc.max_payload - HEADER_BYTES)
     run = run_id or uuid.uuid4().hex[:12]
     start: dict[str, object] = {"run": run, "command": shlex.join(argv), "cwd": os.getcwd()}
     if query:
@@ -86,6 +114,7 @@ async def send_to_nats(
     lost = ""
     offset = 0
     try:
+        await _warn_untaken(js, target, partitions)
         try:
             await _publish(js, target, json.dumps({"type": "run-start", **start}).encode(), control("run-start", 0))
         except _Lost as exc:
@@ -102,7 +131,7 @@ async def send_to_nats(
             tg.start_soon(forward_signals, process)
             while True:
                 try:
-                    data = await process.stdout.receive(READ_BYTES)
+                    data = await process.stdout.receive(read_bytes)
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     break
                 try:

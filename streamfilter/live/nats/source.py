@@ -1,11 +1,12 @@
 """The ``nats`` source: a pool of workers, each filtering the streams of the partitions it holds.
 
-Layout (docs/fleet.md): a producer publishes stream ``ID``'s bytes to ``SUBJECT.ID``; the server's
-partition mapping puts them on ``SUBJECT.<p>.ID`` in the work-queue stream ``STREAM``. Partition
+Layout (docs/fleet.md): stream ``ID``'s bytes come on ``SUBJECT.<p>.ID`` in the work-queue stream
+``STREAM`` (``send --nats`` publishes there; other producers publish to ``SUBJECT.ID`` and the
+server's partition mapping puts them there). Partition
 ``p`` has one durable push consumer, ``CONSUMER-p``, and one owner at a time: the worker holding the
 lease ``partition.<p>`` in the key-value bucket ``CONSUMER-leases`` (its keys expire
 ``lease_seconds`` after their last renewal; every worker renews its own a third of that apart, on
-a thread of its own (``nats_leases``), and writes ``workers.<id>`` beside them). Each worker holds
+a thread of its own (``leases``), and writes ``workers.<id>`` beside them). Each worker holds
 about its share of the partitions (their number over the workers alive, rounded up): it claims
 free ones up to its share and hands back those above it, so a worker that starts takes some over
 and one that dies leaves its leases to expire and be claimed by the others. A worker takes a
@@ -18,7 +19,8 @@ as in a socket's run envelope, at the offset where it applies). A message withou
 whole lines (``payload``: ``lines`` or Fluent Bit's JSON records), placed after the stream's bytes
 so far. Each stream is a ``LiveStream`` of its own; bytes before the offset the stream has reached
 (a message delivered again) are skipped, and a message that comes before its turn waits for it (a
-run's data, ``Streamfilter-Run``, waits for its run-start too). One stream decides at a time.
+run's data, ``Streamfilter-Run``, waits for its run-start too). One stream decides at a time
+(``link.Turn``); while others wait for it, its bytes are fed in batches (``FEED_BYTES``).
 
 A message is acked once every byte it carried is decided and written to the sinks; until then a
 progress ack every third of ``ack_wait_seconds`` keeps it from being delivered again. A stream new
@@ -49,24 +51,30 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig
 from nats.js.kv import KeyValue
 
-from ._logging import get_logger
-from .config import SourceConfig
-from .envelope import SUCCESS_TAIL_LINES, printable
-from .expand import archive_refs
-from .nats_leases import Lease, LeaseKeeper
-from .nats_link import CONTROL, OFFSET, RUN, connect, ensure_stream
-from .nats_sink import NatsSink
-from .sinks import Sink
-from .stream import ArchivedStream
-from .totals import Totals
+from .._logging import get_logger
+from ..config import SourceConfig
+from ..envelope import SUCCESS_TAIL_LINES, printable
+from ..expand import archive_refs
+from ..sinks import Sink
+from ..stream import ArchivedStream
+from ..totals import Totals
+from .leases import Lease, LeaseKeeper
+from .link import CONTROL, OFFSET, RUN, Turn, connect, ensure_stream
+from .sink import NatsSink, PublishFailed
 
 __all__ = ("LeaseExpired", "NatsStream", "message_lines", "serve_nats_source")
 
-TAKE_MESSAGES = 256  # most messages a stream takes at once (fed as one chunk: a loaded worker batches)...
+TAKE_MESSAGES = 256  # most messages a stream takes in a turn (a loaded worker batches)...
 # ...and about the most bytes: a feed keeps the event loop for its time, while the server's writes
 # to a connection that is not read pile up (past its max_pending, 64 MiB, it drops the connection)
 TAKE_BYTES = 1 << 20
 QUEUE_MESSAGES = 64  # per stream: messages handed to it and not yet taken (the fetch waits past that)
+# while other streams wait for the turn (a busy worker), a stream's bytes are fed to its filter
+# once this many are placed, or the first of them waited FEED_SECONDS, else at once: a feed costs
+# about 2 ms however small, so 1 KiB messages fed one by one cost 20 times the CPU of the same
+# bytes fed 1 MiB at a time, and an idle worker spends that for latency
+FEED_BYTES = 128 << 10
+FEED_SECONDS = 0.05
 EVICT_SECONDS = 300.0  # a stream quiet this long is written out (its last line ended) and forgotten
 ENDED_STREAMS = 4096  # ids of streams ended here that are remembered (their late copies are acked)
 SETTLE_SECONDS = 10.0  # at a stop or hand-over, the longest a stream gets to write what it holds
@@ -96,6 +104,7 @@ class NatsStream(ArchivedStream):
     finished = False  # its run ended: the events written from now on say so (``ended``)
     held: deque[_Held]
     lease: Lease
+    turn: Turn  # the worker's: a sink's wait for the server lets it go
 
     def position(self) -> dict[str, str]:
         """The position (see the class docstring), asked for by a sink before each write.
@@ -155,7 +164,9 @@ class _Stream:
         self.done_seq = 0  # messages without one up to this stream sequence were written elsewhere
         self.implicit_seq = 0  # the stream sequence of the last message without one taken
         self.waiting: dict[int, Msg] = {}  # messages whose offset is not reached yet, by offset
-        self.unfed: list[bytes] = []  # bytes placed, fed at once after the messages taken together
+        self.unfed: list[bytes] = []  # bytes placed, fed at once (FEED_BYTES, FEED_SECONDS)
+        self.unfed_bytes = 0
+        self.unfed_since = 0.0  # (time.monotonic()) when the first of them was placed
         self.before_start: list[Msg] = []  # a run's data delivered before its run-start (delivered again)
         self.run_fields: dict[str, Any] | None = None
         self.ended = False
@@ -170,16 +181,26 @@ class _Stream:
         """Take messages until the queue is closed (a stop, a hand-over: what is held is written, as a
         pause would, and acked), the stream ends, or it is quiet for ``EVICT_SECONDS``."""
         worker = self.partition.worker
+        failed = False  # a write could not be published: nothing more is written for it here
         try:
-            await self._take_all(worker, self.receive)
+            try:
+                await self._take_all(worker, self.receive)
+            except PublishFailed:
+                failed = True
+                raise
+            finally:
+                if not failed and not self.partition.lost:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS):
+                        if self.live is not None and not self.ended:
+                            await self._feed()
+                            await self.live.settle()
+                            await self._ack_written()
         except LeaseExpired:
             worker.lose(self.partition, "its lease was not renewed in time")
+        except PublishFailed as exc:
+            # this stream only: the others go on; its unacked messages come again (another try)
+            worker.log.error("stream.unpublished", stream=self.sid, error=str(exc))
         finally:
-            if not self.partition.lost:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_SECONDS):
-                    if self.live is not None and not self.ended:
-                        await self.live.settle()
-                        await self._ack_written()
             self.partition.forget(self)
 
     async def _take_all(self, worker: _Worker, receive: MemoryObjectReceiveStream[Msg]) -> None:
@@ -187,7 +208,8 @@ class _Stream:
         next_progress = time.monotonic() + worker.progress_seconds
         while not self.ended:
             wake = min(next_progress, self.last + EVICT_SECONDS)
-            due = self.live.due() if self.live is not None else None
+            # bytes waiting to be fed are fed at their deadline; the filter's own timers wait for them
+            due = self.unfed_since + FEED_SECONDS if self.unfed else self.live.due() if self.live is not None else None
             if due is not None:
                 wake = min(wake, due)
             batch = []
@@ -199,7 +221,7 @@ class _Stream:
             # one stream decides at a time: the others wait parked, not in the event loop's queue,
             # so its reads of the connection come between any two streams' turns (a connection not
             # read for the server's write deadline, 10 s, is dropped as a slow consumer)
-            async with worker.turn:
+            async with worker.turn.held():
                 size = sum(len(m.data) for m in batch)
                 while batch and len(batch) < TAKE_MESSAGES and size < TAKE_BYTES:
                     try:
@@ -212,8 +234,14 @@ class _Stream:
                     self.last = now
                     for msg in batch:
                         await self._take(msg)
-                    await self._feed()
-                elif self.live is not None:
+                if self.unfed:
+                    if (
+                        not worker.turn.wanted
+                        or self.unfed_bytes >= FEED_BYTES
+                        or now >= self.unfed_since + FEED_SECONDS
+                    ):
+                        await self._feed()
+                elif not batch and self.live is not None:
                     await self.live.tick()
             if now >= next_progress:
                 await self._in_progress()
@@ -278,6 +306,7 @@ class _Stream:
         )
         live.archive = archive
         live.lease = self.partition.lease
+        live.turn = worker.turn
         live.held = deque()
         live.run_fields = fields
         self.live = live
@@ -332,7 +361,10 @@ class _Stream:
             await self._copy(msg)
             return
         live.held.append(_Held(msg.metadata.sequence.stream, end, msg))
+        if not self.unfed:
+            self.unfed_since = time.monotonic()
         self.unfed.append(data[self.received - offset :])
+        self.unfed_bytes += len(self.unfed[-1])
         self.received = end
 
     async def _feed(self) -> None:
@@ -340,6 +372,7 @@ class _Stream:
         if self.unfed and self.live is not None:
             chunk = b"".join(self.unfed)
             self.unfed.clear()
+            self.unfed_bytes = 0
             await self.live.feed(chunk)
 
     async def _copy(self, msg: Msg) -> None:
@@ -506,13 +539,15 @@ class _Partition:
             stream = self.streams[sid] = _Stream(self, sid)
             tg.start_soon(stream.run)
         try:
-            stream.send.send_nowait(msg)
-        except anyio.WouldBlock:
-            began = time.monotonic()
-            await stream.send.send(msg)
-            self.worker.totals.paused(self.worker.source.name, "stream_queue", time.monotonic() - began)
-        except anyio.BrokenResourceError:  # (its task ended meanwhile: the stream ended or was evicted)
-            self.streams.pop(sid, None)
+            try:
+                stream.send.send_nowait(msg)
+            except anyio.WouldBlock:
+                began = time.monotonic()
+                await stream.send.send(msg)
+                self.worker.totals.paused(self.worker.source.name, "stream_queue", time.monotonic() - began)
+        except anyio.BrokenResourceError:  # (its task ended meanwhile: the stream ended, was evicted or failed)
+            if self.streams.get(sid) is stream:
+                del self.streams[sid]
             await self._hand(msg, tg)
 
     def forget(self, stream: _Stream) -> None:
@@ -543,7 +578,7 @@ class _Worker:
         self.progress_seconds = source.ack_wait_seconds / 3
         self.keeper = LeaseKeeper(source.servers, f"{source.consumer}-leases", self.ident, source.lease_seconds)
         self.held: dict[int, _Partition] = {}
-        self.turn = anyio.Lock()  # held by the stream deciding (see _Stream._take_all)
+        self.turn = Turn()  # held by the stream deciding (see _Stream._take_all)
         self.kv: KeyValue | None = None
         self.tg: TaskGroup | None = None
         # claims start at a partition of this worker's own, so workers starting together differ
@@ -683,7 +718,11 @@ async def serve_nats_source(
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(worker.run, tg)
-                await anyio.sleep_forever()
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    for sink in worker.outputs:  # (a stop: the streams' last writes wait this long at most)
+                        sink.give_up(SETTLE_SECONDS)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
                 await worker.stop()

@@ -22,7 +22,7 @@ import nats.errors
 import nats.js.errors
 from nats.js.kv import KeyValue
 
-from ._logging import get_logger
+from .._logging import get_logger
 
 __all__ = ("LEASE_MARGIN_SECONDS", "Lease", "LeaseKeeper")
 

@@ -1,16 +1,21 @@
 """What the NATS source, sink and ``send --nats`` share: the connection, the JetStream streams
 they make when missing, and the names of the headers (docs/fleet.md describes the layout).
 
-A producer publishes a stream's bytes to ``SUBJECT.<stream id>``; the server's partition mapping
-(``mappings = {"SUBJECT.*": "SUBJECT.{{partition(N,1)}}.{{wildcard(1)}}"}``) puts each message on
-``SUBJECT.<partition>.<stream id>``, kept in a work-queue stream until a worker acks it.
+Workers take a stream's bytes from ``SUBJECT.<partition>.<stream id>``, kept in a work-queue stream
+until a worker acks them. ``send --nats`` publishes there itself (``partition_of``); a producer that
+cannot compute the partition (Vector, Fluent Bit) publishes to ``SUBJECT.<stream id>``, and the
+server's partition mapping (``mappings = {"SUBJECT.*": "SUBJECT.{{partition(N,1)}}.{{wildcard(1)}}"}``)
+puts each message on the same subject.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
+import anyio
 import nats
 import nats.errors
 import nats.js.errors
@@ -18,8 +23,8 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StreamConfig
 
-from ..core.errors import StreamfilterError
-from ._logging import get_logger
+from ...core.errors import StreamfilterError
+from .._logging import get_logger
 
 __all__ = (
     "CONTROL",
@@ -27,8 +32,10 @@ __all__ = (
     "POSITION",
     "RUN",
     "STREAM_ID",
+    "Turn",
     "connect",
     "ensure_stream",
+    "partition_of",
     "subject_token",
 )
 
@@ -38,6 +45,62 @@ RUN = "Streamfilter-Run"  # a data message of a run: its id (the data waits for 
 POSITION = "Streamfilter-"  # + Next-Byte, Next-Line, Rest-Line, Rest-Kept, Seq, Run, Ended: on output
 STREAM_ID = re.compile(r"[A-Za-z0-9_-]+")  # a stream id is one subject token
 CONNECT_SECONDS = 5.0
+SLOW_LOG_SECONDS = 10.0  # a subscription's dropped messages are logged this often at most (with their count)
+_FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193  # FNV-1a, 32 bits
+
+
+def partition_of(stream_id: str, partitions: int) -> int:
+    """The partition (0 to ``partitions`` - 1) of stream ``stream_id``, as nats-server's subject
+    mapping function ``partition(partitions,1)`` computes it for ``SUBJECT.<stream_id>``: the 32-bit
+    FNV-1a hash of the id's UTF-8 bytes, modulo ``partitions`` (``getHashPartition`` in the server's
+    ``subject_transform.go``; tests/integration/test_nats.py checks it against a server's mapping).
+    """
+    h = _FNV_OFFSET
+    for byte in stream_id.encode():
+        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
+    return h % partitions
+
+
+class Turn:
+    """A worker's streams decide one at a time (``held``), so the connection's reader gets the
+    event loop between any two turns; a stream lets its turn go while it waits for a server that
+    does not take its output (``away``: its publish retried), so the others decide meanwhile."""
+
+    def __init__(self) -> None:
+        self._lock = anyio.Lock()
+        self._holder: object = None  # the task holding the turn (anyio.get_current_task().id)
+
+    @property
+    def wanted(self) -> bool:
+        """Other streams wait for the turn (the worker is busy)."""
+        return self._lock.statistics().tasks_waiting > 0
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Hold the turn (waiting for it) for the body."""
+        async with self._lock:
+            self._holder = anyio.get_current_task().id
+            try:
+                yield
+            finally:
+                self._holder = None
+
+    @asynccontextmanager
+    async def away(self) -> AsyncIterator[None]:
+        """Let the turn go for the body if this task holds it, and take it back after (a cancel
+        waits for it: the holder's body expects it held)."""
+        me = anyio.get_current_task().id
+        if self._holder != me:
+            yield
+            return
+        self._holder = None
+        self._lock.release()
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._lock.acquire()
+            self._holder = me
 
 
 def subject_token(name: str) -> str:
@@ -60,7 +123,16 @@ async def connect(servers: Sequence[str], name: str) -> Client:
     async def reconnected() -> None:
         log.info("nats.reconnected")
 
+    slow = [0, -SLOW_LOG_SECONDS]  # messages dropped since the last nats.slow_consumer, when that was said
+
     async def error(exc: Exception) -> None:
+        if isinstance(exc, nats.errors.SlowConsumerError):  # (one call a message dropped)
+            slow[0] += 1
+            if time.monotonic() >= slow[1] + SLOW_LOG_SECONDS:
+                hint = "a stream's queue is full; the messages are delivered again (they are not acked)"
+                log.warning("nats.slow_consumer", subject=exc.subject, dropped=slow[0], hint=hint)
+                slow[:] = [0, time.monotonic()]
+            return
         log.warning("nats.error", error=str(exc) or type(exc).__name__)
 
     try:
