@@ -82,10 +82,12 @@ _ERROR_WORD = re.compile(
     rb"|abort|refused|not found|no such|missing|invalid|unable"
 )
 # a line that sums a failure up: "BUILD FAILED", "Tests failed", "3 failed", "Failures: 2", "errors=1"
+# (each form holds one of _SUMMARY_WORDS)
 _FAILURE_SUMMARY = re.compile(
     rb"build fail|finished: fail|\b(?:tests?|build|job|step|task|command|check|suite)s? (?:have |has )?failed"
     rb"|\b[1-9]\d* (?:failed|failures?|errors?|failing|broken)\b|\b(?:failures|errors|failed)[:=] ?[1-9]"
 )
+_SUMMARY_WORDS = (b"fail", b"error", b"broken")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,8 +202,36 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     static[:, 0] = np.minimum((layout.indent + 1) // 2, 6)
     static[:, 1] = np.minimum(np.log2(layout.chars + 1).astype(np.int64), 10)
     static[:, 2] = _marked(_ERROR_WORD, table.lower, ends)
-    static[:, 3] = _marked(_FAILURE_SUMMARY, table.lower, ends)
+    static[:, 3] = _summaries(table.lower, ends)
     return LineFeatures(parts_l, parts_f, tok_line[near], uni[near], keys, static)
+
+
+def _summaries(lower: bytes, ends: Int64Array) -> Int64Array:
+    """``_marked(_FAILURE_SUMMARY, ...)``, searched only in the lines that hold one of the words
+    every failure summary holds (a regex scan of the whole block cost more than the rest of the prior)."""
+    out = np.zeros(ends.shape[0], dtype=np.int64)
+    for i in np.flatnonzero(_lines_with(lower, ends, _SUMMARY_WORDS)).tolist():
+        if _FAILURE_SUMMARY.search(lower, int(ends[i - 1]) if i else 0, int(ends[i])):
+            out[i] = 1
+    return out
+
+
+def _lines_with(lower: bytes, ends: Int64Array, words: tuple[bytes, ...]) -> npt.NDArray[np.bool_]:
+    """Shape like ``ends``: the lines of ``lower`` that hold one of ``words`` (a line is looked at
+    once per word: the search goes on from its end)."""
+    out = np.zeros(ends.shape[0], dtype=bool)
+    for word in words:
+        found = []
+        at = lower.find(word)
+        while at >= 0:
+            found.append(at)
+            end = lower.find(b"\n", at)
+            if end < 0:
+                break
+            at = lower.find(word, end + 1)
+        if found:
+            out[np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right")] = True
+    return out
 
 
 def _marked(pattern: re.Pattern[bytes], lower: bytes, ends: Int64Array) -> Int64Array:
