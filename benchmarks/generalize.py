@@ -3,7 +3,7 @@
 
 Usage:
     python benchmarks/generalize.py [CORPUS] [--folds 5] [--seed 0] [--jobs 2] [--cut P ...]
-                                    [--kinds] [--write benchmarks/quality.md]
+                                    [--kinds] [--no-reference] [--write benchmarks/quality.md]
 
 The corpus's repositories (the ``repo`` field) are dealt into ``--folds`` folds of similar case
 counts (largest repositories first, ties in a seeded order, each to the fold with fewest cases).
@@ -17,9 +17,14 @@ them in-process (``../shared/eval/evaluate.py`` through the CLI is the figure to
 shipped build).
 
 The signature table and the filter's rules are hand-written, not fitted per fold: they were
-written looking at this corpus, so their share of every figure here is in-sample. Only the prior
-is held out. ``--cut`` scores the out-of-fold models at other probability cuts (the shipped
-``train_prior.CUT`` is chosen so, on the out-of-fold figure).
+written looking at this corpus, so their share of every figure with them is in-sample. The
+figure that predicts a tool no signature knows is **signatures off, out-of-fold**
+(``FilterConfig(signatures=False)``: the query, the prior and the tail keep lines), and the
+prior's ranking of each log's lines, its **per-case average precision** out of fold. The
+reference prior of ``../shared/reference/prior``, fitted on the same folds by its own code, gives
+both beside ours in the same run (``benchmarks/reference_prior.py``; ``--no-reference`` leaves it
+out). ``--cut`` scores the out-of-fold models at other probability cuts (the shipped
+``train_prior.CUT`` is chosen so, on the signatures-off out-of-fold figure).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,10 +48,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from quality import KINDS, score  # noqa: E402
+from reference_prior import average_precision, reference_rows  # noqa: E402
 
 from streamfilter.core.filter import DEFAULT_QUERY  # noqa: E402
 from streamfilter.core.prior import PriorModel  # noqa: E402
-from streamfilter.train_prior import CUT, CaseData, extract, fit  # noqa: E402
+from streamfilter.train_prior import CUT, CaseData, extract, fit, labelled_ranges, rate  # noqa: E402
 
 _MODELS: dict[str, PriorModel] = {}  # set in each pool process (``_init``)
 
@@ -64,18 +71,30 @@ def folds_of(repos: dict[str, int], k: int, seed: int) -> list[list[str]]:
     return folds
 
 
+def fold_of_cases(corpus: Path, k: int, seed: int) -> dict[str, int]:
+    """Case name -> fold (``folds_of`` over the cases' ``repo`` fields)."""
+    repo_of = {
+        m.stem: json.loads(m.read_text())["repo"] for m in corpus.glob("*.json") if m.with_suffix(".log").exists()
+    }
+    counts: dict[str, int] = {}
+    for repo in repo_of.values():
+        counts[repo] = counts.get(repo, 0) + 1
+    fold_of = {repo: f for f, fold in enumerate(folds_of(counts, k, seed)) for repo in fold}
+    return {name: fold_of[repo] for name, repo in repo_of.items()}
+
+
 def _extract(meta_path: Path) -> CaseData:
     meta = json.loads(meta_path.read_text())
-    return extract(meta_path.with_suffix(".log").read_bytes(), meta_path.stem, meta["repo"], meta["keep"])
+    return extract(meta_path.with_suffix(".log").read_bytes(), meta_path.stem, meta["repo"], labelled_ranges(meta))
 
 
 def _init(models: dict[str, PriorModel]) -> None:
     _MODELS.update(models)
 
 
-def _score(job: tuple[Path, str | None, str]) -> dict[str, object]:
-    meta_path, query, model = job
-    settings: dict[str, object] = {"prior": model != "none"}
+def _score(job: tuple[Path, str | None, str, bool]) -> dict[str, object]:
+    meta_path, query, model, signatures = job
+    settings: dict[str, object] = {"prior": model != "none", "signatures": signatures}
     return score(meta_path, query, settings, _MODELS.get(model))
 
 
@@ -88,6 +107,11 @@ def summary(rows: list[dict[str, object]]) -> tuple[float, float, float, float]:
     return full, mean, median, total
 
 
+def _ap_cells(values: list[float]) -> str:
+    known = [v for v in values if v == v]  # (NaN: a log with no labelled line)
+    return f"{statistics.mean(known):.3f} | {statistics.median(known):.3f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("corpus", nargs="?", type=Path, default=ROOT.parent / "shared" / "corpus")
@@ -96,6 +120,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--cut", type=float, action="append", default=[], help="also score out of fold at this cut")
     parser.add_argument("--kinds", action="store_true", help="print the figures per kind too")
+    parser.add_argument("--no-reference", action="store_true", help="leave out the reference prior's rows")
     parser.add_argument("--write", type=Path, help="append the tables to this Markdown file")
     parser.add_argument("--json", type=Path, help="write every case's scores here (a list of objects)")
     args = parser.parse_args()
@@ -103,30 +128,59 @@ def main() -> int:
     started = time.perf_counter()
     with multiprocessing.Pool(args.jobs) as pool:
         cases = pool.map(_extract, metas, chunksize=4)
-    repo_of = {c.name: c.repo for c in cases}
+    fold_of_case = fold_of_cases(args.corpus, args.folds, args.seed)
     counts: dict[str, int] = {}
     for c in cases:
         counts[c.repo] = counts.get(c.repo, 0) + 1
     folds = folds_of(counts, args.folds, args.seed)
-    fold_of = {repo: k for k, fold in enumerate(folds) for repo in fold}
     models = {"all": fit(cases, args.seed)}
     for k in range(args.folds):
-        models[f"fold{k}"] = fit([c for c in cases if fold_of[c.repo] != k], args.seed)
+        models[f"fold{k}"] = fit([c for c in cases if fold_of_case[c.name] != k], args.seed)
         for cut in args.cut:
             models[f"fold{k}@{cut}"] = replace(models[f"fold{k}"], cut=cut)
     fitted = time.perf_counter() - started
+    ap = {
+        "in-sample": [average_precision(c.labels, rate(models["all"], c)) for c in cases],
+        "out-of-fold": [average_precision(c.labels, rate(models[f"fold{fold_of_case[c.name]}"], c)) for c in cases],
+    }
+    ap_of = {c.name: a for c, a in zip(cases, ap["out-of-fold"], strict=True)}
     del cases
-    settings = [("no prior", lambda _m: "none"), ("in-sample", lambda _m: "all")]
-    settings.append(("out-of-fold", lambda m: f"fold{fold_of[repo_of[m.stem]]}"))
+
+    def oof(m: Path) -> str:
+        return f"fold{fold_of_case[m.stem]}"
+
+    # (name, model of a case, signatures on)
+    settings: list[tuple[str, Callable[[Path], str], bool]] = [
+        ("no prior", lambda _m: "none", True),
+        ("in-sample", lambda _m: "all", True),
+        ("out-of-fold", oof, True),
+        ("signatures off, no prior", lambda _m: "none", False),
+        ("signatures off, out-of-fold", oof, False),
+    ]
     for cut in args.cut:
-        settings.append((f"out-of-fold, cut {cut}", lambda m, c=cut: f"fold{fold_of[repo_of[m.stem]]}@{c}"))
+        settings.append((f"out-of-fold, cut {cut}", lambda m, c=cut: f"{oof(m)}@{c}", True))
+        settings.append((f"signatures off, out-of-fold, cut {cut}", lambda m, c=cut: f"{oof(m)}@{c}", False))
     queries = [("default query", DEFAULT_QUERY), ("own queries", None)]
-    jobs = [(m, q, pick(m)) for _, q in queries for _, pick in settings for m in metas]
+    jobs = [(m, q, pick(m), sigs) for _, q in queries for _, pick, sigs in settings for m in metas]
     with multiprocessing.Pool(args.jobs, initializer=_init, initargs=(models,)) as pool:
         rows = pool.map(_score, jobs, chunksize=8)
-    for row, (m, query, model) in zip(rows, jobs, strict=True):
+    for row, (m, query, model, sigs) in zip(rows, jobs, strict=True):
         row["bytes"] = m.with_suffix(".log").stat().st_size
-        row["query"], row["model"] = query or "own", model
+        row["query"], row["model"], row["signatures"] = query or "own", model, sigs
+        row["ap"] = ap_of[m.stem]
+    by_setting: dict[tuple[str, str], list[dict[str, object]]] = {}
+    n = len(metas)
+    for i, (qname, _) in enumerate(queries):
+        for j, (sname, _, _) in enumerate(settings):
+            at = (i * len(settings) + j) * n
+            by_setting[(qname, sname)] = rows[at : at + n]
+    if not args.no_reference:
+        reference = reference_rows(args.corpus, fold_of_case, args.seed)
+        ref = [
+            {"case": m.stem, "kind": json.loads(m.read_text()).get("kind", "other"), **reference[m.stem]} for m in metas
+        ]
+        by_setting[("any query", "reference alone (signatures off), out-of-fold")] = ref
+        ap["reference, out-of-fold"] = [float(r["ap"]) for r in ref]  # type: ignore[arg-type]
     if args.json:
         args.json.write_text(json.dumps(rows) + "\n")
     lines = [
@@ -137,35 +191,37 @@ def main() -> int:
         "| query | prior | full-recall share | mean recall | median out_ratio | total out_ratio |",
         "|---|---|---|---|---|---|",
     ]
-    n = len(metas)
-    by_setting: dict[tuple[str, str], list[dict[str, object]]] = {}
-    at = 0
-    for qname, _ in queries:
-        for sname, _ in settings:
-            part = rows[at : at + n]
-            at += n
-            by_setting[(qname, sname)] = part
-            full, mean, median, total = summary(part)
-            lines.append(f"| {qname} | {sname} | {full:.3f} | {mean:.3f} | {median:.4f} | {total:.4f} |")
+    for (qname, sname), part in by_setting.items():
+        full, mean, median, total = summary(part)
+        lines.append(f"| {qname} | {sname} | {full:.3f} | {mean:.3f} | {median:.4f} | {total:.4f} |")
+    lines += [
+        "",
+        "The prior's per-case average precision (its ranking of a log's lines against the labels):",
+        "",
+        "| prior | mean AP | median AP |",
+        "|---|---|---|",
+        *(f"| {name} | {_ap_cells(values)} |" for name, values in ap.items()),
+    ]
     if args.kinds:
-        for qname, _ in queries:
-            lines += [
-                "",
-                f"{qname}, per kind (full-recall share / mean recall / median out_ratio):",
-                "",
-                "| kind | cases | " + " | ".join(s for s, _ in settings) + " |",
-                "|---|---|" + "---|" * len(settings),
-            ]
-            for kind in (*KINDS, "all"):
-                cells = []
-                for sname, _ in settings:
-                    part = [r for r in by_setting[(qname, sname)] if kind in ("all", r["kind"])]
-                    if part:
-                        full, mean, median, _ = summary(part)
-                        cells.append(f"{full:.3f} / {mean:.3f} / {median:.4f}")
-                if cells:
-                    size = sum(1 for r in by_setting[(qname, settings[0][0])] if kind in ("all", r["kind"]))
-                    lines.append(f"| {kind} | {size} | " + " | ".join(cells) + " |")
+        named = list(by_setting)
+        lines += [
+            "",
+            "Per kind (full-recall share / mean recall / median out_ratio; out-of-fold AP mean):",
+            "",
+            "| kind | cases | " + " | ".join(f"{q}, {s}" for q, s in named) + " | AP |",
+            "|---|---|" + "---|" * (len(named) + 1),
+        ]
+        for kind in (*KINDS, "all"):
+            cells = []
+            for key in named:
+                part = [r for r in by_setting[key] if kind in ("all", r["kind"])]
+                if part:
+                    full, mean, median, _ = summary(part)
+                    cells.append(f"{full:.3f} / {mean:.3f} / {median:.4f}")
+            if cells:
+                part = [r for r in by_setting[named[0]] if kind in ("all", r["kind"])]
+                aps = [float(r["ap"]) for r in part if float(r["ap"]) == float(r["ap"])]  # type: ignore[arg-type]
+                lines.append(f"| {kind} | {len(part)} | " + " | ".join(cells) + f" | {statistics.mean(aps):.3f} |")
     bad = [r["case"] for r in rows if not r["accounted"]]
     lines.append("")
     lines.append(f"not accounted: {len(bad)} {bad[:5]}")

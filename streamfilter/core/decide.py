@@ -226,7 +226,7 @@ def protected_ranges(
     hits: Int64Array,
     cont: npt.NDArray[np.bool_],
     before: int,
-    extend: int,
+    extend: int | Int64Array,
     section: npt.NDArray[np.bool_] | None = None,
     section_lines: int = 0,
     records: Int64Array | None = None,
@@ -245,7 +245,7 @@ def protected_ranges(
         cont: shape ``(n,)``: whether each line continues the one before it (all
             lines up to ``hit + extend`` must be present, or the array ends the stream).
         before: lines kept before each hit.
-        extend: most lines kept after each hit.
+        extend: most lines kept after each hit (one for all, or shape ``(h,)``: each hit's).
         section: shape ``(h,)``: hits that head a section; those keep the
             ``section_lines`` lines after them whatever their indentation.
         section_lines: see ``section``.

@@ -113,8 +113,8 @@ class Tracer:
         self._facts = facts
 
     def rated(self, line: int, probability: float, words: tuple[str, ...]) -> None:
-        """The prior rated 1-based ``line`` at its cut: ``probability``, and the ``words`` that raised
-        it most (``PriorModel.explain_line``), shown in the trace of the window it protects."""
+        """The prior rated 1-based ``line`` at its cut: ``probability``, and the ``words`` (features) that raised
+        it most (``PriorModel.explain``: words and structure slots), shown in the trace of the window it protects."""
         self._ratings[line] = (probability, words)
 
     def forget_ratings(self, base: int) -> None:

@@ -32,17 +32,17 @@ from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes
 from .budget import Selection
 from .decide import CutTracker, RepeatGate, bridged_ends
 from .explain import MAX_TRACES, BatchFacts, Tracer
-from .hits import Hits, PriorRater, weak_lines
+from .hits import PRIOR_BEFORE, Hits, PriorRater, weak_lines
 from .lines import LineSplitter, utf8_cut
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
-from .prior import END_REACH, NEIGHBOURS, PriorModel, default_model
+from .prior import REACH, PriorModel, default_model
 from .records import FilterStats, LineBlock, Run
 from .results import result_lines
 from .runs import RunBuilder
 from .score import BM25Scorer
 from .segment import Segmenter, WindowAssignment
-from .signatures import LEAD_LINES, SignatureSet
+from .signatures import DEFAULT_SIGNATURES, LEAD_LINES, SignatureSet
 from .tokens import Query
 
 __all__ = (
@@ -120,6 +120,9 @@ class FilterConfig:
         results: keep every test target's result line (``results.RESULT_LINE``: cargo's ``test
             result:``, go's ``ok PKG``, node's ``# pass N``, ...): for a run known to have passed,
             whose terse tail shows only the last target's.
+        signatures: the built-in failure signatures (``signature_table``) keep their hits; off, only
+            the query, the prior, ``protect`` and the tail keep lines (exit verdicts are still found):
+            how the filter does on a tool the table does not know (``benchmarks/generalize.py``).
     """
 
     query: str = DEFAULT_QUERY
@@ -146,6 +149,7 @@ class FilterConfig:
     max_repeats: int = 50
     prior: bool = True
     results: bool = False
+    signatures: bool = True
 
     @property
     def lookahead_lines(self) -> int:
@@ -261,7 +265,9 @@ class StreamFilter:
         # --protect patterns and error codes take their lines from the built-ins (never repeat-capped);
         # query symbols do not (a "=====" word must not take pytest's section header from its signature)
         prior = (prior_model or default_model()) if cfg.prior else None
-        self._signatures = SignatureSet(extra=asked + symbols, first=len(asked), prior=prior is not None)
+        self._signatures = SignatureSet(
+            DEFAULT_SIGNATURES if cfg.signatures else (), asked + symbols, first=len(asked), prior=prior is not None
+        )
         self._splitter = LineSplitter(start_line, start_byte)
         self._segmenter = Segmenter(cfg.window_lines, cfg.window_chars, first_index=start_line - 1)
         self._scorer = BM25Scorer(len(self.query.terms), cfg.k1, cfg.b, cfg.delta)
@@ -287,6 +293,8 @@ class StreamFilter:
         sigs = self._signatures
         self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
         self._rater = PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer) if prior is not None else None
+        # lines a hit may keep before it, which wait for it (``Hits.apply``)
+        self._before_hit = max(cfg.context_lines, PRIOR_BEFORE if prior is not None else 0) + LEAD_LINES
         self._novelty = Novelty(baseline, start_line - 1) if baseline is not None else None
         self.collector: ShapeCollector | None = None
         self._runs = RunBuilder(
@@ -596,6 +604,7 @@ class StreamFilter:
         p.tf = np.concatenate((p.tf, tf))
         if self._rater is not None:
             p.logit = np.concatenate((p.logit, facts.prior_logits))
+            p.static = np.concatenate((p.static, facts.prior_static))
             p.seen = np.concatenate((p.seen, self._rater.seen(facts.shape_hashes)))
             p.shape = np.concatenate((p.shape, facts.shape_hashes))
             p.blank = np.concatenate((p.blank, layout.blank))
@@ -697,7 +706,7 @@ class StreamFilter:
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
         if self._rater is not None:
-            upto = total if final else total - hold if settle else total - END_REACH - NEIGHBOURS
+            upto = total if final else total - hold if settle else total - REACH - 1
             self._rater.rate(p, upto, final, self._hits)
         apply_all = final or (settle and not hold)
         self._hits.apply(p, self._windows, self._assigned, apply_all, total - hold if settle else -1, settling=settle)
@@ -708,14 +717,14 @@ class StreamFilter:
             by_cut = p.base + int(np.searchsorted(p.window[:assigned], self._cut_waits()))
             limit = min(self._assigned - cfg.lookahead_lines, by_cut)
             if self._rater is not None:  # a line the prior has not rated yet may be a hit
-                limit = min(limit, self._rater.done - cfg.context_lines - LEAD_LINES)
+                limit = min(limit, self._rater.done - self._before_hit)
         if self._hits.queued.shape[0]:
             # a hit not yet applied (its reach is still to come, or held back by a settle) protects
             # its whole window and the context before it: lines it may protect wait for it
             rel = int(self._hits.queued[0]) - p.base
             open_from = self._segmenter_closed if rel >= assigned else int(p.window[rel])
             start = int(np.searchsorted(p.window[:assigned], open_from))
-            limit = min(limit, p.base + min(start, rel - cfg.context_lines - LEAD_LINES))
+            limit = min(limit, p.base + min(start, rel - self._before_hit))
         n = limit - p.base
         if not (final or settle) and n > 0:  # whole windows only (a scored window is judged whole)
             n = int(np.searchsorted(p.window[:assigned], p.window[n])) if n < assigned else n
@@ -728,7 +737,10 @@ class StreamFilter:
         w_lo, w_hi = int(wrel[0]), int(wrel[-1]) + 1
         window_ids = np.arange(w_lo, w_hi, dtype=np.int64) + self._windows.base
         cut = self._cuts.cuts_now(window_ids) if settle else self._cuts.cuts(window_ids, pending=np.inf)
-        w_prot = self._windows.prot[w_lo:w_hi] >= 0
+        prot = self._windows.prot[w_lo:w_hi]
+        # a window of the prior's alone keeps the lines around its line (``Hits.apply``), not all
+        # its lines as a signature's does: a likely failure line, not a known one
+        w_prot = (prot >= 0) & (prot != self._signatures.prior_id)
         scored = self._windows.term[w_lo:w_hi] & (self._windows.score[w_lo:w_hi] >= cut)
         weighed = seen = novel = lone = None
         if self._novelty is not None:  # the last green run's lines re-weigh the scored windows

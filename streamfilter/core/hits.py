@@ -13,6 +13,8 @@ when it is a hit itself.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 import numpy.typing as npt
 
@@ -21,13 +23,23 @@ from .explain import Tracer
 from .normalize import strip_ansi
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts
-from .prior import END_REACH, NEIGHBOURS, PriorModel, ShapeCounter, context_features, to_verdict
+from .prior import REACH, PriorModel, ShapeCounter, StreamFacts, ahead_counts, structure
 from .signatures import LEAD_IN, LEAD_LINES, SignatureSet
 
-__all__ = ("PRIOR_REPEATS", "REDRAW_FRAMES", "Hits", "PriorRater", "weak_lines")
+__all__ = (
+    "PRIOR_AFTER",
+    "PRIOR_BEFORE",
+    "PRIOR_EXTEND",
+    "PRIOR_REPEATS",
+    "REDRAW_FRAMES",
+    "Hits",
+    "PriorRater",
+    "weak_lines",
+)
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+_Row = TypeVar("_Row", np.float64, np.int64)
 
 # a line redrawn more often than this (carriage returns) is a progress display, not a message; CI
 # logs put a few CRs in ordinary lines (Travis's "\r\x1b[0K" fold markers, testify's overwrites),
@@ -36,6 +48,12 @@ REDRAW_FRAMES = 9
 # lines of one shape (``prior.shape_hashes``) the prior keeps per stream: out of fold on the corpus
 # the cap of 5 left recall as it was and the prior's share of the output a fifth of what it was
 PRIOR_REPEATS = 5
+# most lines a line of the prior keeps after it through its continuation lines (a signature's keep
+# ``extend_lines``): a likely failure line, not a known one, keeps its own block, not a whole trace
+PRIOR_EXTEND = 20
+# lines a line of the prior keeps before it and, whatever its continuation, after it (the reference
+# prior's selection): it takes these, not its whole window as a signature's line does
+PRIOR_BEFORE, PRIOR_AFTER = 2, 5
 
 
 def weak_lines(p: PendingLines, a: int, b: int, max_line_bytes: int) -> BoolArray:
@@ -174,17 +192,19 @@ class Hits:
                 head = int(hits[going].max())
                 self._section_carry = max(self._section_carry, head + self._section_lines - n_assigned + 1)
                 self._section_ignore = p.base + head + 1  # a rule right under the head
+        prior = ids == self._signatures.prior_id
         first, last = protected_ranges(
             hits,
             p.cont[:n_assigned],
             self._context_lines,
-            self._extend_lines,
+            np.where(prior, PRIOR_EXTEND, self._extend_lines),
             section,
             self._section_lines,
             p.record[:n_assigned],
             self._signatures.record[ids],
             section_end,
         )
+        last = np.where(prior, np.minimum(np.maximum(last, hits + PRIOR_AFTER), n_assigned - 1), last)
         # a hit's reach does not go on over a line that ends sections right after its continuation
         # lines (node --test's next "# Subtest:" after a failed suite's report): what follows is
         # another test's
@@ -193,6 +213,7 @@ class Hits:
         stopped = ~section & np.isin(after, stops)
         last = np.where(stopped, np.minimum(last, np.maximum(after - 1, hits)), last)
         first = self._lead_ins(p, hits, first)
+        first = np.where(prior, np.maximum(np.minimum(first, hits - PRIOR_BEFORE), 0), first)
         marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)
@@ -206,12 +227,16 @@ class Hits:
         np.add.at(marks, hits, -1)
         p.lead |= np.cumsum(marks[:-1]) > 0
         p.hit[hits] = True
-        # a window is explained by its first hit (hits are in order, and an earlier one is never
-        # applied after a later one), however the hits were batched
-        wrel, first_hit = np.unique(p.window[hits] - windows.base, return_index=True)
-        unset = windows.prot[wrel] < 0
-        windows.prot[wrel[unset]] = ids[first_hit[unset]]
-        windows.hit[wrel[unset]] = p.base + hits[first_hit[unset]] + 1
+        # a window is explained by its first signature's hit, else by its first of the prior's (hits
+        # are in order, and an earlier one is never applied after a later one), however the hits were
+        # batched: a signature's window is kept whole, the prior's only around its lines
+        for mine, over_prior in ((~prior, True), (prior, False)):
+            wrel, first_hit = np.unique(p.window[hits[mine]] - windows.base, return_index=True)
+            unset = windows.prot[wrel] < 0
+            if over_prior:
+                unset |= windows.prot[wrel] == self._signatures.prior_id
+            windows.prot[wrel[unset]] = ids[mine][first_hit[unset]]
+            windows.hit[wrel[unset]] = p.base + hits[mine][first_hit[unset]] + 1
 
     def carry_section(self, p: PendingLines, first_line: int, k: int) -> None:
         """Lines ``first_line .. first_line+k-1`` (stream indexes) were assigned windows: keep those of
@@ -244,16 +269,16 @@ class Hits:
 class PriorRater:
     """Rates the stream's lines with the learned prior (``prior.PriorModel``), each once.
 
-    A line's context is its neighbours, the next exit verdict and how far the stream's end is,
-    within ``END_REACH + NEIGHBOURS`` lines: a line is rated once they are in (so the rating does
-    not depend on chunking), or at the stream's end; a settle rates the lines it decides with what
-    has come in.
+    A line's features look at its neighbours, and at the exit verdicts, failure summaries and the
+    stream's end within ``REACH`` lines after it: a line is rated once ``REACH + 1`` lines after it
+    are in (so the rating does not depend on chunking), or at the stream's end; a settle rates the
+    lines it decides with what has come in.
 
     Args:
         model: the prior's weights.
         first_line: stream index of the stream's first line fed.
         max_line_bytes: a line longer than this is weak (``weak_lines``), never rated at the cut.
-        tracer: with explain, told each rating at the cut and the words that raised it.
+        tracer: with explain, told each rating at the cut and the features that raised it.
     """
 
     def __init__(self, model: PriorModel, first_line: int, max_line_bytes: int, tracer: Tracer | None) -> None:
@@ -263,7 +288,13 @@ class PriorRater:
         self._done = first_line
         self._shape_counts = ShapeCounter()  # every line so far, by shape
         self._rated = ShapeCounter()  # lines rated at the cut, by shape
-        self._logit_before = np.zeros(0, dtype=np.float64)  # the last logits of lines decided and gone
+        # of the lines decided and gone: the last one's logits and static features, the last
+        # exit verdict and failure summary among them, and the stream's first exit verdict
+        self._logit_before = np.zeros((1, 3), dtype=np.float64)
+        self._static_before = np.zeros((1, 4), dtype=np.int64)
+        self._verdict_before = np.zeros(0, dtype=np.int64)
+        self._summary_before = np.zeros(0, dtype=np.int64)
+        self._first_verdict = -1
 
     @property
     def done(self) -> int:
@@ -289,20 +320,18 @@ class PriorRater:
         total = p.base + p.ends.shape[0]
         if upto <= self._done:
             return
+        if self._first_verdict < 0 and p.verdicts.shape[0]:
+            self._first_verdict = int(p.verdicts[0])
         lo, hi = self._done - p.base, upto - p.base
-        before = self._logit_before
         lines = np.arange(self._done, upto, dtype=np.int64)
-        to_end = total - 1 - lines if final else np.full(hi - lo, END_REACH, dtype=np.int64)
-        context = context_features(
-            np.concatenate((before, p.logit[: hi + NEIGHBOURS])),
-            lo + before.shape[0],
-            hi + before.shape[0],
-            to_end,
-            to_verdict(lines, p.verdicts),
-            p.seen[lo:hi],
-            p.blank[lo:hi],
-        )
-        prob = self._model.probability(context)
+        to_end = total - 1 - lines if final else np.full(hi - lo, REACH, dtype=np.int64)
+        summaries = np.concatenate((self._summary_before, np.flatnonzero(p.static[:, 3]) + p.base))
+        facts = StreamFacts(np.concatenate((self._verdict_before, p.verdicts)), summaries, self._first_verdict)
+        logits = _around(p.logit, lo, hi, self._logit_before)
+        ahead = ahead_counts(p.shape[lo : hi + REACH], hi - lo)
+        static = _around(p.static, lo, hi, self._static_before)
+        slots = structure(lines, to_end, facts, p.seen[lo:hi], ahead, static, p.blank[lo:hi])
+        prob = self._model.probability(logits, slots)
         rated = np.flatnonzero(prob >= self._model.cut) + lo
         # not a line that is a hit already, a blank line, an over-long line or a progress display
         weak = weak_lines(p, lo, hi, self._max_line_bytes) | p.blank[lo:hi]
@@ -316,11 +345,29 @@ class PriorRater:
             return
         if self._tracer is not None:
             for i in rated.tolist():
-                words = self._model.explain_line(strip_ansi(p.line(i)))
-                self._tracer.rated(p.base + i + 1, round(float(prob[i - lo]), 4), words)
+                reasons = self._model.explain(strip_ansi(p.line(i)), slots[i - lo])
+                self._tracer.rated(p.base + i + 1, round(float(prob[i - lo]), 4), reasons)
         hits.add_rated(rated + p.base)
 
     def forget(self, p: PendingLines, n: int) -> None:
-        """The first ``n`` pending lines are about to be trimmed: keep the logits of the last
-        ``NEIGHBOURS`` of them, the context of the lines after them."""
-        self._logit_before = np.concatenate((self._logit_before, p.logit[:n]))[-NEIGHBOURS:]
+        """The first ``n`` pending lines are about to be trimmed: keep what the lines after them
+        look back at (the last one's logits and static features, the last exit verdict and
+        failure summary among them)."""
+        if n <= 0:
+            return
+        self._logit_before = p.logit[n - 1 : n].copy()
+        self._static_before = p.static[n - 1 : n].copy()
+        verdicts = p.verdicts[p.verdicts < p.base + n]
+        if verdicts.shape[0]:
+            self._verdict_before = verdicts[-1:].copy()
+        summaries = np.flatnonzero(p.static[:n, 3])
+        if summaries.shape[0]:
+            self._summary_before = summaries[-1:] + p.base
+
+
+def _around(rows: npt.NDArray[_Row], lo: int, hi: int, before: npt.NDArray[_Row]) -> npt.NDArray[_Row]:
+    """``rows[lo - 1 : hi + 1]``, with ``before`` (the row of the line before pending line 0) for
+    row -1 and a row of zeros past the last row (no line after it yet)."""
+    head = rows[lo - 1 : lo] if lo > 0 else before
+    tail = rows[hi : hi + 1] if hi < rows.shape[0] else np.zeros((1, *rows.shape[1:]), dtype=rows.dtype)
+    return np.concatenate((head, rows[lo:hi], tail))

@@ -32,7 +32,7 @@ class PendingLines:
     """Per-line arrays and raw bytes of the lines not yet emitted (index 0 = stream line ``base``).
 
     Every per-line array has shape ``(n,)`` (``tf``: ``(n, terms)``), n the pending lines; the
-    prior's arrays (``logit``, ``seen``, ``shape``, ``blank``) stay empty without a prior.
+    prior's arrays (``logit``, ``static``, ``seen``, ``shape``, ``blank``) stay empty without a prior.
 
     Attributes:
         base: stream index of pending line 0.
@@ -51,7 +51,8 @@ class PendingLines:
         lead: kept before a hit: its context and lead-in lines (``forced`` too).
         tokens: tokens in the line's scoring text.
         tf: query term counts, one column per term.
-        logit: the prior's content logit.
+        logit: shape ``(n, 3)``: the prior's word logits (``PriorModel.line_logits``).
+        static: shape ``(n, 4)``: the prior's static line features (``LineFeatures.static``).
         seen: earlier lines of the stream with the line's shape hash.
         shape: the line's shape hash (``prior.shape_hashes``).
         blank: the line is blank.
@@ -78,7 +79,8 @@ class PendingLines:
     lead: BoolArray = field(default_factory=_bool)
     tokens: Int64Array = field(default_factory=_int64)
     tf: Int64Array = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
-    logit: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    logit: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 3), dtype=np.float64))
+    static: Int64Array = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int64))
     seen: Int64Array = field(default_factory=_int64)
     shape: Int64Array = field(default_factory=_int64)
     blank: BoolArray = field(default_factory=_bool)
@@ -123,7 +125,8 @@ class PendingLines:
         self.window, self.cont, self.record = self.window[n:], self.cont[n:], self.record[n:]
         self.forced, self.hit, self.lead = self.forced[n:], self.hit[n:], self.lead[n:]
         self.tokens, self.tf = self.tokens[n:], self.tf[n:]
-        self.logit, self.seen, self.shape, self.blank = self.logit[n:], self.seen[n:], self.shape[n:], self.blank[n:]
+        self.logit, self.static, self.seen = self.logit[n:], self.static[n:], self.seen[n:]
+        self.shape, self.blank = self.shape[n:], self.blank[n:]
 
 
 @dataclass(slots=True)

@@ -61,8 +61,10 @@ class BlockFacts:
             each hook (``mypy.....Passed``).
         verdicts: int64, 0-based lines among ``hits`` that report a command's non-zero
             exit (``exit code 1``, ``exited with 2``, ``returned non-zero exit status``).
-        prior_logits: float64, the prior's content logit of each line (``PriorModel.content_logits``);
-            shape ``(0,)`` without a prior.
+        prior_logits: shape ``(n_lines, 3)`` float64: the prior's word logits of each line
+            (``PriorModel.line_logits``); ``(0, 3)`` without a prior.
+        prior_static: shape ``(n_lines, 4)`` int64: the prior's static line features
+            (``LineFeatures.static``); ``(0, 4)`` without a prior.
         shape_hashes: int64, ``prior.shape_hashes`` of each line; shape ``(0,)`` without a prior.
     """
 
@@ -83,6 +85,7 @@ class BlockFacts:
     section_stops: Int64Array
     verdicts: Int64Array
     prior_logits: npt.NDArray[np.float64]
+    prior_static: Int64Array
     shape_hashes: Int64Array
 
     def matches(self, block: LineBlock) -> bool:
@@ -126,6 +129,8 @@ class Preparer:
         shapes: tuple[bytes, ...] = ()
         above: tuple[bytes, ...] = ()
         verdicts = np.zeros(0, dtype=np.int64)
+        if not self.signatures.builtin:  # no table finds the exit verdicts: look for them alone
+            verdicts = _verdict_lines(norm.text, starts, norm.ends)
         if hits.shape[0]:
             spans = zip(starts[hits].tolist(), norm.ends[hits].tolist(), strict=True)
             texts = [norm.text[a:b].rstrip(b"\n") for a, b in spans]
@@ -138,11 +143,13 @@ class Preparer:
         shape_ends = np.flatnonzero(np.frombuffer(masked, dtype=np.uint8) == 0x0A) + 1
         if shape_ends.shape[0] < block.n_lines:  # the last line has no line end
             shape_ends = np.append(shape_ends, len(masked))
-        logits, hashes = np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
+        logits, hashes = np.zeros((0, 3), dtype=np.float64), np.zeros(0, dtype=np.int64)
+        static = np.zeros((0, 4), dtype=np.int64)
         if self.prior is not None:
-            pair_lines, pair_ids, keys = content_features(norm.text, norm.ends, table, layout)
-            logits = self.prior.content_logits(pair_lines, pair_ids, block.n_lines)
-            hashes = shape_hashes(table, keys)
+            features = content_features(norm.text, norm.ends, table, layout)
+            logits = self.prior.line_logits(features, block.n_lines)
+            hashes = shape_hashes(table, features.keys)
+            static = features.static
         return BlockFacts(
             block.first_line,
             len(block.data),
@@ -161,6 +168,7 @@ class Preparer:
             _section_stops(norm.text, norm.ends, layout, table),
             verdicts,
             logits,
+            static,
             hashes,
         )
 
@@ -192,6 +200,15 @@ _PASS_LINE = re.compile(
     "(?:[ \t]+(?:\\(\\d[^)\n]*\\)|\\[ *\\d+%\\]))?[ \t\r]*$".encode(),
     re.M,
 )
+
+
+def _verdict_lines(text: bytes, starts: Int64Array, ends: Int64Array) -> Int64Array:
+    """Shape ``(v,)``, sorted: the lines of ``text`` (lines from ``starts`` to ``ends``) that report a
+    command's non-zero exit (``_EXIT_VERDICT``) and no passing check, as the exit-status signature's
+    hits give them when the signature table is on."""
+    found = np.unique(np.searchsorted(ends, [m.start() for m in _EXIT_VERDICT.finditer(text)], side="right"))
+    lines = [i for i in found.tolist() if not _PASS_LINE.search(text, int(starts[i]), int(ends[i]))]
+    return np.asarray(lines, dtype=np.int64)
 
 
 def _uncount_passes(text: bytes, starts: Int64Array, ends: Int64Array, tf: Int64Array) -> None:

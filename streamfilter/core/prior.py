@@ -1,28 +1,33 @@
 """The learned line prior: how likely a line is part of the failure a developer must see.
 
-Format-agnostic, so that it keeps failures of tools no signature knows. Two logistic models
-(Cox 1958; fitted by ``streamfilter.train_prior``):
+Format-agnostic, so that it keeps failures of tools no signature knows. One logistic model (Cox
+1958; fitted by ``streamfilter.train_prior``) over hashed features of a line, its neighbours and
+where it stands, after the reference prior in ``../shared/reference/prior`` (its features, made
+streaming: nothing looks further ahead than ``REACH`` lines, nor at the stream's length):
 
-- **content**: a line's own words. Hashed features (``FEATURE_BITS`` bits) of its scoring text:
-  each word token and each pair of adjacent tokens, with numbers and the letters stuck to them
-  masked (``3eb6`` is an id, not a word); its first token; its first and last non-blank byte when
-  punctuation (``>``, ``:``, ``^``); its indentation and length in buckets; whether it names a
-  ``path.ext:line``. Pure per line: ``content_features`` then ``PriorModel.content_logits``.
-- **context**: the content logits of the line and of its neighbours, where the line stands
-  relative to the stream's end and to the next exit verdict, and how often its shape came before
-  in the stream. ``context_features`` builds it (a ``Context``); ``PriorModel.probability`` combines.
+- **words** (``content_features``, pure per line, ``FEATURE_BITS`` bits): each word token and each
+  pair of adjacent tokens of the line's scoring text, with numbers and the letters stuck to them
+  masked (``3eb6`` is an id, not a word); its first and last token; its first and last non-blank
+  byte when punctuation (``>``, ``:``, ``^``); whether it names a ``path.ext:line``. The first
+  ``NEAR_TOKENS`` words of the line before and of the line after, each with weights of their own.
+- **where it stands** (``structure``, one-hot groups): lines to the stream's end; lines to the next
+  and since the last exit verdict and failure-summary line (``BUILD FAILED``, ``3 failed``),
+  signed lines to the stream's first exit verdict; how many earlier lines had its shape; its
+  indentation and the change from the line above, its length, blankness; an error word on it and
+  on its neighbours, crossed with the lines to the end and with its shape's repeats.
 
-Only hashed ids and weights ship (``prior.npz``, about 70 KB), never a word list. Features a
-training set saw in fewer than ``train_prior.MIN_REPOS`` repositories get no weight, so the model
-learns no one project's names (but for words that share a bucket with learned ones: at 20 bits
-about one word in seventy lands on a bucket with a weight).
+``PriorModel.line_logits`` sums a block's word weights per line once (the line's own, and what it
+adds to the line after and to the line before); ``PriorModel.probability`` adds the neighbours'
+sums and the structure weights when the line's reach has come in. Only hashed ids and weights
+ship (``prior.npz``), never a word list. Word features a training set saw in fewer than
+``train_prior.MIN_REPOS`` repositories get no weight, so the model learns no one project's names.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -34,34 +39,34 @@ from .segment import LineLayout
 from .tokens import TokenTable, token_table
 
 __all__ = (
-    "CONTEXT_FEATURES",
-    "CONTEXT_NAMES",
-    "DENSE",
-    "END_REACH",
     "FEATURE_BITS",
-    "NEIGHBOURS",
-    "Context",
+    "NEAR_TOKENS",
+    "N_FEATURES",
+    "REACH",
+    "STRUCTURE_NAMES",
+    "LineFeatures",
     "PriorModel",
     "ShapeCounter",
+    "StreamFacts",
+    "ahead_counts",
     "content_features",
-    "context_features",
     "default_model",
     "shape_hashes",
-    "to_verdict",
+    "structure",
 )
 
 FEATURE_BITS = 20
 N_FEATURES = 1 << FEATURE_BITS
-# lines after a line that its context features look at: the stream's end and the next exit
-# verdict within this many lines (the filter's look-ahead is far longer, so streaming knows them)
-END_REACH = 24
-NEIGHBOURS = 3  # lines each side whose content logits a line's context sees
+# lines after a line that its features look at: the stream's end, the next exit verdict and
+# failure-summary line within this many lines (the filter's look-ahead is longer, so streaming knows them)
+REACH = 128
+NEAR_TOKENS = 20  # words of each neighbouring line that count
 
 Int64Array = npt.NDArray[np.int64]
 Float64Array = npt.NDArray[np.float64]
 
 # feature kinds, mixed into the hash so that the same token is another feature in each role
-_UNIGRAM, _BIGRAM, _FIRST, _FIRST_BYTE, _LAST_BYTE, _INDENT, _LENGTH, _PATH_LINE = range(1, 9)
+_UNIGRAM, _BIGRAM, _FIRST, _FIRST_BYTE, _LAST_BYTE, _PATH_LINE, _LAST = range(1, 8)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _NUM_KEY = np.uint64(0x6D756E3C)  # any number (a token of digits)
@@ -69,8 +74,43 @@ _ID_KEY = np.uint64(0x64693C)  # a short run of letters stuck to digits: part of
 _LENGTH_MIX = np.arange(17, dtype=np.uint64) << np.uint64(56)  # a token's length (up to 16) in its key's top byte
 _LOW56 = np.uint64((1 << 56) - 1)  # a masked key without the length _masked_keys mixes in
 _NUM_KEY_L, _ID_KEY_L = int(_NUM_KEY), int(_ID_KEY)
-_INDENT_EDGES = np.asarray([1, 2, 4, 8], dtype=np.int64)
-_LENGTH_EDGES = np.asarray([1, 3, 6, 11, 21, 41], dtype=np.int64)
+SCALE_FEATURES = 24  # a line of more word features than this has its sum scaled down
+
+# a word that names a failure, anywhere in a line (lower-cased): "AssertionError", "FAILED", "panicked"
+_ERROR_WORD = re.compile(
+    rb"error|fail|exception|traceback|fatal|panic|assert|denied|timed? ?out|expected|cannot|can't|undefined"
+    rb"|abort|refused|not found|no such|missing|invalid|unable"
+)
+# a line that sums a failure up: "BUILD FAILED", "Tests failed", "3 failed", "Failures: 2", "errors=1"
+# (each form holds one of _SUMMARY_WORDS)
+_FAILURE_SUMMARY = re.compile(
+    rb"build fail|finished: fail|\b(?:tests?|build|job|step|task|command|check|suite)s? (?:have |has )?failed"
+    rb"|\b[1-9]\d* (?:failed|failures?|errors?|failing|broken)\b|\b(?:failures|errors|failed)[:=] ?[1-9]"
+)
+_SUMMARY_WORDS = (b"fail", b"error", b"broken")
+
+
+@dataclass(frozen=True, slots=True)
+class LineFeatures:
+    """A block's lines as the prior sees them (``content_features``); lines are 0-based in the block.
+
+    Attributes:
+        lines, ids: the line's own word features as ``(line, feature)`` pairs, in parts of one kind
+            each (int64 arrays, ids in ``0 .. N_FEATURES - 1``; joining them costs more than using them).
+        near_lines, near_ids: shape ``(m,)`` int64: the unigram features of each line's first
+            ``NEAR_TOKENS`` tokens, which its neighbours see.
+        keys: shape ``(n_tokens,)`` uint64: the tokens' masked keys (for ``shape_hashes``).
+        static: shape ``(n_lines, 4)`` int64: per line its indentation bin (0-6, a tab counts 1
+            space), length bin (log2 of its characters, 0-10), an error word on it (0/1) and
+            whether it sums a failure up (0/1).
+    """
+
+    lines: list[Int64Array]
+    ids: list[Int64Array]
+    near_lines: Int64Array
+    near_ids: Int64Array
+    keys: npt.NDArray[np.uint64]
+    static: Int64Array
 
 
 def _hash(kind: int, a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | None = None) -> Int64Array:
@@ -106,39 +146,35 @@ def _masked_keys(table: TokenTable) -> npt.NDArray[np.uint64]:
     return keys
 
 
-def content_features(
-    text: bytes, ends: Int64Array, table: TokenTable, layout: LineLayout
-) -> tuple[list[Int64Array], list[Int64Array], npt.NDArray[np.uint64]]:
-    """The hashed content features of a block's lines, as ``(line, feature)`` pairs.
+def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: LineLayout) -> LineFeatures:
+    """The hashed features of a block's lines (``LineFeatures``).
 
     Args:
         text: scoring text of whole lines (``NormalizedBlock.text``).
         ends: shape ``(n_lines,)``: end offset of each line in ``text``.
         table: the block's tokens.
-        layout: the block's layout (indentation, first non-blank byte, blank lines).
-
-    Returns:
-        ``(lines, ids, keys)``: two lists of int64 arrays, the arrays of one index of one shape (one
-        kind of feature each), each pair a 0-based line of the block and a feature id in
-        ``0 .. 2**FEATURE_BITS - 1`` (a feature may repeat in a line: it counts as often; every line
-        has at least its indentation and length features); and the tokens' masked keys (shape
-        ``(n_tokens,)``, for ``shape_hashes``). Kept in parts: joining them costs more than using them.
+        layout: the block's layout (indentation, characters, first non-blank byte, blank lines).
     """
     n_lines = int(ends.shape[0])
     arr = np.frombuffer(text, dtype=np.uint8)
     keys = _masked_keys(table)
     tok_line = np.repeat(np.arange(n_lines, dtype=np.int64), table.per_line)
+    uni = _hash(_UNIGRAM, keys)
     parts_l = [tok_line]
-    parts_f = [_hash(_UNIGRAM, keys)]
+    parts_f = [uni]
     if keys.shape[0] > 1:
         pairs = np.flatnonzero(tok_line[1:] == tok_line[:-1])  # adjacent tokens of one line
         parts_l.append(tok_line[pairs])
         parts_f.append(_hash(_BIGRAM, keys[:-1], keys[1:])[pairs])
     has_tokens = table.per_line > 0
+    starts = np.cumsum(table.per_line) - table.per_line
     if has_tokens.any():
-        first_tok = (np.cumsum(table.per_line) - table.per_line)[has_tokens]
-        parts_l.append(np.flatnonzero(has_tokens).astype(np.int64))
-        parts_f.append(_hash(_FIRST, keys[first_tok]))
+        with_tokens = np.flatnonzero(has_tokens).astype(np.int64)
+        parts_l += [with_tokens, with_tokens]
+        parts_f += [
+            _hash(_FIRST, keys[starts[has_tokens]]),
+            _hash(_LAST, keys[starts[has_tokens] + table.per_line[has_tokens] - 1]),
+        ]
     lines = np.arange(n_lines, dtype=np.int64)
     solid = ~layout.blank
     if arr.shape[0] and solid.any():
@@ -155,16 +191,56 @@ def content_features(
             _hash(_FIRST_BYTE, fb[punct_f].astype(np.uint64)),
             _hash(_LAST_BYTE, lb[punct_l].astype(np.uint64)),
         ]
-    indent = np.where(layout.blank, 9, np.searchsorted(_INDENT_EDGES, layout.indent, side="right"))
-    length = np.searchsorted(_LENGTH_EDGES, table.per_line, side="right")
-    parts_l += [lines, lines]
-    parts_f += [_hash(_INDENT, indent.astype(np.uint64)), _hash(_LENGTH, length.astype(np.uint64))]
     found = _path_lines(arr)
     if found.shape[0]:
         pl = np.unique(np.searchsorted(ends, found, side="right"))
         parts_l.append(pl.astype(np.int64))
         parts_f.append(_hash(_PATH_LINE, np.zeros(pl.shape[0], dtype=np.uint64)))
-    return parts_l, parts_f, keys
+    rank = np.arange(keys.shape[0], dtype=np.int64) - starts[tok_line]
+    near = rank < NEAR_TOKENS
+    static = np.empty((n_lines, 4), dtype=np.int64)
+    static[:, 0] = np.minimum((layout.indent + 1) // 2, 6)
+    static[:, 1] = np.minimum(np.log2(layout.chars + 1).astype(np.int64), 10)
+    static[:, 2] = _marked(_ERROR_WORD, table.lower, ends)
+    static[:, 3] = _summaries(table.lower, ends)
+    return LineFeatures(parts_l, parts_f, tok_line[near], uni[near], keys, static)
+
+
+def _summaries(lower: bytes, ends: Int64Array) -> Int64Array:
+    """``_marked(_FAILURE_SUMMARY, ...)``, searched only in the lines that hold one of the words
+    every failure summary holds (a regex scan of the whole block cost more than the rest of the prior)."""
+    out = np.zeros(ends.shape[0], dtype=np.int64)
+    for i in np.flatnonzero(_lines_with(lower, ends, _SUMMARY_WORDS)).tolist():
+        if _FAILURE_SUMMARY.search(lower, int(ends[i - 1]) if i else 0, int(ends[i])):
+            out[i] = 1
+    return out
+
+
+def _lines_with(lower: bytes, ends: Int64Array, words: tuple[bytes, ...]) -> npt.NDArray[np.bool_]:
+    """Shape like ``ends``: the lines of ``lower`` that hold one of ``words`` (a line is looked at
+    once per word: the search goes on from its end)."""
+    out = np.zeros(ends.shape[0], dtype=bool)
+    for word in words:
+        found = []
+        at = lower.find(word)
+        while at >= 0:
+            found.append(at)
+            end = lower.find(b"\n", at)
+            if end < 0:
+                break
+            at = lower.find(word, end + 1)
+        if found:
+            out[np.searchsorted(ends, np.asarray(found, dtype=np.int64), side="right")] = True
+    return out
+
+
+def _marked(pattern: re.Pattern[bytes], lower: bytes, ends: Int64Array) -> Int64Array:
+    """Shape like ``ends``: 1 for each line of ``lower`` (lines ending at ``ends``) where ``pattern`` matches."""
+    out = np.zeros(ends.shape[0], dtype=np.int64)
+    at = [m.start() for m in pattern.finditer(lower)]
+    if at:
+        out[np.searchsorted(ends, np.asarray(at, dtype=np.int64), side="right")] = 1
+    return out
 
 
 def _path_lines(arr: npt.NDArray[np.uint8]) -> Int64Array:
@@ -201,135 +277,161 @@ def _last_solid(arr: npt.NDArray[np.uint8], ends: Int64Array) -> Int64Array:
     return np.maximum(pos, 0)
 
 
-SCALE_FEATURES = 24  # a line of more features than this has its sum scaled down
-
-
 def scale_of(counts: Int64Array) -> Float64Array:
-    """Shape like ``counts`` (features per line): what a line's sum of feature weights is multiplied
-    by: 1 up to ``SCALE_FEATURES`` features, then ``sqrt(SCALE_FEATURES / features)``, so a line of a
-    thousand words does not outweigh every line of ten (the feature vector's L2 norm, beyond a
-    line's usual size)."""
+    """Shape like ``counts`` (word features per line): what a line's sum of word weights is
+    multiplied by: 1 up to ``SCALE_FEATURES`` features, then ``sqrt(SCALE_FEATURES / features)``, so
+    a line of a thousand words does not outweigh every line of ten (the feature vector's L2 norm,
+    beyond a line's usual size)."""
     scale: Float64Array = np.sqrt(SCALE_FEATURES / np.maximum(counts, SCALE_FEATURES))
     return scale
 
 
-def to_verdict(lines: Int64Array, verdicts: Int64Array) -> Int64Array:
-    """Shape like ``lines``: lines from each to the next of the sorted ``verdicts`` at or after it,
-    ``END_REACH`` when there is none."""
-    if verdicts.shape[0] == 0:
-        return np.full(lines.shape[0], END_REACH, dtype=np.int64)
-    at = np.searchsorted(verdicts, lines, side="left")
-    nxt = verdicts[np.minimum(at, verdicts.shape[0] - 1)]
-    result: Int64Array = np.where(at < verdicts.shape[0], np.minimum(nxt - lines, END_REACH), END_REACH)
+def _log2_bin(d: Int64Array, cap: int) -> Int64Array:
+    """Shape like ``d`` (>= 0): 0 for 0, then ``floor(log2(d)) + 1`` (1, 2-3, 4-7, ...), at most ``cap``."""
+    out = np.zeros(d.shape[0], dtype=np.int64)
+    pos = d > 0
+    out[pos] = np.floor(np.log2(d[pos])).astype(np.int64) + 1
+    result: Int64Array = np.minimum(out, cap)
     return result
 
 
-# -- context -------------------------------------------------------------------------------
-# the columns of the context matrix, in order
-_END_EDGES = (1, 3, 6, 12)  # lines after this one to the stream's end: 0, 1-2, 3-5, 6-11, 12..END_REACH
-_VERDICT_EDGES = (1, 3, 6, 12)  # lines to the next exit verdict below: 1-2, 3-5, 6-11, 12..END_REACH
-_SEEN_EDGES = (1, 2, 5)  # earlier lines of the same shape: 0, 1, 2-4, 5+
-CONTEXT_NAMES: tuple[str, ...] = (
-    "content",
-    "content_prev",
-    "content_next",
-    "content_max_near",
-    "content_max_before",
-    "content_far",
-    *(f"end_{i}" for i in range(len(_END_EDGES) + 1)),
-    *(f"verdict_{i}" for i in range(len(_VERDICT_EDGES))),
-    "is_verdict",
-    *(f"seen_{i}" for i in range(len(_SEEN_EDGES) + 1)),
-    "blank",
+_NEAR_BINS = 8  # log2 bins of a distance below REACH (0, 1, 2-3, ..., 64-127), then "none"
+_FAR_BINS = 14  # log2 bins of a distance back (0 .. 8192+), then "none"
+_SEEN_EDGES = np.asarray([1, 2, 5, 20, 100], dtype=np.int64)  # earlier lines of its shape: 0, 1, 2-4, ...
+_AHEAD_EDGES = np.asarray([1, 2, 5], dtype=np.int64)  # lines of its shape within REACH after it: 0, 1, 2-4, 5+
+# the one-hot groups: (name, slots)
+_GROUPS: tuple[tuple[str, int], ...] = (
+    ("end", _NEAR_BINS + 1),
+    ("verdict_next", _NEAR_BINS + 1),
+    ("verdict_last", _FAR_BINS + 1),
+    ("summary_next", _NEAR_BINS + 1),
+    ("summary_last", _FAR_BINS + 1),
+    ("first_verdict", 1 + _NEAR_BINS + _FAR_BINS),
+    ("seen", _SEEN_EDGES.shape[0] + 1),
+    ("ahead", _AHEAD_EDGES.shape[0] + 1),
+    ("start", _FAR_BINS + 1),
+    ("indent", 7),
+    ("indent_change", 3),
+    ("length", 11),
+    ("blank", 2),
+    ("error_here_above_below", 8),
+    ("error_x_end", 2 * (_NEAR_BINS + 1)),
+    ("error_x_seen", 2 * (_SEEN_EDGES.shape[0] + 1)),
 )
-CONTEXT_FEATURES = len(CONTEXT_NAMES)
+_OFFSETS = np.cumsum([0] + [n for _, n in _GROUPS])[:-1].astype(np.int64)
+STRUCTURE_NAMES: tuple[str, ...] = tuple(f"{name}:{k}" for name, n in _GROUPS for k in range(n))
 
 
 @dataclass(frozen=True, slots=True)
-class Context:
-    """The context features of ``n`` lines, compactly: ``matrix()`` spreads them out.
+class StreamFacts:
+    """What ``structure`` needs of the lines around those it describes (stream indexes, 0-based).
 
     Attributes:
-        dense: shape ``(n, DENSE)`` float64: the first ``DENSE`` columns of ``CONTEXT_NAMES``.
-        onehot: shape ``(n, GROUPS)`` int64: for each group of indicator columns, the column that
-            is 1 (an index into ``CONTEXT_NAMES``), or ``CONTEXT_FEATURES`` when none is.
+        verdicts: sorted: lines with a command's exit verdict, every one from the last before the
+            described lines to ``REACH`` lines past them (more may be given).
+        summaries: sorted: failure-summary lines (``LineFeatures.static[:, 3]``), likewise.
+        first_verdict: the stream's first exit verdict, or -1 when none is known.
     """
 
-    dense: Float64Array
-    onehot: Int64Array
-
-    def matrix(self) -> Float64Array:
-        """Shape ``(n, CONTEXT_FEATURES)``: every column as ``CONTEXT_NAMES`` names them."""
-        n = self.dense.shape[0]
-        out = np.zeros((n, CONTEXT_FEATURES + 1), dtype=np.float64)
-        out[:, :DENSE] = self.dense
-        out[np.arange(n)[:, None], self.onehot] = 1.0
-        result: Float64Array = out[:, :CONTEXT_FEATURES]
-        return result
+    verdicts: Int64Array
+    summaries: Int64Array
+    first_verdict: int
 
 
-DENSE = 6  # content logits: own, previous, next, most of the neighbours, most of those before, own far from the end
-_END_COL = DENSE
-_VERDICT_COL = _END_COL + len(_END_EDGES) + 1
-_IS_VERDICT_COL = _VERDICT_COL + len(_VERDICT_EDGES)
-_SEEN_COL = _IS_VERDICT_COL + 1
-_BLANK_COL = _SEEN_COL + len(_SEEN_EDGES) + 1
+def _next_bin(lines: Int64Array, marks: Int64Array) -> Int64Array:
+    """Bins of the lines from each of ``lines`` to the first of ``marks`` at or after it, below ``REACH``."""
+    if not marks.shape[0]:
+        return np.full(lines.shape[0], _NEAR_BINS, dtype=np.int64)
+    at = np.searchsorted(marks, lines, side="left")
+    d = marks[np.minimum(at, marks.shape[0] - 1)] - lines
+    result: Int64Array = np.where(
+        (at < marks.shape[0]) & (d < REACH), _log2_bin(np.maximum(d, 0), _NEAR_BINS), _NEAR_BINS
+    )
+    return result
 
 
-def context_features(
-    logits: Float64Array,
-    lo: int,
-    hi: int,
+def _last_bin(lines: Int64Array, marks: Int64Array) -> Int64Array:
+    """Bins of the lines from the last of ``marks`` at or before each of ``lines`` to it."""
+    if not marks.shape[0]:
+        return np.full(lines.shape[0], _FAR_BINS, dtype=np.int64)
+    at = np.searchsorted(marks, lines, side="right") - 1
+    d = lines - marks[np.maximum(at, 0)]
+    result: Int64Array = np.where(at >= 0, _log2_bin(np.maximum(d, 0), _FAR_BINS - 1), _FAR_BINS)
+    return result
+
+
+def ahead_counts(shapes: Int64Array, n: int) -> Int64Array:
+    """Shape ``(n,)``: for each of the first ``n`` of consecutive lines' shape hashes (``shapes``,
+    which holds the ``REACH`` lines after the ``n`` where they exist), the lines after it within
+    ``REACH`` lines with its shape."""
+    m = shapes.shape[0]
+    order = np.lexsort((np.arange(m), shapes))
+    keyed = shapes[order] * (m + REACH + 1) + order  # by shape, then by line
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m)
+    first = shapes[:n] * (m + REACH + 1) + np.arange(n)
+    result: Int64Array = np.searchsorted(keyed, first + REACH, side="right") - rank[:n] - 1
+    return result
+
+
+def structure(
+    lines: Int64Array,
     to_end: Int64Array,
-    to_verdict: Int64Array,
+    facts: StreamFacts,
     seen: Int64Array,
+    ahead: Int64Array,
+    static: Int64Array,
     blank: npt.NDArray[np.bool_],
-) -> Context:
-    """The context features of lines ``lo .. hi-1`` of an array of content logits.
+) -> Int64Array:
+    """The structure features of consecutive lines, one slot of each group (``STRUCTURE_NAMES``).
 
     Args:
-        logits: shape ``(n,)``: content logits of consecutive lines that hold lines
-            ``lo - NEIGHBOURS .. hi + NEIGHBOURS - 1`` where they exist (beyond the array: none).
-        lo, hi: the lines to describe (indexes into ``logits``).
-        to_end: shape ``(hi - lo,)``: lines after each to the stream's end, or ``END_REACH`` or more
-            when the end is not within reach (not known yet).
-        to_verdict: shape ``(hi - lo,)``: lines to the next exit verdict below (0: the line is one),
-            ``END_REACH`` or more when none is within reach.
-        seen: shape ``(hi - lo,)``: earlier lines of the stream with the line's shape.
-        blank: shape ``(hi - lo,)``: the line has only whitespace.
+        lines: shape ``(n,)``: the lines' stream indexes, consecutive.
+        to_end: shape ``(n,)``: lines after each to the stream's end, ``REACH`` or more when it is
+            not within reach (not known yet).
+        facts: the exit verdicts and failure summaries around them.
+        seen: shape ``(n,)``: earlier lines of the stream with the line's shape.
+        ahead: shape ``(n,)``: lines of its shape within ``REACH`` after it (``ahead_counts``).
+        static: shape ``(n + 2, 4)``: ``LineFeatures.static`` of the line before the first, the
+            lines, and the line after the last (rows of zeros where there is none).
+        blank: shape ``(n,)``: the line has only whitespace.
 
     Returns:
-        The ``hi - lo`` lines' ``Context`` (columns as ``CONTEXT_NAMES``).
+        shape ``(n, len(_GROUPS))`` int64: indexes into ``STRUCTURE_NAMES``.
     """
-    n = hi - lo
-    pad = np.full(NEIGHBOURS, -8.0)
-    ext = np.concatenate((pad, logits, pad))
-    c = lo + NEIGHBOURS
-    dense = np.empty((n, DENSE), dtype=np.float64)
-    dense[:, 0] = ext[c : c + n]
-    dense[:, 1] = ext[c - 1 : c - 1 + n]
-    dense[:, 2] = ext[c + 1 : c + 1 + n]
-    before = dense[:, 4]
-    before[:] = dense[:, 1]
-    for k in range(2, NEIGHBOURS + 1):
-        np.maximum(before, ext[c - k : c - k + n], out=before)
-    near = dense[:, 3]
-    np.maximum(before, dense[:, 2], out=near)
-    for k in range(2, NEIGHBOURS + 1):
-        np.maximum(near, ext[c + k : c + k + n], out=near)
-    # its own words where neither the end nor an exit verdict is near: there they are all it has
-    far = (to_end >= END_REACH) & (to_verdict >= END_REACH)
-    dense[:, 5] = np.where(far, dense[:, 0], 0.0)
-    none = CONTEXT_FEATURES
-    onehot = np.full((n, 5), none, dtype=np.int64)
-    end_bin = np.searchsorted(np.asarray(_END_EDGES), to_end, side="right")
-    onehot[:, 0] = np.where(to_end < END_REACH, _END_COL + end_bin, none)
-    v_bin = np.searchsorted(np.asarray(_VERDICT_EDGES), to_verdict, side="right") - 1
-    onehot[:, 1] = np.where((to_verdict > 0) & (to_verdict < END_REACH), _VERDICT_COL + v_bin, none)
-    onehot[:, 2] = np.where(to_verdict == 0, _IS_VERDICT_COL, none)
-    onehot[:, 3] = _SEEN_COL + np.searchsorted(np.asarray(_SEEN_EDGES), seen, side="right")
-    onehot[:, 4] = np.where(blank, _BLANK_COL, none)
-    return Context(dense, onehot)
+    n = lines.shape[0]
+    out = np.empty((n, len(_GROUPS)), dtype=np.int64)
+    end = np.where(to_end < REACH, _log2_bin(np.maximum(to_end, 0), _NEAR_BINS), _NEAR_BINS)
+    out[:, 0] = end
+    out[:, 1] = _next_bin(lines, facts.verdicts)
+    out[:, 2] = _last_bin(lines, facts.verdicts)
+    out[:, 3] = _next_bin(lines, facts.summaries)
+    out[:, 4] = _last_bin(lines, facts.summaries)
+    first = facts.first_verdict
+    if first < 0:
+        out[:, 5] = 0
+    else:
+        to_first = first - lines  # > 0: the first verdict is still to come
+        out[:, 5] = np.where(
+            to_first > 0,
+            np.where(to_first < REACH, _log2_bin(np.maximum(to_first, 0), _NEAR_BINS), 0),
+            1 + _NEAR_BINS + _log2_bin(np.maximum(-to_first, 0), _FAR_BINS - 1),
+        )
+    seen_bin = np.searchsorted(_SEEN_EDGES, seen, side="right")
+    out[:, 6] = seen_bin
+    out[:, 7] = np.searchsorted(_AHEAD_EDGES, ahead, side="right")
+    out[:, 8] = _log2_bin(lines, _FAR_BINS)
+    here = static[1:-1]
+    out[:, 9] = here[:, 0]
+    out[:, 10] = np.sign(here[:, 0] - static[:-2, 0]) + 1
+    out[:, 11] = here[:, 1]
+    out[:, 12] = blank
+    err = here[:, 2]
+    out[:, 13] = err * 4 + static[:-2, 2] * 2 + static[2:, 2]
+    out[:, 14] = err * (_NEAR_BINS + 1) + end
+    out[:, 15] = err * (_SEEN_EDGES.shape[0] + 1) + seen_bin
+    out += _OFFSETS
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,43 +439,55 @@ class PriorModel:
     """The prior's weights.
 
     Attributes:
-        content: shape ``(2**FEATURE_BITS,)`` float32: the content model's weight of each feature id
+        own: shape ``(N_FEATURES,)`` float32: the weight of each word feature of the line itself
             (0 for the ids it was not allowed to learn).
-        content_bias: the content model's intercept.
-        context: shape ``(CONTEXT_FEATURES,)`` float64: the context model's weights.
-        context_bias: its intercept.
+        above: shape ``(N_FEATURES,)`` float32: of each unigram feature of the line before.
+        below: shape ``(N_FEATURES,)`` float32: of each unigram feature of the line after.
+        structure: shape ``(len(STRUCTURE_NAMES),)`` float64: of each structure slot.
+        bias: the intercept.
         cut: the probability at or above which a line is kept (chosen by the training script).
     """
 
-    content: npt.NDArray[np.float32]
-    content_bias: float
-    context: Float64Array
-    context_bias: float
+    own: npt.NDArray[np.float32]
+    above: npt.NDArray[np.float32]
+    below: npt.NDArray[np.float32]
+    structure: Float64Array
+    bias: float
     cut: float
 
-    FORMAT = 1  # the weights' file format version (``save``, ``load``)
+    FORMAT = 2  # the weights' file format version (``save``, ``load``)
 
-    def content_logits(self, lines: Sequence[Int64Array], ids: Sequence[Int64Array], n_lines: int) -> Float64Array:
-        """Shape ``(n_lines,)``: the content logit of each line, from ``content_features``' pairs
-        (in parts, or joined: the same up to rounding)."""
-        sums = np.zeros(n_lines, dtype=np.float64)
+    def line_logits(self, features: LineFeatures, n_lines: int) -> Float64Array:
+        """Shape ``(n_lines, 3)``: per line of a block, the sum of its own word weights (scaled,
+        ``scale_of``), of its first words as the line before the next one's (``above``), and as the
+        line after the previous one's (``below``)."""
+        out = np.zeros((n_lines, 3), dtype=np.float64)
         counts = np.zeros(n_lines, dtype=np.int64)
-        for part_lines, part_ids in zip(lines, ids, strict=True):
-            sums += np.bincount(part_lines, weights=self.content[part_ids], minlength=n_lines)
+        for part_lines, part_ids in zip(features.lines, features.ids, strict=True):
+            out[:, 0] += np.bincount(part_lines, weights=self.own[part_ids], minlength=n_lines)
             counts += np.bincount(part_lines, minlength=n_lines)
-        return sums * scale_of(counts) + self.content_bias
+        out[:, 0] *= scale_of(counts)
+        out[:, 1] = np.bincount(features.near_lines, weights=self.above[features.near_ids], minlength=n_lines)
+        out[:, 2] = np.bincount(features.near_lines, weights=self.below[features.near_ids], minlength=n_lines)
+        return out
 
-    def probability(self, context: Context) -> Float64Array:
-        """Shape ``(n,)``: the prior probability of each line of a ``Context`` (``context_features``):
-        the logistic of the context weights' dot product with ``context.matrix()``, on its compact form."""
-        weights = np.append(self.context, 0.0)  # (the column of "none" of a group)
-        z = context.dense @ self.context[:DENSE] + weights[context.onehot].sum(axis=1) + self.context_bias
+    def probability(self, logits: Float64Array, slots: Int64Array) -> Float64Array:
+        """Shape ``(n,)``: the probability of each of ``n`` consecutive lines.
+
+        Args:
+            logits: shape ``(n + 2, 3)``: ``line_logits`` of the line before the first, the lines,
+                and the line after the last (rows of zeros where there is none).
+            slots: shape ``(n, groups)``: ``structure`` of the lines.
+        """
+        z = logits[1:-1, 0] + logits[:-2, 1] + logits[2:, 2] + self.structure[slots].sum(axis=1) + self.bias
         out: Float64Array = 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
         return out
 
-    def explain_line(self, text: bytes, k: int = 3) -> tuple[str, ...]:
-        """The ``k`` words or word pairs of one line's scoring text whose weights raise its content
-        logit most, as text (``<num>`` a number, ``<id>`` letters stuck to one), for ``--explain``."""
+    def explain(self, text: bytes, slots: Int64Array, k: int = 3) -> tuple[str, ...]:
+        """The ``k`` words or word pairs of one line's scoring text and the ``k`` structure slots
+        (``slots``, shape ``(groups,)``, as ``structure`` gives a line's) whose weights raise its
+        probability most, as text (``<num>`` a number, ``<id>`` letters stuck to one; a slot as
+        ``group:bin``), for ``--explain``."""
         ends = np.asarray([len(text)], dtype=np.int64)
         table = token_table(text, ends)
         keys = _masked_keys(table)
@@ -385,25 +499,31 @@ class PriorModel:
         ids = np.concatenate((_hash(_UNIGRAM, keys), _hash(_BIGRAM, keys[:-1], keys[1:])))
         labels = names + [f"{a} {b}" for a, b in itertools.pairwise(names)]
         _, first = np.unique(ids, return_index=True)  # a word twice in the line is one feature
-        weights = self.content[ids[first]]
+        weights = self.own[ids[first]]
         order = np.argsort(-weights, kind="stable")[:k]
-        return tuple(labels[first[i]] for i in order.tolist() if weights[i] > 0)
+        words = [labels[first[i]] for i in order.tolist() if weights[i] > 0]
+        by_slot = self.structure[slots]
+        heaviest = np.argsort(-by_slot, kind="stable")[:k]
+        return (*words, *(STRUCTURE_NAMES[int(slots[i])] for i in heaviest.tolist() if by_slot[i] > 0))
 
     def save(self, path: Path) -> None:
-        """Write the weights as a compressed numpy archive (the content weights as float16).
+        """Write the weights as a compressed numpy archive: the non-zero word weights' ids and
+        values (float16), the structure weights.
 
         Raises:
             OSError: the file cannot be written.
         """
+        words = np.concatenate((self.own, self.above, self.below))
+        ids = np.flatnonzero(words).astype(np.int32)
         np.savez_compressed(
             path,
             version=np.asarray(self.FORMAT),
             feature_bits=np.asarray(FEATURE_BITS),
-            context_names=np.asarray(CONTEXT_NAMES),
-            content=self.content.astype(np.float16),
-            content_bias=np.asarray(self.content_bias),
-            context=self.context,
-            context_bias=np.asarray(self.context_bias),
+            structure_names=np.asarray(STRUCTURE_NAMES),
+            word_ids=ids,
+            word_weights=words[ids].astype(np.float16),
+            structure=self.structure,
+            bias=np.asarray(self.bias),
             cut=np.asarray(self.cut),
         )
 
@@ -413,18 +533,21 @@ class PriorModel:
 
         Raises:
             OSError: the file cannot be read.
-            ValueError: the file is of another format version, hash width or context layout.
+            ValueError: the file is of another format version, hash width or structure layout.
         """
         with np.load(path) as z:
             if int(z["version"]) != cls.FORMAT or int(z["feature_bits"]) != FEATURE_BITS:
                 raise ValueError(f"{path}: prior weights of format {int(z['version'])}, expected {cls.FORMAT}")
-            if tuple(str(s) for s in z["context_names"]) != CONTEXT_NAMES:
-                raise ValueError(f"{path}: prior weights for other context features")
+            if tuple(str(s) for s in z["structure_names"]) != STRUCTURE_NAMES:
+                raise ValueError(f"{path}: prior weights for other structure features")
+            words = np.zeros(3 * N_FEATURES, dtype=np.float32)
+            words[z["word_ids"]] = z["word_weights"]
             return cls(
-                z["content"].astype(np.float32),
-                float(z["content_bias"]),
-                z["context"].astype(np.float64),
-                float(z["context_bias"]),
+                words[:N_FEATURES],
+                words[N_FEATURES : 2 * N_FEATURES],
+                words[2 * N_FEATURES :],
+                z["structure"].astype(np.float64),
+                float(z["bias"]),
                 float(z["cut"]),
             )
 

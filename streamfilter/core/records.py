@@ -71,8 +71,9 @@ class WindowTrace:
             run's last line when the run holds only lines leading up to it); else 0.
         prior: for a window protected by the learned prior (``protected:prior``), the probability
             it gave that line; else 0.
-        features: for such a window, the words and word pairs of that line that raised its
-            probability most (numbers shown as ``<num>``, ids as ``<id>``).
+        features: for such a window, the words and word pairs of that line (numbers shown as
+            ``<num>``, ids as ``<id>``) and the structure slots (``prior.STRUCTURE_NAMES``) that
+            raised its probability most.
         novel: with a baseline (the last green run's line shapes), how many lines of the window
             it never saw; None without one.
     """

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import streamfilter.core.hits as hits_module
 from streamfilter.core.filter import FilterConfig, StreamFilter
-from streamfilter.core.prior import CONTEXT_NAMES, DENSE, PriorModel, ShapeCounter, context_features, default_model
+from streamfilter.core.prior import N_FEATURES, STRUCTURE_NAMES, PriorModel, ShapeCounter, default_model
 from streamfilter.core.records import Run
-from streamfilter.train_prior import FIXTURE_LINES, MIN_REPOS, extract, main, rate
+from streamfilter.train_prior import FIXTURE_LINES, MIN_REPOS, _design, extract, main, rate
 from tests.conftest import ROOT, run_cli
 
 FIXTURE = ROOT / "tests" / "data" / "prior-fixture.json"
@@ -127,28 +127,25 @@ def test_prior_decisions_do_not_depend_on_chunking(picks: list[int], chunks: lis
     assert b"".join(r.data for r in whole if r.decision == "keep") or any(r.decision == "drop" for r in whole)
 
 
-def test_the_compact_context_rates_as_its_matrix_does() -> None:
-    """The filter rates on ``Context``'s compact form; training fits on its matrix."""
-    rng = np.random.default_rng(3)
-    n = 200
-    context = context_features(
-        rng.normal(-2, 2, n + 10),
-        4,
-        4 + n,
-        rng.integers(0, 40, n),
-        rng.integers(0, 40, n),
-        rng.integers(0, 9, n),
-        rng.random(n) < 0.2,
-    )
+def test_training_sees_each_line_as_the_model_rates_it() -> None:
+    """The design matrix training fits on (words of the line and of its neighbours, structure
+    slots, the bias) gives, with the model's weights, the probabilities the model rates."""
+    data = b"".join(PLAIN[i % len(PLAIN)] for i in range(0, 300, 7)) + b"Process completed with exit code 1.\n"
+    case = extract(data)
     model = default_model()
-    z = context.matrix() @ model.context + model.context_bias
-    np.testing.assert_allclose(model.probability(context), 1 / (1 + np.exp(-z)), rtol=1e-12)
-    matrix = context.matrix()
-    assert matrix.shape == (n, len(CONTEXT_NAMES))
-    assert (matrix[:, DENSE:].sum(axis=1) >= 1).all()  # every line has its seen-count column
+    rows = np.arange(case.n_lines, dtype=np.int64)
+    r, c, v = _design(case, rows, np.ones(N_FEATURES, dtype=bool))
+    theta = np.concatenate((model.own, model.above, model.below, model.structure, [model.bias])).astype(np.float64)
+    z = np.bincount(r, weights=theta[c] * v, minlength=case.n_lines)
+    np.testing.assert_allclose(rate(model, case), 1 / (1 + np.exp(-z)), rtol=1e-9)
+    per_line = np.bincount(r[c >= 3 * N_FEATURES], minlength=case.n_lines)
+    assert (per_line == per_line[0]).all() and per_line[0] > 10  # every line: one slot a group, and the bias
+    assert c.max() == 3 * N_FEATURES + len(STRUCTURE_NAMES)
 
 
-def test_the_prior_keeps_a_shape_at_most_prior_repeats_times() -> None:
+def test_the_prior_keeps_a_shape_at_most_prior_repeats_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hits_module, "PRIOR_BEFORE", 0)  # (only the rated lines themselves)
+    monkeypatch.setattr(hits_module, "PRIOR_AFTER", 0)
     line = b"widget totals differ: want 3 have 4\n"  # (no signature, no query term)
     data = b"".join(PLAIN * 3) + line * 30 + PLAIN[0] * 3
     model = replace(default_model(), cut=0.0)  # every line is rated at the cut
@@ -168,7 +165,7 @@ def test_shape_counter_counts_earlier_lines_across_batches() -> None:
 def test_a_small_training_run_end_to_end(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    # each half of the cross-fit has MIN_REPOS repositories, so a word can be learned
+    # MIN_REPOS repositories and more, so a word can be learned
     for r in range(2 * MIN_REPOS):
         repo = f"owner/repo{r}"
         for k in range(2):
@@ -197,13 +194,17 @@ def test_weights_of_another_format_are_refused(tmp_path: Path) -> None:
 
 def test_explain_shows_the_prior_and_no_prior_turns_it_off(tmp_path: Path) -> None:
     log = tmp_path / "app.log"
-    log.write_bytes(b"".join(PLAIN * 20) + b"AssertionError: expected 3 but got 4\n" + PLAIN[0] * 3)
+    # a line no signature knows, right before the runner's exit verdict
+    failure = b"Widget totals mismatch: expected 3, got 4\n"
+    log.write_bytes(b"".join(PLAIN * 20) + failure + b"Process completed with exit code 1.\n")
     out = run_cli("filter", "--format", "jsonl", "--explain", str(log))
     assert out.returncode == 0, out.stderr
     windows = [w for line in out.stdout.splitlines() for w in json.loads(line).get("windows", [])]
     prior = [w for w in windows if w["reason"] == "protected:prior"]
     assert prior and all(0 < w["prior"] <= 1 and isinstance(w["features"], list) for w in prior)
     assert any(w["features"] for w in prior)
+    # its words and where it stands (a structure slot is named group:bin)
+    assert any(":" in f for w in prior for f in w["features"])
     off = run_cli("filter", "--format", "jsonl", "--explain", "--no-prior", str(log))
     assert off.returncode == 0, off.stderr
     assert b"protected:prior" not in off.stdout

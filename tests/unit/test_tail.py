@@ -159,14 +159,17 @@ WINDOW = (
 
 
 def test_a_scored_window_keeps_its_term_line_and_the_continuation_after_it() -> None:
-    runs = runs_of(SCORE_NOISE + b"\n" + WINDOW + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0)
+    # (what the score keeps alone: the learned prior may keep lines of its own)
+    runs = runs_of(SCORE_NOISE + b"\n" + WINDOW + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0, prior=False)
     assert kept(runs) == b"upload timeout while sending artifact bundle\n    retry 1 of 3 scheduled\n"
     # the window's other lines are in the DROP runs around it, counted, not lost
     assert sum(r.lines for r in runs) == 300 + 1 + 6 + 1 + 300
     drops = [r for r in runs if r.decision == "drop"]
     assert drops[0].last_line == 300 + 1 + 3 and drops[1].first_line == 300 + 1 + 6
     # explained: the window is "score" where kept, "no-term" where its other lines are dropped
-    explained = runs_of(SCORE_NOISE + b"\n" + WINDOW + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0, explain=True)
+    explained = runs_of(
+        SCORE_NOISE + b"\n" + WINDOW + b"\n" + SCORE_NOISE, query="timeout", tail_lines=0, prior=False, explain=True
+    )
     window = [(r.decision, t.reason) for r in explained for t in r.traces if t.last_line >= 302 and t.first_line <= 307]
     assert window == [("drop", "no-term"), ("keep", "score"), ("drop", "no-term")]
 
