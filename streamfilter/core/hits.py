@@ -51,8 +51,8 @@ PRIOR_REPEATS = 5
 # most lines a line of the prior keeps after it through its continuation lines (a signature's keep
 # ``extend_lines``): a likely failure line, not a known one, keeps its own block, not a whole trace
 PRIOR_EXTEND = 20
-# lines a line of the prior keeps before it and, whatever its continuation, after it (the reference
-# prior's selection): it takes these, not its whole window as a signature's line does
+# lines a line of the prior keeps before it and, within its record, whatever its continuation, after it
+# (the reference prior's selection): it takes these, not its whole window as a signature's line does
 PRIOR_BEFORE, PRIOR_AFTER = 2, 5
 
 
@@ -204,7 +204,10 @@ class Hits:
             self._signatures.record[ids],
             section_end,
         )
-        last = np.where(prior, np.minimum(np.maximum(last, hits + PRIOR_AFTER), n_assigned - 1), last)
+        # (the lines after it within its record: not the next record's, nor a record's trailing blank line)
+        records = p.record[:n_assigned]
+        record_end = np.searchsorted(records, records[hits], side="right") - 1
+        last = np.where(prior, np.maximum(last, np.minimum(hits + PRIOR_AFTER, record_end)), last)
         # a hit's reach does not go on over a line that ends sections right after its continuation
         # lines (node --test's next "# Subtest:" after a failed suite's report): what follows is
         # another test's
