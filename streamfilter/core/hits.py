@@ -311,8 +311,8 @@ class PriorRater:
 
     def rate(self, p: PendingLines, upto: int, final: bool, hits: Hits) -> None:
         """Rate the lines from ``done`` up to stream index ``upto``, and queue those at or above the cut
-        as hits (``Hits.add_rated``): not a line that is a hit already, a blank line, a weak line,
-        nor one of a shape rated at the cut ``PRIOR_REPEATS`` times already.
+        as hits (``Hits.add_rated``): not a line that is a hit already or a signature's repeat, a
+        blank line, a weak line, nor one of a shape rated at the cut ``PRIOR_REPEATS`` times already.
 
         Args:
             p: the pending lines (with the prior's arrays).
@@ -336,8 +336,10 @@ class PriorRater:
         slots = structure(lines, to_end, facts, p.seen[lo:hi], ahead, static, p.blank[lo:hi])
         prob = self._model.probability(logits, slots)
         rated = np.flatnonzero(prob >= self._model.cut) + lo
-        # not a line that is a hit already, a blank line, an over-long line or a progress display
-        weak = weak_lines(p, lo, hi, self._max_line_bytes) | p.blank[lo:hi]
+        # not a line that is a hit already, a signature's line past its repeats (the signature left it to
+        # BM25: a summary counts it once, as a failure line), a blank line, an over-long line or a
+        # progress display
+        weak = weak_lines(p, lo, hi, self._max_line_bytes) | p.blank[lo:hi] | p.repeat[lo:hi]
         fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, hits.queued)
         rated = rated[fresh]
         # the first PRIOR_REPEATS of a shape: a line repeated by the dozen (a stack frame of every
