@@ -193,6 +193,7 @@ class Hits:
                 self._section_carry = max(self._section_carry, head + self._section_lines - n_assigned + 1)
                 self._section_ignore = p.base + head + 1  # a rule right under the head
         prior = ids == self._signatures.prior_id
+        records = p.record[:n_assigned]
         first, last = protected_ranges(
             hits,
             p.cont[:n_assigned],
@@ -200,12 +201,11 @@ class Hits:
             np.where(prior, PRIOR_EXTEND, self._extend_lines),
             section,
             self._section_lines,
-            p.record[:n_assigned],
+            records,
             self._signatures.record[ids],
             section_end,
         )
         # (the lines after it within its record: not the next record's, nor a record's trailing blank line)
-        records = p.record[:n_assigned]
         record_end = np.searchsorted(records, records[hits], side="right") - 1
         last = np.where(prior, np.maximum(last, np.minimum(hits + PRIOR_AFTER, record_end)), last)
         # a hit's reach does not go on over a line that ends sections right after its continuation
