@@ -117,7 +117,8 @@ def extract(data: bytes, name: str = "-", repo: str = "-", keep: Sequence[Sequen
     splitter = LineSplitter()
     blocks = [b for b in (splitter.feed(data), splitter.flush()) if b is not None]
     counter = ShapeCounter()
-    lines_l, ids_l, near_l, near_ids_l, seen_l, shape_l, blank_l, verdict_l, static_l = (
+    lines_l, ids_l, counts_l, near_l, near_ids_l, seen_l, shape_l, blank_l, verdict_l, static_l = (
+        [],
         [],
         [],
         [],
@@ -135,6 +136,7 @@ def extract(data: bytes, name: str = "-", repo: str = "-", keep: Sequence[Sequen
         features = content_features(facts.norm.text, facts.norm.ends, table, facts.layout)
         lines_l.append(np.concatenate(features.lines) + base)
         ids_l.append(np.concatenate(features.ids))
+        counts_l.append(features.counts)
         near_l.append(features.near_lines + base)
         near_ids_l.append(features.near_ids)
         static_l.append(features.static)
@@ -150,7 +152,13 @@ def extract(data: bytes, name: str = "-", repo: str = "-", keep: Sequence[Sequen
     static = np.concatenate(static_l) if static_l else np.zeros((0, 4), dtype=np.int64)
     verdicts = _joined(verdict_l)
     features = LineFeatures(
-        [_joined(lines_l)], [_joined(ids_l)], _joined(near_l), _joined(near_ids_l), np.zeros(0, np.uint64), static
+        [_joined(lines_l)],
+        [_joined(ids_l)],
+        _joined(counts_l),
+        _joined(near_l),
+        _joined(near_ids_l),
+        np.zeros(0, np.uint64),
+        static,
     )
     stream = StreamFacts(verdicts, np.flatnonzero(static[:, 3]), int(verdicts[0]) if verdicts.shape[0] else -1)
     blank = np.concatenate(blank_l) if blank_l else np.zeros(0, dtype=bool)
@@ -222,7 +230,7 @@ def _design(
     local = np.full(n + 2, -1, dtype=np.int64)  # line + 1 -> its row
     local[rows + 1] = np.arange(rows.shape[0])
     lines, ids = case.features.lines[0], case.features.ids[0]
-    scale = scale_of(np.bincount(lines, minlength=n))
+    scale = scale_of(case.features.counts)
     near_lines, near_ids = case.features.near_lines, case.features.near_ids
     r, c, v = [], [], []
     for at, cols, values in (
