@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from .filter import FilterStats
-from .records import Run
+from .records import FilterStats, Run
 
 __all__ = ("FORMATS", "end_event", "render")
 
@@ -71,3 +70,4 @@ def end_event(stats: FilterStats, source: str, extra: Mapping[str, object] | Non
     """The closing JSONL object of a stream, with its totals."""
     event = {"event": "end", "source": source, **(extra or {}), **{k: getattr(stats, k) for k in stats.__slots__}}
     return json.dumps(event).encode("utf-8") + b"\n"
+
