@@ -3,6 +3,7 @@ for it), its baseline still stored, and no module of another subcommand loaded."
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -49,3 +50,22 @@ def test_a_wrapped_command_loads_no_other_subcommand(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     loaded = done.stderr.decode().splitlines()[-1]
     assert loaded == "['streamfilter.cli.main', 'streamfilter.cli.options', 'streamfilter.cli.run']"
+
+
+def test_a_short_output_loads_no_filter(tmp_path: Path) -> None:
+    """A short output, written whole, loads none of the modules of the filter's stages, the live
+    stream or the file filter (what their imports cost would be paid by every wrapped command)."""
+    probe = (
+        "import sys; from streamfilter.cli.main import main; status = main(['run', '--budget-tokens', '4000', "
+        "'--', 'printf', 'ok\\n']); sys.stderr.write(repr(sorted(sys.modules)))"
+    )
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(b"ok\n[streamfilter: printf ")
+    loaded = set(ast.literal_eval(done.stderr.decode().splitlines()[-1]))
+    assert len(list((tmp_path / "state" / "streamfilter" / "baselines").glob("*.shapes"))) == 1
+    assert "streamfilter.live.baselines" in loaded  # (the probe sees what the run loaded)
+    stages = {f"streamfilter.core.{m}" for m in ("filter", "signatures", "signature_table", "prior", "score", "hits")}
+    live = {f"streamfilter.live.{m}" for m in ("batch", "stream", "sinks", "config")}
+    assert loaded.isdisjoint(stages | live), sorted(loaded & (stages | live))
