@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .core.errors import InputError, StreamfilterError, UsageError
-    from .core.filter import DEFAULT_QUERY, FilterConfig, FilterStats, Notice, StreamFilter
+    from .core.filter import FilterStats, Notice, StreamFilter
     from .core.records import LineBlock, Run
+    from .core.settings import DEFAULT_QUERY, FilterConfig
     from .core.tokens import Query, tokenize
 
 __version__ = "0.1.0"
@@ -23,8 +24,8 @@ _WHERE = {
     "InputError": "core.errors",
     "StreamfilterError": "core.errors",
     "UsageError": "core.errors",
-    "DEFAULT_QUERY": "core.filter",
-    "FilterConfig": "core.filter",
+    "DEFAULT_QUERY": "core.settings",
+    "FilterConfig": "core.settings",
     "FilterStats": "core.filter",
     "Notice": "core.filter",
     "StreamFilter": "core.filter",

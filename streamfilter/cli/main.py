@@ -59,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from . import hook
 
         return hook.main(argv[1:])
+    _numpy_on_one_thread()
     configure_logging()
     args = _parser(argv[0] if argv else None).parse_args(argv)
     try:
@@ -84,6 +85,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"streamfilter: error:{where} {exc.strerror or exc}\n")
         _failed(args.command, f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc), 1)
         return 1
+
+
+# read by numpy's OpenBLAS once, as it loads: the threads it starts for its matrix products
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+
+def _numpy_on_one_thread() -> None:
+    """Import numpy with OpenBLAS on one thread, then put the environment back as it was.
+
+    OpenBLAS starts a thread per core as numpy loads, and each spins for work (about 0.1 s) before
+    it sleeps: about 100 ms of CPU of every wrapped command (``benchmarks/hook_latency.py``), in a
+    program that multiplies no matrices. The environment is as it was before anything else runs,
+    so the commands streamfilter starts get it as it was given; a value the user set is kept.
+    """
+    if "numpy" in sys.modules or BLAS_THREADS in os.environ:
+        return
+    os.environ[BLAS_THREADS] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ[BLAS_THREADS]
 
 
 def _failed(command: str, error: str, exit_code: int) -> None:

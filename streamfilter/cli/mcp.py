@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..agents.defaults import DEFAULT_BUDGET_TOKENS
-from ..core.filter import DEFAULT_QUERY
+from ..core.settings import DEFAULT_QUERY
 from .options import count
 
 __all__ = ("add_parser",)

@@ -8,9 +8,8 @@ import math
 from typing import Any, NoReturn
 
 from ..core.errors import UsageError
-from ..core.filter import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig
 from ..core.output import FORMATS
-from ..core.signatures import check_pattern
+from ..core.settings import DEFAULT_QUERY, MAX_COUNT, MIN_LINE_BYTES, FilterConfig, check_pattern
 
 __all__ = ("COUNTS", "Parser", "command_argv", "count", "filter_config", "filter_options", "number")
 

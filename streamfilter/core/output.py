@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from .filter import FilterStats
-from .records import Run
+from .records import FilterStats, Run
 
-__all__ = ("FORMATS", "end_event", "render")
+__all__ = ("FORMATS", "end_event", "marker_event", "render")
 
 FORMATS = ("text", "jsonl")
 
@@ -71,3 +70,10 @@ def end_event(stats: FilterStats, source: str, extra: Mapping[str, object] | Non
     """The closing JSONL object of a stream, with its totals."""
     event = {"event": "end", "source": source, **(extra or {}), **{k: getattr(stats, k) for k in stats.__slots__}}
     return json.dumps(event).encode("utf-8") + b"\n"
+
+
+def marker_event(fmt: str, source: str, text: str, event: str = "marker", **facts: object) -> bytes:
+    """A visible note in the output (a truncated file, an exit status): a text line or a JSONL event."""
+    if fmt == "jsonl":
+        return json.dumps({"event": event, "source": source, **facts, "text": text}).encode() + b"\n"
+    return f"[streamfilter: {text}]\n".encode("utf-8", "surrogateescape")  # a path's bytes as they are

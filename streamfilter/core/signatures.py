@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .errors import UsageError
 from .normalize import gather_lines
+from .settings import check_pattern
 from .signature_table import EXIT_VERDICTS, TABLE
 from .tokens import KeySet, TokenTable, token_key
 
@@ -35,7 +35,6 @@ __all__ = (
     "LEAD_LINES",
     "Signature",
     "SignatureSet",
-    "check_pattern",
     "first_bytes",
     "required_literal",
 )
@@ -368,18 +367,6 @@ def _anchored_regex(anchored: tuple[tuple[int, bytes], ...]) -> re.Pattern[bytes
     lead = sorted(set().union(*known))
     ahead = b"(?=[%s])" % b"".join(b"\\x%02x" % c for c in lead) if known and len(known) == len(starts) else b""
     return re.compile(b"\n[ \t]*" + ahead + b"(?:" + alternation + b")", re.MULTILINE)
-
-
-def check_pattern(pattern: str) -> None:
-    """Check a user's ``--protect`` regex (Python syntax) before anything is read.
-
-    Raises:
-        UsageError: it is not a valid regular expression (the message names it and why).
-    """
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(f"--protect {pattern!r}: not a valid regular expression: {exc}") from None
 
 
 class SignatureSet:

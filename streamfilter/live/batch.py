@@ -17,13 +17,12 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, BinaryIO, ClassVar
 
 from ..core.baseline import Baseline, ShapeCollector
 from ..core.budget import BUDGET_SUMMARY_CHARS, REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
-from ..core.errors import StreamfilterError
 from ..core.filter import FilterConfig, FilterStats, StreamFilter, asked_patterns
 from ..core.output import end_event, render
 from ..core.records import Run
@@ -31,9 +30,10 @@ from ..core.worker import FactsWorker, worth_a_worker
 from ._logging import log_notices
 from .checkpoint import ReadPosition
 from .expand import REF_NOTE, Archive, TextRefs, archive_refs, ref_of
+from .outcome import Filtered, InputChanged
 from .writes import flush_out, write_all
 
-__all__ = ("READ_BYTES", "Filtered", "InputChanged", "StopSignals", "filter_input")
+__all__ = ("READ_BYTES", "StopSignals", "filter_input")
 
 READ_BYTES = 1 << 20  # bytes read per call from a file or stdin
 
@@ -74,22 +74,6 @@ class StopSignals:
             return b""
         finally:
             self.waiting = False
-
-
-@dataclass(frozen=True, slots=True)
-class Filtered:
-    """What ``filter_input`` did with one input.
-
-    Attributes:
-        last: the last byte written (b"" when nothing was): where the next output starts.
-        stats: the counts of the filter whose runs were written (lines and bytes kept and dropped).
-        changed: the file was truncated or rewritten while it was read; what was read before is
-            written (without a budget), or nothing is (within a budget).
-    """
-
-    last: bytes
-    stats: FilterStats
-    changed: InputChanged | None = None
 
 
 def filter_input(
@@ -137,10 +121,6 @@ def filter_input(
     writer(sf.flush())
     writer.end(sf)
     return Filtered(writer.last or header[-1:], sf.stats, changed)
-
-
-class InputChanged(StreamfilterError):
-    """A file was truncated or rewritten while it was read, or between the two passes of a budget (exit 1)."""
 
 
 BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import StreamfilterError
-from ..core.filter import MAX_COUNT, MIN_LINE_BYTES, FilterConfig
 from ..core.output import FORMATS
 from ..core.score import PARAMETER_RANGES
+from ..core.settings import MAX_COUNT, MIN_LINE_BYTES, FilterConfig
 
 __all__ = (
     "MAX_PARTITIONS",

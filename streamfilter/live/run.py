@@ -44,20 +44,22 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteStream
 
 from ..core.errors import StreamfilterError, UsageError
-from ..core.filter import FilterConfig
-from ..core.records import Run
+from ..core.output import marker_event
+from ..core.settings import FilterConfig
 from .baselines import BaselineStore, GreenRun
-from .config import SinkConfig, SourceConfig, Timing
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
 from .expand import Archive, ref_of, state_dir
+from .outcome import Filtered
 from .process import EXIT_GRACE_SECONDS, KILL_GRACE_SECONDS, STOP_SIGNALS, Command, OutputPipe, reader_gone
-from .sinks import StdoutSink
-from .stream import HOLD_SECONDS, LiveStream, archived_stream, marker_event
 from .writes import flush_out, write_all
 
 if TYPE_CHECKING:
+    # (imported where a live run uses them: a run whose output is short builds no filter)
     from ..core.baseline import ShapeCollector
-    from .batch import Filtered
+    from ..core.records import Run
+    from .config import SourceConfig
+    from .sinks import StdoutSink
+    from .stream import LiveStream
 
 __all__ = (
     "KILL_GRACE_SECONDS",
@@ -90,7 +92,7 @@ __all__ = (
 READ_BYTES = 1 << 16
 # a command's output is decided with the full look-ahead while it keeps printing (as `filter`
 # would); only a pause lets the pending lines out early
-RUN_TIMING = Timing(max_delay_seconds=3600.0)
+RUN_MAX_DELAY_SECONDS = 3600.0
 # send: CMD's output kept after it is sent, to filter here what a stopping daemon did not read
 REPLAY_BYTES = 16 << 20
 REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to read it and close
@@ -285,6 +287,10 @@ async def run_command(
         CommandError: CMD cannot be started (a status line says so first).
         StreamfilterError: the ``tee`` file cannot be made (CMD is not started), or stdout is closed.
     """
+    from .config import SinkConfig
+    from .sinks import StdoutSink
+    from .stream import HOLD_SECONDS, LiveStream, archived_stream
+
     sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
     sink.shared = separate  # text then labels each switch between stdout and stderr
     name = os.path.basename(argv[0])
@@ -313,7 +319,7 @@ async def run_command(
         for stream_name, _ in pipes:
             if tee is not None and not separate:
                 live = LiveStream(
-                    stream_name, config, RUN_TIMING, [sink], tee.ref, hold_tail=True, baseline=green.baseline
+                    stream_name, config, source.timing, [sink], tee.ref, hold_tail=True, baseline=green.baseline
                 )
             else:
                 live = archived_stream(source, [sink], stream_name, None, hold_tail=True, baseline=green.baseline)
@@ -830,8 +836,6 @@ def report_run(
         StreamfilterError: ``out`` cannot be written.
         OSError: the file cannot be read.
     """
-    from .batch import filter_input  # (the file-filtering stage: not needed by a live run)
-
     if isinstance(copy, Path):
         copy = OutputCopy(copy)
     name, command = os.path.basename(argv[0]), command_text(argv)
@@ -843,6 +847,8 @@ def report_run(
         if readable is not None and fmt == "text" and os.stat(readable).st_size <= SHORT_OUTPUT_BYTES:
             done = _write_whole(Path(readable), out, collector, config.max_line_bytes)
         elif readable is not None:
+            from .batch import filter_input  # (the filtering stage: neither a live run nor a short output needs it)
+
             done = filter_input(
                 readable,
                 replace(config, tail_lines=tail, results=passed),
@@ -878,7 +884,6 @@ def _write_whole(path: Path, out: BinaryIO, collector: ShapeCollector | None, ma
     (a baseline, shaped as the filter shapes them with this ``max_line_bytes``)."""
     from ..core.lines import LineSplitter
     from ..core.records import FilterStats
-    from .batch import Filtered
 
     data = path.read_bytes()
     write_all(out, data)
@@ -1031,11 +1036,17 @@ def command_text(argv: Sequence[str]) -> str:
 
 def _command_source(name: str, config: FilterConfig) -> SourceConfig:
     """The source a command's output is filtered as (``run``, and ``send`` once the daemon is gone)."""
-    return SourceConfig(name=name, type="stdin", filter=config, timing=RUN_TIMING)
+    from .config import SourceConfig, Timing
+
+    return SourceConfig(name=name, type="stdin", filter=config, timing=Timing(max_delay_seconds=RUN_MAX_DELAY_SECONDS))
 
 
 def filtered_here(argv: Sequence[str], query: str | None) -> LiveStream:
     """A stream filtered to this process's stdout as ``run`` does, for the output ``send`` could not send."""
+    from .config import SinkConfig
+    from .sinks import StdoutSink
+    from .stream import archived_stream
+
     name = os.path.basename(argv[0])
     source = _command_source(name, FilterConfig(query=query) if query else FilterConfig())
     return archived_stream(source, [StdoutSink(SinkConfig("stdout", "stdout"))], name, None, hold_tail=True)

@@ -17,7 +17,6 @@ releases that the tail rule would keep if the stream ended now are kept.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +25,7 @@ import anyio
 
 from ..core.baseline import Baseline
 from ..core.filter import FilterConfig, StreamFilter
-from ..core.output import end_event, render
+from ..core.output import end_event, marker_event, render
 from ..core.records import Run
 from ._logging import log_notices
 from .config import SourceConfig, Timing
@@ -34,7 +33,7 @@ from .expand import Archive, archive_refs
 from .sinks import Sink
 from .totals import COUNTS, Totals
 
-__all__ = ("ArchivedStream", "LiveStream", "archived_stream", "marker_event")
+__all__ = ("ArchivedStream", "LiveStream", "archived_stream")
 
 RefMaker = Callable[[Run], str]
 
@@ -48,13 +47,6 @@ REST_SECONDS = 1.0
 # ``filter`` decides it with: a later failure line's context, its window, the tail at the end),
 # then it is decided with what came; a kept line is never held back by it
 HOLD_SECONDS = 3.0
-
-
-def marker_event(fmt: str, source: str, text: str, event: str = "marker", **facts: object) -> bytes:
-    """A visible note in the output (a truncated file, an exit status): a text line or a JSONL event."""
-    if fmt == "jsonl":
-        return json.dumps({"event": event, "source": source, **facts, "text": text}).encode() + b"\n"
-    return f"[streamfilter: {text}]\n".encode("utf-8", "surrogateescape")  # a path's bytes as they are
 
 
 class LiveStream:

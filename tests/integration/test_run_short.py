@@ -3,6 +3,7 @@ for it), its baseline still stored, and no module of another subcommand loaded."
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -39,13 +40,37 @@ def test_a_short_output_is_written_whole_and_its_baseline_stored(tmp_path: Path)
     assert done.stdout.startswith(b"[streamfilter: dropped lines 1-55 ")
 
 
-def test_a_wrapped_command_loads_no_other_subcommand(tmp_path: Path) -> None:
+def _run_loading(tmp_path: Path, *command: str) -> tuple[subprocess.CompletedProcess[bytes], set[str]]:
+    """``run --budget-tokens 4000 -- COMMAND`` through ``main`` in a new Python process: how it
+    ended, and the modules that process then held."""
     probe = (
-        "import sys; from streamfilter.cli.main import main; status = main(['run', '--budget-tokens', '4000', "
-        "'--', 'true']); sys.stderr.write(repr(sorted(m for m in sys.modules if m.startswith('streamfilter.cli.'))))"
+        "import sys; from streamfilter.cli.main import main; "
+        f"status = main(['run', '--budget-tokens', '4000', '--', *{list(command)!r}]); "
+        "sys.stderr.write(repr(sorted(sys.modules)))"
     )
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    loaded = done.stderr.decode().splitlines()[-1]
-    assert loaded == "['streamfilter.cli.main', 'streamfilter.cli.options', 'streamfilter.cli.run']"
+    return done, set(ast.literal_eval(done.stderr.decode().splitlines()[-1]))
+
+
+def test_a_wrapped_command_loads_no_other_subcommand(tmp_path: Path) -> None:
+    _, loaded = _run_loading(tmp_path, "true")
+    assert sorted(m for m in loaded if m.startswith("streamfilter.cli.")) == [
+        "streamfilter.cli.main",
+        "streamfilter.cli.options",
+        "streamfilter.cli.run",
+    ]
+
+
+def test_a_short_output_loads_no_filter(tmp_path: Path) -> None:
+    """A short output, written whole, loads none of the modules of the filter's stages, the live
+    stream or the file filter (what their imports cost would be paid by every wrapped command)."""
+    done, loaded = _run_loading(tmp_path, "printf", "ok\\n")
+    assert done.stdout.startswith(b"ok\n[streamfilter: printf ")
+    assert len(list((tmp_path / "state" / "streamfilter" / "baselines").glob("*.shapes"))) == 1
+    assert "streamfilter.live.baselines" in loaded  # (the probe sees what the run loaded)
+    stages = {f"streamfilter.core.{m}" for m in ("filter", "signatures", "signature_table", "prior", "score", "hits")}
+    live = {f"streamfilter.live.{m}" for m in ("batch", "stream", "sinks", "config")}
+    others = {"numpy.ma"}  # (np.unique imports it on its first call)
+    assert loaded.isdisjoint(stages | live | others), sorted(loaded & (stages | live | others))

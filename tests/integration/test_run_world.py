@@ -300,3 +300,39 @@ def test_every_line_is_accounted_for_however_the_output_is_paced(tmp_path: Path)
     assert sum(e["end_byte"] - e["start_byte"] for e in runs) == sum(
         len(f"L{i:06d} compiling unit {i % 977} of the module\n") for i in range(1, 300001)
     )
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "4000"]])
+def test_the_command_gets_the_environment_as_given(tmp_path: Path, budget: list[str]) -> None:
+    """streamfilter's own numpy runs OpenBLAS on one thread (``cli.main``); the command does not see it."""
+    env = {k: v for k, v in _state(tmp_path).items() if k != "OPENBLAS_NUM_THREADS"}
+    show = ["--", "sh", "-c", "echo threads=${OPENBLAS_NUM_THREADS-unset}"]
+    for given, seen in ((None, b"threads=unset\n"), ("3", b"threads=3\n")):
+        done = subprocess.run(
+            [*SF, "run", *budget, *show],
+            env=env if given is None else {**env, "OPENBLAS_NUM_THREADS": given},
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(seen), done.stdout
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="OpenBLAS starts no thread of its own on one core")
+def test_numpy_computes_on_one_thread(tmp_path: Path) -> None:
+    """OpenBLAS starts a thread per core as numpy loads, spinning for work (about 100 ms of CPU of
+    a wrapped command); streamfilter multiplies no matrices, and its process has no such thread."""
+    log = tmp_path / "build.log"
+    log.write_bytes(b"step ok\n" * 50 + b"error: boom\n")
+    probe = (
+        "import os, sys; from streamfilter.cli.main import main; main(['filter', sys.argv[1]]); "
+        "sys.stderr.write(f'threads={len(os.listdir(\"/proc/self/task\"))}')"
+    )
+    env = {k: v for k, v in _state(tmp_path).items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(log)], env=env, capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"error: boom" in done.stdout
+    assert done.stderr.decode().splitlines()[-1] == "threads=1"
