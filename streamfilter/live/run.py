@@ -285,7 +285,7 @@ async def run_command(
         CommandError: CMD cannot be started (a status line says so first).
         StreamfilterError: the ``tee`` file cannot be made (CMD is not started), or stdout is closed.
     """
-    sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
+    sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw), log_closed=False)
     sink.shared = separate  # text then labels each switch between stdout and stderr
     name = os.path.basename(argv[0])
     command = command_text(argv)
@@ -1038,7 +1038,9 @@ def filtered_here(argv: Sequence[str], query: str | None) -> LiveStream:
     """A stream filtered to this process's stdout as ``run`` does, for the output ``send`` could not send."""
     name = os.path.basename(argv[0])
     source = _command_source(name, FilterConfig(query=query) if query else FilterConfig())
-    return archived_stream(source, [StdoutSink(SinkConfig("stdout", "stdout"))], name, None, hold_tail=True)
+    return archived_stream(
+        source, [StdoutSink(SinkConfig("stdout", "stdout"), log_closed=False)], name, None, hold_tail=True
+    )
 
 
 class _Link:
