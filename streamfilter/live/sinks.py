@@ -20,6 +20,7 @@ from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.errors import StreamfilterError
+from ..core.words import counted
 from ._logging import get_logger
 from .config import SinkConfig
 from .expand import TextRefs
@@ -256,7 +257,7 @@ class SubscriberSink(Sink):
                 self._queues.pop(ident, None)
 
     def _last_line(self) -> bytes:
-        what = f"subscriber too slow: its queue of {self.queue_events} events is full; disconnected"
+        what = f"subscriber too slow: its queue of {counted(self.queue_events, 'event')} is full; disconnected"
         if self.format == "jsonl":
             return json.dumps({"event": "subscriber.dropped", "sink": self.name, "reason": what}).encode() + b"\n"
         return f"[streamfilter: {what}]\n".encode()

@@ -49,3 +49,9 @@ def test_a_wrapped_command_loads_no_other_subcommand(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     loaded = done.stderr.decode().splitlines()[-1]
     assert loaded == "['streamfilter.cli.main', 'streamfilter.cli.options', 'streamfilter.cli.run']"
+
+
+def test_the_status_line_of_a_one_line_output_counts_it_in_the_singular(tmp_path: Path) -> None:
+    # (it read "whole output (1 lines, 1 bytes)")
+    done = run_cli("run", "--budget-tokens", "4000", "--", "printf", "x", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert done.returncode == 0 and b"exited with status 0; whole output (1 line, 1 byte): " in done.stdout
