@@ -605,6 +605,7 @@ class StreamFilter:
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         tf = self._uncount_repeats(facts)
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
+        p.uncounted = np.concatenate((p.uncounted, (facts.tf.sum(axis=1) > 0) & (tf.sum(axis=1) == 0)))
         p.repeat = np.concatenate((p.repeat, repeats))
         p.frames = np.concatenate((p.frames, norm.frames))
         p.window = np.concatenate((p.window, np.full(n, -1, dtype=np.int64)))
@@ -843,6 +844,7 @@ class StreamFilter:
                     after_seen,
                     lone,
                     results,
+                    weak,
                 )
             )
         self._runs.add(p, keep, runs)
