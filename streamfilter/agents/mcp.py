@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field
 
 from ..core.errors import StreamfilterError
 from ..core.filter import DEFAULT_QUERY, MAX_COUNT, FilterConfig, StreamFilter
+from ..core.words import counted
 from ..live.batch import filter_input
 from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
@@ -423,11 +424,11 @@ def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | N
     tails, parts = [], []
     for sink in sinks:
         shared = any(other is not source and sink.name in other.sinks for other in config.sources)
-        unit = "events" if sink.format == "jsonl" else "lines"
+        unit = "event" if sink.format == "jsonl" else "line"
         try:
             lines = tail_sink(sink, source.name, count, shared)
             body = b"".join(line + b"\n" for line in lines)
-            note = f"the last {len(lines)} {unit} of {source.name}"
+            note = f"the last {counted(len(lines), unit)} of {source.name}"
         except FileNotFoundError:
             lines, body, note = [], b"", "not written yet"
         except OSError as exc:

@@ -409,6 +409,14 @@ def _asks_for_prints(body: Sequence[str]) -> str | None:
     return None
 
 
+def _joined(command: str, leading: Sequence[tuple[int, int]], last: tuple[int, int], at: int) -> Wrap:
+    """Left alone: the part of ``command`` that holds offset ``at``, one of ``leading`` (the
+    segments before the ``last``), is not ``cd DIR`` or ``source FILE``."""
+    part = next(command[a:b].strip() for a, b in leading if a <= at < b)
+    why = "only `cd DIR &&` or `source FILE &&` may come before the command"
+    return Wrap(None, f"{why}: here `{part}` comes before `{command[last[0] : last[1]].strip()}`")
+
+
 def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Wrap:
     """Decide whether ``command`` (the agent's shell command) is wrapped, and how (see the module docstring).
 
@@ -429,7 +437,9 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     piped = ""
     if pipes:  # only one, after the last part, into tail: the command is wrapped, the pipe kept
         piped = " ".join(command[pipes[-1] + 1 : end].split())
-        if len(pipes) > 1 or pipes[0] < start or not re.fullmatch(_TAIL, piped):
+        if pipes[-1] < start:  # ("pytest | tail -30 && echo ok": it blamed the pipe into tail)
+            return _joined(command, leading, (start, end), pipes[-1])
+        if len(pipes) > 1 or not re.fullmatch(_TAIL, piped):
             return Wrap(None, "not one simple command ('|' into other than `tail -N`)")
         end = pipes[0]
     parts: list[tuple[str, ...]] = []
@@ -440,7 +450,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         except ValueError as exc:
             return Wrap(None, f"cannot read it as shell words ({exc})")
         if len(words) != 2 or words[0] not in ("cd", "source", "."):
-            return Wrap(None, "only `cd DIR &&` or `source FILE &&` may come before the command")
+            return _joined(command, leading, (start, end), a)
         sourced_plain = sourced_plain and (words[0] == "cd" or bool(re.fullmatch(_ACTIVATE, words[1])))
         parts.append(tuple(words))
     text = command[start:end].strip()

@@ -58,7 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["hook"]:  # an agent runs it before every command: no more imports than it needs
         from . import hook
 
-        return hook.main(argv[1:])
+        try:
+            return hook.main(argv[1:])
+        except BrokenPipeError:
+            return _reader_gone()
     _numpy_on_one_thread()
     configure_logging()
     args = _parser(argv[0] if argv else None).parse_args(argv)
@@ -73,11 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _failed(args.command, str(exc), exc.exit_code)
         return exc.exit_code
     except BrokenPipeError:
-        # the reader went away (e.g. `| head`): not an error of ours; keep Python from
-        # complaining again when it flushes stdout at exit
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        return _reader_gone()
     except KeyboardInterrupt:
         return 130
     except OSError as exc:  # a socket or file the daemon could not open
@@ -106,6 +105,14 @@ def _numpy_on_one_thread() -> None:
         import numpy  # noqa: F401
     finally:
         del os.environ[BLAS_THREADS]
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (e.g. ``| head``): not an error of ours, exit 0 quietly, as
+    ``filter`` does; stdout goes to /dev/null so Python does not complain when it flushes at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 def _failed(command: str, error: str, exit_code: int) -> None:

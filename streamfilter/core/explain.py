@@ -55,6 +55,8 @@ class BatchFacts:
             lines, its section), which keeps it without a baseline, and is ``seen``.
         lone: with a baseline, shape ``(n,)``: the line is a lone novel line (``Novelty.lone``).
         results: with ``FilterConfig.results``, shape ``(n,)``: the line is a test result line.
+        weak: shape ``(n,)``: the line is kept only as a protected hit itself (``hits.weak_lines``:
+            over-long, or redrawn with no query term).
     """
 
     first_window: int
@@ -75,6 +77,16 @@ class BatchFacts:
     after_seen: BoolArray | None = None
     lone: BoolArray | None = None
     results: BoolArray | None = None
+    weak: BoolArray | None = None
+
+
+def _termless(p: PendingLines, lines: Int64Array) -> str:
+    """The reason dropped ``lines`` (pending indexes) of a window were not kept for a query term:
+    ``weak-line`` (their terms are in over-long lines, which do not score), ``repeated-term`` (their
+    terms do not count: the repeat rule), else ``no-term``."""
+    if p.term[lines].any():
+        return "weak-line"
+    return "repeated-term" if p.uncounted[lines].any() else "no-term"
 
 
 def _seen(why: BatchFacts, k: int, lines: Int64Array) -> bool:
@@ -180,16 +192,19 @@ class Tracer:
             reason = "seen-after-hit"  # what follows a hit, printed by the last green run too
         elif _seen(why, k, lines):
             reason = "seen"
-        elif prot >= 0:
+        elif prot >= 0 and (why.weak is None or why.weak[lines].any() or prot != self._prior_id):
             reason = "weak-line"  # an over-long or redrawn line in a kept window
+        elif prot >= 0:
+            # the learned prior keeps the lines around its line, not its whole window as a signature does
+            reason = "beside-prior"
         elif why.window_keep[k]:  # kept for its score: these lines hold no query term
-            reason = "weak-line" if p.term[lines].any() else "no-term"
+            reason = _termless(p, lines)
         elif p.repeat[lines].any():
             reason = "duplicate"  # a failure line whose shape was protected max_repeats times already
         elif why.term[k]:
             reason = "below-cut"
-        else:  # its query terms, if any, are in over-long lines: they do not score
-            reason = "weak-line" if p.term[lines].any() else "no-term"
+        else:  # its query terms, if any, are in over-long lines (they do not score) or repeats
+            reason = _termless(p, lines)
         hit_line = int(why.hit[k]) if prot >= 0 else 0
         prior, features = self._ratings.get(hit_line, (0.0, ())) if prot == self._prior_id else (0.0, ())
         return WindowTrace(

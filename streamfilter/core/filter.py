@@ -374,6 +374,19 @@ class StreamFilter:
             self._rest = (forced.first_line, self._last_keep)
         return runs
 
+    def close_drop(self) -> list[Run]:
+        """Close the open DROP run, of the lines decided so far, unless it may still be a short gap
+        a KEEP run takes in: its summary comes out now, and the DROP lines decided after it start
+        another run. Which lines are kept does not change, only where the summaries split (a live
+        stream that prints steadily gets its summaries as it goes, not at its next pause).
+
+        Returns:
+            The DROP run closed, or no run.
+        """
+        runs: list[Run] = []
+        self._runs.close_drop(runs)
+        return runs
+
     def drop_partial(self, n_bytes: int) -> bool:
         """Forget the unterminated last line if it is exactly ``n_bytes`` long and none of it was let
         out (a ``send`` client filters it whole itself once a stopping daemon replied that it read
@@ -504,6 +517,7 @@ class StreamFilter:
         p.warnings = np.concatenate((p.warnings, facts.warnings))
         tf = self._uncount_repeats(facts)
         p.term = np.concatenate((p.term, tf.sum(axis=1) > 0))
+        p.uncounted = np.concatenate((p.uncounted, (facts.tf.sum(axis=1) > 0) & (tf.sum(axis=1) == 0)))
         p.repeat = np.concatenate((p.repeat, repeats))
         p.frames = np.concatenate((p.frames, norm.frames))
         p.window = np.concatenate((p.window, np.full(n, -1, dtype=np.int64)))
@@ -742,6 +756,7 @@ class StreamFilter:
                     after_seen,
                     lone,
                     results,
+                    weak,
                 )
             )
         self._runs.add(p, keep, runs)

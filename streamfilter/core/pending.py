@@ -40,7 +40,9 @@ class PendingLines:
         shape_ends: offset one past each line's shape in the stream's line shapes
             (``summarize.line_shapes``).
         warnings: warnings counted in each line (``summarize.warn_counts``).
-        term: whether the line holds a query term.
+        term: whether the line holds a query term (one that counts).
+        uncounted: the line holds query terms that do not count: its shape held one on
+            ``filter.TERM_REPEATS`` lines before (the repeat rule).
         repeat: a failure line past its shape's ``max_repeats`` (not protected).
         frames: carriage-return frames drawn in the line.
         window: the line's window id (-1 until the segmenter assigns it).
@@ -69,6 +71,7 @@ class PendingLines:
     shape_ends: Int64Array = field(default_factory=_int64)
     warnings: Int64Array = field(default_factory=_int64)
     term: BoolArray = field(default_factory=_bool)
+    uncounted: BoolArray = field(default_factory=_bool)
     repeat: BoolArray = field(default_factory=_bool)
     frames: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     window: Int64Array = field(default_factory=_int64)
@@ -122,6 +125,7 @@ class PendingLines:
         self.verdicts = self.verdicts[self.verdicts >= self.base]
         self.ends, self.shape_ends, self.warnings = self.ends[n:], self.shape_ends[n:], self.warnings[n:]
         self.term, self.repeat, self.frames = self.term[n:], self.repeat[n:], self.frames[n:]
+        self.uncounted = self.uncounted[n:]
         self.window, self.cont, self.record = self.window[n:], self.cont[n:], self.record[n:]
         self.forced, self.hit, self.lead = self.forced[n:], self.hit[n:], self.lead[n:]
         self.tokens, self.tf = self.tokens[n:], self.tf[n:]

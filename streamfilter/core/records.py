@@ -62,7 +62,10 @@ class WindowTrace:
             protected line keeps after it, its continuation or section, that the last green run
             printed too), ``below-cut`` (a query term, score below the
             cut), ``no-term`` (none of its lines here holds a query term, also the lines of a
-            window kept for its score that no term line keeps), ``weak-line`` (an over-long or carriage-return
+            window kept for its score that no term line keeps), ``repeated-term`` (its query terms
+            do not count: their lines' shape held one on ``TERM_REPEATS`` lines before),
+            ``beside-prior`` (lines of a window the learned prior protects, outside the lines
+            around its line that it keeps), ``weak-line`` (an over-long or carriage-return
             redrawn line in a kept window: such lines are kept only when protected
             themselves), ``duplicate`` (a failure line in it was not protected: its
             shape had been kept ``max_repeats`` times), or ``budget`` (kept on its own,

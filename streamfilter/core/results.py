@@ -24,6 +24,8 @@ _RESULTS = (
     rb"Results: (?:SUCCESS|FAILURE) \(\d+ tests?",  # gradle's test logger, per module
     rb"\d+ workers? \[\d+ items?\]",  # pytest-xdist: what was collected
     rb"=+ [^\n]*\b(?:passed|failed|errors?|skipped|deselected|no tests ran)\b[^\n]* =+[ \t\r]*$",  # pytest
+    rb"(?:\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?)(?:, |(?= in ))|no tests ran)+"
+    rb" in \d[\d.]*s\b",  # pytest -q
     rb"Test Suites: |Tests: ",  # jest (all projects)
     rb"Test Files |Tests  ",  # vitest
     rb"(?:#|\xe2\x84\xb9) (?:tests|suites|pass|fail|cancelled|skipped|todo) \d+",  # node --test: TAP, spec (ℹ)

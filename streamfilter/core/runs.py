@@ -116,6 +116,13 @@ class RunBuilder:
         if self._open is not None and close_drop:
             runs.append(self._close_drop())
 
+    def close_drop(self, runs: list[Run]) -> None:
+        """Close the open DROP run, unless it may still be a short gap (then a KEEP run that comes
+        takes it in, as it would have without this call). No KEEP run is open beside it then: it
+        closed once the DROP run grew past a gap."""
+        if self._open is not None and self._gap is None:
+            runs.append(self._close_drop())
+
     def _add_keep(self, p: PendingLines, a: int, b: int, runs: list[Run]) -> None:
         if self._open is not None:
             if not self._absorb_gap(runs):

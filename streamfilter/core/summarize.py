@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .templates import Miner, Template, show
+from .words import counted
 
 __all__ = ("DropSummary", "event_text", "line_shapes", "mask_shapes", "shape_text", "warn_counts")
 
@@ -184,16 +185,6 @@ def _loud(miner: Miner, silent: list[Template]) -> Template | None:
             return template
         silent.append(template)
     return None
-
-
-def _count(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless ``n`` is 1 (``1 progress line``, ``3 progress lines``)."""
-    return f"{n} {_noun(n, noun)}"
-
-
-def _noun(n: int, noun: str) -> str:
-    """``noun``, plural unless ``n`` is 1."""
-    return f"{noun}{'s' * (n != 1)}"
 
 
 def _fit(template: Template, limit: int) -> str:
@@ -401,15 +392,15 @@ class DropSummary:
     def render(self) -> str:
         """The summary line (no newline); byte-identical for the same input lines."""
         head = (
-            f"[streamfilter: dropped {self._range()} ({_count(self.lines, 'line')}, "
+            f"[streamfilter: dropped {self._range()} ({counted(self.lines, 'line')}, "
             f"{_kib(self.end_byte - self.start_byte)})"
         )
         facts = []
         if self.failure_lines:  # first: a terse summary (under a budget) has room for it
-            facts.append(_count(self.failure_lines, "failure line"))
+            facts.append(counted(self.failure_lines, "failure line"))
         if self.repeated_failures:
-            facts.append(f"{_count(self.repeated_failures, 'more failure line')} like ones kept")
-        terms = f"{_count(self.term_lines, 'line')} with query terms"
+            facts.append(f"{counted(self.repeated_failures, 'more failure line')} like ones kept")
+        terms = f"{counted(self.term_lines, 'line')} with query terms"
         if self.term_lines:
             facts.append(terms)
         if self.long_lines:
@@ -419,20 +410,20 @@ class DropSummary:
                 size = f" ({_kib(self.longest)})"
             else:
                 size = f", the longest {_kib(self.longest)}"
-            facts.append(f"{_count(self.long_lines, 'over-long line')}{size}")
-        warnings = _count(self.warning_lines, "warning mention")
+            facts.append(f"{counted(self.long_lines, 'over-long line')}{size}")
+        warnings = counted(self.warning_lines, "warning mention")
         if self.warning_lines:
             facts.append(warnings)
         # (the frames collapsed, not all frames: with the head it fits in a short summary)
         collapsed = self.frames - self.progress_lines
-        progress = f"{_count(self.progress_lines, 'progress line')}: {collapsed} frames collapsed"
+        progress = f"{counted(self.progress_lines, 'progress line')}: {counted(collapsed, 'frame')} collapsed"
         if self.progress_lines:
             facts.append(progress)
         # what the last green run printed too: that the run holds nothing new (a fact that never
         # gives way to a shape), or how much of it
         everything = self.seen_lines == self.lines
         green = f"{'all' if everything else self.seen_lines} in the last green run"
-        if self.green:
+        if self.green and self.seen_lines:  # (no "0 in the last green run": a clause that says nothing)
             facts.append(green)
         if self.green and everything:
             # lines the last green run printed, all of them: that says what they are, and their
@@ -478,12 +469,12 @@ class DropSummary:
         # blank lines: a template of their own that says little, but counted, in few characters
         blank = sum(self._shapes.get(shape, 0) for shape in (b"", b" ", b"\t"))
         if parts and blank and (top is None or top.text()) and budget >= len(f"{blank} blank lines") + 2:
-            parts.append(_count(blank, "blank line"))
+            parts.append(counted(blank, "blank line"))
             named += blank
         if parts and named < self.lines:  # (in words: "+8 more" read as 8 more lines, and meant shapes)
-            parts.append(f"+{_count(self.lines - named, 'other line')}")
+            parts.append(f"+{counted(self.lines - named, 'other line')}")
         elif not parts and self._shapes:  # with no room to name one, the count of shapes is still given
-            parts.append(_count(len(self._shapes) + bool(self._other), "shape"))
+            parts.append(counted(len(self._shapes) + bool(self._other), "shape"))
         return self._fit(head, [*facts, *parts])
 
     def _fit(self, head: str, pieces: list[str]) -> str:

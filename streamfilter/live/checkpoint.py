@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..core.errors import StreamfilterError
+from ..core.words import counted
 
 __all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "ReadPosition", "fingerprint")
 
@@ -64,7 +65,7 @@ class Checkpoint:
         if (info.st_dev, info.st_ino) != (self.dev, self.ino):
             return "another inode"
         if info.st_size < self.offset:
-            return f"the file ({info.st_size} bytes) is shorter than the checkpoint offset {self.offset}"
+            return f"the file ({counted(info.st_size, 'byte')}) is shorter than the checkpoint offset {self.offset}"
         if fingerprint(os.pread(fd, self.head_len, 0)) != self.head_sha:
             return "the first bytes changed (inode reused or file rewritten)"
         return None
@@ -178,7 +179,7 @@ class ReadPosition:
         """
         info = os.fstat(fd)
         if info.st_size < self.offset:
-            return "file.truncated", f"truncated at offset {self.offset} (now {info.st_size} bytes)"
+            return "file.truncated", f"truncated at offset {self.offset} (now {counted(info.st_size, 'byte')})"
         if (info.st_size, info.st_mtime_ns) == self.seen:
             return None
         self.seen = (info.st_size, info.st_mtime_ns)

@@ -24,6 +24,7 @@ from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, T
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.errors import StreamfilterError, first_cause
+from ..core.words import counted
 from ._logging import get_logger
 from .baselines import BaselineStore, GreenRun
 from .checkpoint import CheckpointStore
@@ -305,7 +306,7 @@ async def _run(config: DaemonConfig, stop: anyio.Event | None, totals: Totals) -
             await tg.start(running.run)
             if not config.path:  # follow: its one sink is standard output, and with no reader it is done
                 tg.start_soon(_stop_when_unread, list(running.sinks.values()), send.clone())
-            notifier.send("READY=1", f"STATUS=running {len(config.sources)} sources")
+            notifier.send("READY=1", f"STATUS=running {counted(len(config.sources), 'source')}")
             tg.start_soon(_report_status, notifier, totals)
             async for signum in signals:
                 if signum != signal.SIGHUP or not config.path:  # no file to reload (follow): stop
@@ -335,7 +336,7 @@ async def _run(config: DaemonConfig, stop: anyio.Event | None, totals: Totals) -
                     notifier.send("READY=1", "STATUS=reload failed: a source or sink cannot open; the old config runs")
                     continue
                 config = new
-                notifier.send("READY=1", f"STATUS=reloaded; running {len(config.sources)} sources")
+                notifier.send("READY=1", f"STATUS=reloaded; running {counted(len(config.sources), 'source')}")
                 log.info("daemon.reloaded", config=config.path)
             notifier.send("STOPPING=1")
             log.info("daemon.stopping", signal=signal.Signals(signum).name)

@@ -46,6 +46,7 @@ from anyio.abc import ByteReceiveStream, ByteStream
 from ..core.errors import StreamfilterError, UsageError
 from ..core.output import marker_event
 from ..core.settings import FilterConfig
+from ..core.words import counted
 from .baselines import BaselineStore, GreenRun
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
 from .expand import Archive, ref_of, state_dir
@@ -291,7 +292,7 @@ async def run_command(
     from .sinks import StdoutSink
     from .stream import HOLD_SECONDS, LiveStream, archived_stream
 
-    sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw))
+    sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw), log_closed=False)
     sink.shared = separate  # text then labels each switch between stdout and stderr
     name = os.path.basename(argv[0])
     command = command_text(argv)
@@ -557,7 +558,7 @@ class OutputCopy:
             written, failed = _write_fd(self._fd, data, self.size - len(data))
             if failed is None:
                 return
-            self._to_memory(f"{failed} in {self.path} after {written} bytes", written)
+            self._to_memory(f"{failed} in {self.path} after {counted(written, 'byte')}", written)
             data = data[written - (self.size - len(data)) :]
         self._hold(data)
 
@@ -638,7 +639,7 @@ class OutputCopy:
         text = f"the whole output could not be kept ({self.problem}): filtered from memory, without refs"
         if self._lost_bytes:
             text += (
-                f"; its first {self._lost_lines} lines ({self._lost_bytes} bytes) were let go "
+                f"; its first {counted(self._lost_lines, 'line')} ({counted(self._lost_bytes, 'byte')}) were let go "
                 f"(the last {self._limit >> 20} MiB are kept): line numbers count from line {self._lost_lines + 1}"
             )
         return text
@@ -867,7 +868,7 @@ def report_run(
     status = (stopping or Stopping()).text(command, returncode)
     # the way to the whole output, without running CMD again, on the line an agent reads last
     where = f": {copy.path}" if copy.path is not None else " not kept"
-    text = f"{status}; whole output ({lines} lines, {size} bytes){where}"
+    text = f"{status}; whole output ({counted(lines, 'line')}, {counted(size, 'byte')}){where}"
     exit_status = (stopping or Stopping()).status(returncode)
     path = str(copy.path) if copy.path is not None else None
     said = [note for note in (*notes, copy.note()) if note]
@@ -1049,7 +1050,9 @@ def filtered_here(argv: Sequence[str], query: str | None) -> LiveStream:
 
     name = os.path.basename(argv[0])
     source = _command_source(name, FilterConfig(query=query) if query else FilterConfig())
-    return archived_stream(source, [StdoutSink(SinkConfig("stdout", "stdout"))], name, None, hold_tail=True)
+    return archived_stream(
+        source, [StdoutSink(SinkConfig("stdout", "stdout"), log_closed=False)], name, None, hold_tail=True
+    )
 
 
 class _Link:

@@ -20,6 +20,7 @@ from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.errors import StreamfilterError
+from ..core.words import counted
 from ._logging import get_logger
 from .config import SinkConfig
 from .expand import TextRefs
@@ -107,9 +108,18 @@ class StdoutSink(Sink):
         config: the sink's settings.
         out: the binary stream (default ``sys.stdout.buffer``).
         totals: where a pause of reading (a write blocked ``BLOCKED_SECONDS``) is counted.
+        log_closed: log ``sink.closed`` when the reader goes away: the daemon's and ``follow``'s
+            logs say why they stop; ``run``'s stay quiet, as a reader that goes away is normal
+            for a command line tool (``| head``).
     """
 
-    def __init__(self, config: SinkConfig, out: BinaryIO | None = None, totals: Totals | None = None) -> None:
+    def __init__(
+        self,
+        config: SinkConfig,
+        out: BinaryIO | None = None,
+        totals: Totals | None = None,
+        log_closed: bool = True,
+    ) -> None:
         super().__init__(config)
         self._totals = totals
         if out is None and sys.stdout is None:
@@ -120,6 +130,7 @@ class StdoutSink(Sink):
         self._escape = not config.raw and self._out.isatty()
         self._lock = anyio.Lock()
         self._blocked_since: float | None = None
+        self._log_closed = log_closed
 
     async def send(self, data: bytes) -> None:
         if self._escape:
@@ -152,7 +163,8 @@ class StdoutSink(Sink):
             self._out.flush()
         except BrokenPipeError:
             self.broken = True
-            get_logger().info("sink.closed", sink=self.name, reason="the reader of standard output went away")
+            if self._log_closed:
+                get_logger().info("sink.closed", sink=self.name, reason="the reader of standard output went away")
         except OSError as exc:  # a full disk (ENOSPC), an I/O error: said as the filter says it
             raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
 
@@ -245,7 +257,7 @@ class SubscriberSink(Sink):
                 self._queues.pop(ident, None)
 
     def _last_line(self) -> bytes:
-        what = f"subscriber too slow: its queue of {self.queue_events} events is full; disconnected"
+        what = f"subscriber too slow: its queue of {counted(self.queue_events, 'event')} is full; disconnected"
         if self.format == "jsonl":
             return json.dumps({"event": "subscriber.dropped", "sink": self.name, "reason": what}).encode() + b"\n"
         return f"[streamfilter: {what}]\n".encode()

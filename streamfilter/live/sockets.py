@@ -18,6 +18,7 @@ import anyio
 from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
 from structlog.typing import FilteringBoundLogger
 
+from ..core.words import counted
 from ._logging import get_logger
 from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter, printable, stop_reply
 
@@ -58,7 +59,7 @@ class LineCap:
             self._run += body
             if nl >= 0:
                 if self._run > self.max_bytes:
-                    out += b" [%d bytes elided]" % (self._run - self.max_bytes)
+                    out += _elided(self._run - self.max_bytes)
                     self.cut.append(self._run)
                 out += b"\n"
                 self._run = 0
@@ -69,10 +70,15 @@ class LineCap:
         """End of the stream: the marker of a cut last line that had no newline."""
         if self._run > self.max_bytes:
             self.cut.append(self._run)
-            marker = b" [%d bytes elided]" % (self._run - self.max_bytes)
+            marker = _elided(self._run - self.max_bytes)
             self._run = 0
             return marker
         return b""
+
+
+def _elided(n: int) -> bytes:
+    """The marker put in place of the ``n`` bytes cut from an over-long line."""
+    return f" [{counted(n, 'byte')} elided]".encode()
 
 
 class OpenStream(Protocol):

@@ -6,7 +6,9 @@ settled: its pending lines are decided and written, an unterminated last line to
 signature or a query term (bytes that complete it later are written as its rest), so a final error
 is shown without waiting for a successor that may never come. A stream that never pauses is
 settled (complete lines only) once its oldest undecided bytes have waited ``max_delay_seconds``,
-so output keeps pace with input.
+so output keeps pace with input. An open DROP run is summarized once it is ``DROP_SUMMARY_SECONDS``
+old, at a pause or at the next feed (``StreamFilter.close_drop``: which lines are kept does not
+change, only where summaries split).
 
 A settle writes what it keeps at once; the lines it would drop after the last kept one stay
 undecided (``StreamFilter.settle``'s ``decide_before``) until a later settle keeps a line after
@@ -38,7 +40,8 @@ __all__ = ("ArchivedStream", "LiveStream", "archived_stream")
 RefMaker = Callable[[Run], str]
 
 # an open DROP run is summarized at a pause once it is this old: a stream that trickles (a line
-# every 70 ms, each after a pause) gets about a summary a second, not one per line
+# every 70 ms, each after a pause) gets about a summary a second, not one per line; and so is one
+# that never pauses, of the lines decided so far (it showed nothing until its first pause)
 DROP_SUMMARY_SECONDS = 1.0
 # the rest of a line let out early comes out at most this often until its end (a line written a
 # byte at a time is a few runs, not one a byte)
@@ -154,6 +157,9 @@ class LiveStream:
         else:
             self._fed_lines.append((self._lines_fed, self._last))
         await self._write(self.filter.feed(chunk))
+        if self._drop_since is not None and self._last >= self._drop_since + DROP_SUMMARY_SECONDS:
+            # a stream that never pauses gets the summary of what it dropped so far, as a pause would
+            await self._write(self.filter.close_drop())
         if self._last >= self._since + self.timing.max_delay_seconds:
             self._unsettled = False
             before = self._held_before(self._last)

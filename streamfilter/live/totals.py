@@ -10,6 +10,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
+from ..core.words import counted
+
 __all__ = ("COUNTS", "LATENCY_BUCKETS", "Totals")
 
 # what ``Totals.by_source`` holds per source, in this order
@@ -78,7 +80,7 @@ class Totals:
         """One line: ``NAME: N lines in, K kept, D dropped; ...``, or ``no input yet``."""
         return (
             "; ".join(
-                f"{name}: {n} line{'s' * (n != 1)} in, {k} kept, {d} dropped"
+                f"{name}: {counted(n, 'line')} in, {k} kept, {d} dropped"
                 for name, (n, k, d, *_) in self.by_source.items()
             )
             or "no input yet"

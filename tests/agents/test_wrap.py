@@ -54,6 +54,9 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("cargo test -- --nocapture", "'--nocapture' asks"),
         ("cargo nextest run --no-capture", "'--no-capture' asks"),
         ("echo x && pytest", "only `cd DIR &&` or `source FILE &&`"),
+        # (it said "'|' into other than `tail -N`" of a pipe into tail -30)
+        ("pytest -q | tail -30 && echo ok", "command: here `pytest -q | tail -30` comes before `echo ok`"),
+        ("pytest -q && echo ok", "here `pytest -q` comes before `echo ok`"),
         ("timeout pytest", "not a build, test or lint command"),
         ("make > build.log", "'>'"),
         ("make 2> errors.log", "'>'"),

@@ -731,3 +731,41 @@ def test_every_traceback_of_a_docker_compose_service_is_kept(tmp_path: Path) -> 
     out = run_cli("filter", str(log)).stdout.decode()
     assert [f"KeyError: 'item-{i}'" in out for i in (700, 1400, 2100, 2800)] == [True] * 4
     assert out.count("Traceback (most recent call last):") == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (("hook", "explain", "pytest -q"), 0),
+        (("hook", "claude"), 0),
+        (("filter", str(EXAMPLE)), 0),
+        (("filter", "--format", "jsonl", "--explain", str(EXAMPLE)), 0),
+        (("filter", "--budget-tokens", "300", str(EXAMPLE)), 0),
+        (("expand", f"{EXAMPLE}:0-5352:f872e337"), 0),
+        (("check-config", str(ROOT / "examples" / "streamfilter.toml")), 0),
+        (("install", "claude", "--dry-run"), 0),
+        (("run", "--", "sh", "-c", "exit 3"), 3),
+        (("run", "--separate", "--", "sh", "-c", "exit 3"), 3),
+        (("run", "--budget-tokens", "300", "--", "sh", "-c", "exit 3"), 3),
+    ],
+)
+def test_a_reader_that_went_away_ends_a_command_quietly(args: tuple[str, ...], status: int, tmp_path: Path) -> None:
+    """``streamfilter ... | head`` with the reader gone before the first write: the status of a
+    reader gone (0, or run's CMD's), and nothing on stderr: no traceback (``hook explain`` printed
+    one), no ``sink.closed`` log line (``run`` printed one)."""
+    read, write = os.pipe()
+    os.close(read)
+    hook_input = b'{"tool_name": "Bash", "tool_input": {"command": "pytest"}}'
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "streamfilter", *args],
+            input=hook_input,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "HOME": str(tmp_path)},
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (status, b"")

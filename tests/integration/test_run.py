@@ -220,17 +220,22 @@ def test_after_sigterm_run_exits_although_a_grandchild_holds_the_pipe(tmp_path: 
     assert b"Traceback" not in err and b"Exception ignored" not in err, err
 
 
-def test_a_reader_that_goes_away_does_not_change_the_status() -> None:
-    # the command is done writing when the reader goes (its lines fit in the pipe, then it closes its
-    # output): no write of it fails, its own status stands (a write after that fails: test_run_world)
-    script = 'for i in $(seq 1 200); do echo "ERROR: failure number $i"; done; exec >&- 2>&-; sleep 0.3; exit 2'
-    done = subprocess.run(
-        f"{sys.executable} -m streamfilter run -- sh -c '{script}' | head -1; exit ${{PIPESTATUS[0]}}",
+def run_into_head(command: str, lines: int) -> subprocess.CompletedProcess[bytes]:
+    """``streamfilter run -- COMMAND | head -LINES`` in bash; its status is run's."""
+    return subprocess.run(
+        f"{sys.executable} -m streamfilter run -- {command} | head -{lines}; exit ${{PIPESTATUS[0]}}",
         shell=True,
         executable="/bin/bash",
         capture_output=True,
         timeout=120,
     )
+
+
+def test_a_reader_that_goes_away_does_not_change_the_status() -> None:
+    # the command is done writing when the reader goes (its lines fit in the pipe, then it closes its
+    # output): no write of it fails, its own status stands (a write after that fails: test_run_world)
+    script = 'for i in $(seq 1 200); do echo "ERROR: failure number $i"; done; exec >&- 2>&-; sleep 0.3; exit 2'
+    done = run_into_head(f"sh -c '{script}'", 1)
     assert done.returncode == 2 and done.stdout == b"ERROR: failure number 1\n"
     assert b"Traceback" not in done.stderr
 
@@ -413,3 +418,50 @@ def test_send_counts_the_bytes_of_cmds_output_it_handed_over_not_its_control_lin
     assert sent is not None, done.stderr
     assert 7 <= int(sent.group(1)) < 171  # a run-start line alone is some 200 bytes
     assert b"Error)" not in done.stderr  # no exception class name as the reason
+
+
+STEADY = (
+    "import sys, time\n"
+    "for i in range({n}):\n"
+    "    sys.stdout.write('INFO processing item, still working\\n')\n"
+    "    sys.stdout.flush()\n"
+    "    time.sleep(0.003)\n"
+)
+
+
+def test_a_command_that_prints_steadily_gets_its_summaries_as_it_goes(tmp_path: Path) -> None:
+    """A command that never pauses 50 ms showed nothing until it paused or ended: its DROP run
+    stayed open. Now a summary comes once the run is a second old, the lines decided so far; the
+    summaries tile the output and their refs read it back."""
+    script, tee = tmp_path / "steady.py", tmp_path / "out.log"
+    script.write_text(STEADY.format(n=2000))  # about 6 s or more
+    command = [sys.executable, str(script)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "run", "--format", "jsonl", "--tee", str(tee), "--", *command],
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())
+    shown = time.monotonic()
+    rest, _ = proc.communicate(timeout=120)
+    assert time.monotonic() - shown > 2  # the command went on for seconds after it
+    assert proc.returncode == 0 and first["event"] == "drop"
+    runs = [first, *(e for e in events(rest) if e["event"] in ("keep", "drop"))]
+    assert sum(e["event"] == "drop" for e in runs) >= 3
+    assert [e["first_line"] for e in runs] == [1] + [e["last_line"] + 1 for e in runs[:-1]]
+    assert runs[-1]["last_line"] == 2000
+    back = run_cli("expand", first["ref"]).stdout
+    assert back == tee.read_bytes()[: len(back)] and back.count(b"\n") == first["last_line"]
+
+
+def test_a_reader_that_goes_away_ends_a_steady_command_at_once(tmp_path: Path) -> None:
+    """``run -- CMD | head -3`` of a command that prints steadily, its lines all dropped: head gets
+    its three summary lines within seconds, then CMD's next write fails (SIGPIPE), as without run
+    (it took minutes: nothing came out until CMD paused)."""
+    script = tmp_path / "steady.py"
+    script.write_text(STEADY.format(n=100_000))  # about 5 minutes
+    began = time.monotonic()
+    done = run_into_head(f"{sys.executable} {script}", 3)
+    assert time.monotonic() - began < 60
+    assert done.stdout.count(b"[streamfilter: dropped lines ") == 3
+    assert done.returncode == 1  # python's: its write failed with EPIPE (it ignores SIGPIPE)

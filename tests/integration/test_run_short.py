@@ -74,3 +74,9 @@ def test_a_short_output_loads_no_filter(tmp_path: Path) -> None:
     live = {f"streamfilter.live.{m}" for m in ("batch", "stream", "sinks", "config")}
     others = {"numpy.ma"}  # (np.unique imports it on its first call)
     assert loaded.isdisjoint(stages | live | others), sorted(loaded & (stages | live | others))
+
+
+def test_the_status_line_of_a_one_line_output_counts_it_in_the_singular(tmp_path: Path) -> None:
+    # (it read "whole output (1 lines, 1 bytes)")
+    done = run_cli("run", "--budget-tokens", "4000", "--", "printf", "x", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert done.returncode == 0 and b"exited with status 0; whole output (1 line, 1 byte): " in done.stdout

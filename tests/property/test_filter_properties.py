@@ -109,6 +109,55 @@ def test_any_chunking_gives_the_same_runs(data: bytes, cuts: list[int], which: i
     assert run_filter(data, cuts, CONFIGS[which]) == whole
 
 
+def kept_lines(runs: list[Run]) -> set[int]:
+    return {line for run in runs if run.decision == "keep" for line in range(run.first_line, run.last_line + 1)}
+
+
+# streams past the look-ahead, so that feed decides lines: a fragment repeated, in stretches
+long_streams = st.lists(st.tuples(st.sampled_from(FRAGMENTS), st.integers(1, 60)), max_size=40).map(
+    lambda parts: b"".join(fragment * n for fragment, n in parts)
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    long_streams,
+    st.integers(min_value=1, max_value=500),
+    st.lists(st.booleans(), min_size=1, max_size=8),
+    st.sampled_from(range(len(CONFIGS))),
+)
+@example(  # a short DROP run after a KEEP run, at a close: it must wait, the next KEEP run takes it in
+    b"windows line\r\n" * 42
+    + b"ERROR: build failed\n" * 24
+    + (b"x" * 300 + b"\n") * 22
+    + b"70 |     let x = 1;\n" * 36
+    + b'  File "x.py", line 3, in f\n' * 35,
+    7,
+    [True],
+    1,
+)
+def test_closing_drop_runs_as_a_steady_stream_goes_changes_no_decision(
+    data: bytes, step: int, closes: list[bool], which: int
+) -> None:
+    """``close_drop`` after chunks of ``step`` bytes (a live stream that prints steadily, its DROP
+    runs summarized as it goes): the runs still tile the input, and the same lines are kept; only
+    summaries split."""
+    sf = StreamFilter(CONFIGS[which])
+    runs: list[Run] = []
+    for i, a in enumerate(range(0, len(data), step)):
+        runs += sf.feed(data[a : a + step])
+        if closes[i % len(closes)]:
+            runs += sf.close_drop()
+    runs += sf.flush()
+    expect_line, expect_byte = 1, 0
+    for run in runs:
+        assert (run.first_line, run.start_byte) == (expect_line, expect_byte)
+        assert run.decision == "drop" or run.data == data[run.start_byte : run.end_byte]
+        expect_line, expect_byte = run.last_line + 1, run.end_byte
+    assert (expect_line, expect_byte) == (input_lines(data) + 1, len(data))
+    assert kept_lines(runs) == kept_lines(run_filter(data, [], CONFIGS[which]))
+
+
 def test_byte_at_a_time_equals_whole() -> None:
     data = b"".join(FRAGMENTS) * 5
     config = CONFIGS[0]

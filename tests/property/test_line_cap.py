@@ -33,6 +33,10 @@ def capped(data: bytes, chunks: list[int]) -> tuple[bytes, list[int]]:
     return bytes(out), cap.cut
 
 
+def _elided(n: int) -> bytes:
+    return b" [%d byte%s elided]" % (n, b"s" * (n != 1))
+
+
 @settings(max_examples=300, deadline=None)
 @given(lines=LINES, ended=st.booleans(), chunks=st.lists(st.integers(1, 40), max_size=30))
 def test_the_capped_line_its_note_and_the_next_line_do_not_depend_on_chunking(
@@ -43,7 +47,8 @@ def test_the_capped_line_its_note_and_the_next_line_do_not_depend_on_chunking(
     out, cut = capped(data, chunks)
     assert (out, cut) == (whole, whole_cut)
     # and it is what the cap promises: each line's first CAP bytes, the count of the rest after them
-    expected = [line if len(line) <= CAP else line[:CAP] + b" [%d bytes elided]" % (len(line) - CAP) for line in lines]
+    # (one byte is "1 byte")
+    expected = [line if len(line) <= CAP else line[:CAP] + _elided(len(line) - CAP) for line in lines]
     assert out == b"\n".join(expected) + (b"\n" if ended else b"")
     assert cut == [len(line) for line in lines if len(line) > CAP]
 

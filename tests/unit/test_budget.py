@@ -246,6 +246,18 @@ def test_each_failure_keeps_its_exception_line_and_a_bigger_budget_keeps_what_a_
     assert found[0] and all(f == set(exceptions) for f in found[3:])  # from 500 on, both failures whole
 
 
+@pytest.mark.parametrize("budget", [50, 200, 1000, 4000])
+def test_the_test_tools_verdict_is_kept_whatever_the_budget(budget: int) -> None:
+    # pytest 8 -q, 79 of 80 tests failing: the failures' units spent every budget and its last
+    # line, "79 failed, 1 passed in 0.94s", was summarized away (a fresh-user helper's find)
+    data = (Path(__file__).resolve().parents[1] / "data" / "pytest-q-79-failed.log").read_bytes()
+    verdict = data.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    assert verdict.startswith(b"79 failed, 1 passed in ")
+    first, runs = budgeted(data, FilterConfig(), budget)
+    assert len(kept_lines(first)) > len(kept_lines(runs))  # the budget was tight
+    assert runs[-1].decision == "keep" and runs[-1].data.endswith(verdict + b"\n")
+
+
 def test_a_section_header_that_does_not_fit_whole_waits_for_the_failure_line_after_it() -> None:
     # pytest 9 -v: 200 tests, one failing assertion, one KeyError. The FAILURES header's unit (the
     # header, the test's name, its source) gets the relevance of the "E" line after it and came

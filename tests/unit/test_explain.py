@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from streamfilter.core.filter import FilterConfig, StreamFilter
+from streamfilter.core.records import Run
 
 
 def test_every_piece_of_a_protected_window_names_its_first_hit_line() -> None:
@@ -53,3 +56,30 @@ def test_a_drop_summary_counts_its_over_long_lines_and_gives_the_longest() -> No
         summaries.append(drop.summary)
     assert summaries[0] == summaries[1]
     assert "2 over-long lines, the longest 9.8 KiB" in summaries[0]
+
+
+def _dropped_reasons(runs: list[Run], first: int, last: int) -> set[str]:
+    return {t.reason for r in runs if r.decision == "drop" for t in r.traces if first <= t.first_line <= last}
+
+
+def test_a_window_whose_query_terms_are_repeats_says_so() -> None:
+    """The 4th and later "connection error" lines' terms do not count (the repeat rule): their
+    windows read ``no-term`` though each line holds "error"."""
+    lines = [b"INFO step %d ok" % i for i in range(60)]
+    lines += [b"WARN: retry %d hit a connection error" % i for i in range(40)] + lines
+    data = b"".join(line + b"\n" for line in lines)
+    sf = StreamFilter(FilterConfig(explain=True, prior=False, tail_lines=0))
+    runs = sf.feed(data) + sf.flush()
+    assert _dropped_reasons(runs, 61, 100) == {"repeated-term"}
+    assert _dropped_reasons(runs, 1, 60) == {"no-term"}
+
+
+def test_a_line_of_a_priors_window_outside_what_it_keeps_says_so() -> None:
+    """cargo: the prior's line 4 keeps the 2 lines before it, not its window's line 1, which read
+    ``weak-line`` (it is neither over-long nor redrawn)."""
+    data = (Path(__file__).resolve().parents[1] / "data" / "cargo-five-errors.log").read_bytes()
+    sf = StreamFilter(FilterConfig(explain=True))
+    runs = sf.feed(data) + sf.flush()
+    assert runs[0].decision == "drop" and runs[0].last_line == 1
+    (trace,) = runs[0].traces
+    assert (trace.reason, trace.hit_line) == ("beside-prior", 4)

@@ -24,6 +24,9 @@ def lines_of(*lines: bytes) -> tuple[bytes, np.ndarray]:
         b"Results: SUCCESS (12 tests, 12 successes, 0 failures, 0 skipped)",
         b"4 workers [120 items]",
         b"============================= 120 passed in 3.21s ==============================",
+        b"79 failed, 1 passed in 0.94s",  # pytest -q
+        b"1 passed, 2 warnings in 62.01s (0:01:02)",
+        b"no tests ran in 0.01s",
         b"Test Suites: 3 passed, 3 total",
         b"Tests:       40 passed, 40 total",
         b" Test Files  2 passed (2)",
@@ -45,7 +48,14 @@ def test_each_runners_result_line_is_found(line: bytes) -> None:
 
 
 @pytest.mark.parametrize(
-    "line", [b"okay, moving on", b"test results are in the report", b"# pass the salt", b"the tests completed"]
+    "line",
+    [
+        b"okay, moving on",
+        b"test results are in the report",
+        b"# pass the salt",
+        b"the tests completed",
+        b"2 passed in review",
+    ],
 )
 def test_other_lines_are_not(line: bytes) -> None:
     data, ends = lines_of(line)

@@ -125,6 +125,17 @@ def test_summary_counts_progress_frames_and_warnings() -> None:
     assert "1 warning mention;" in text or text.endswith("1 warning mention]")
 
 
+def test_a_count_of_one_is_singular_and_a_green_run_that_printed_none_is_not_named() -> None:
+    # ("1 frames collapsed"; and "0 in the last green run" said nothing)
+    assert "1 progress line: 1 frame collapsed" in summary_of(b"Receiving 1%\rReceiving 100%\nok\n")
+    s = DropSummary(1, 0, green=True)
+    s.add(12, b"step <*>\nstep <*>\n", 2, 0, 0, np.zeros(2, dtype=np.int32))
+    text = s.render()
+    assert text.startswith("[streamfilter: dropped lines 1-2 (2 lines, 12 B): ") and "green run" not in text
+    s.add(6, b"step <*>\n", 1, 0, 0, np.zeros(1, dtype=np.int32), seen_lines=1)
+    assert "1 in the last green run" in s.render()
+
+
 @pytest.mark.parametrize("verdict", [b"all passed", b"no tests collected", b"success"])
 def test_summary_states_no_verdict_of_its_own(verdict: bytes) -> None:
     text = summary_of(b"collected 0 items\n" * 3 + b"Interrupted: 1 error during collection\n")

@@ -26,6 +26,7 @@ import nats.js.errors
 from nats.js import JetStreamContext
 
 from ...core.errors import StreamfilterError
+from ...core.words import counted
 from ..envelope import SUCCESS_TAIL_LINES, exit_text, status_of
 from ..run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
 from ..stream import LiveStream
@@ -76,8 +77,9 @@ async def _warn_untaken(js: JetStreamContext, target: str, partitions: int) -> N
     except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
         return  # (no stream: the publish says so; no answer: the publish retries)
     if others:
+        consumers = f"{counted(others, 'consumer')} {'takes' if others == 1 else 'take'}"
         sys.stderr.write(
-            f"streamfilter: warning: no worker takes {wanted} yet ({others} consumers take other subjects): "
+            f"streamfilter: warning: no worker takes {wanted} yet ({consumers} other subjects): "
             f"are the workers' partitions {partitions} (--partitions)?\n"
         )
 
