@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import streamfilter.core.hits as hits_module
+import streamfilter.core.prior as prior
 from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.prior import N_FEATURES, STRUCTURE_NAMES, PriorModel, ShapeCounter, default_model
 from streamfilter.core.records import Run
@@ -208,3 +210,28 @@ def test_explain_shows_the_prior_and_no_prior_turns_it_off(tmp_path: Path) -> No
     off = run_cli("filter", "--format", "jsonl", "--explain", "--no-prior", str(log))
     assert off.returncode == 0, off.stderr
     assert b"protected:prior" not in off.stdout
+
+
+# Python's re over the same patterns: what the prior's RE2 scans (Latin-1, one match a line) must mark
+_RE_ERROR_WORD = re.compile(
+    rb"error|fail|exception|traceback|fatal|panic|assert|denied|timed? ?out|expected|cannot|can't|undefined"
+    rb"|abort|refused|not found|no such|missing|invalid|unable"
+)
+_RE_FAILURE_SUMMARY = re.compile(
+    rb"build fail|finished: fail|\b(?:tests?|build|job|step|task|command|check|suite)s? (?:have |has )?failed"
+    rb"|\b[1-9]\d* (?:failed|failures?|errors?|failing|broken)\b|\b(?:failures|errors|failed)[:=] ?[1-9]"
+)
+_PIECES = [b"error", b"fail", b"ed", b"timed", b" out", b"not", b" found", b"3 ", b"0", b"tests", b" failed",
+           b"errors=", b"1", b":", b"\xff", b"\x00", b"\xc3\xa9", b"\r", b" ", b"\n", b"x", b"_", b"can't"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40))
+def test_error_words_and_failure_summaries_mark_the_lines_pythons_re_marks(pieces: list[bytes]) -> None:
+    lower = b"".join(pieces) + b"\n"
+    ends = np.flatnonzero(np.frombuffer(lower, dtype=np.uint8) == 10).astype(np.int64) + 1
+    for ours, reference in ((prior._ERROR_WORD, _RE_ERROR_WORD), (prior._FAILURE_SUMMARY, _RE_FAILURE_SUMMARY)):
+        want = np.zeros(ends.shape[0], dtype=np.int64)
+        at = [m.start() for m in reference.finditer(lower)]
+        want[np.searchsorted(ends, np.asarray(at, dtype=np.int64), side="right")] = 1
+        assert prior._marked(ours, lower, ends).tolist() == want.tolist()
