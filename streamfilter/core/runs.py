@@ -161,7 +161,7 @@ class RunBuilder:
             end - start,
             shapes,
             b - a,
-            int(p.term[a:b].sum()),
+            int((p.term[a:b] | p.uncounted[a:b]).sum()),  # (a repeat's terms do not score, but it holds them)
             int(p.warnings[a:b].sum()),
             p.frames[a:b],
             repeats,

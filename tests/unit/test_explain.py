@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from streamfilter.core.filter import FilterConfig, StreamFilter
@@ -72,6 +73,25 @@ def test_a_window_whose_query_terms_are_repeats_says_so() -> None:
     runs = sf.feed(data) + sf.flush()
     assert _dropped_reasons(runs, 61, 100) == {"repeated-term"}
     assert _dropped_reasons(runs, 1, 60) == {"no-term"}
+
+
+def test_a_summary_counts_the_repeated_lines_with_query_terms_it_drops() -> None:
+    """The repeats' terms do not score, but the lines hold them: the DROP summary says so (it said
+    nothing of the 37 dropped "connection error" lines)."""
+    lines = [b"INFO step %d ok" % i for i in range(60)]
+    lines += [b"WARN: retry %d hit a connection error" % i for i in range(40)] + lines
+    data = b"".join(line + b"\n" for line in lines)
+    sf = StreamFilter(FilterConfig(prior=False, tail_lines=0))
+    runs = sf.feed(data) + sf.flush()
+    term_lines = sum(
+        int(m.group(1))
+        for r in runs
+        if r.decision == "drop"
+        for m in [re.search(r"(\d+) lines? with query terms", r.summary)]
+        if m
+    )
+    kept = sum(1 for r in runs if r.decision == "keep" for line in r.data.splitlines() if b"connection error" in line)
+    assert term_lines + kept == 40
 
 
 def test_a_line_of_a_priors_window_outside_what_it_keeps_says_so() -> None:
