@@ -74,7 +74,8 @@ BUILTIN: tuple[str, ...] = (
     "npm test", "npm t", "npm ci", "npm install", "npm i", "npm run build", "npm run test", "npm run lint",
     "npm run typecheck", "npm run check", "npm run ci", "pnpm test", "pnpm install", "pnpm build", "pnpm lint",
     "pnpm run build", "pnpm run test", "pnpm run lint", "yarn test", "yarn install", "yarn build", "yarn lint",
-    "bun test", "bun install", "jest", "vitest run", "tsc", "eslint", "prettier --check", "next build",
+    "bun test", "node --test", "deno test", "bun install", "jest", "vitest run", "tsc", "eslint", "prettier --check",
+    "next build",
     "vite build", "webpack",
     # C, C++ and build systems
     "make", "gmake", "cmake --build", "ninja", "meson compile", "meson test", "ctest", "bazel build",

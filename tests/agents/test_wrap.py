@@ -188,6 +188,8 @@ def test_only_a_plain_command_may_be_approved(command: str, plain: bool) -> None
         ("pnpm --filter web run build", f"{RUN} pnpm --filter web run build"),
         ("npm -w api test", f"{RUN} npm -w api test"),
         ("python manage.py test", f"{RUN} python manage.py test"),
+        ("node --test", f"{RUN} node --test"),  # (node's own test runner: TAP)
+        ("deno test --allow-read", f"{RUN} deno test --allow-read"),
         ("python3.12 manage.py test shop", f"{RUN} python3.12 manage.py test shop"),
         ("pytest -rs", f"{RUN} pytest -rs"),  # (-r's value, not -s)
         ("pytest -k sum", f"{RUN} pytest -k sum"),
