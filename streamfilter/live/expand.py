@@ -93,6 +93,17 @@ def state_dir() -> Path:
     return Path(base) / "streamfilter"
 
 
+def state_dirs() -> list[Path]:
+    """Where state may go, in order: ``state_dir()``, then, where that cannot be written (a sandboxed
+    agent), ``streamfilter-UID`` in each temporary directory as ``tempfile`` finds them, without its
+    last resort, the working directory (in a sandbox where only the project is writable, the
+    repository)."""
+    dirs = [os.environ[name] for name in ("TMPDIR", "TEMP", "TMP") if os.environ.get(name)]
+    dirs += [d for d in ("/tmp", "/var/tmp", "/usr/tmp") if d not in dirs]
+    temporary = [Path(os.path.abspath(d)) / f"streamfilter-{os.getuid()}" for d in dirs if os.path.isdir(d)]
+    return [state_dir(), *temporary]
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
     """A reference to the bytes ``start .. end-1`` of a source, with their CRC-32 (hex)."""
@@ -154,7 +165,8 @@ class Archive:
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
             self._evict(cap_bytes - self.limit)
-        # decimal, not hex: a summary's token estimate then does not vary with the name's letters
+        # what its refs name: its name in the state directory (decimal, not hex: a summary's token
+        # estimate then does not vary with the name's letters), its path elsewhere (``archive_refs``)
         self.source = f"stdin-{time.time_ns()}-{os.getpid()}"
         # unbuffered: ``archived`` counts the bytes in the file
         self._file: BinaryIO = open(self.folder / f"{self.source}.log", "xb", buffering=0)
@@ -299,14 +311,24 @@ class TextRefs:
 
 def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
     """A new archive for a stream without a file of its own (stdin, a socket, a command), and
-    the ref maker that points into it; ``(None, no refs)`` with a logged warning if it cannot be made.
-    The first DROP run past the archived bytes (the per-stream limit) logs ``archive.full`` once."""
-    try:
-        archive = Archive(state_dir())
-    except OSError as exc:
-        get_logger().warning(
-            "archive.unavailable", source=stream, directory=str(state_dir()), error=exc.strerror or str(exc)
-        )
+    the ref maker that points into it. The archive goes to the first of ``state_dirs()`` that can be
+    written; outside the state directory a ref names the archive file by its path (so ``expand``
+    finds it) and ``archive.elsewhere`` is logged; ``(None, no refs)`` with a logged warning if
+    none can be. The first DROP run past the archived bytes (the per-stream limit) logs
+    ``archive.full`` once."""
+    reasons: list[str] = []
+    for where in state_dirs():
+        try:
+            archive = Archive(where)
+        except OSError as exc:
+            reasons.append(f"{where}: {exc.strerror or exc}")
+            continue
+        if reasons:  # (refs name it by its path, so expand finds it)
+            archive.source = str(archive.folder / f"{archive.source}.log")
+            get_logger().warning("archive.elsewhere", source=stream, directory=str(where), error="; ".join(reasons))
+        break
+    else:
+        get_logger().warning("archive.unavailable", source=stream, directory=str(state_dir()), error="; ".join(reasons))
         return None, lambda run: ""
 
     full = False

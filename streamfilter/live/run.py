@@ -49,7 +49,7 @@ from ..core.settings import FilterConfig
 from ..core.words import counted
 from .baselines import BaselineStore, GreenRun
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
-from .expand import Archive, ref_of, state_dir
+from .expand import Archive, ref_of, state_dir, state_dirs
 from .outcome import Filtered
 from .process import EXIT_GRACE_SECONDS, KILL_GRACE_SECONDS, STOP_SIGNALS, Command, OutputPipe, reader_gone
 from .writes import flush_out, write_all
@@ -420,21 +420,13 @@ def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int 
         except OSError as exc:
             raise StreamfilterError(f"cannot keep the command's output in {folder}: {exc.strerror or exc}") from None
     reasons: dict[str, list[str]] = {}
-    for where in [state_dir(), *(Path(d) / f"streamfilter-{os.getuid()}" for d in _temporary_dirs())]:
+    for where in state_dirs():
         try:
             return _output_file(argv, where / "runs", cap_bytes)
         except OSError as exc:
             reasons.setdefault(exc.strerror or str(exc), []).append(str(where))
     said = "; ".join(f"{', '.join(folders)}: {why}" for why, folders in reasons.items())
     raise StreamfilterError(f"cannot keep the command's output in {said}")
-
-
-def _temporary_dirs() -> list[str]:
-    """The temporary directories to try, as ``tempfile`` finds them but without its last resort,
-    the working directory (in a sandbox where only the project is writable, the repository)."""
-    dirs = [os.environ[name] for name in ("TMPDIR", "TEMP", "TMP") if os.environ.get(name)]
-    dirs += [d for d in ("/tmp", "/var/tmp", "/usr/tmp") if d not in dirs]
-    return [os.path.abspath(d) for d in dirs if os.path.isdir(d)]
 
 
 def _output_file(argv: Sequence[str], folder: Path, cap_bytes: int) -> Path:

@@ -226,6 +226,24 @@ def test_a_sandbox_gets_no_file_in_the_working_directory(tmp_path: Path) -> None
     assert lines[-1].endswith("exited with status 1; whole output (2 lines, 33 bytes) not kept]")
 
 
+def test_a_state_directory_that_cannot_be_written_still_gives_refs_that_expand(tmp_path: Path) -> None:
+    """The archive of a plain run goes to the temporary directory: its summaries kept no ref, so
+    their lines could not be read back (``--budget-tokens`` already fell back so)."""
+    (tmp_path / "state").write_text("a file, not a directory")
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "TMPDIR": str(tmp_path)}
+    script = 'for i in $(seq 1 300); do echo "step $i ok"; done; echo "error: boom"; exit 1'
+    done = subprocess.run([*SF, "run", "--", "sh", "-c", script], capture_output=True, env=env, timeout=60, check=False)
+    assert done.returncode == 1
+    first = done.stdout.decode().splitlines()[0]
+    assert first.startswith("[streamfilter: dropped lines 1-") and " ref " in first, first
+    ref = first.rsplit(" ref ", 1)[1].rstrip("]")
+    last = int(first.split("dropped lines 1-", 1)[1].split(" ", 1)[0])
+    back = subprocess.run([*SF, "expand", ref], capture_output=True, env=env, timeout=60, check=False)
+    assert back.returncode == 0, back.stderr
+    assert back.stdout == b"".join(b"step %d ok\n" % i for i in range(1, last + 1))
+    assert b"archive.elsewhere" in done.stderr
+
+
 # -- 8. an error shown while the command still runs --------------------------------------------------------------
 def test_an_error_before_a_pause_is_shown_while_the_command_runs(tmp_path: Path) -> None:
     script = (
