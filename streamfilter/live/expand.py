@@ -137,10 +137,11 @@ class Ref:
 
 
 class Archive:
-    """A copy of one stdin stream in the state directory, so its refs can be expanded later.
+    """A copy of one stdin stream, so its refs can be expanded later.
 
     Args:
-        directory: the state directory (``state_dir()``); files go to ``archive/`` in it.
+        directory: the state directory (``state_dir()``), or where state goes when it cannot be
+            written (``state_dirs``); files go to ``archive/`` in it.
         cap_bytes: most bytes of all archived streams together; when a new stream starts,
             the oldest archive files are removed until the others fit in half the cap (the
             folder is scanned at most every ``EVICT_SECONDS`` per process, or after a quarter
@@ -165,11 +166,13 @@ class Archive:
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
             self._evict(cap_bytes - self.limit)
-        # what its refs name: its name in the state directory (decimal, not hex: a summary's token
-        # estimate then does not vary with the name's letters), its path elsewhere (``archive_refs``)
-        self.source = f"stdin-{time.time_ns()}-{os.getpid()}"
+        # decimal, not hex: a summary's token estimate then does not vary with the name's letters
+        name = f"stdin-{time.time_ns()}-{os.getpid()}"
+        path = self.folder / f"{name}.log"
+        # what its refs name: its name in the state directory (``expand`` looks there), its path elsewhere
+        self.source = name if directory == state_dir() else str(path)
         # unbuffered: ``archived`` counts the bytes in the file
-        self._file: BinaryIO = open(self.folder / f"{self.source}.log", "xb", buffering=0)
+        self._file: BinaryIO = open(path, "xb", buffering=0)
         self.archived = 0  # bytes written so far
         self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
 
@@ -323,8 +326,7 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
         except OSError as exc:
             reasons.append(f"{where}: {exc.strerror or exc}")
             continue
-        if reasons:  # (refs name it by its path, so expand finds it)
-            archive.source = str(archive.folder / f"{archive.source}.log")
+        if reasons:
             get_logger().warning("archive.elsewhere", source=stream, directory=str(where), error="; ".join(reasons))
         break
     else:

@@ -203,7 +203,10 @@ def test_the_sources_remembered_for_short_refs_are_bounded_and_the_newest_holder
         parse_ref(f"@0-11:{zlib.crc32(b'other bytes'):08x}", tmp_path)
 
 
-def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(tmp_path: Path) -> None:
+def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path))  # (its files named by name, not path)
     old = Archive(tmp_path, cap_bytes=1000)
     old.write(b"a" * 400)
     old.close()
