@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ("InputError", "StreamfilterError", "UsageError", "first_cause")
+__all__ = ("InputError", "NotStartedError", "StreamfilterError", "UsageError", "first_cause")
 
 
 class StreamfilterError(Exception):
@@ -21,6 +21,13 @@ class InputError(StreamfilterError):
     """An input that cannot be opened or read (exit status 2 before any output)."""
 
     exit_code = 2
+
+
+class NotStartedError(StreamfilterError):
+    """``run`` failed before it started CMD (exit status 125, as ``env``, ``nice`` and ``timeout``
+    exit when they fail themselves: not a status CMD could have given)."""
+
+    exit_code = 125
 
 
 def first_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:

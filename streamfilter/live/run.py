@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteStream
 
-from ..core.errors import StreamfilterError, UsageError
+from ..core.errors import NotStartedError, StreamfilterError, UsageError
 from ..core.output import marker_event
 from ..core.settings import FilterConfig
 from ..core.words import counted
@@ -233,7 +233,7 @@ class Tee:
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         except OSError as exc:
-            raise StreamfilterError(f"cannot write --tee file {path}: {exc.strerror or exc}") from None
+            raise NotStartedError(f"cannot write --tee file {path}: {exc.strerror or exc}; CMD was not run") from None
         self.written = 0  # bytes in the file
         self.failed: str | None = None
 
@@ -286,7 +286,8 @@ async def run_command(
 
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
-        StreamfilterError: the ``tee`` file cannot be made (CMD is not started), or stdout is closed.
+        NotStartedError: the ``tee`` file cannot be made (CMD is not started).
+        StreamfilterError: stdout is closed.
     """
     from .config import SinkConfig
     from .sinks import StdoutSink
@@ -507,7 +508,7 @@ class OutputCopy:
         directory, the temporary directory), else in memory.
 
         Raises:
-            StreamfilterError: ``tee_path`` cannot be written (it was asked for).
+            NotStartedError: ``tee_path`` cannot be written (it was asked for).
         """
         if tee_path:
             copy = cls(Path(tee_path).resolve())
@@ -530,7 +531,7 @@ class OutputCopy:
         other run evicts it); in memory when it cannot be.
 
         Raises:
-            StreamfilterError: it cannot be, and it was ``asked`` for (``--tee``).
+            NotStartedError: it cannot be, and it was ``asked`` for (``--tee``).
         """
         assert self.path is not None
         try:
@@ -538,7 +539,9 @@ class OutputCopy:
             fcntl.flock(self._fd, fcntl.LOCK_SH)
         except OSError as exc:
             if asked:
-                raise StreamfilterError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+                raise NotStartedError(
+                    f"cannot write --tee file {self.path}: {exc.strerror or exc}; CMD was not run"
+                ) from None
             self._to_memory(f"cannot write {self.path}: {exc.strerror or exc}")
 
     def write(self, data: bytes) -> None:
@@ -748,7 +751,8 @@ def run_budgeted(
 
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
-        StreamfilterError: the ``tee_path`` file or ``out`` cannot be written.
+        NotStartedError: the ``tee_path`` file cannot be written (CMD is not started).
+        StreamfilterError: ``out`` cannot be written.
     """
     green = _green_run(baselines, argv)
     copy = OutputCopy.create(argv, tee_path)

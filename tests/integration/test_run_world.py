@@ -166,6 +166,25 @@ def test_the_command_writes_to_a_pipe_and_the_whole_output_is_byte_exact(tmp_pat
     assert b"error: unknown type name foo" in done.stdout
 
 
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "4000"]])
+def test_a_tee_file_that_cannot_be_made_is_not_taken_for_the_command_s_status(
+    tmp_path: Path, budget: list[str]
+) -> None:
+    """``run`` exits 125, as ``env`` and ``timeout`` do when they fail themselves, without running
+    CMD: it exited 1, which read as CMD's own failure (a fresh-user helper's find)."""
+    marker = tmp_path / "ran"
+    done = subprocess.run(
+        [*SF, "run", *budget, "--tee", str(tmp_path / "missing" / "whole.log"), "--", "touch", str(marker)],
+        capture_output=True,
+        env=_state(tmp_path),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 125 and not marker.exists()
+    assert done.stdout == b""
+    assert b"cannot write --tee file" in done.stderr and b"CMD was not run" in done.stderr
+
+
 # -- 6. a full disk ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
 def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) -> None:
