@@ -22,7 +22,8 @@ plain command (``wrap.Wrap.plain``) only when one of these already allows it wit
 2. the user's ``approve`` list in ``hooks.toml`` (word prefixes);
 3. the built-in list, ``DEFAULT_APPROVED`` (unless ``builtin = false``): commands that build,
    check or test the project in place, with no runner (``uv run`` syncs, ``npx`` downloads), no
-   path outside the project (``/...``, ``~``, ``..``) in any word or ``cd``, no plugin or
+   path outside the project (its repository's folder, else the working directory) in any word or
+   ``cd`` (``/tmp/x``, ``~/other``, ``../..``; ``cd /path/of/the/project`` is in it), no plugin or
    configuration loaded from elsewhere (``pytest -p``, ``make -f``, ``cargo --config``) and, for a
    program of targets (``make``, ``mvn``, ``gradle``, ``rake``), only the targets of
    ``_TARGETS`` (``make deploy`` is not one). No install (``pip install``, ``npm ci``), no
@@ -80,18 +81,27 @@ _MAKE_RISKY = frozenset(("SHELL", ".SHELLFLAGS", "MAKEFILES", "MAKEFLAGS", "MAKE
 _CODEX_STRICTNESS = {"allow": 0, "prompt": 1, "forbidden": 2}
 
 
-def _outside(word: str) -> bool:
-    """Whether ``word`` (or an option's ``=VALUE``) names a path outside the project."""
+def _outside(word: str, here: Path, root: Path) -> bool:
+    """Whether ``word`` (or an option's ``=VALUE``), read as a path from the folder ``here``, names a
+    place outside the project's folder ``root`` (``/tmp/x``, ``~/other``, ``../..``; not
+    ``/path/of/the/project``, as agents write ``cd`` to it)."""
     value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
-    return value.startswith(("/", "~")) or value == ".." or value.startswith("../") or "/../" in value
+    if not value.startswith(("/", "~", ".")) and "/" not in value:
+        return False  # a name in the folder, an option or a test id: inside
+    return not (here / os.path.expanduser(value)).resolve().is_relative_to(root)
 
 
-def _default_approves(wrap: Wrap) -> bool:
-    """Whether the built-in list approves ``wrap``: see the module docstring."""
+def _default_approves(wrap: Wrap, cwd: Path) -> bool:
+    """Whether the built-in list approves ``wrap``, run in the folder ``cwd``: see the module docstring."""
     if wrap.runner or not any(starts(wrap.body, p.split()) for p in DEFAULT_APPROVED):
         return False
-    if any(_outside(w) for part in wrap.parts for w in part[1:]):
-        return False
+    root = _project_dirs(cwd)[0].resolve()
+    here = cwd.resolve()
+    for part in wrap.parts:  # each part's words are read from where the ``cd`` parts before it went
+        if any(_outside(w, here, root) for w in part[1:]):
+            return False
+        if part[:1] == ("cd",) and len(part) == 2:
+            here = (here / os.path.expanduser(part[1])).resolve()
     program = wrap.body[0] if wrap.body[0].startswith("./") else os.path.basename(wrap.body[0])
     args = wrap.body[1:]
     if program in ("python", "python3") and args[:2] == ("-m", "pytest"):
@@ -238,7 +248,7 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
         return True
     if any(starts(list(wrap.parts[-1]), p) or starts(list(wrap.body), p) for p in rules.approve):
         return True
-    return rules.builtin_approve and _default_approves(wrap)
+    return rules.builtin_approve and _default_approves(wrap, Path(cwd))
 
 
 def what_it_approves(agent: str, hooks_file: Path) -> str:

@@ -86,6 +86,24 @@ def test_a_build_check_or_test_in_place_is_approved_and_wrapped(agent: str, comm
     assert _approved(agent, command, tmp_path, _env(tmp_path))
 
 
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_cd_is_in_place_when_it_stays_in_the_project(agent: str, tmp_path: Path) -> None:
+    """Agents write ``cd /abs/path/of/the/project && pytest``: that is in place (a fresh-user
+    helper's find: it was left alone, as any absolute path was); a ``cd`` out of the project's
+    repository, or a path read from where ``cd`` went, is not."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "web").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    cwd = project / "web"
+    env = _env(tmp_path)
+    for command in (f"cd {project} && pytest -q", f"cd {cwd} && npm run build", "cd .. && make test"):
+        assert _approved(agent, command, cwd, env), command
+    for command in (f"cd {tmp_path / 'elsewhere'} && make", "cd ../.. && make", f"cd {project}/../elsewhere && make",
+                    "cd .. && pytest ../elsewhere"):  # fmt: skip
+        assert not _approved(agent, command, cwd, env), command
+
+
 def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
     env = _env(tmp_path)
     rules = tmp_path / "home" / ".codex" / "rules"
