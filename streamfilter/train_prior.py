@@ -160,7 +160,12 @@ def extract(data: bytes, name: str = "-", repo: str = "-", keep: Sequence[Sequen
         np.zeros(0, np.uint64),
         static,
     )
-    stream = StreamFacts(verdicts, np.flatnonzero(static[:, 3]), int(verdicts[0]) if verdicts.shape[0] else -1)
+    stream = StreamFacts(
+        verdicts,
+        np.flatnonzero(static[:, 3]),
+        int(verdicts[0]) if verdicts.shape[0] else -1,
+        np.flatnonzero(static[:, 2]),
+    )
     blank = np.concatenate(blank_l) if blank_l else np.zeros(0, dtype=bool)
     ahead = ahead_counts(_joined(shape_l), n)
     return CaseData(name, repo, n, features, stream, _joined(seen_l), ahead, blank, labels)

@@ -12,7 +12,8 @@ streaming: nothing looks further ahead than ``REACH`` lines, nor at the stream's
   ``NEAR_TOKENS`` words of the line before and of the line after, each with weights of their own.
 - **where it stands** (``structure``, one-hot groups): lines to the stream's end; lines to the next
   and since the last exit verdict and failure-summary line (``BUILD FAILED``, ``3 failed``),
-  signed lines to the stream's first exit verdict; how many earlier lines had its shape; its
+  signed lines to the stream's first exit verdict; lines to the next and since the last error word
+  past its neighbours (the block it is in); how many earlier lines had its shape; its
   indentation and the change from the line above, its length, blankness; an error word on it and
   on its neighbours, crossed with the lines to the end and with its shape's repeats.
 
@@ -306,6 +307,8 @@ _GROUPS: tuple[tuple[str, int], ...] = (
     ("error_here_above_below", 8),
     ("error_x_end", 2 * (_NEAR_BINS + 1)),
     ("error_x_seen", 2 * (_SEEN_EDGES.shape[0] + 1)),
+    ("error_next", _NEAR_BINS + 1),
+    ("error_last", _FAR_BINS + 1),
 )
 _OFFSETS = np.cumsum([0] + [n for _, n in _GROUPS])[:-1].astype(np.int64)
 STRUCTURE_NAMES: tuple[str, ...] = tuple(f"{name}:{k}" for name, n in _GROUPS for k in range(n))
@@ -320,11 +323,13 @@ class StreamFacts:
             described lines to ``REACH`` lines past them (more may be given).
         summaries: sorted: failure-summary lines (``LineFeatures.static[:, 3]``), likewise.
         first_verdict: the stream's first exit verdict, or -1 when none is known.
+        errors: sorted: lines with an error word (``LineFeatures.static[:, 2]``), likewise.
     """
 
     verdicts: Int64Array
     summaries: Int64Array
     first_verdict: int
+    errors: Int64Array
 
 
 def _next_bin(lines: Int64Array, marks: Int64Array) -> Int64Array:
@@ -419,6 +424,9 @@ def structure(
     out[:, 13] = err * 4 + static[:-2, 2] * 2 + static[2:, 2]
     out[:, 14] = err * (_NEAR_BINS + 1) + end
     out[:, 15] = err * (_SEEN_EDGES.shape[0] + 1) + seen_bin
+    # the nearest error word after and before the line, past its neighbours: the block it is in
+    out[:, 16] = _next_bin(lines + 1, facts.errors)
+    out[:, 17] = _last_bin(lines - 1, facts.errors)
     out += _OFFSETS
     return out
 

@@ -46,6 +46,7 @@ class Live:
 
     def events(self, path: Path | None = None) -> list[dict[str, Any]]:
         data = (path or self.out_path).read_bytes() if (path or self.out_path).exists() else b""
+        data = data[: data.rfind(b"\n") + 1]  # (a line the process is still writing is not whole yet)
         return [json.loads(line) for line in data.splitlines() if line.strip()]
 
     def logs(self) -> list[dict[str, Any]]:
