@@ -317,6 +317,12 @@ class UnitPool:
                 break
             if kind == PROTECTED and trace.hit_line > run.last_line:
                 kind = None  # the window's failure line is in the next run: these lines lead up to it
+            elif (
+                trace.reason == "protected:prior"
+                and trace.hit_line >= run.first_line
+                and leading[trace.hit_line - run.first_line]
+            ):
+                kind = None  # the prior's line leads in to a compiler's diagnostic: chosen only with it
             elif kind == PROTECTED and trace.hit_line:
                 # the unit starts at the failure line: lines before it in its window go with the unit
                 # before, but for its lead-in (where a compiler's diagnostic comes from): alone it was

@@ -204,7 +204,11 @@ class StreamFilter:
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
         sigs = self._signatures
         self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
-        self._rater = PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer) if prior is not None else None
+        self._rater = (
+            PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer, cfg.results)
+            if prior is not None
+            else None
+        )
         # lines a hit may keep before it, which wait for it (``Hits.apply``)
         self._before_hit = max(cfg.context_lines, PRIOR_BEFORE if prior is not None else 0) + LEAD_LINES
         self._novelty = Novelty(baseline, start_line - 1) if baseline is not None else None
@@ -459,15 +463,19 @@ class StreamFilter:
             runs.append(Run("drop", line, line, start, start + len(rest), summary=summary, checksum=crc, rest=True))
         return chunk[len(rest) + len(self._rest_held) :]
 
-    def flush(self, tail_lines: int | None = None) -> list[Run]:
+    def flush(self, tail_lines: int | None = None, passed: bool = False) -> list[Run]:
         """End of the stream: decide and return every remaining run.
 
         Args:
             tail_lines: the tail rule's T for this end, at most the configured one (e.g.
                 fewer lines for a command that succeeded); default: the configured T.
+            passed: the command the stream came from passed (as ``FilterConfig.results`` says
+                before): the prior looks for no failure at its end (``PriorRater``).
         """
         if self._done:
             return []
+        if passed and self._rater is not None:
+            self._rater.passed = True
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
         self._tail_reach = self._tail_now
         if self._hits.found:

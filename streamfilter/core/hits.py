@@ -56,11 +56,14 @@ PRIOR_EXTEND = 20
 # lines a line of the prior keeps before it and, within its record, whatever its continuation, after it
 # (the reference prior's selection): it takes these, not its whole window as a signature's line does
 PRIOR_BEFORE, PRIOR_AFTER = 2, 5
-# at the stream's end, its last REACH lines' PRIOR_TOP most probable (of at least PRIOR_FLOOR) are
-# the prior's lines too, under the cut or not: a failure is most often near the end, and a log of an
-# unknown tool may have no line at the cut (out of fold, signatures off, on two seeds: full recall
-# 0.857 / 0.859 -> 0.869 / 0.869 for the same bytes; 3 lines or a floor of 0.1 or 0.3 measured the same)
-PRIOR_TOP, PRIOR_FLOOR = 2, 0.2
+# at the end of a stream that ends in a failure (an exit verdict or a failure summary in its last
+# REACH lines), those lines' PRIOR_TOP most probable (of at least PRIOR_FLOOR) are the prior's lines
+# too, under the cut or not: the failure is most often near the end, and a log of an unknown tool
+# may have no line at the cut (out of fold, signatures off, on two seeds: full recall
+# 0.857 / 0.859 -> 0.869 / 0.869 for the same bytes; 3 lines, or a floor of 0.1, measured the
+# same; 0.3 0.861 on the second seed, 0.4 0.859 on the first; 0.25 as 0.2 on both; without the
+# verdict or summary the same on both)
+PRIOR_TOP, PRIOR_FLOOR = 2, 0.25
 
 
 def weak_lines(p: PendingLines, a: int, b: int, max_line_bytes: int) -> BoolArray:
@@ -289,12 +292,21 @@ class PriorRater:
         first_line: stream index of the stream's first line fed.
         max_line_bytes: a line longer than this is weak (``weak_lines``), never rated at the cut.
         tracer: with explain, told each rating at the cut and the features that raised it.
+        passed: the run is known to have passed (``FilterConfig.results``; ``passed`` may be set
+            later, before the stream's end): no failure to find, so the lines most probable near
+            the end are not kept for that.
     """
 
-    def __init__(self, model: PriorModel, first_line: int, max_line_bytes: int, tracer: Tracer | None) -> None:
+    def __init__(
+        self, model: PriorModel, first_line: int, max_line_bytes: int, tracer: Tracer | None, passed: bool = False
+    ) -> None:
         self._model = model
         self._max_line_bytes = max_line_bytes
         self._tracer = tracer
+        self.passed = passed
+        # the last REACH lines rated and their probabilities (0 for a weak line)
+        self._recent_lines = np.zeros(0, dtype=np.int64)
+        self._recent_prob = np.zeros(0, dtype=np.float64)
         self._done = first_line
         self._shape_counts = ShapeCounter()  # every line so far, by shape
         self._rated = ShapeCounter()  # lines rated at the cut, by shape
@@ -319,7 +331,8 @@ class PriorRater:
 
     def rate(self, p: PendingLines, upto: int, final: bool, hits: Hits) -> None:
         """Rate the lines from ``done`` up to stream index ``upto``, and queue those at or above the cut
-        (and, at the stream's end, the ``PRIOR_TOP`` most probable of its last ``REACH`` lines) as
+        (and, at the end of a stream with an exit verdict or a failure summary in its last ``REACH``
+        lines, the ``PRIOR_TOP`` most probable of those lines, those rated before included) as
         hits (``Hits.add_rated``): not a line that is a hit already or a signature's repeat, a
         blank line, a weak line, nor one of a shape rated at the cut ``PRIOR_REPEATS`` times already.
 
@@ -350,9 +363,18 @@ class PriorRater:
         # progress display
         weak = weak_lines(p, lo, hi, self._max_line_bytes) | p.blank[lo:hi] | p.repeat[lo:hi]
         seeds = prob >= self._model.cut
-        if final:
-            last = np.flatnonzero((lines >= total - REACH) & (prob >= PRIOR_FLOOR) & ~weak)
-            seeds[last[np.argsort(-prob[last], kind="stable")[:PRIOR_TOP]]] = True
+        likely = np.where(weak, 0.0, prob)
+        ended = np.concatenate((facts.verdicts, facts.summaries))
+        if final and not self.passed and (ended >= total - REACH).any():
+            # of the last REACH lines, those rated before (at a settle) too: the top ones may be kept already
+            old, now = self._recent_lines >= total - REACH, lines >= total - REACH
+            near = np.concatenate((self._recent_lines[old], lines[now]))
+            chance = np.concatenate((self._recent_prob[old], likely[now]))
+            top = near[np.argsort(-chance, kind="stable")[:PRIOR_TOP]] - lines[0]
+            top = top[top >= 0]  # (stream order: a tie goes to the earlier line)
+            seeds[top[likely[top] >= PRIOR_FLOOR]] = True
+        self._recent_lines = np.concatenate((self._recent_lines, lines))[-REACH:]
+        self._recent_prob = np.concatenate((self._recent_prob, likely))[-REACH:]
         rated = np.flatnonzero(seeds) + lo
         fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, hits.queued)
         rated = rated[fresh]

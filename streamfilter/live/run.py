@@ -342,9 +342,9 @@ async def run_command(
             tg.cancel_scope.cancel()
     left_open = any(pipe.left_open for _, pipe in pipes)
     await process.aclose()
-    tail = success_tail if _passed(argv, returncode) else failure_tail
+    passed = _passed(argv, returncode)
     for live in streams:
-        await live.end(tail)
+        await live.end(success_tail if passed else failure_tail, passed)
     if tee is not None:
         tee.close()
     if left_open:
@@ -955,7 +955,7 @@ async def send_command(
                 here = await _filter_the_rest(link, argv, query, b"")
         replies.cancel_scope.cancel()
     if here is not None:
-        await here.end(here.filter.config.tail_lines if returncode != 0 else SUCCESS_TAIL_LINES)
+        await here.end(here.filter.config.tail_lines if returncode != 0 else SUCCESS_TAIL_LINES, returncode == 0)
         await here.marker(exit_text(command_text(argv), returncode), "exit", status=status_of(returncode))
     if link.lost is not None:
         sys.stderr.write(

@@ -264,15 +264,16 @@ class LiveStream:
             note = marker_event(sink.format, self.source, text, event, **(self.extra or {}), **facts)
             await sink.send_from(self, line_end + self._label(sink) + note, f"{event}@{self.emitted_byte}")
 
-    async def end(self, tail_lines: int | None = None) -> None:
+    async def end(self, tail_lines: int | None = None, passed: bool = False) -> None:
         """End of the stream: decide and write everything, then the JSONL end event.
 
-        ``tail_lines``: the tail rule's T for this end (see ``StreamFilter.flush``).
+        ``tail_lines``, ``passed``: the tail rule's T for this end, and whether the command it
+        came from passed (see ``StreamFilter.flush``).
         """
         if self._ended:
             return
         self._ended = True
-        await self._write(self.filter.flush(tail_lines))
+        await self._write(self.filter.flush(tail_lines, passed))
         await self._end_open_line()
         for sink in self.sinks:
             if sink.format == "jsonl":
@@ -378,10 +379,10 @@ class ArchivedStream(LiveStream):
             self.archive.write(chunk)
         await super().feed(chunk)
 
-    async def end(self, tail_lines: int | None = None) -> None:
+    async def end(self, tail_lines: int | None = None, passed: bool = False) -> None:
         if self.archive is not None:
             self.archive.close()
-        await super().end(tail_lines)
+        await super().end(tail_lines, passed)
 
 
 def archived_stream(

@@ -129,6 +129,44 @@ def test_prior_decisions_do_not_depend_on_chunking(picks: list[int], chunks: lis
     assert b"".join(r.data for r in whole if r.decision == "keep") or any(r.decision == "drop" for r in whole)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    before=st.lists(st.integers(0, len(PLAIN) - 1), max_size=200),
+    after=st.lists(st.integers(0, len(PLAIN) - 1), max_size=20),
+    chunks=st.lists(st.integers(1, 97), max_size=40),
+)
+def test_a_stream_that_ends_in_a_failure_keeps_its_ends_most_probable_lines(
+    before: list[int], after: list[int], chunks: list[int]
+) -> None:
+    """With no line at the cut, the prior keeps the ``PRIOR_TOP`` most probable of the last
+    ``REACH`` lines (at least ``PRIOR_FLOOR``, blank lines left out) when they hold an exit verdict,
+    exactly those training rates so, however the stream is chunked; without the verdict, or when
+    the command is known to have passed, none."""
+    verdict = b"Process completed with exit code 1.\n"
+    data = b"".join(PLAIN[i] for i in before) + verdict + b"".join(PLAIN[i] for i in after)
+    model = replace(default_model(), cut=1.01)  # (no line at the cut)
+    config = FilterConfig(explain=True, window_lines=1, tail_lines=0, context_lines=0, signatures=False)
+    p = rate(model, extract(data))
+    n = p.shape[0]
+    lines = data.split(b"\n")[:n]
+    near = [i for i in range(max(0, n - prior.REACH), n) if lines[i].strip()]
+    top = sorted(near, key=lambda i: -p[i])[: hits_module.PRIOR_TOP]  # (a stable sort: ties to the earlier)
+    expected = {i + 1 for i in top if p[i] >= hits_module.PRIOR_FLOOR}
+    whole = runs_of(data, config, model)
+    kept = {n for r in whole if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+    # (a window of the prior is explained by its first line rated: the other may be in it)
+    assert prior_lines(whole) <= expected <= kept
+    assert bool(prior_lines(whole)) == bool(expected)
+    chunked = runs_of(data, config, model, chunks)
+    assert [(r.decision, r.first_line, r.last_line, r.data) for r in chunked] == [
+        (r.decision, r.first_line, r.last_line, r.data) for r in whole
+    ]
+    told = StreamFilter(config, prior_model=model)  # the command passed: no failure to look for
+    assert prior_lines(told.feed(data) + told.flush(passed=True)) == set()
+    without = data.replace(verdict, b"Process completed.\n")
+    assert prior_lines(runs_of(without, config, model)) == set()
+
+
 def test_training_sees_each_line_as_the_model_rates_it() -> None:
     """The design matrix training fits on (words of the line and of its neighbours, structure
     slots, the bias) gives, with the model's weights, the probabilities the model rates."""
