@@ -143,6 +143,49 @@ def test_a_stop_signal_to_the_whole_group_gives_128_plus_n_every_time(tmp_path: 
     assert out.count(b"was killed by signal") == count and b"status 255" not in out
 
 
+CLEANS_UP = """
+import pathlib, signal, sys, time
+signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM raises KeyboardInterrupt too
+try:
+    pathlib.Path(sys.argv[1]).touch()
+    time.sleep(60)
+except KeyboardInterrupt:
+    pathlib.Path(sys.argv[2]).touch()
+    time.sleep(1)  # cleaning up: a second signal now would interrupt it
+    print("cleanup, exit 0")
+    sys.exit(0)
+"""
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("to", ["group", "run, then group", "run"])
+def test_a_command_that_handles_a_stop_signal_and_exits_0_exits_0(
+    tmp_path: Path, budget: list[str], signum: signal.Signals, to: str
+) -> None:
+    # a signal to the whole group (^C, an agent's group kill) reaches the command itself; passed on
+    # too, it came twice and killed the command in its cleanup (130/143 where it exits 0). `timeout`
+    # sends one to its child, then one to the group. Here run takes its signal late, as on a loaded
+    # machine: stopped until the command has taken the group's
+    began, cleaning = tmp_path / "began", tmp_path / "cleaning"
+    argv = ["run", *budget, "--", sys.executable, "-c", CLEANS_UP, str(began), str(cleaning)]
+    proc = _started(argv, began, _state(tmp_path))
+    os.kill(proc.pid, signal.SIGSTOP)
+    if to != "group":
+        proc.send_signal(signum)
+    if to != "run":
+        os.killpg(proc.pid, signum)
+        deadline = time.monotonic() + 30
+        while not cleaning.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGCONT)
+    out, err = _finish(proc, 30)
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+    lines = out.decode().splitlines()
+    assert "cleanup, exit 0" in lines and b"KeyboardInterrupt" not in out, out
+    assert " exited with status 0" in lines[-1], lines[-1]
+
+
 # -- 5. the command's output is a pipe, and the whole output is exact --------------------------------------------
 @pytest.mark.parametrize("budget", [[], ["--budget-tokens", "4000"]])
 def test_the_command_writes_to_a_pipe_and_the_whole_output_is_byte_exact(tmp_path: Path, budget: list[str]) -> None:
