@@ -11,7 +11,9 @@ default backend: a pipe transport into a ``StreamReader``), so a live stream see
 Once the command has exited, a pipe is read to the end of what the command wrote (the bytes in it
 and in the reader's buffer at that moment), then for at most ``EXIT_GRACE_SECONDS`` more: a
 process the command left running (a test server started with ``&``) may hold it open for long,
-and a wrapper returns when its command does.
+and a wrapper returns when its command does. Such a pipe is then handed to a drainer (``_drain``):
+that process goes on, its writes read and discarded, as it would without us (where our end closed,
+its next write would kill it: SIGPIPE).
 
 A stop signal sent to the whole process group (a terminal's ^C, ``kill -- -PGID``, ``timeout``, an
 agent's group kill) reaches the command directly, as it shares ours: passed on, it would come twice,
@@ -125,6 +127,19 @@ class OutputPipe:
             if self._waiting is not None:
                 self._waiting.cancel()
 
+    def hand_off(self) -> None:
+        """Close our end, held open by a process the command left running (``left_open``), handing it
+        to a drainer first (``_drain``): that process's writes go on succeeding, read and discarded."""
+        if self.fd < 0 or not self.left_open or self._transport is None or self._transport.is_closing():
+            return  # (closing: the pipe's end came since, and the transport closes ``fd``)
+        held = os.dup(self.fd)
+        try:
+            self.close()
+            os.set_blocking(held, True)  # (the event loop made it non-blocking: cat's read would fail)
+            _drain(held)
+        finally:
+            os.close(held)
+
     def close(self) -> None:
         """Close our end: a writer's next write fails (EPIPE, or SIGPIPE kills it), as when a reader exits."""
         if self._transport is not None:
@@ -132,6 +147,24 @@ class OutputPipe:
         elif self.fd >= 0:
             os.close(self.fd)
         self.fd = -1
+
+
+def _drain(fd: int) -> None:
+    """Read the pipe ``fd`` to its end and discard it, in a process that nobody waits for: ``cat`` in
+    a session of its own (no group or terminal signal reaches it), without our stdout or stderr,
+    started by a shell that exits at once (it is not our child: a server never has to reap it); it
+    ends once every writer has closed the pipe. Where it cannot be started, the pipe is just closed."""
+    # (an asynchronous command's stdin is /dev/null before its own redirections: the pipe goes by fd 3)
+    script = "exec 3<&0 </dev/null; cat <&3 >/dev/null 2>&1 3<&- &"
+    with contextlib.suppress(OSError):
+        subprocess.run(
+            ["/bin/sh", "-c", script],
+            stdin=fd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            check=False,
+        )
 
 
 def _terminal_sent_it() -> bool:
@@ -348,7 +381,10 @@ class Command:
             pipe.close()
 
     async def aclose(self) -> None:
-        """Close our ends of its pipes, its pidfd and its ``GroupWitness`` (it has been waited for, or is let go)."""
+        """Close our ends of its pipes (one a process it left running holds, ``OutputPipe.hand_off``),
+        its pidfd and its ``GroupWitness`` (it has been waited for, or is let go)."""
+        for pipe in self.pipes:
+            pipe.hand_off()
         self.close_pipes()
         if self._pidfd is not None:
             os.close(self._pidfd)

@@ -13,7 +13,8 @@ run of the same command in the same directory weigh less (``core.baseline``), an
 The wrapper keeps CMD's world (``process``): its output is a pipe, as when a program reads it;
 once the reader of ``run``'s own stdout goes away (``| head``), CMD's pipe is closed too, so its
 next write fails as it would have (SIGPIPE), and ``run`` returns its status; ``run`` returns when
-CMD exits (its pipes read for ``EXIT_GRACE_SECONDS`` more at most, whatever it left running);
+CMD exits (its pipes read for ``EXIT_GRACE_SECONDS`` more at most, whatever it left running,
+which goes on: a drainer reads them on);
 SIGINT, SIGTERM and SIGHUP are passed on to CMD, unless they were sent to the whole process group
 (a terminal's ^C, ``timeout``), which CMD shares: they reached it already; a CMD that still runs
 ``KILL_GRACE_SECONDS`` after one is killed, what it printed is shown, and ``run`` exits 128+N.
@@ -364,7 +365,8 @@ def _stdout_to_devnull() -> None:
 
 
 LEFT_OPEN = (
-    f"a process the command left running holds its output open: not read past {EXIT_GRACE_SECONDS:g} s after its exit"
+    "a process the command left running holds its output open: what it prints more than "
+    f"{EXIT_GRACE_SECONDS:g} s after the command's exit is read and discarded (it goes on running)"
 )
 
 

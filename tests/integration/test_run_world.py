@@ -94,6 +94,60 @@ def test_a_process_left_running_with_the_pipe_does_not_hold_run(tmp_path: Path, 
     assert "left running holds its output open" in lines[-2] and "exited with status 1" in lines[-1]
 
 
+def _holders(link: str) -> list[str]:
+    """The processes that have an fd open on ``link`` (``pipe:[INODE]``)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == link:
+                    pids.append(pid)
+                    break
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_a_process_left_running_goes_on_printing_after_run_returns(tmp_path: Path, budget: list[str]) -> None:
+    # run's end of the pipe closed at its return: the server's next write killed it (SIGPIPE), where
+    # without run it goes on. It prints once run has returned (`go`), then finishes its work (`done`)
+    go, done, pipe = tmp_path / "go", tmp_path / "done", tmp_path / "pipe"
+    server = (
+        f"readlink /proc/self/fd/2 > {pipe}; i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); "
+        f"done; echo late; echo 'ERROR: late too' >&2; echo finished > {done}"
+    )
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [*SF, "run", *budget, "--", "sh", "-c", f"({server}) & echo started"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_state(tmp_path),
+        start_new_session=True,
+    )
+    out, err = _finish(proc, 30)  # (what run started in the background holds neither its stdout nor stderr)
+    assert time.monotonic() - start < 15  # not the 30 s the server may wait
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+    lines = out.decode().splitlines()
+    assert "started" in lines and "late" not in out.decode()
+    assert "what it prints more than 0.5 s after the command's exit is read and discarded" in lines[-2]
+    go.touch()
+    deadline = time.monotonic() + 20
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert done.read_text() == "finished\n"
+    # what read the pipe for run ends with the server: nothing holds the pipe any longer
+    link = pipe.read_text().strip()
+    assert link.startswith("pipe:")
+    while _holders(link) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _holders(link)
+
+
 # -- 3. a command that ignores the stop signal -------------------------------------------------------------------
 @pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
