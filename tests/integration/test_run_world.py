@@ -4,13 +4,16 @@ shown while it runs. Each test is one way a wrapper could change what the comman
 from __future__ import annotations
 
 import collections
+import fcntl
 import itertools
 import json
 import os
+import pty
 import shutil
 import signal
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -234,6 +237,39 @@ def test_a_command_that_handles_a_stop_signal_and_exits_0_exits_0(
             time.sleep(0.02)
     os.kill(proc.pid, signal.SIGCONT)
     out, err = _finish(proc, 30)
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+    lines = out.decode().splitlines()
+    assert "cleanup, exit 0" in lines and b"KeyboardInterrupt" not in out, out
+    assert " exited with status 0" in lines[-1], lines[-1]
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_a_terminal_s_ctrl_c_reaches_the_command_once(tmp_path: Path, budget: list[str]) -> None:
+    # ^C goes to the terminal's foreground process group: run's and the command's
+    began, cleaning = tmp_path / "began", tmp_path / "cleaning"
+    master, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [*SF, "run", *budget, "--", sys.executable, "-c", CLEANS_UP, str(began), str(cleaning)],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_state(tmp_path),
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),  # the terminal is its session's
+    )
+    os.close(terminal)
+    try:
+        deadline = time.monotonic() + 60
+        while not began.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGSTOP)  # run takes its SIGINT once the command has taken its own
+        os.write(master, b"\x03")
+        while not cleaning.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGCONT)
+        out, err = _finish(proc, 30)
+    finally:
+        os.close(master)
     assert proc.returncode == 0 and b"Traceback" not in err, err
     lines = out.decode().splitlines()
     assert "cleanup, exit 0" in lines and b"KeyboardInterrupt" not in out, out
