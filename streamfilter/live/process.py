@@ -11,7 +11,14 @@ default backend: a pipe transport into a ``StreamReader``), so a live stream see
 Once the command has exited, a pipe is read to the end of what the command wrote (the bytes in it
 and in the reader's buffer at that moment), then for at most ``EXIT_GRACE_SECONDS`` more: a
 process the command left running (a test server started with ``&``) may hold it open for long,
-and a wrapper returns when its command does.
+and a wrapper returns when its command does. Such a pipe is then handed to a drainer (``_drain``):
+that process goes on, its writes read and discarded, as it would without us (where our end closed,
+its next write would kill it: SIGPIPE).
+
+A stop signal sent to the whole process group (a terminal's ^C, ``kill -- -PGID``, ``timeout``, an
+agent's group kill) reaches the command directly, as it shares ours: passed on, it would come twice,
+and a command whose handler was still cleaning up would die of the second. A ``GroupWitness`` tells
+such a signal from one sent to us alone.
 """
 
 from __future__ import annotations
@@ -30,10 +37,22 @@ from collections.abc import Sequence
 
 import anyio
 
-__all__ = ("EXIT_GRACE_SECONDS", "KILL_GRACE_SECONDS", "STOP_SIGNALS", "Command", "OutputPipe", "reader_gone")
+__all__ = (
+    "EXIT_GRACE_SECONDS",
+    "GROUP_SIGNAL_SECONDS",
+    "KILL_GRACE_SECONDS",
+    "STOP_SIGNALS",
+    "Command",
+    "GroupWitness",
+    "OutputPipe",
+    "reader_gone",
+)
 
 KILL_GRACE_SECONDS = 2.0  # from a stop signal passed on (or SIGTERM) to SIGKILL, for a command still running
 EXIT_GRACE_SECONDS = 0.5  # after the command's exit, how long its pipes are read for what others still write
+# a stop signal sent to us, how long it waits for the same sent to our whole group (``timeout`` sends
+# us one, then the group one: 12 to 18 ms later on a loaded machine), which the command gets itself
+GROUP_SIGNAL_SECONDS = 0.1
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 READ_BYTES = 1 << 16
 
@@ -108,6 +127,19 @@ class OutputPipe:
             if self._waiting is not None:
                 self._waiting.cancel()
 
+    def hand_off(self) -> None:
+        """Close our end, held open by a process the command left running (``left_open``), handing it
+        to a drainer first (``_drain``): that process's writes go on succeeding, read and discarded."""
+        if self.fd < 0 or not self.left_open or self._transport is None or self._transport.is_closing():
+            return  # (closing: the pipe's end came since, and the transport closes ``fd``)
+        held = os.dup(self.fd)
+        try:
+            self.close()
+            os.set_blocking(held, True)  # (the event loop made it non-blocking: cat's read would fail)
+            _drain(held)
+        finally:
+            os.close(held)
+
     def close(self) -> None:
         """Close our end: a writer's next write fails (EPIPE, or SIGPIPE kills it), as when a reader exits."""
         if self._transport is not None:
@@ -115,6 +147,97 @@ class OutputPipe:
         elif self.fd >= 0:
             os.close(self.fd)
         self.fd = -1
+
+
+def _drain(fd: int) -> None:
+    """Read the pipe ``fd`` to its end and discard it, in a process that nobody waits for: ``cat`` in
+    a session of its own (no group or terminal signal reaches it), without our stdout or stderr,
+    started by a shell that exits at once (it is not our child: a server never has to reap it); it
+    ends once every writer has closed the pipe. Where it cannot be started, the pipe is just closed."""
+    # (an asynchronous command's stdin is /dev/null before its own redirections: the pipe goes by fd 3)
+    script = "exec 3<&0 </dev/null; cat <&3 >/dev/null 2>&1 3<&- &"
+    with contextlib.suppress(OSError):
+        subprocess.run(
+            ["/bin/sh", "-c", script],
+            stdin=fd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            check=False,
+        )
+
+
+def _terminal_sent_it() -> bool:
+    """Whether a terminal's SIGINT reached the child directly (we are in its foreground group)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+class GroupWitness:
+    """A process in our process group with every signal blocked (``cat`` of a pipe that we hold, so it
+    ends when we do): a signal sent to the whole group stays pending in it, where ``/proc`` shows it.
+
+    Attributes:
+        pid: its process id; 0 where it could not be started (no ``cat``).
+    """
+
+    def __init__(self) -> None:
+        """Start it (where it cannot be, ``pid`` is 0 and ``saw`` says None)."""
+        self.pid = 0
+        read, self._hold = os.pipe2(os.O_CLOEXEC)
+        blocked = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
+        try:
+            self.pid = os.posix_spawnp(
+                "cat",
+                ["cat"],
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, 1, 2),
+                ],
+                setsigmask=blocked,
+            )
+        except OSError:
+            os.close(self._hold)
+            self._hold = -1
+        finally:
+            os.close(read)
+
+    def saw(self, signum: int) -> bool | None:
+        """Whether ``signum`` was sent to the whole group since it started (a signal pending already
+        is not counted twice); None where that cannot be known (no witness, or no ``/proc``)."""
+        if not self.pid:
+            return None
+        try:
+            with open(f"/proc/{self.pid}/status", encoding="ascii") as status:
+                lines = status.read().splitlines()
+        except OSError:
+            return None
+        pending = 0
+        for line in lines:
+            if line.startswith(("SigPnd:", "ShdPnd:")):
+                pending |= int(line.split()[1], 16)
+        return bool(pending >> (signum - 1) & 1)
+
+    def close(self) -> None:
+        """Stop it and reap it."""
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+        if self._hold >= 0:
+            os.close(self._hold)
+            self._hold = -1
 
 
 class Command:
@@ -167,6 +290,8 @@ class Command:
             os.close(fd)
         self.pid = self._popen.pid
         self.detached = detached
+        # started once the command is: a group signal from before then did not reach it either
+        self._witness = None if detached else GroupWitness()
         self.stdout = OutputPipe(ends[0])
         self.stderr = OutputPipe(ends[2]) if separate else None
         self._pidfd: int | None = None
@@ -218,6 +343,18 @@ class Command:
                 else:
                     os.kill(self.pid, signum)
 
+    def got_directly(self, signum: int) -> bool:
+        """Whether the stop signal ``signum`` that we received reached it directly: it was sent to our
+        whole process group, which it shares (a ``detached`` command does not). Where the group's
+        signals cannot be seen (``GroupWitness.saw``), a SIGINT while we are in a terminal's foreground
+        group is taken for the terminal's."""
+        if self._witness is None:
+            return False
+        saw = self._witness.saw(signum)
+        if saw is None:
+            return signum == signal.SIGINT and _terminal_sent_it()
+        return saw
+
     async def stop(
         self, signum: int = signal.SIGTERM, group: bool = False, grace: float = KILL_GRACE_SECONDS, sent: bool = False
     ) -> bool:
@@ -244,11 +381,16 @@ class Command:
             pipe.close()
 
     async def aclose(self) -> None:
-        """Close our ends of its pipes and its pidfd (it has been waited for, or is let go)."""
+        """Close our ends of its pipes (one a process it left running holds, ``OutputPipe.hand_off``),
+        its pidfd and its ``GroupWitness`` (it has been waited for, or is let go)."""
+        for pipe in self.pipes:
+            pipe.hand_off()
         self.close_pipes()
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+        if self._witness is not None:
+            self._witness.close()
 
 
 async def reader_gone(fd: int) -> bool:

@@ -13,9 +13,10 @@ run of the same command in the same directory weigh less (``core.baseline``), an
 The wrapper keeps CMD's world (``process``): its output is a pipe, as when a program reads it;
 once the reader of ``run``'s own stdout goes away (``| head``), CMD's pipe is closed too, so its
 next write fails as it would have (SIGPIPE), and ``run`` returns its status; ``run`` returns when
-CMD exits (its pipes read for ``EXIT_GRACE_SECONDS`` more at most, whatever it left running);
-SIGTERM and SIGHUP are passed on to CMD, and so is SIGINT unless this process is in a terminal's
-foreground process group (the terminal has sent it to CMD already); a CMD that still runs
+CMD exits (its pipes read for ``EXIT_GRACE_SECONDS`` more at most, whatever it left running,
+which goes on: a drainer reads them on);
+SIGINT, SIGTERM and SIGHUP are passed on to CMD, unless they were sent to the whole process group
+(a terminal's ^C, ``timeout``), which CMD shares: they reached it already; a CMD that still runs
 ``KILL_GRACE_SECONDS`` after one is killed, what it printed is shown, and ``run`` exits 128+N.
 A copy of the output that cannot be written (a full disk) stops there, never the run.
 
@@ -51,7 +52,15 @@ from .baselines import BaselineStore, GreenRun
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
 from .expand import Archive, ref_of, state_dir, state_dirs
 from .outcome import Filtered
-from .process import EXIT_GRACE_SECONDS, KILL_GRACE_SECONDS, STOP_SIGNALS, Command, OutputPipe, reader_gone
+from .process import (
+    EXIT_GRACE_SECONDS,
+    GROUP_SIGNAL_SECONDS,
+    KILL_GRACE_SECONDS,
+    STOP_SIGNALS,
+    Command,
+    OutputPipe,
+    reader_gone,
+)
 from .writes import flush_out, write_all
 
 if TYPE_CHECKING:
@@ -133,20 +142,6 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
     return command
 
 
-def _terminal_sent_it() -> bool:
-    """Whether a terminal's SIGINT reached the child directly (we are in its foreground group)."""
-    try:
-        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
-    except OSError:
-        return False
-    try:
-        return os.tcgetpgrp(fd) == os.getpgrp()
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
 class Stopping:
     """The first stop signal a run received (SIGINT, SIGTERM, SIGHUP), and whether its command then
     had to be killed: it still ran ``KILL_GRACE_SECONDS`` after it (a command that ignores it).
@@ -178,8 +173,9 @@ class Stopping:
 async def pass_stop_signals(
     signals: AsyncIterator[int], process: Command, stopping: Stopping, grace: float = KILL_GRACE_SECONDS
 ) -> None:
-    """Pass the stop signals from ``signals`` on to ``process`` until cancelled (a terminal's SIGINT,
-    which reached it already, not twice); from the first, SIGKILL it once it still runs ``grace``
+    """Pass the stop signals from ``signals`` on to ``process`` until cancelled, each
+    ``GROUP_SIGNAL_SECONDS`` later (not one sent to our whole process group too, which reached it
+    already: ``Command.got_directly``); from the first, SIGKILL it once it still runs ``grace``
     seconds later (``Command.stop``), as the MCP server stops the commands of its cancelled calls."""
     async with anyio.create_task_group() as tg:
         async for signum in signals:
@@ -187,9 +183,9 @@ async def pass_stop_signals(
                 stopping.signum = signum
                 stopping.received.set()
                 tg.start_soon(_kill_after, process, stopping, grace)
-            if signum == signal.SIGINT and _terminal_sent_it():
-                continue
-            process.send_signal(signum)
+            await anyio.sleep(GROUP_SIGNAL_SECONDS)
+            if not process.got_directly(signum):
+                process.send_signal(signum)
 
 
 async def _kill_after(process: Command, stopping: Stopping, grace: float) -> None:
@@ -369,7 +365,8 @@ def _stdout_to_devnull() -> None:
 
 
 LEFT_OPEN = (
-    f"a process the command left running holds its output open: not read past {EXIT_GRACE_SECONDS:g} s after its exit"
+    "a process the command left running holds its output open: what it prints more than "
+    f"{EXIT_GRACE_SECONDS:g} s after the command's exit is read and discarded (it goes on running)"
 )
 
 

@@ -4,13 +4,16 @@ shown while it runs. Each test is one way a wrapper could change what the comman
 from __future__ import annotations
 
 import collections
+import fcntl
 import itertools
 import json
 import os
+import pty
 import shutil
 import signal
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -94,6 +97,60 @@ def test_a_process_left_running_with_the_pipe_does_not_hold_run(tmp_path: Path, 
     assert "left running holds its output open" in lines[-2] and "exited with status 1" in lines[-1]
 
 
+def _holders(link: str) -> list[str]:
+    """The processes that have an fd open on ``link`` (``pipe:[INODE]``)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == link:
+                    pids.append(pid)
+                    break
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_a_process_left_running_goes_on_printing_after_run_returns(tmp_path: Path, budget: list[str]) -> None:
+    # run's end of the pipe closed at its return: the server's next write killed it (SIGPIPE), where
+    # without run it goes on. It prints once run has returned (`go`), then finishes its work (`done`)
+    go, done, pipe = tmp_path / "go", tmp_path / "done", tmp_path / "pipe"
+    server = (
+        f"readlink /proc/self/fd/2 > {pipe}; i=0; while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); "
+        f"done; echo late; echo 'ERROR: late too' >&2; echo finished > {done}"
+    )
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [*SF, "run", *budget, "--", "sh", "-c", f"({server}) & echo started"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_state(tmp_path),
+        start_new_session=True,
+    )
+    out, err = _finish(proc, 30)  # (what run started in the background holds neither its stdout nor stderr)
+    assert time.monotonic() - start < 15  # not the 30 s the server may wait
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+    lines = out.decode().splitlines()
+    assert "started" in lines and "late" not in out.decode()
+    assert "what it prints more than 0.5 s after the command's exit is read and discarded" in lines[-2]
+    go.touch()
+    deadline = time.monotonic() + 20
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert done.read_text() == "finished\n"
+    # what read the pipe for run ends with the server: nothing holds the pipe any longer
+    link = pipe.read_text().strip()
+    assert link.startswith("pipe:")
+    while _holders(link) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _holders(link)
+
+
 # -- 3. a command that ignores the stop signal -------------------------------------------------------------------
 @pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -141,6 +198,82 @@ def test_a_stop_signal_to_the_whole_group_gives_128_plus_n_every_time(tmp_path: 
     assert err.decode().splitlines()[-1] == str({status: count}), err[-2000:]
     assert b"Unknown child process" not in err
     assert out.count(b"was killed by signal") == count and b"status 255" not in out
+
+
+CLEANS_UP = """
+import pathlib, signal, sys, time
+signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM raises KeyboardInterrupt too
+try:
+    pathlib.Path(sys.argv[1]).touch()
+    time.sleep(60)
+except KeyboardInterrupt:
+    pathlib.Path(sys.argv[2]).touch()
+    time.sleep(1)  # cleaning up: a second signal now would interrupt it
+    print("cleanup, exit 0")
+    sys.exit(0)
+"""
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("to", ["group", "run, then group", "run"])
+def test_a_command_that_handles_a_stop_signal_and_exits_0_exits_0(
+    tmp_path: Path, budget: list[str], signum: signal.Signals, to: str
+) -> None:
+    # a signal to the whole group (^C, an agent's group kill) reaches the command itself; passed on
+    # too, it came twice and killed the command in its cleanup (130/143 where it exits 0). `timeout`
+    # sends one to its child, then one to the group. Here run takes its signal late, as on a loaded
+    # machine: stopped until the command has taken the group's
+    began, cleaning = tmp_path / "began", tmp_path / "cleaning"
+    argv = ["run", *budget, "--", sys.executable, "-c", CLEANS_UP, str(began), str(cleaning)]
+    proc = _started(argv, began, _state(tmp_path))
+    os.kill(proc.pid, signal.SIGSTOP)
+    if to != "group":
+        proc.send_signal(signum)
+    if to != "run":
+        os.killpg(proc.pid, signum)
+        deadline = time.monotonic() + 30
+        while not cleaning.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGCONT)
+    out, err = _finish(proc, 30)
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+    lines = out.decode().splitlines()
+    assert "cleanup, exit 0" in lines and b"KeyboardInterrupt" not in out, out
+    assert " exited with status 0" in lines[-1], lines[-1]
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_a_terminal_s_ctrl_c_reaches_the_command_once(tmp_path: Path, budget: list[str]) -> None:
+    # ^C goes to the terminal's foreground process group: run's and the command's
+    began, cleaning = tmp_path / "began", tmp_path / "cleaning"
+    master, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [*SF, "run", *budget, "--", sys.executable, "-c", CLEANS_UP, str(began), str(cleaning)],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_state(tmp_path),
+        start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),  # the terminal is its session's
+    )
+    os.close(terminal)
+    try:
+        deadline = time.monotonic() + 60
+        while not began.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGSTOP)  # run takes its SIGINT once the command has taken its own
+        os.write(master, b"\x03")
+        while not cleaning.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGCONT)
+        out, err = _finish(proc, 30)
+    finally:
+        os.close(master)
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+    lines = out.decode().splitlines()
+    assert "cleanup, exit 0" in lines and b"KeyboardInterrupt" not in out, out
+    assert " exited with status 0" in lines[-1], lines[-1]
 
 
 # -- 5. the command's output is a pipe, and the whole output is exact --------------------------------------------
