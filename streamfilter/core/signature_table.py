@@ -639,6 +639,15 @@ TABLE: tuple[Entry, ...] = (
         pattern=r"not ok \d+",
         example="not ok 7 no messages in results",
     ),
+    # TAP's counts at the end of a run with failures (node --test: "# fail 2", its spec reporter's
+    # "ℹ fail 2"), as jest's: its window is kept whole, the plan "1..62" and "# tests 62" with it
+    Entry(
+        name="tap-summary",
+        family="tap",
+        pattern=r"(?:#|ℹ) fail [1-9]\d*",
+        found=False,
+        example="# fail 2",
+    ),
     # Test::More's diagnostics of a failed test: "#   Failed test 'x'", "#   at t/a.t line 3.", "#  got: ..."
     Entry(
         name="tap-diag-failed",

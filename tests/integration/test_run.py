@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -480,3 +481,33 @@ def test_a_reader_that_goes_away_ends_a_steady_command_at_once(tmp_path: Path) -
     assert time.monotonic() - began < 60
     assert done.stdout.count(b"[streamfilter: dropped line") == 3
     assert done.returncode == 1  # python's: its write failed with EPIPE (it ignores SIGPIPE)
+
+
+NODE_TESTS = """const test = require('node:test');
+const assert = require('node:assert');
+{before}
+test('fails one', () => {{ assert.strictEqual(1, 2); }});
+test('fails two', () => {{ assert.deepStrictEqual({{ a: 1 }}, {{ a: 2 }}); }});
+{after}
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("passing", ["before", "after"])
+def test_node_tests_counts_are_kept_with_its_plan(passing: str, tmp_path: Path) -> None:
+    """A failed ``node --test`` (TAP): its counts were kept but for ``# tests 62`` and the plan
+    ``1..62`` before them, summarized (``1× <*>..<*>; 1× # tests <*>``) beside ``# pass 60`` and
+    ``# fail 2``; the counts of a failed run are kept as one, as jest's are."""
+    loop = "for (let i = 0; i < 60; i++) test(`passes ${i}`, () => { assert.strictEqual(i, i); });"
+    loops = {side: loop if side == passing else "" for side in ("before", "after")}
+    (tmp_path / "a.test.js").write_text(NODE_TESTS.format(**loops))
+    done = subprocess.run(
+        [sys.executable, "-m", "streamfilter", "run", "--", "node", "--test"],
+        cwd=tmp_path,
+        capture_output=True,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert b"\n1..62\n# tests 62\n# suites 0\n# pass 60\n# fail 2\n" in done.stdout
