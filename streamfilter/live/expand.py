@@ -88,10 +88,15 @@ class RefError(StreamfilterError):
 
 
 def state_dir() -> Path:
-    """The state directory: systemd's ``$STATE_DIRECTORY``, else ``$XDG_STATE_HOME/streamfilter``."""
+    """The state directory: systemd's ``$STATE_DIRECTORY``, else ``$XDG_STATE_HOME/streamfilter``,
+    else ``~/.local/state/streamfilter``. A relative ``XDG_STATE_HOME`` is ignored, as the XDG Base
+    Directory spec says (it named a folder in each working directory, and refs that ``expand``
+    could not read from another)."""
     if os.environ.get("STATE_DIRECTORY"):
         return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".local" / "state")
     return Path(base) / "streamfilter"
 
 

@@ -299,3 +299,21 @@ def test_the_archive_a_run_still_writes_is_not_evicted(tmp_path: Path, monkeypat
     monkeypatch.setattr(Archive, "_last_scan", -1e9)
     Archive(tmp_path / "streamfilter", cap_bytes=1000).close()  # A has ended: its archive is evicted as any
     assert not written.exists()
+
+
+def test_a_relative_xdg_state_home_is_ignored(tmp_path: Path) -> None:
+    """The XDG spec: a relative path there is invalid and ignored. It made ``relstate/`` in the
+    working directory, and refs to it that ``expand`` from another directory could not read."""
+    work, other, home = tmp_path / "work", tmp_path / "other", tmp_path / "home"
+    for folder in (work, other, home):
+        folder.mkdir()
+    env = {**os.environ, "XDG_STATE_HOME": "relstate", "HOME": str(home)}
+    env.pop("STATE_DIRECTORY", None)
+    args = [sys.executable, "-m", "streamfilter"]
+    done = subprocess.run([*args, "filter"], input=LOG, cwd=work, env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0 and not (work / "relstate").exists()
+    assert (home / ".local" / "state" / "streamfilter" / "archive").is_dir()
+    ref = next(line for line in done.stdout.splitlines() if b"; ref " in line).rsplit(b"; ref ", 1)[1][:-1]
+    back = subprocess.run([*args, "expand", ref.decode()], cwd=other, env=env, capture_output=True, timeout=120)
+    assert back.returncode == 0, back.stderr
+    assert back.stdout and back.stdout in LOG
