@@ -639,8 +639,9 @@ TABLE: tuple[Entry, ...] = (
         pattern=r"not ok \d+",
         example="not ok 7 no messages in results",
     ),
-    # TAP's counts at the end of a run with failures (node --test: "# fail 2", its spec reporter's
-    # "ℹ fail 2"), as jest's: its window is kept whole, the plan "1..62" and "# tests 62" with it
+    # TAP's counts at the end of a run with failures (node --test's "# fail 2", its spec reporter's
+    # "ℹ fail 2"), as jest's; the counts and the plan "1..62" right before it are its lead-in
+    # (``signatures.LEAD_IN``)
     Entry(
         name="tap-summary",
         family="tap",

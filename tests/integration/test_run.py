@@ -492,6 +492,18 @@ test('fails two', () => {{ assert.deepStrictEqual({{ a: 1 }}, {{ a: 2 }}); }});
 """
 
 
+def _run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[bytes]:
+    """``streamfilter run -- ARGV`` in ``folder``, its state in ``folder/state``."""
+    return subprocess.run(
+        [sys.executable, "-m", "streamfilter", "run", "--", *argv],
+        cwd=folder,
+        capture_output=True,
+        env={**os.environ, "XDG_STATE_HOME": str(folder / "state")},
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 @pytest.mark.parametrize("passing", ["before", "after"])
 def test_node_tests_counts_are_kept_with_its_plan(passing: str, tmp_path: Path) -> None:
@@ -501,13 +513,22 @@ def test_node_tests_counts_are_kept_with_its_plan(passing: str, tmp_path: Path) 
     loop = "for (let i = 0; i < 60; i++) test(`passes ${i}`, () => { assert.strictEqual(i, i); });"
     loops = {side: loop if side == passing else "" for side in ("before", "after")}
     (tmp_path / "a.test.js").write_text(NODE_TESTS.format(**loops))
-    done = subprocess.run(
-        [sys.executable, "-m", "streamfilter", "run", "--", "node", "--test"],
-        cwd=tmp_path,
-        capture_output=True,
-        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
-        timeout=120,
-        check=False,
-    )
+    done = _run_in(tmp_path, "node", "--test")
+    assert done.returncode == 1
+    assert b"\n1..62\n# tests 62\n# suites 0\n# pass 60\n# fail 2\n" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_tests_counts_stay_with_its_plan_when_a_pause_splits_them(tmp_path: Path) -> None:
+    """Node writes its counts a line at a time: a loaded machine paused between them, a pause
+    closes the open window, and ``# tests 62`` with the plan went to a window of their own, dropped."""
+    loop = "for (let i = 0; i < 60; i++) test(`passes ${i}`, () => { assert.strictEqual(i, i); });"
+    (tmp_path / "a.test.js").write_text(NODE_TESTS.format(before="", after=loop))
+    raw = subprocess.run(["node", "--test"], cwd=tmp_path, capture_output=True, timeout=120, check=False).stdout
+    head, counts = raw.split(b"\n# suites ", 1)
+    (tmp_path / "head.log").write_bytes(head + b"\n")
+    (tmp_path / "counts.log").write_bytes(b"# suites " + counts)
+    script = "cat head.log; sleep 0.3; cat counts.log; exit 1"
+    done = _run_in(tmp_path, "sh", "-c", script)
     assert done.returncode == 1
     assert b"\n1..62\n# tests 62\n# suites 0\n# pass 60\n# fail 2\n" in done.stdout
