@@ -2,11 +2,13 @@
 
 A command is wrapped when it is one simple command (after ``cd DIR && `` or ``source FILE && ``
 parts, and before a pipe into ``tail``) whose words begin with a build, test, lint, type-check,
-package-manager or CI command of the built-in list (``BUILTIN``) or of the user's ``wrap`` list,
-and none of ``skip``; behind a runner (``uv run``, ``npx``), ``timeout DURATION`` or ``env
-NAME=VALUE`` too, and with a package manager's workspace options (``pnpm -r test``) or a script
-named ``test:unit`` for ``test``. The pipe is kept: ``pytest -q 2>&1 | tail -30`` becomes
-``streamfilter run ... -- pytest -q 2>&1 | tail -30``. Never wrapped:
+package-manager or CI command of the built-in list (``BUILTIN``) or of the user's ``wrap`` list
+(a listed command's last options anywhere after its other words: ``gh run view 123 --log-failed``
+for ``gh run view --log-failed``, ``ruff format src --check``), and none of ``skip``; behind a
+runner (``uv run``, ``npx``), ``timeout DURATION`` or ``env NAME=VALUE`` too, and with a package
+manager's workspace options (``pnpm -r test``) or a script named ``test:unit`` for ``test``. The
+pipe is kept: ``pytest -q 2>&1 | tail -30`` becomes ``streamfilter run ... -- pytest -q 2>&1 | tail
+-30``. Never wrapped:
 
 * a command whose output already goes elsewhere or is cut by the user: a pipe into anything but
   ``tail`` (``| grep``, ``| tee``), a redirection (``> file``; ``2>&1`` alone is harmless, ``run``
@@ -335,6 +337,18 @@ def starts(words: Sequence[str], prefix: Sequence[str]) -> bool:
     )
 
 
+def _listed(words: Sequence[str], prefix: Sequence[str]) -> bool:
+    """Whether ``words`` are the listed command ``prefix`` (``starts``), or begin with its words but
+    its last options and have those anywhere after them: ``gh run view 1 --log`` is ``gh run view
+    --log``, as ``run`` reads it (``prints_another_runs_log``)."""
+    lead = len(prefix)
+    while lead > 1 and prefix[lead - 1].startswith("-"):
+        lead -= 1
+    if starts(words, prefix):
+        return True
+    return lead < len(prefix) and starts(words, prefix[:lead]) and set(prefix[lead:]).issubset(words[lead:])
+
+
 def _options(words: Sequence[str], alone: frozenset[str], valued: frozenset[str]) -> int:
     """How many of ``words`` are options of ``alone`` or ``valued`` (with their values: ``-F x``,
     ``--filter=x``, ``-sKILL``)."""
@@ -475,7 +489,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     body, env_assigned, runner = _inner(words)
     if any(starts(words, s) or starts(body, s) for s in rules.skip):
         return Wrap(None, "it is in skip")
-    if not any(starts(words, p) or starts(body, p) for p in rules.wrap):
+    if not any(_listed(words, p) or _listed(body, p) for p in rules.wrap):
         return Wrap(None, "not a build, test or lint command of the list")
     never = (_NEVER_WORDS | _NEVER_FOR.get(body[0], _NEVER_FOR.get(_program(body[0]), frozenset()))).intersection(
         body[1:]

@@ -379,10 +379,12 @@ class StreamFilter:
         return runs
 
     def close_drop(self) -> list[Run]:
-        """Close the open DROP run, of the lines decided so far, unless it may still be a short gap
-        a KEEP run takes in: its summary comes out now, and the DROP lines decided after it start
-        another run. Which lines are kept does not change, only where the summaries split (a live
-        stream that prints steadily gets its summaries as it goes, not at its next pause).
+        """Close the open DROP run, of the lines decided so far, if its summary line (with a ref) is
+        at most half the bytes it stands for, and it may no longer be a short gap a KEEP run takes
+        in: its summary comes out now, and the DROP lines decided after it start another run. Which
+        lines are kept does not change, only where the summaries split (a live stream that prints
+        steadily gets its summaries as it goes, not at its next pause; one that prints slowly gets
+        no summary longer than what it stands for).
 
         Returns:
             The DROP run closed, or no run.

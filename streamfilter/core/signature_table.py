@@ -639,6 +639,16 @@ TABLE: tuple[Entry, ...] = (
         pattern=r"not ok \d+",
         example="not ok 7 no messages in results",
     ),
+    # TAP's counts at the end of a run with failures (node --test's "# fail 2", its spec reporter's
+    # "ℹ fail 2"), as jest's; the counts and the plan "1..62" right before it are its lead-in
+    # (``signatures.LEAD_IN``)
+    Entry(
+        name="tap-summary",
+        family="tap",
+        pattern=r"(?:#|ℹ) fail [1-9]\d*",
+        found=False,
+        example="# fail 2",
+    ),
     # Test::More's diagnostics of a failed test: "#   Failed test 'x'", "#   at t/a.t line 3.", "#  got: ..."
     Entry(
         name="tap-diag-failed",

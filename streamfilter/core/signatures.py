@@ -105,7 +105,8 @@ DEFAULT_SIGNATURES: tuple[Signature, ...] = tuple(
 # The lines a compiler prints before a diagnostic to say where it comes from, matched at a line's
 # start (escapes removed): gcc's and clang's "In file included from a.h:3," and its indented
 # "from b.cpp:1:" lines, "a.cpp: In function 'int f()':", "a.h:5:7: In instantiation of '...':" and
-# its "required from ..." chain down to "t.cpp:8:9:   required from here". A protected line keeps
+# its "required from ..." chain down to "t.cpp:8:9:   required from here"; and TAP's plan and counts
+# before its "# fail 2" (node --test's "1..62", "# tests 62", "# pass 60"). A protected line keeps
 # those right before it, at most LEAD_LINES, as it keeps its frames after it.
 LEAD_LINES = 20
 LEAD_IN = re.compile(
@@ -114,7 +115,8 @@ LEAD_IN = re.compile(
     rb"|In lambda function|In substitution of|At global scope|At top level)\b"
     rb"|\S+:\d+:\d+:[ \t]+required (?:from|by)\b"
     rb"|(?:---|\+\+\+) \S+\t"  # diff -u's file lines, over its first hunk
-    rb"|\[warn\] \S+[ \t\r]*$)"  # prettier's files, before "[warn] Code style issues found in 2 files."
+    rb"|\[warn\] \S+[ \t\r]*$"  # prettier's files, before "[warn] Code style issues found in 2 files."
+    rb"|1\.\.\d+[ \t\r]*$|(?:#|\xe2\x84\xb9) (?:tests|suites|pass|cancelled|skipped|todo) \d+[ \t\r]*$)"  # TAP's
 )
 
 # Every built-in signature holds one of these tokens (after tokenizing, lowercased)...

@@ -22,6 +22,7 @@ the ref's CRC-32.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -46,6 +47,7 @@ __all__ = (
     "RefError",
     "TextRefs",
     "archive_refs",
+    "evict",
     "expand",
     "parse_ref",
     "ref_of",
@@ -86,11 +88,32 @@ class RefError(StreamfilterError):
 
 
 def state_dir() -> Path:
-    """The state directory: systemd's ``$STATE_DIRECTORY``, else ``$XDG_STATE_HOME/streamfilter``."""
+    """The state directory: systemd's ``$STATE_DIRECTORY``, else ``$XDG_STATE_HOME/streamfilter``,
+    else ``~/.local/state/streamfilter``. A relative ``XDG_STATE_HOME`` is ignored, as the XDG Base
+    Directory spec says (it named a folder in each working directory, and refs that ``expand``
+    could not read from another)."""
     if os.environ.get("STATE_DIRECTORY"):
         return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path.home() / ".local" / "state")
     return Path(base) / "streamfilter"
+
+
+def evict(path: Path) -> bool:
+    """Remove a kept file (an archive, a run's whole output) unless the stream or run that writes it
+    still does: it holds a shared ``flock`` on it while it writes (``Archive``, ``OutputCopy``).
+    Whether it was removed (not when it was gone already)."""
+    try:
+        with open(path, "rb") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            path.unlink(missing_ok=True)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def state_dirs() -> list[Path]:
@@ -143,10 +166,10 @@ class Archive:
         directory: the state directory (``state_dir()``), or where state goes when it cannot be
             written (``state_dirs``); files go to ``archive/`` in it.
         cap_bytes: most bytes of all archived streams together; when a new stream starts,
-            the oldest archive files are removed until the others fit in half the cap (the
-            folder is scanned at most every ``EVICT_SECONDS`` per process, or after a quarter
-            of the cap was written), and one stream stops being archived (its later refs are
-            not given) at half the cap.
+            the oldest archive files are removed until the others fit in half the cap (not
+            one whose stream is still archived, ``evict``; the folder is scanned at most every
+            ``EVICT_SECONDS`` per process, or after a quarter of the cap was written), and one
+            stream stops being archived (its later refs are not given) at half the cap.
 
     Raises:
         OSError: the archive directory cannot be created or written.
@@ -173,6 +196,8 @@ class Archive:
         self.source = name if directory == state_dir() else str(path)
         # unbuffered: ``archived`` counts the bytes in the file
         self._file: BinaryIO = open(path, "xb", buffering=0)
+        # held until ``close``: no other stream's archive evicts this one while it is written
+        fcntl.flock(self._file.fileno(), fcntl.LOCK_SH)
         self.archived = 0  # bytes written so far
         self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
 
@@ -197,13 +222,17 @@ class Archive:
         self._file.close()
 
     def _evict(self, room: int) -> None:
-        files = sorted(self.folder.glob("stdin-*.log"), key=lambda f: f.stat().st_mtime)
-        total = sum(f.stat().st_size for f in files)
-        for old in files:
+        sizes = []
+        for entry in self.folder.glob("stdin-*.log"):
+            with contextlib.suppress(FileNotFoundError):  # (evicted meanwhile by another process)
+                stat = entry.stat()
+                sizes.append((stat.st_mtime, stat.st_size, entry))
+        total = sum(size for _, size, _ in sizes)
+        for _, size, old in sorted(sizes, key=lambda s: s[0]):
             if total <= room:
                 break
-            total -= old.stat().st_size
-            old.unlink(missing_ok=True)
+            if evict(old):
+                total -= size
 
 
 def ref_of(source: str, run: Run, base: int = 0) -> str:

@@ -50,7 +50,7 @@ from ..core.settings import FilterConfig
 from ..core.words import counted
 from .baselines import BaselineStore, GreenRun
 from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
-from .expand import Archive, ref_of, state_dir, state_dirs
+from .expand import Archive, evict, ref_of, state_dir, state_dirs
 from .outcome import Filtered
 from .process import (
     EXIT_GRACE_SECONDS,
@@ -452,20 +452,14 @@ def _output_file(argv: Sequence[str], folder: Path, cap_bytes: int) -> Path:
 
 
 def _evict(path: Path) -> bool:
-    """Remove a kept output unless a run still writes it (it holds a shared lock on it,
-    ``OutputCopy``) or wrote it in the last ``RECENT_SECONDS``; whether it was removed."""
+    """Remove a kept output unless a run still writes it (``evict``) or wrote it in the last
+    ``RECENT_SECONDS``; whether it was removed."""
     try:
         if time.time() - path.stat().st_mtime < RECENT_SECONDS:
             return False
-        with open(path, "rb") as handle:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            path.unlink(missing_ok=True)
     except FileNotFoundError:
         return False
-    return True
+    return evict(path)
 
 
 class OutputCopy:

@@ -7,8 +7,9 @@ signature or a query term (bytes that complete it later are written as its rest)
 is shown without waiting for a successor that may never come. A stream that never pauses is
 settled (complete lines only) once its oldest undecided bytes have waited ``max_delay_seconds``,
 so output keeps pace with input. An open DROP run is summarized once it is ``DROP_SUMMARY_SECONDS``
-old, at a pause or at the next feed (``StreamFilter.close_drop``: which lines are kept does not
-change, only where summaries split).
+old, at a pause or at the next feed, if its summary is at most half its bytes, else when more
+lines make it so or the stream has been quiet ``QUIET_SUMMARY_SECONDS`` (``StreamFilter.close_drop``:
+which lines are kept does not change, only where summaries split).
 
 A settle writes what it keeps at once; the lines it would drop after the last kept one stay
 undecided (``StreamFilter.settle``'s ``decide_before``) until a later settle keeps a line after
@@ -43,6 +44,10 @@ RefMaker = Callable[[Run], str]
 # every 70 ms, each after a pause) gets about a summary a second, not one per line; and so is one
 # that never pauses, of the lines decided so far (it showed nothing until its first pause)
 DROP_SUMMARY_SECONDS = 1.0
+# an open DROP run too short for its summary to come early (``StreamFilter.close_drop``) comes out
+# once the stream is quiet this long: a slow printer (a line every 0.25 s) waits for lines that pay
+# for its summary, a stream that stopped shows what it dropped
+QUIET_SUMMARY_SECONDS = 3.0
 # the rest of a line let out early comes out at most this often until its end (a line written a
 # byte at a time is a few runs, not one a byte)
 REST_SECONDS = 1.0
@@ -129,6 +134,7 @@ class LiveStream:
         self._fed_ends_line = True  # the last byte fed is a line end (or nothing was fed)
         self._last_kept = False  # the last run written was KEEP
         self._drop_since: float | None = None  # when the open DROP run was first seen open
+        self._drop_waits = False  # it was old at a pause, too short for its summary: it waits for input or quiet
         self._rest_out = 0.0  # when a line, or a piece of its rest, was last let out early
         # (stream index one past the last complete line fed, time) of recent feeds, oldest first:
         # the lines fed HOLD_SECONDS ago are decided at the next settle
@@ -143,6 +149,7 @@ class LiveStream:
             return
         self._last = time.monotonic()
         self._released = False
+        self._drop_waits = False
         if not self._unsettled:
             self._unsettled, self._since = True, self._last
         if b"\n" in chunk:
@@ -197,10 +204,14 @@ class LiveStream:
         quiet = self._last + self.timing.idle_seconds
         if self._unsettled or (self.filter.held_bytes and not self._partial_out):
             return quiet
+        drop = None  # only an open DROP run waits: for its age (then, too short for its summary, for quiet)
+        if self._drop_since is not None:
+            drop = max(quiet, self._drop_since + DROP_SUMMARY_SECONDS)
+            if self._drop_waits:
+                drop = max(drop, self._last + QUIET_SUMMARY_SECONDS)
         waits = [
             max(quiet, self._rest_out + REST_SECONDS) if self.filter.rest_held else None,
-            # only an open DROP run waits: for its age; and lines a settle left undecided, for theirs
-            max(quiet, self._drop_since + DROP_SUMMARY_SECONDS) if self._drop_since is not None else None,
+            drop,  # and lines a settle left undecided wait for theirs
             self._held_due(),
             self._release_due(),
         ]
@@ -217,17 +228,22 @@ class LiveStream:
         self._unsettled = False
         self._partial_out = self.filter.held_bytes > 0
         old = self._drop_since is not None and now >= self._drop_since + DROP_SUMMARY_SECONDS
+        # (closed whatever its size: no more lines came to pay for its summary)
+        stopped = old and now >= self._last + QUIET_SUMMARY_SECONDS
         rest = now >= self._rest_out + REST_SECONDS
         release = self._release_due()
         if release is not None and now >= release:
             # quiet long enough: the lines up to the last kept one go (decide_before 0: none for their
             # age), those after it wait for the tail rule
             self._released = True
-            runs = self.filter.settle(partial=True, close_drop=old, rest=rest, decide_before=0)
+            runs = self.filter.settle(partial=True, close_drop=stopped, rest=rest, decide_before=0)
         else:
             runs = self.filter.settle(
-                partial=True, hold_lines=self._hold, close_drop=old, rest=rest, decide_before=self._held_before(now)
+                partial=True, hold_lines=self._hold, close_drop=stopped, rest=rest, decide_before=self._held_before(now)
             )
+        if old:
+            runs += self.filter.close_drop()
+            self._drop_waits = self.filter.drop_open
         if self.filter.rest_of is not None and runs and runs[-1].last_line == self.filter.rest_of[0]:
             self._rest_out = now  # a line, or its rest, let out
         await self._write(runs)

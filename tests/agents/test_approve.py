@@ -35,6 +35,8 @@ ASKED = [
     "./gradlew publish",
     "make SHELL=/tmp/sh",
     "gh run view 1 --log",
+    "gh run view 123 --log-failed",  # (wrapped: its options after the run's id)
+    "gh run view --job 456 --log",
     "docker build .",
     "go generate ./...",
 ]

@@ -35,6 +35,10 @@ def _wrap(command: str, rules: Rules | None = None, env: dict[str, str] | None =
         ("npx tsc --noEmit", f"{RUN} npx tsc --noEmit"),
         ("cargo test --workspace", f"{RUN} cargo test --workspace"),
         ("./gradlew check", f"{RUN} ./gradlew check"),
+        # a listed command's last options anywhere after its other words (the usual gh forms)
+        ("gh run view 123 --log-failed", f"{RUN} gh run view 123 --log-failed"),
+        ("gh run view --job 456 --log", f"{RUN} gh run view --job 456 --log"),
+        ("ruff format src --check", f"{RUN} ruff format src --check"),
     ],
 )
 def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wrapped: str) -> None:
@@ -67,6 +71,9 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("make\nmake install", "a second line"),
         ("pytest 'unclosed", "unclosed quote"),
         ("git status", "not a build, test or lint command"),
+        ("gh run view 123", "not a build, test or lint command"),  # (the run's summary, not its log)
+        ("gh run list --log", "not a build, test or lint command"),
+        ("ruff format src", "not a build, test or lint command"),  # (it rewrites the files)
         ("ls -la", "not a build, test or lint command"),
         ("cd a && rm -rf build", "not a build, test or lint command"),
         ("jest --watch", "'--watch'"),

@@ -259,3 +259,61 @@ def test_text_refs_name_a_source_once_in_a_row() -> None:
     a1, a2 = str(Ref("/logs/a.log", 0, 10, "0000000a")), str(Ref("/logs/a.log", 20, 30, "0000000b"))
     b1 = str(Ref("stdin-1-2", 0, 5, "0000000c"))
     assert [refs(r) for r in (a1, a2, "", b1, a2)] == [a1, "@20-30:0000000b", "", b1, a2]
+
+
+def test_the_archive_a_run_still_writes_is_not_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # run A archives its output and keeps running; a stream started meanwhile (a small cap, so A's
+    # file is over it) evicts the others, not A's: A's refs still expand once it ends
+    go = tmp_path / "go"
+    noise = "".join(f"INFO step {i}\\n" for i in range(300))
+    script = f"printf '{noise}'; echo 'ERROR: disk quota exceeded'; while [ ! -e {go} ]; do sleep 0.05; done"
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    env.pop("STATE_DIRECTORY", None)
+    folder = tmp_path / "streamfilter" / "archive"
+    folder.mkdir(parents=True)
+    older = folder / "stdin-1-1.log"  # a finished stream's archive, older than A's
+    older.write_bytes(b"x" * 2000)
+    os.utime(older, (1, 1))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "run", "--", "sh", "-c", script], stdout=subprocess.PIPE, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # A's first summary: its bytes are archived
+        assert b"dropped lines 1-" in first
+        (written,) = [f for f in folder.glob("stdin-*.log") if f != older]
+        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+        monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+        monkeypatch.setattr(Archive, "_last_scan", -1e9)  # (this process scanned lately: scan now)
+        Archive(tmp_path / "streamfilter", cap_bytes=1000).close()
+        assert written.exists() and not older.exists()
+    finally:
+        go.touch()
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    ref = first.rsplit(b"; ref ", 1)[1][:-2].decode()
+    got = cli("expand", ref, state=tmp_path)
+    assert got.returncode == 0, got.stderr
+    lines = int(first.split(b"dropped lines 1-", 1)[1].split(b" ", 1)[0])
+    assert got.stdout == "".join(f"INFO step {i}\n" for i in range(lines)).encode()
+    monkeypatch.setattr(Archive, "_last_scan", -1e9)
+    Archive(tmp_path / "streamfilter", cap_bytes=1000).close()  # A has ended: its archive is evicted as any
+    assert not written.exists()
+
+
+def test_a_relative_xdg_state_home_is_ignored(tmp_path: Path) -> None:
+    """The XDG spec: a relative path there is invalid and ignored. It made ``relstate/`` in the
+    working directory, and refs to it that ``expand`` from another directory could not read."""
+    work, other, home = tmp_path / "work", tmp_path / "other", tmp_path / "home"
+    for folder in (work, other, home):
+        folder.mkdir()
+    env = {**os.environ, "XDG_STATE_HOME": "relstate", "HOME": str(home)}
+    env.pop("STATE_DIRECTORY", None)
+    args = [sys.executable, "-m", "streamfilter"]
+    done = subprocess.run([*args, "filter"], input=LOG, cwd=work, env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0 and not (work / "relstate").exists()
+    assert (home / ".local" / "state" / "streamfilter" / "archive").is_dir()
+    ref = next(line for line in done.stdout.splitlines() if b"; ref " in line).rsplit(b"; ref ", 1)[1][:-1]
+    back = subprocess.run([*args, "expand", ref.decode()], cwd=other, env=env, capture_output=True, timeout=120)
+    assert back.returncode == 0, back.stderr
+    assert back.stdout and back.stdout in LOG

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -92,6 +93,19 @@ def test_a_command_that_trickles_gets_a_summary_a_second_not_one_a_line() -> Non
     drops = [e for e in evs if e["event"] == "drop"]
     assert sum(e["lines"] for e in evs if e["event"] in ("keep", "drop")) == 40
     assert 1 <= len(drops) <= seconds + 1 and len(drops) < 20  # DROP_SUMMARY_SECONDS: 1
+
+
+def test_a_slow_printer_gets_no_summaries_longer_than_its_output(tmp_path: Path) -> None:
+    """An ``ok`` every 70 ms, after a pause each: a summary a second stood for 45 bytes and took some
+    75, the output grew past the command's own. A summary closed before its end now takes at most
+    half its bytes, so they pay for the one note on refs too."""
+    script = "import time\nfor i in range(160):\n    print('ok', flush=True)\n    time.sleep(0.07)"
+    done = run_cli("run", "--", sys.executable, "-c", script, env={"XDG_STATE_HOME": str(tmp_path)})
+    assert done.returncode == 0
+    body, _, status = done.stdout.rstrip(b"\n").rpartition(b"\n")
+    assert status.startswith(b"[streamfilter: ") and b"exited with status 0" in status
+    assert body.count(b"[streamfilter: dropped lines ") >= 2  # (summaries as it goes: one came early)
+    assert len(body) + 1 <= len(b"ok\n" * 160)
 
 
 def test_stdout_and_stderr_interleave_or_stay_apart() -> None:
@@ -467,3 +481,54 @@ def test_a_reader_that_goes_away_ends_a_steady_command_at_once(tmp_path: Path) -
     assert time.monotonic() - began < 60
     assert done.stdout.count(b"[streamfilter: dropped line") == 3
     assert done.returncode == 1  # python's: its write failed with EPIPE (it ignores SIGPIPE)
+
+
+NODE_TESTS = """const test = require('node:test');
+const assert = require('node:assert');
+{before}
+test('fails one', () => {{ assert.strictEqual(1, 2); }});
+test('fails two', () => {{ assert.deepStrictEqual({{ a: 1 }}, {{ a: 2 }}); }});
+{after}
+"""
+
+
+def _run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[bytes]:
+    """``streamfilter run -- ARGV`` in ``folder``, its state in ``folder/state``."""
+    return subprocess.run(
+        [sys.executable, "-m", "streamfilter", "run", "--", *argv],
+        cwd=folder,
+        capture_output=True,
+        env={**os.environ, "XDG_STATE_HOME": str(folder / "state")},
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("passing", ["before", "after"])
+def test_node_tests_counts_are_kept_with_its_plan(passing: str, tmp_path: Path) -> None:
+    """A failed ``node --test`` (TAP): its counts were kept but for ``# tests 62`` and the plan
+    ``1..62`` before them, summarized (``1× <*>..<*>; 1× # tests <*>``) beside ``# pass 60`` and
+    ``# fail 2``; the counts of a failed run are kept as one, as jest's are."""
+    loop = "for (let i = 0; i < 60; i++) test(`passes ${i}`, () => { assert.strictEqual(i, i); });"
+    loops = {side: loop if side == passing else "" for side in ("before", "after")}
+    (tmp_path / "a.test.js").write_text(NODE_TESTS.format(**loops))
+    done = _run_in(tmp_path, "node", "--test")
+    assert done.returncode == 1
+    assert b"\n1..62\n# tests 62\n# suites 0\n# pass 60\n# fail 2\n" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_node_tests_counts_stay_with_its_plan_when_a_pause_splits_them(tmp_path: Path) -> None:
+    """Node writes its counts a line at a time: a loaded machine paused between them, a pause
+    closes the open window, and ``# tests 62`` with the plan went to a window of their own, dropped."""
+    loop = "for (let i = 0; i < 60; i++) test(`passes ${i}`, () => { assert.strictEqual(i, i); });"
+    (tmp_path / "a.test.js").write_text(NODE_TESTS.format(before="", after=loop))
+    raw = subprocess.run(["node", "--test"], cwd=tmp_path, capture_output=True, timeout=120, check=False).stdout
+    head, counts = raw.split(b"\n# suites ", 1)
+    (tmp_path / "head.log").write_bytes(head + b"\n")
+    (tmp_path / "counts.log").write_bytes(b"# suites " + counts)
+    script = "cat head.log; sleep 0.3; cat counts.log; exit 1"
+    done = _run_in(tmp_path, "sh", "-c", script)
+    assert done.returncode == 1
+    assert b"\n1..62\n# tests 62\n# suites 0\n# pass 60\n# fail 2\n" in done.stdout
