@@ -338,7 +338,7 @@ class UnitPool:
                 kind = None  # the window's failure line is in the next run: these lines lead up to it
             elif (
                 trace.reason == "protected:prior"
-                and trace.hit_line >= run.first_line
+                and run.first_line <= trace.hit_line <= run.last_line  # (its line may be in the next run)
                 and leading[trace.hit_line - run.first_line]
             ):
                 kind = None  # the prior's line leads in to a compiler's diagnostic: chosen only with it
