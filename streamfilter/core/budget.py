@@ -12,7 +12,10 @@ passes over the same bytes:
 
 Order of choice: the last test result line kept (``results.RESULT_LINE``: pytest's ``79 failed, 1
 passed in 0.97s``, cargo's ``test result:``) first, alone, whatever the budget (a run's verdict:
-the units of 79 failures had spent every budget before the last lines' turn); then
+the units of 79 failures had spent every budget before the last lines' turn), its unit left to be
+weighed like any other (counted as chosen, the unit of pytest's last ``FAILED`` lines took one of
+their shape's ``MAX_PER_SHAPE`` and was never weighed again: a distinct failure's line in it was
+dropped while 29 like ones were kept); then
 protected units (those of a line the user asked for, by
 ``--protect`` or an error code in the query, before the others), then scored windows, then the last lines,
 then the head (on 119 corpus cases at 1000 tokens, mean recall 0.636 in this order,
@@ -41,7 +44,10 @@ had its turn and the budget still has room); of such units the first gets
 the best relevance among them. A protected unit starts at its failure line (the
 window's lines before it go with the unit before). A protected unit that does not
 fit whole gives its first lines that fit, the tail its last ones; other units are
-taken whole or not at all, and a part of blank lines only is never taken. A lifted unit that
+taken whole or not at all, and a part of blank lines only is never taken. A protected unit whose
+failure line alone is over the whole budget (a 200 KB line) is *named* instead, if room is left:
+that line is a DROP run of its own whose summary names its first ``NAMED_CHARS`` characters
+(``Selection.named``): a KEEP run holds whole lines, verbatim. A lifted unit that
 heads a section (pytest's ``=== FAILURES ===``, the test's name and source under it) and does not
 fit whole waits, with its own relevance, behind the unit that lifted it: cut to its first lines it
 had left a 150-token budget no room for the ``E`` line (on the corpus at 300 / 500 / 1000 / 2000
@@ -58,7 +64,7 @@ import bisect
 import itertools
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -76,6 +82,7 @@ __all__ = (
     "LIBRARY_PENALTY",
     "MAX_CANDIDATES",
     "MAX_PER_SHAPE",
+    "NAMED_CHARS",
     "PROTECTED_FLOOR",
     "REF_BYTES_PER_TOKEN",
     "SUMMARY_CHARS_PER_TOKEN",
@@ -113,6 +120,9 @@ REF_BYTES_PER_TOKEN = 3  # bytes of a DROP summary's ref per token (corpus paths
 # 0.595 / 0.727 / 0.817)
 BUDGET_SUMMARY_CHARS = 80
 SUMMARY_CHARS_PER_TOKEN = 2.5  # a DROP summary's text, per estimated token (2.8-3.0 on corpus outputs: room to spare)
+# characters of a failure line over the whole budget named in the DROP summary of its own: a 200 KB
+# "Error: unexpected token" line had been one of "1 failure line" among 228, its text nowhere
+NAMED_CHARS = 100
 MAX_CANDIDATES = 512  # units of one kind weighed by MMR (the likeliest, by kind, repeats, score, line)
 _MAX_SHAPES_PER_UNIT = 64  # line shapes compared per unit (its first lines)
 
@@ -213,12 +223,21 @@ class Unit:
         return self.first_line + int(self.costs.shape[0]) - 1
 
 
+def _no_lines() -> npt.NDArray[np.int64]:
+    return np.zeros(0, dtype=np.int64)
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """The line ranges a budget chose: ``first[i] .. last[i]`` (1-based, inclusive, sorted, disjoint)."""
+    """The line ranges a budget chose: ``first[i] .. last[i]`` (1-based, inclusive, sorted, disjoint).
+
+    ``named``: failure lines longer than the whole budget (1-based, sorted, outside the ranges):
+    each is a DROP run of its own, whose summary names its first ``NAMED_CHARS`` characters.
+    """
 
     first: npt.NDArray[np.int64]
     last: npt.NDArray[np.int64]
+    named: npt.NDArray[np.int64] = field(default_factory=_no_lines)
 
     def mask(self, first_line: int, n: int) -> npt.NDArray[np.bool_]:
         """Shape ``(n,)``: whether each of lines ``first_line .. first_line + n - 1`` was chosen."""
@@ -319,7 +338,7 @@ class UnitPool:
                 kind = None  # the window's failure line is in the next run: these lines lead up to it
             elif (
                 trace.reason == "protected:prior"
-                and trace.hit_line >= run.first_line
+                and run.first_line <= trace.hit_line <= run.last_line  # (its line may be in the next run)
                 and leading[trace.hit_line - run.first_line]
             ):
                 kind = None  # the prior's line leads in to a compiler's diagnostic: chosen only with it
@@ -448,11 +467,12 @@ class UnitPool:
             return everything.selection()  # no pressure: the filter's own output fits
         # the test tool's verdict ("79 failed, 1 passed in 0.97s") first, whatever the budget: the
         # failures' own units had spent the budget and left the last lines out
+        # (pinned, not added: its unit is still weighed, its other lines may be a distinct failure's)
         verdict = self.verdict if self.verdict is not None else 0
         for unit in self.units:
             at = verdict - unit.first_line
             if 0 <= at < len(unit.costs):
-                chosen.add(unit, at, at + 1)
+                chosen.pin(verdict, float(unit.costs[at]) - (float(unit.costs[at - 1]) if at else 0.0))
         order = self._order()
         for kind in (PROTECTED, SCORED, TAIL, HEAD):
             # the likeliest few: a budget holds few units, and each step compares with all left
@@ -512,6 +532,8 @@ class UnitPool:
             if capped and chosen.per_key.get(unit.key, 0) >= MAX_PER_SHAPE:
                 continue
             part = chosen.fit(unit, self.budget, kind)
+            if part is None and kind == PROTECTED:
+                chosen.name(unit, self.budget)  # a failure line over the whole budget: its start, in a summary
             if lifted[i] and unit.heads and part != (0, len(unit.costs)):
                 # a lifted section header that does not fit whole waits, its own relevance back, for
                 # the unit that lifted it: its first lines alone (pytest's "=== FAILURES ===", a
@@ -524,6 +546,17 @@ class UnitPool:
             chosen.add(unit, *part)
             for j in left:
                 redundancy[j] = max(redundancy[j], _jaccard(units[j].shapes, unit.shapes))
+
+
+def _union(ranges: list[tuple[int, int]], more: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted line ranges ``ranges`` and ``more`` as sorted, disjoint ranges (touching ones merged)."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges + more):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def _jaccard(a: frozenset[int], b: frozenset[int]) -> float:
@@ -543,6 +576,8 @@ class _Chosen:
         self.per_key: dict[int, int] = {}
         self.units: list[Unit] = []
         self.taken: set[int] = set()  # first lines of the units chosen (units never share lines)
+        self.pinned: tuple[int, float] | None = None  # a line chosen alone (the verdict) and its tokens
+        self.named: list[int] = []  # failure lines named in DROP summaries of their own (sorted)
 
     @classmethod
     def whole(cls, n_lines: int, drop_tokens: float, units: list[Unit]) -> _Chosen:
@@ -557,9 +592,10 @@ class _Chosen:
         return chosen
 
     def gaps(self, ranges: list[tuple[int, int]]) -> int:
-        """DROP runs left between and around ``ranges`` (touching ranges leave none between them)."""
-        count, line = 0, 1
-        for a, b in ranges:
+        """DROP runs left between and around ``ranges`` (touching ranges leave none between them),
+        the named lines each one of its own."""
+        count, line = len(self.named), 1
+        for a, b in _union(ranges, [(n, n) for n in self.named]) if self.named else ranges:
             count += a > line
             line = b + 1
         return count + (line <= self.n_lines)
@@ -567,18 +603,16 @@ class _Chosen:
     def cost(self, first: int, last: int, tokens: float) -> float:
         """The output's estimated tokens if lines ``first..last`` (``tokens`` of them new) were added."""
         merged = self._merged(first, last)
-        return self.kept + tokens + self.drop_tokens * self.gaps(merged)
+        return self.kept + tokens - self._pinned_in(first, last) + self.drop_tokens * self.gaps(merged)
+
+    def _pinned_in(self, first: int, last: int) -> float:
+        """The tokens of the pinned line if it is in ``first..last`` (counted already), else 0."""
+        if self.pinned is not None and first <= self.pinned[0] <= last:
+            return self.pinned[1]
+        return 0.0
 
     def _merged(self, first: int, last: int) -> list[tuple[int, int]]:
-        ranges = list(self.ranges)
-        bisect.insort(ranges, (first, last))
-        out: list[tuple[int, int]] = []
-        for a, b in ranges:
-            if out and a <= out[-1][1] + 1:
-                out[-1] = (out[-1][0], max(out[-1][1], b))
-            else:
-                out.append((a, b))
-        return out
+        return _union(self.ranges, [(first, last)])
 
     def fit(self, unit: Unit, budget: float, kind: int) -> tuple[int, int] | None:
         """The unit's lines (0-based first, end) that fit in ``budget``: all of them; else, for a
@@ -610,10 +644,32 @@ class _Chosen:
                 return a, k
         return None
 
+    def name(self, unit: Unit, budget: float) -> None:
+        """Name ``unit``'s failure line in a DROP summary of its own (its start, ``NAMED_CHARS``
+        characters) if the line alone is over ``budget`` and the summaries it adds fit."""
+        at = unit.lead
+        line = unit.first_line + at
+        if float(unit.costs[at]) - (float(unit.costs[at - 1]) if at else 0.0) <= budget:
+            return  # (one that fits the budget is kept or left out whole, as any other)
+        tokens = NAMED_CHARS / SUMMARY_CHARS_PER_TOKEN
+        bisect.insort(self.named, line)
+        if self.kept + tokens + self.drop_tokens * self.gaps(self.ranges) > budget:
+            self.named.remove(line)
+            return
+        self.kept += tokens
+        self.per_key[unit.key] = self.per_key.get(unit.key, 0) + 1
+        self.taken.add(unit.first_line)
+
+    def pin(self, line: int, tokens: float) -> None:
+        """Choose line ``line`` (1-based) of ``tokens`` alone, its unit left to be weighed with the others."""
+        self.kept += tokens
+        self.ranges = self._merged(line, line)
+        self.pinned = (line, tokens)
+
     def add(self, unit: Unit, a: int, b: int) -> None:
         """Choose lines ``a..b-1`` (0-based in ``unit``)."""
         start = float(unit.costs[a - 1]) if a else 0.0
-        self.kept += float(unit.costs[b - 1]) - start
+        self.kept += float(unit.costs[b - 1]) - start - self._pinned_in(unit.first_line + a, unit.first_line + b - 1)
         self.ranges = self._merged(unit.first_line + a, unit.first_line + b - 1)
         self.per_key[unit.key] = self.per_key.get(unit.key, 0) + 1
         self.units.append(unit)
@@ -631,4 +687,4 @@ class _Chosen:
         """The chosen ranges as a ``Selection``."""
         first = np.asarray([a for a, _ in self.ranges], dtype=np.int64)
         last = np.asarray([b for _, b in self.ranges], dtype=np.int64)
-        return Selection(first, last)
+        return Selection(first, last, np.asarray(self.named, dtype=np.int64))

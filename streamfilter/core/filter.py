@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from ._heap import keep_block_buffers
 from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes, text_hashes
-from .budget import Selection
+from .budget import NAMED_CHARS, Selection
 from .decide import CutTracker, RepeatGate, bridged_ends
 from .explain import MAX_TRACES, BatchFacts, Tracer
 from .hits import PRIOR_BEFORE, Hits, PriorRater, weak_lines
@@ -223,6 +223,8 @@ class StreamFilter:
             budgeted=selection is not None,
             tracer=self._tracer,
             novelty=self._novelty,
+            named=selection.named if selection is not None else None,
+            named_chars=NAMED_CHARS,
         )
         self._seen_invalid_utf8 = False
         self._long_lines = 0

@@ -49,6 +49,9 @@ class RunBuilder:
             and a gap is any DROP run no longer than a summary (the seen lines dropped inside kept
             stretches are often a blank line or a rule, cheaper than their summary), the stream's
             first run too (a seen line before the failure).
+        named: shape ``(k,)``, 1-based lines (sorted) each dropped in a run of its own whose
+            summary names its first ``named_chars`` characters (``budget.Selection.named``).
+        named_chars: characters of a named line shown in its summary.
     """
 
     def __init__(
@@ -63,6 +66,8 @@ class RunBuilder:
         budgeted: bool,
         tracer: Tracer | None,
         novelty: Novelty | None = None,
+        named: npt.NDArray[np.int64] | None = None,
+        named_chars: int = 0,
     ) -> None:
         self._stats = stats
         self._cap = max_keep_event_bytes
@@ -73,6 +78,8 @@ class RunBuilder:
         self._budgeted = budgeted
         self._tracer = tracer
         self._novelty = novelty
+        self._named = named if named is not None else np.zeros(0, dtype=np.int64)
+        self._named_chars = named_chars
         self._open: DropSummary | None = None
         self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
         self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
@@ -98,9 +105,7 @@ class RunBuilder:
             if keep[a]:
                 self._add_keep(p, a, b, runs)  # traces each piece of the run (it may split at the cap)
             else:
-                if self._tracer is not None:
-                    self._tracer.trace(p, a, b, "drop")
-                self._add_drop(p, a, b, runs)
+                self._add_drops(p, a, b, runs)
 
     def finish(self, runs: list[Run]) -> None:
         """The stream ended: a short last DROP run joins the KEEP run before it; close both runs."""
@@ -150,6 +155,29 @@ class RunBuilder:
             a = stop
             if len(data) >= self._cap:
                 runs.append(self._close_keep())
+
+    def _add_drops(self, p: PendingLines, a: int, b: int, runs: list[Run]) -> None:
+        """Drop pending lines ``a .. b-1``: a named line among them is a DROP run of its own."""
+        lo, hi = np.searchsorted(self._named, [p.base + a + 1, p.base + b + 1])
+        for at in [*(self._named[lo:hi] - p.base - 1).tolist(), b]:
+            if at > a:
+                if self._tracer is not None:
+                    self._tracer.trace(p, a, at, "drop")
+                self._add_drop(p, a, at, runs)
+            if at == b:
+                break
+            if self._open is not None and not self._absorb_gap(runs):
+                runs.append(self._close_drop())
+            if self._tracer is not None:
+                self._tracer.trace(p, at, at + 1, "drop")
+            self._add_drop(p, at, at + 1, runs)
+            assert self._open is not None
+            self._open.name(p.line(at), self._named_chars)
+            self._gap = None  # (never a gap a KEEP run takes in: it stands for a failure line)
+            if self._keep is not None:
+                runs.append(self._close_keep())
+            runs.append(self._close_drop())
+            a = at + 1
 
     def _add_drop(self, p: PendingLines, a: int, b: int, runs: list[Run]) -> None:
         start, end = p.line_start(a), int(p.ends[b - 1])

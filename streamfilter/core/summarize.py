@@ -22,6 +22,7 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
+from .normalize import strip_ansi
 from .templates import Miner, Template, show
 from .words import counted
 
@@ -314,6 +315,7 @@ class DropSummary:
         self.longest = 0  # bytes
         self.green = green
         self.seen_lines = 0
+        self.named = ""  # the start of the run's one line, named (``name``)
 
     def add(
         self,
@@ -379,6 +381,16 @@ class DropSummary:
                 at = index(shape, at)
                 self._firsts.append(base + at)
 
+    def name(self, line: bytes, chars: int) -> None:
+        """Name the start of the run's one ``line`` (raw bytes): at most ``chars`` characters of it
+        (escape sequences removed, control bytes as ``?``), cut with ``…``; never cut from the summary."""
+        whole = line.rstrip(b"\r\n")
+        head = whole[: 4 * chars + 64]  # (enough bytes for the characters shown, escape sequences aside)
+        shown = show(strip_ansi(head).replace(bytes([_MARK]), b"?"))
+        if len(shown) > chars or len(head) < len(whole):
+            shown = shown[: chars - 1] + "…"
+        self.named = shown
+
     @property
     def lines(self) -> int:
         """Lines in the run so far."""
@@ -398,6 +410,8 @@ class DropSummary:
         facts = []
         if self.failure_lines:  # first: a terse summary (under a budget) has room for it
             facts.append(counted(self.failure_lines, "failure line"))
+        if self.named:
+            return self._fit(head, [*facts, f"it starts: {self.named}"])
         if self.repeated_failures:
             facts.append(f"{counted(self.repeated_failures, 'more failure line')} like ones kept")
         terms = f"{counted(self.term_lines, 'line')} with query terms"
@@ -484,7 +498,7 @@ class DropSummary:
         and the counts."""
         pieces = [p for p in pieces if p]
         text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
-        while len(text) > self.max_chars and len(pieces) > bool(self.failure_lines):
+        while len(text) > self.max_chars and len(pieces) > bool(self.failure_lines) + bool(self.named):
             pieces.pop()
             text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
         return text

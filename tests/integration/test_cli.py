@@ -199,9 +199,12 @@ def test_explain_with_text_format_is_a_usage_error() -> None:
     assert proc.returncode == 2 and proc.stdout == b"" and b"--explain needs --format jsonl" in proc.stderr
 
 
+# (the second: a window of the learned prior whose line is in the next KEEP run had raised an
+# IndexError in budget.UnitPool, on 53 of 595 corpus cases at 1000 tokens)
+@pytest.mark.parametrize("name", ["cidiff__assertj_1944", "logchunks__objective-c__Realm__realm-cocoa__538275604"])
 @pytest.mark.parametrize("tokens", [150, 400, 1000])
-def test_budget_keeps_the_text_output_within_the_estimate_and_accounts_for_every_line(tokens: int) -> None:
-    log = need(CORPUS / "cidiff__assertj_1944.log")
+def test_budget_keeps_the_text_output_within_the_estimate_and_accounts_for_every_line(name: str, tokens: int) -> None:
+    log = need(CORPUS / f"{name}.log")
     text = run_cli("filter", "--budget-tokens", str(tokens), str(log))
     assert text.returncode == 0, text.stderr
     assert estimate_tokens(text.stdout) <= tokens

@@ -7,6 +7,7 @@ import fcntl
 import itertools
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -161,3 +162,55 @@ def test_a_green_run_keeps_every_test_targets_result_line(tmp_path: Path) -> Non
     counts = [r.split(b";")[0].removeprefix(b"test result: ok. ") for r in results]
     assert counts == [b"43 passed", b"4 passed", b"0 passed"]
     assert b"test tests::case_7 ... ok" not in done.stdout  # still terse: the passing tests are summarized
+
+
+PARAMETRIZED_FAILURES = (
+    "import pytest\n\n\n"
+    '@pytest.mark.parametrize("n", range(30))\n'
+    "def test_fail(n):\n    expected = -1\n"
+    '    assert n == expected, f"value {n} did not match"\n\n\n'
+    "def test_unique():\n"
+    '    raise RuntimeError("database connection pool exhausted after 5 retries")\n'
+)
+
+
+def test_a_distinct_failure_s_summary_line_beats_near_duplicates(tmp_path: Path) -> None:
+    # pytest's short summary: 30 like FAILED lines, then test_unique's, then the verdict, in one unit
+    # with the last of them. Chosen first for the verdict, that unit had counted as chosen: a slot of
+    # the FAILED lines' shape spent, never weighed again, test_unique's line dropped while 29 like
+    # ones were kept
+    (tmp_path / "test_x.py").write_text(PARAMETRIZED_FAILURES)
+    pytest = f"cd {shlex.quote(str(tmp_path))} && {shlex.quote(sys.executable)} -m pytest -p no:cacheprovider test_x.py"
+    done = run_cli(
+        "run", "--budget-tokens", "2000", "--", "sh", "-c", pytest, env={**_state(tmp_path), "COLUMNS": "80"}
+    )
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert any(line.startswith(b"FAILED ") and b"::test_unique - RuntimeError" in line for line in lines)
+    assert any(b" 31 failed in " in line for line in lines)  # the verdict
+    body = done.stdout[: -len(lines[-1]) - 1]
+    assert estimate_tokens(body) <= 2000 * 1.05
+
+
+def test_a_failure_line_longer_than_the_budget_is_named_by_its_start(tmp_path: Path) -> None:
+    # a 200 KB failure line (a minified bundle's parse error) can never fit 4000 tokens: it had been
+    # "1 failure line" in a summary of lines 1-228, its text nowhere; it is a DROP run of its own now,
+    # its summary naming its start and its ref reading back the whole line
+    start = "Error: unexpected token } in expression at position 17: "
+    long = start + "x" * 200_000
+    script = (
+        'for i in $(seq 1 200); do echo "step $i compiling unit_$i"; done; '
+        f"printf '{start}'; head -c 200000 /dev/zero | tr '\\0' x; echo; "
+        'for i in $(seq 1 30); do echo "after $i"; done; exit 1'
+    )
+    done = run_cli("run", "--budget-tokens", "4000", "--", "sh", "-c", script, env=_state(tmp_path))
+    assert done.returncode == 1
+    lines = done.stdout.decode().splitlines()
+    named = [line for line in lines if line.startswith("[streamfilter: dropped line 201 ")]
+    assert len(named) == 1, done.stdout[:2000]
+    assert "it starts: Error: unexpected token } in expression at position 17: xxx" in named[0]
+    assert "x…; ref @" in named[0] and len(named[0]) < 400  # cut, and marked as cut
+    whole = lines[-1].rsplit(": ", 1)[1].rstrip("]")
+    back = run_cli("expand", whole + ":" + named[0].rsplit("; ref @", 1)[1].rstrip("]"))
+    assert back.returncode == 0 and back.stdout == long.encode() + b"\n"
+    assert estimate_tokens(done.stdout[: -len(lines[-1]) - 1]) <= 4000 * 1.05
