@@ -204,11 +204,8 @@ class StreamFilter:
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
         sigs = self._signatures
         self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
-        self._rater = (
-            PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer, cfg.results)
-            if prior is not None
-            else None
-        )
+        self._rater = PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer) if prior is not None else None
+        self._passed = cfg.results  # the command the stream came from passed (``flush`` may say so)
         # lines a hit may keep before it, which wait for it (``Hits.apply``)
         self._before_hit = max(cfg.context_lines, PRIOR_BEFORE if prior is not None else 0) + LEAD_LINES
         self._novelty = Novelty(baseline, start_line - 1) if baseline is not None else None
@@ -478,8 +475,7 @@ class StreamFilter:
         """
         if self._done:
             return []
-        if passed and self._rater is not None:
-            self._rater.passed = True
+        self._passed = self._passed or passed
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
         self._tail_reach = self._tail_now
         if self._hits.found:
@@ -645,7 +641,7 @@ class StreamFilter:
         total = p.base + p.ends.shape[0]
         if self._rater is not None:
             upto = total if final else total - hold if settle else total - REACH - 1
-            self._rater.rate(p, upto, final, self._hits)
+            self._rater.rate(p, upto, final, self._hits, self._passed)
         apply_all = final or (settle and not hold)
         self._hits.apply(p, self._windows, self._assigned, apply_all, total - hold if settle else -1, settling=settle)
         assigned = self._assigned - p.base

@@ -292,18 +292,12 @@ class PriorRater:
         first_line: stream index of the stream's first line fed.
         max_line_bytes: a line longer than this is weak (``weak_lines``), never rated at the cut.
         tracer: with explain, told each rating at the cut and the features that raised it.
-        passed: the run is known to have passed (``FilterConfig.results``; ``passed`` may be set
-            later, before the stream's end): no failure to find, so the lines most probable near
-            the end are not kept for that.
     """
 
-    def __init__(
-        self, model: PriorModel, first_line: int, max_line_bytes: int, tracer: Tracer | None, passed: bool = False
-    ) -> None:
+    def __init__(self, model: PriorModel, first_line: int, max_line_bytes: int, tracer: Tracer | None) -> None:
         self._model = model
         self._max_line_bytes = max_line_bytes
         self._tracer = tracer
-        self.passed = passed
         # the last REACH lines rated and their probabilities (0 for a weak line)
         self._recent_lines = np.zeros(0, dtype=np.int64)
         self._recent_prob = np.zeros(0, dtype=np.float64)
@@ -329,7 +323,7 @@ class PriorRater:
         earlier lines of its shape."""
         return self._shape_counts.seen(shape_hashes)
 
-    def rate(self, p: PendingLines, upto: int, final: bool, hits: Hits) -> None:
+    def rate(self, p: PendingLines, upto: int, final: bool, hits: Hits, passed: bool = False) -> None:
         """Rate the lines from ``done`` up to stream index ``upto``, and queue those at or above the cut
         (and, at the end of a stream with an exit verdict or a failure summary in its last ``REACH``
         lines, the ``PRIOR_TOP`` most probable of those lines, those rated before included) as
@@ -341,6 +335,8 @@ class PriorRater:
             upto: stream index one past the last line to rate.
             final: the stream ended (each line's distance to the end is known).
             hits: the stream's hits.
+            passed: the command the stream came from is known to have passed: at its end there is
+                no failure to look for.
         """
         total = p.base + p.ends.shape[0]
         if upto <= self._done:
@@ -364,8 +360,7 @@ class PriorRater:
         weak = weak_lines(p, lo, hi, self._max_line_bytes) | p.blank[lo:hi] | p.repeat[lo:hi]
         seeds = prob >= self._model.cut
         likely = np.where(weak, 0.0, prob)
-        ended = np.concatenate((facts.verdicts, facts.summaries))
-        if final and not self.passed and (ended >= total - REACH).any():
+        if final and not passed and (np.concatenate((facts.verdicts, facts.summaries)) >= total - REACH).any():
             # of the last REACH lines, those rated before (at a settle) too: the top ones may be kept already
             old, now = self._recent_lines >= total - REACH, lines >= total - REACH
             near = np.concatenate((self._recent_lines[old], lines[now]))
@@ -373,8 +368,8 @@ class PriorRater:
             top = near[np.argsort(-chance, kind="stable")[:PRIOR_TOP]] - lines[0]
             top = top[top >= 0]  # (stream order: a tie goes to the earlier line)
             seeds[top[likely[top] >= PRIOR_FLOOR]] = True
-        self._recent_lines = np.concatenate((self._recent_lines, lines))[-REACH:]
-        self._recent_prob = np.concatenate((self._recent_prob, likely))[-REACH:]
+        self._recent_lines = np.concatenate((self._recent_lines, lines[-REACH:]))[-REACH:]
+        self._recent_prob = np.concatenate((self._recent_prob, likely[-REACH:]))[-REACH:]
         rated = np.flatnonzero(seeds) + lo
         fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, hits.queued)
         rated = rated[fresh]
