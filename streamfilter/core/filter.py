@@ -36,7 +36,7 @@ from .hits import PRIOR_BEFORE, Hits, PriorRater, weak_lines
 from .lines import LineSplitter, utf8_cut
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
-from .prior import REACH, PriorModel, default_model
+from .prior import CONTEXT_REACH, REACH, PriorModel, default_model
 from .records import FilterStats, LineBlock, Run
 from .results import result_lines
 from .runs import RunBuilder
@@ -640,7 +640,8 @@ class StreamFilter:
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
         if self._rater is not None:
-            upto = total if final else total - hold if settle else total - REACH - 1
+            # (a line's probability waits for the log-odds of the CONTEXT_REACH lines after it)
+            upto = total if final else total - hold if settle else total - REACH - 1 - CONTEXT_REACH
             self._rater.rate(p, upto, final, self._hits, self._passed)
         apply_all = final or (settle and not hold)
         self._hits.apply(p, self._windows, self._assigned, apply_all, total - hold if settle else -1, settling=settle)

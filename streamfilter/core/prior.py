@@ -17,9 +17,14 @@ streaming: nothing looks further ahead than ``REACH`` lines, nor at the stream's
   indentation and the change from the line above, its length, blankness; an error word on it and
   on its neighbours, crossed with the lines to the end and with its shape's repeats.
 
+A second logistic model (``context_features``) turns those log-odds into the probability: a line's
+own, its neighbours', and the largest within 3, 10 and 30 lines either side (a failure is a block,
+and its likeliest lines stand out of it). It is fitted on out-of-fold log-odds of the first.
+
 ``PriorModel.line_logits`` sums a block's word weights per line once (the line's own, and what it
-adds to the line after and to the line before); ``PriorModel.probability`` adds the neighbours'
-sums and the structure weights when the line's reach has come in. Only hashed ids and weights
+adds to the line after and to the line before); ``PriorModel.logit`` adds the neighbours' sums and
+the structure weights when the line's reach has come in; ``PriorModel.probability`` is the second
+stage, once ``CONTEXT_REACH`` lines either side are rated. Only hashed ids and weights
 ship (``prior.npz``), never a word list. Word features a training set saw in fewer than
 ``train_prior.MIN_REPOS`` repositories get no weight, so the model learns no one project's names.
 """
@@ -40,10 +45,14 @@ from .segment import LineLayout
 from .tokens import TokenTable, token_table
 
 __all__ = (
+    "ABSENT",
+    "CONTEXT_NAMES",
+    "CONTEXT_REACH",
     "FEATURE_BITS",
     "NEAR_TOKENS",
     "N_FEATURES",
     "REACH",
+    "STRUCTURE_GROUPS",
     "STRUCTURE_NAMES",
     "LineFeatures",
     "PriorModel",
@@ -51,6 +60,7 @@ __all__ = (
     "StreamFacts",
     "ahead_counts",
     "content_features",
+    "context_features",
     "default_model",
     "shape_hashes",
     "structure",
@@ -312,6 +322,7 @@ _GROUPS: tuple[tuple[str, int], ...] = (
 )
 _OFFSETS = np.cumsum([0] + [n for _, n in _GROUPS])[:-1].astype(np.int64)
 STRUCTURE_NAMES: tuple[str, ...] = tuple(f"{name}:{k}" for name, n in _GROUPS for k in range(n))
+STRUCTURE_GROUPS = len(_GROUPS)  # slots a line has, one a group
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,6 +442,39 @@ def structure(
     return out
 
 
+# lines either side of a line whose first-stage log-odds its second stage looks at
+CONTEXT_REACH = 30
+_CONTEXT_RADII = (3, 10, CONTEXT_REACH)
+CONTEXT_NAMES: tuple[str, ...] = ("own", *(f"own-max{r}" for r in _CONTEXT_RADII))
+ABSENT = float("nan")  # the log-odds of a line that is not there (before the stream, past its end, not rated yet)
+
+
+def context_features(z: Float64Array) -> Float64Array:
+    """The second stage's features of consecutive lines from the first stage's log-odds around them.
+
+    A failure is a block: a line near a likely line is likelier, the more so the nearer (stacked
+    generalization, Wolpert 1992, over the neighbourhood).
+
+    Args:
+        z: shape ``(n + 2 * CONTEXT_REACH,)``: the log-odds of the ``n`` lines with ``CONTEXT_REACH``
+            lines before and after them, ``ABSENT`` where there is no line (or none rated yet).
+
+    Returns:
+        shape ``(n, len(CONTEXT_NAMES))`` float64: per line its log-odds (clipped to -20 .. 20), then
+        for each radius in ``_CONTEXT_RADII`` its own less the largest within that many lines either side.
+    """
+    r = CONTEXT_REACH
+    n = z.shape[0] - 2 * r
+    clipped = np.where(np.isnan(z), -40.0, np.clip(z, -20.0, 20.0))  # (below any line's: never a window's largest)
+    own = clipped[r : r + n]
+    out = np.empty((n, len(CONTEXT_NAMES)), dtype=np.float64)
+    out[:, 0] = own
+    for k, radius in enumerate(_CONTEXT_RADII):
+        span = clipped[r - radius : r + n + radius]
+        out[:, 1 + k] = own - np.lib.stride_tricks.sliding_window_view(span, 2 * radius + 1).max(axis=1)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class PriorModel:
     """The prior's weights.
@@ -441,7 +485,9 @@ class PriorModel:
         above: shape ``(N_FEATURES,)`` float32: of each unigram feature of the line before.
         below: shape ``(N_FEATURES,)`` float32: of each unigram feature of the line after.
         structure: shape ``(len(STRUCTURE_NAMES),)`` float64: of each structure slot.
-        bias: the intercept.
+        bias: the first stage's intercept.
+        context: shape ``(len(CONTEXT_NAMES) + 1,)`` float64: the second stage's weight of each
+            context feature, then its intercept.
         cut: the probability at or above which a line is kept (chosen by the training script).
     """
 
@@ -450,9 +496,10 @@ class PriorModel:
     below: npt.NDArray[np.float32]
     structure: Float64Array
     bias: float
+    context: Float64Array
     cut: float
 
-    FORMAT = 2  # the weights' file format version (``save``, ``load``)
+    FORMAT = 3  # the weights' file format version (``save``, ``load``)
 
     def line_logits(self, features: LineFeatures, n_lines: int) -> Float64Array:
         """Shape ``(n_lines, 3)``: per line of a block, the sum of its own word weights (scaled,
@@ -466,15 +513,23 @@ class PriorModel:
         out[:, 2] = np.bincount(features.near_lines, weights=self.below[features.near_ids], minlength=n_lines)
         return out
 
-    def probability(self, logits: Float64Array, slots: Int64Array) -> Float64Array:
-        """Shape ``(n,)``: the probability of each of ``n`` consecutive lines.
+    def logit(self, logits: Float64Array, slots: Int64Array) -> Float64Array:
+        """Shape ``(n,)``: the first stage's log-odds of each of ``n`` consecutive lines.
 
         Args:
             logits: shape ``(n + 2, 3)``: ``line_logits`` of the line before the first, the lines,
                 and the line after the last (rows of zeros where there is none).
             slots: shape ``(n, groups)``: ``structure`` of the lines.
         """
-        z = logits[1:-1, 0] + logits[:-2, 1] + logits[2:, 2] + self.structure[slots].sum(axis=1) + self.bias
+        z: Float64Array = logits[1:-1, 0] + logits[:-2, 1] + logits[2:, 2] + self.structure[slots].sum(axis=1)
+        z += self.bias
+        return z
+
+    def probability(self, context: Float64Array) -> Float64Array:
+        """Shape ``(n,)``: the probability of each of ``n`` lines from their ``context_features``
+        (shape ``(n, len(CONTEXT_NAMES))``): the second stage, a logistic model over the first's
+        log-odds around each line."""
+        z = context @ self.context[:-1] + self.context[-1]
         out: Float64Array = 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
         return out
 
@@ -503,7 +558,7 @@ class PriorModel:
 
     def save(self, path: Path) -> None:
         """Write the weights as a compressed numpy archive: the non-zero word weights' ids and
-        values (float16), the structure weights.
+        values (float16), the structure and context weights.
 
         Raises:
             OSError: the file cannot be written.
@@ -519,6 +574,8 @@ class PriorModel:
             word_weights=words[ids].astype(np.float16),
             structure=self.structure,
             bias=np.asarray(self.bias),
+            context_names=np.asarray(CONTEXT_NAMES),
+            context=self.context,
             cut=np.asarray(self.cut),
         )
 
@@ -535,6 +592,8 @@ class PriorModel:
                 raise ValueError(f"{path}: prior weights of format {int(z['version'])}, expected {cls.FORMAT}")
             if tuple(str(s) for s in z["structure_names"]) != STRUCTURE_NAMES:
                 raise ValueError(f"{path}: prior weights for other structure features")
+            if tuple(str(s) for s in z["context_names"]) != CONTEXT_NAMES:
+                raise ValueError(f"{path}: prior weights for other context features")
             words = np.zeros(3 * N_FEATURES, dtype=np.float32)
             words[z["word_ids"]] = z["word_weights"]
             return cls(
@@ -543,6 +602,7 @@ class PriorModel:
                 words[2 * N_FEATURES :],
                 z["structure"].astype(np.float64),
                 float(z["bias"]),
+                z["context"].astype(np.float64),
                 float(z["cut"]),
             )
 

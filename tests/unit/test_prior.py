@@ -17,7 +17,7 @@ import streamfilter.core.prior as prior
 from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.prior import N_FEATURES, STRUCTURE_NAMES, PriorModel, ShapeCounter, default_model
 from streamfilter.core.records import Run
-from streamfilter.train_prior import FIXTURE_LINES, MIN_REPOS, _design, extract, main, rate
+from streamfilter.train_prior import FIXTURE_LINES, MIN_REPOS, _design, extract, first_stage, inner_folds, main, rate
 from tests.conftest import ROOT, run_cli
 
 FIXTURE = ROOT / "tests" / "data" / "prior-fixture.json"
@@ -77,8 +77,9 @@ def test_shipped_weights_are_small_and_rate_an_assertion_above_a_build_step() ->
 
 
 def test_the_filter_keeps_exactly_the_lines_training_rates_at_the_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The streaming features (look-ahead, the end, the next exit verdict, shape counts) are the
-    training script's: with one-line windows each prior hit is its own window."""
+    """The streaming features (look-ahead, the end, the next exit verdict, shape counts, the log-odds
+    around a line) are the training script's: with one-line windows each prior hit is its own
+    window; a line at the cut is kept when its first stage gives it ``PRIOR_OWN``."""
     monkeypatch.setattr(hits_module, "PRIOR_REPEATS", 1 << 30)  # (every rated line, repeats too)
     data = b"".join(PLAIN[i % len(PLAIN)] for i in range(0, 600, 7)) * 3
     data += b"Process completed with exit code 1.\n" + b"".join(PLAIN[:6])
@@ -87,7 +88,9 @@ def test_the_filter_keeps_exactly_the_lines_training_rates_at_the_cut(monkeypatc
     model = replace(model, cut=between(p, 0.6))
     config = FilterConfig(explain=True, window_lines=1, tail_lines=0, found_tail_lines=0)
     runs = runs_of(data, config, model)
-    expected = {i + 1 for i in np.flatnonzero(p >= model.cut).tolist()}
+    own = 1 / (1 + np.exp(-first_stage(model, extract(data))))
+    expected = {i + 1 for i in np.flatnonzero((p >= model.cut) & (own >= hits_module.PRIOR_OWN)).tolist()}
+    assert len(expected) < int((p >= model.cut).sum())  # (the second stage raised a line the first did not)
     # a window a signature protects is explained by it (a line the prior rates there is not shown)
     signature = {
         line
@@ -169,7 +172,7 @@ def test_a_stream_that_ends_in_a_failure_keeps_its_ends_most_probable_lines(
 
 def test_training_sees_each_line_as_the_model_rates_it() -> None:
     """The design matrix training fits on (words of the line and of its neighbours, structure
-    slots, the bias) gives, with the model's weights, the probabilities the model rates."""
+    slots, the bias) gives, with the model's weights, the first stage's log-odds the model rates."""
     data = b"".join(PLAIN[i % len(PLAIN)] for i in range(0, 300, 7)) + b"Process completed with exit code 1.\n"
     case = extract(data)
     model = default_model()
@@ -177,15 +180,56 @@ def test_training_sees_each_line_as_the_model_rates_it() -> None:
     r, c, v = _design(case, rows, np.ones(N_FEATURES, dtype=bool))
     theta = np.concatenate((model.own, model.above, model.below, model.structure, [model.bias])).astype(np.float64)
     z = np.bincount(r, weights=theta[c] * v, minlength=case.n_lines)
-    np.testing.assert_allclose(rate(model, case), 1 / (1 + np.exp(-z)), rtol=1e-9)
+    np.testing.assert_allclose(first_stage(model, case), z, rtol=1e-9, atol=1e-12)
     per_line = np.bincount(r[c >= 3 * N_FEATURES], minlength=case.n_lines)
     assert (per_line == per_line[0]).all() and per_line[0] > 10  # every line: one slot a group, and the bias
     assert c.max() == 3 * N_FEATURES + len(STRUCTURE_NAMES)
 
 
+def _context_by_loops(z: list[float]) -> list[list[float]]:
+    """``prior.context_features`` of a whole log, one line at a time (its definition, for the test)."""
+    clipped = [min(max(v, -20.0), 20.0) for v in z]
+    out = []
+    for i, own in enumerate(clipped):
+        row = [own]
+        for radius in (3, 10, 30):
+            row.append(own - max(clipped[max(0, i - radius) : i + radius + 1]))
+        out.append(row)
+    return out
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-60, 60), min_size=1, max_size=80))
+def test_context_features_are_the_log_odds_around_each_line(z: list[float]) -> None:
+    pad = np.full(prior.CONTEXT_REACH, prior.ABSENT)
+    got = prior.context_features(np.concatenate((pad, np.asarray(z), pad)))
+    assert got.shape == (len(z), len(prior.CONTEXT_NAMES))
+    np.testing.assert_allclose(got, _context_by_loops(z), rtol=1e-12, atol=1e-12)
+
+
+def test_the_second_stage_raises_a_line_near_a_likelier_one_and_fits_out_of_fold() -> None:
+    """The shipped second stage: of two lines of equal log-odds, the one 2 lines from a likelier
+    line is likelier (a failure is a block); and the inner folds it is fitted on keep each
+    repository in one fold."""
+    model = default_model()
+    pad = np.full(prior.CONTEXT_REACH, prior.ABSENT)
+    alone = np.full(41, -6.0)
+    alone[20] = -1.0
+    near = alone.copy()
+    near[22] = 3.0
+    p_alone = model.probability(prior.context_features(np.concatenate((pad, alone, pad))))
+    p_near = model.probability(prior.context_features(np.concatenate((pad, near, pad))))
+    assert p_near[20] > p_alone[20] > p_alone[10]
+    cases = [replace(extract(b"x\n"), repo=f"r{i % 7}", name=str(i)) for i in range(30)]
+    fold = inner_folds(cases, 3)
+    assert len({(c.repo, f) for c, f in zip(cases, fold, strict=True)}) == 7  # a repository in one fold
+    assert sorted(set(fold)) == [0, 1, 2] and fold == inner_folds(cases, 3)
+
+
 def test_the_prior_keeps_a_shape_at_most_prior_repeats_times(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hits_module, "PRIOR_BEFORE", 0)  # (only the rated lines themselves)
     monkeypatch.setattr(hits_module, "PRIOR_AFTER", 0)
+    monkeypatch.setattr(hits_module, "PRIOR_OWN", 1e-12)
     line = b"widget totals differ: want 3 have 4\n"  # (no signature, no query term)
     data = b"".join(PLAIN * 3) + line * 30 + PLAIN[0] * 3
     model = replace(default_model(), cut=0.0)  # every line is rated at the cut
