@@ -215,7 +215,7 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     near = rank < NEAR_TOKENS
     static = np.empty((n_lines, 4), dtype=np.int64)
     static[:, 0] = np.minimum((layout.indent + 1) // 2, 6)
-    static[:, 1] = np.minimum(np.log2(layout.chars + 1).astype(np.int64), 10)
+    static[:, 1] = _BIT_LENGTH[np.minimum(layout.chars + 1, 1 << 10)] - 1  # floor(log2(chars + 1)), at most 10
     static[:, 2] = _marked(_ERROR_WORD, table.lower, ends)
     static[:, 3] = _marked(_FAILURE_SUMMARY, table.lower, ends, _summary_candidates(table.lower, ends, static[:, 2]))
     # unigrams, the pairs within a line, its first and last token; then the few others
@@ -419,41 +419,42 @@ def structure(
         shape ``(n, len(_GROUPS))`` int64: indexes into ``STRUCTURE_NAMES``.
     """
     n = lines.shape[0]
-    out = np.empty((n, len(_GROUPS)), dtype=np.int64)
+    out = np.empty((len(_GROUPS), n), dtype=np.int64)  # (a group a row: written whole, then turned)
     end = _log2_bin(np.maximum(to_end, 0), _NEAR_BINS)  # (REACH lines or more: the last bin)
-    out[:, 0] = end
-    out[:, 1] = _next_bin(lines, facts.verdicts)
-    out[:, 2] = _last_bin(lines, facts.verdicts)
-    out[:, 3] = _next_bin(lines, facts.summaries)
-    out[:, 4] = _last_bin(lines, facts.summaries)
+    out[0] = end
+    out[1] = _next_bin(lines, facts.verdicts)
+    out[2] = _last_bin(lines, facts.verdicts)
+    out[3] = _next_bin(lines, facts.summaries)
+    out[4] = _last_bin(lines, facts.summaries)
     first = facts.first_verdict
     if first < 0:
-        out[:, 5] = 0
+        out[5] = 0
     else:
         to_first = first - lines  # > 0: the first verdict is still to come
-        out[:, 5] = np.where(
+        out[5] = np.where(
             to_first > 0,
             np.where(to_first < REACH, _log2_bin(np.maximum(to_first, 0), _NEAR_BINS), 0),
             1 + _NEAR_BINS + _log2_bin(np.maximum(-to_first, 0), _FAR_BINS - 1),
         )
     seen_bin = _SEEN_BIN[np.minimum(seen, _SEEN_EDGES[-1])]
-    out[:, 6] = seen_bin
-    out[:, 7] = _AHEAD_BIN[np.minimum(ahead, _AHEAD_EDGES[-1])]
-    out[:, 8] = _log2_bin(lines, _FAR_BINS)
+    out[6] = seen_bin
+    out[7] = _AHEAD_BIN[np.minimum(ahead, _AHEAD_EDGES[-1])]
+    out[8] = _log2_bin(lines, _FAR_BINS)
     here = static[1:-1]
-    out[:, 9] = here[:, 0]
-    out[:, 10] = np.sign(here[:, 0] - static[:-2, 0]) + 1
-    out[:, 11] = here[:, 1]
-    out[:, 12] = blank
+    out[9] = here[:, 0]
+    out[10] = np.sign(here[:, 0] - static[:-2, 0]) + 1
+    out[11] = here[:, 1]
+    out[12] = blank
     err = here[:, 2]
-    out[:, 13] = err * 4 + static[:-2, 2] * 2 + static[2:, 2]
-    out[:, 14] = err * (_NEAR_BINS + 1) + end
-    out[:, 15] = err * (_SEEN_EDGES.shape[0] + 1) + seen_bin
+    out[13] = err * 4 + static[:-2, 2] * 2 + static[2:, 2]
+    out[14] = err * (_NEAR_BINS + 1) + end
+    out[15] = err * (_SEEN_EDGES.shape[0] + 1) + seen_bin
     # the nearest error word after and before the line, past its neighbours: the block it is in
-    out[:, 16] = _next_bin(lines + 1, facts.errors)
-    out[:, 17] = _last_bin(lines - 1, facts.errors)
-    out += _OFFSETS
-    return out
+    out[16] = _next_bin(lines + 1, facts.errors)
+    out[17] = _last_bin(lines - 1, facts.errors)
+    out += _OFFSETS[:, None]
+    result: Int64Array = out.T.copy()  # (C order: probability sums each line's row in that order)
+    return result
 
 
 @dataclass(frozen=True, slots=True)
