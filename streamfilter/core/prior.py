@@ -107,6 +107,7 @@ _FAILURE_SUMMARY = _line_regex(
     rb"build fail|finished: fail|\b(?:tests?|build|job|step|task|command|check|suite)s? (?:have |has )?failed"
     rb"|\b[1-9]\d* (?:failed|failures?|errors?|failing|broken)\b|\b(?:failures|errors|failed)[:=] ?[1-9]"
 )
+_BROKEN = _line_regex(rb"broken")  # (one literal: RE2 skips to its first byte, ``_summary_candidates``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,8 @@ class LineFeatures:
 def _hash(kind: int, a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | None = None) -> Int64Array:
     """Feature ids in ``0 .. N_FEATURES-1`` of values ``a`` (and ``b``) of a kind (multiplicative hashing)."""
     # (uint64 arithmetic wraps around, as hashing wants; numpy does not warn of it for arrays)
-    h = (a ^ np.uint64(kind * int(_MIX2) % (1 << 64))) * _MIX  # (kinds apart even for small values: a byte)
+    h = a ^ np.uint64(kind * int(_MIX2) % (1 << 64))  # (kinds apart even for small values: a byte)
+    h *= _MIX  # (in place: these arrays have a few hundred thousand tokens)
     if b is not None:
         h += b * _MIX2  # the top bits of both products mix a pair (multiplicative hashing)
     h >>= np.uint64(64 - FEATURE_BITS)
@@ -183,12 +185,13 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     uni = _hash(_UNIGRAM, keys)
     parts_l = [tok_line]
     parts_f = [uni]
-    if keys.shape[0] > 1:
-        pairs = np.flatnonzero(tok_line[1:] == tok_line[:-1])  # adjacent tokens of one line
-        parts_l.append(tok_line[pairs])
-        parts_f.append(_hash(_BIGRAM, keys[:-1], keys[1:])[pairs])
     has_tokens = table.per_line > 0
     starts = np.cumsum(table.per_line) - table.per_line
+    if keys.shape[0] > 1:
+        pairs = np.ones(keys.shape[0] - 1, dtype=bool)  # adjacent tokens of one line: not before a line's first
+        pairs[starts[has_tokens][1:] - 1] = False
+        parts_l.append(tok_line[:-1][pairs])
+        parts_f.append(_hash(_BIGRAM, keys[:-1], keys[1:])[pairs])
     if has_tokens.any():
         with_tokens = np.flatnonzero(has_tokens).astype(np.int64)
         parts_l += [with_tokens, with_tokens]
@@ -218,13 +221,13 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
         pl = np.unique(np.searchsorted(ends, found, side="right"))
         parts_l.append(pl.astype(np.int64))
         parts_f.append(_hash(_PATH_LINE, np.zeros(pl.shape[0], dtype=np.uint64)))
-    rank = np.arange(keys.shape[0], dtype=np.int64) - starts[tok_line]
+    rank = np.arange(keys.shape[0], dtype=np.int64) - np.repeat(starts, table.per_line)
     near = rank < NEAR_TOKENS
     static = np.empty((n_lines, 4), dtype=np.int64)
     static[:, 0] = np.minimum((layout.indent + 1) // 2, 6)
-    static[:, 1] = np.minimum(np.log2(layout.chars + 1).astype(np.int64), 10)
+    static[:, 1] = _BIT_LENGTH[np.minimum(layout.chars + 1, 1 << 10)] - 1  # floor(log2(chars + 1)), at most 10
     static[:, 2] = _marked(_ERROR_WORD, table.lower, ends)
-    static[:, 3] = _marked(_FAILURE_SUMMARY, table.lower, ends)
+    static[:, 3] = _marked(_FAILURE_SUMMARY, table.lower, ends, _summary_candidates(table.lower, ends, static[:, 2]))
     # unigrams, the pairs within a line, its first and last token; then the few others
     counts = table.per_line + np.maximum(table.per_line - 1, 0) + 2 * has_tokens
     for part in parts_l[token_parts:]:
@@ -232,15 +235,34 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     return LineFeatures(parts_l, parts_f, counts, tok_line[near], uni[near], keys, static)
 
 
-def _marked(pattern: re2._Regexp, lower: bytes, ends: Int64Array) -> Int64Array:
-    """Shape like ``ends``: 1 for each line of ``lower`` (lines ending at ``ends``) where ``pattern``
-    matches. RE2 (a DFA, one pass over the bytes whatever the alternatives: 15 to 20 times faster
-    here than Python's backtracking ``re``, measured on the bench log's 20 MB)."""
+def _marked(pattern: re2._Regexp, lower: bytes, ends: Int64Array, within: Int64Array | None = None) -> Int64Array:
+    """Shape like ``ends``: 1 for each line of ``lower`` (lines ending at ``ends``, each with its
+    ``\\n`` but the text's last) where ``pattern`` matches, of the lines ``within`` (sorted indexes)
+    when given: ``pattern`` runs over those lines alone, joined. RE2 (a DFA, one pass over the bytes
+    whatever the alternatives: 15 to 20 times faster here than Python's backtracking ``re``,
+    measured on the bench log's 20 MB)."""
     out = np.zeros(ends.shape[0], dtype=np.int64)
+    if within is not None:
+        # each line keeps its "\n", so a match sees the same bytes around it (a \b, a line end)
+        line_ends = ends[within]
+        starts = np.r_[0, ends[:-1]][within]
+        lower = b"".join([lower[a:b] for a, b in zip(starts.tolist(), line_ends.tolist(), strict=True)])
+        ends = np.cumsum(line_ends - starts)
     at = [m.start() for m in pattern.finditer(lower)]
     if at:
-        out[np.searchsorted(ends, np.asarray(at, dtype=np.int64), side="right")] = 1
+        hit = np.searchsorted(ends, np.asarray(at, dtype=np.int64), side="right")
+        out[hit if within is None else within[hit]] = 1
     return out
+
+
+def _summary_candidates(lower: bytes, ends: Int64Array, error: Int64Array) -> Int64Array:
+    """The lines of ``lower`` (ending at ``ends``) where ``_FAILURE_SUMMARY`` can match: each of its
+    alternatives holds "fail", "error" or "broken", and a line with "fail" or "error" has an error word
+    (``error``, ``_marked(_ERROR_WORD, ...)``); so those lines and the lines with "broken". Scanning
+    them alone gives the same marks at a fraction of the bytes (the summary scan cost as much as the
+    error words' on the bench log, where 3 % of the lines are candidates)."""
+    result: Int64Array = np.flatnonzero(error | _marked(_BROKEN, lower, ends))
+    return result
 
 
 def _path_lines(arr: npt.NDArray[np.uint8]) -> Int64Array:
@@ -287,18 +309,23 @@ def scale_of(counts: Int64Array) -> Float64Array:
 
 
 def _log2_bin(d: Int64Array, cap: int) -> Int64Array:
-    """Shape like ``d`` (>= 0): 0 for 0, then ``floor(log2(d)) + 1`` (1, 2-3, 4-7, ...), at most ``cap``."""
-    out = np.zeros(d.shape[0], dtype=np.int64)
-    pos = d > 0
-    out[pos] = np.floor(np.log2(d[pos])).astype(np.int64) + 1
-    result: Int64Array = np.minimum(out, cap)
+    """Shape like ``d`` (>= 0): 0 for 0, then ``floor(log2(d)) + 1`` (1, 2-3, 4-7, ...), at most ``cap``
+    (``cap`` at most ``_FAR_BINS``)."""
+    # d's bit length, read from a table: a distance at or past 2**(cap - 1) is in the last bin
+    result: Int64Array = _BIT_LENGTH[np.minimum(d, 1 << (cap - 1))]
     return result
 
 
 _NEAR_BINS = 8  # log2 bins of a distance below REACH (0, 1, 2-3, ..., 64-127), then "none"
 _FAR_BINS = 14  # log2 bins of a distance back (0 .. 8192+), then "none"
+_FAR = np.iinfo(np.int64).max // 2  # a line further than any
+# the bit length of 0 .. 2**(_FAR_BINS - 1), for ``_log2_bin`` (np.log2 costs more than the lookup)
+_BIT_LENGTH = np.asarray([i.bit_length() for i in range((1 << (_FAR_BINS - 1)) + 1)], dtype=np.int64)
 _SEEN_EDGES = np.asarray([1, 2, 5, 20, 100], dtype=np.int64)  # earlier lines of its shape: 0, 1, 2-4, ...
 _AHEAD_EDGES = np.asarray([1, 2, 5], dtype=np.int64)  # lines of its shape within REACH after it: 0, 1, 2-4, 5+
+# the bin of each count up to the last edge (a table lookup costs less than a binary search)
+_SEEN_BIN = np.searchsorted(_SEEN_EDGES, np.arange(_SEEN_EDGES[-1] + 1), side="right")
+_AHEAD_BIN = np.searchsorted(_AHEAD_EDGES, np.arange(_AHEAD_EDGES[-1] + 1), side="right")
 # the one-hot groups: (name, slots)
 _GROUPS: tuple[tuple[str, int], ...] = (
     ("end", _NEAR_BINS + 1),
@@ -348,11 +375,9 @@ def _next_bin(lines: Int64Array, marks: Int64Array) -> Int64Array:
     if not marks.shape[0]:
         return np.full(lines.shape[0], _NEAR_BINS, dtype=np.int64)
     at = np.searchsorted(marks, lines, side="left")
-    d = marks[np.minimum(at, marks.shape[0] - 1)] - lines
-    result: Int64Array = np.where(
-        (at < marks.shape[0]) & (d < REACH), _log2_bin(np.maximum(d, 0), _NEAR_BINS), _NEAR_BINS
-    )
-    return result
+    # past the last mark, one too far to count (REACH lines or more: the last bin, as for none)
+    d = np.append(marks, _FAR)[at] - lines
+    return _log2_bin(d, _NEAR_BINS)
 
 
 def _last_bin(lines: Int64Array, marks: Int64Array) -> Int64Array:
@@ -370,13 +395,13 @@ def ahead_counts(shapes: Int64Array, n: int) -> Int64Array:
     which holds the ``REACH`` lines after the ``n`` where they exist), the lines after it within
     ``REACH`` lines with its shape."""
     m = shapes.shape[0]
-    order = np.lexsort((np.arange(m), shapes))
+    order = np.argsort(shapes.astype(np.uint16), kind="stable")  # (a radix sort: hashes of SHAPE_BITS = 16)
     keyed = shapes[order] * (m + REACH + 1) + order  # by shape, then by line
-    rank = np.empty(m, dtype=np.int64)
-    rank[order] = np.arange(m)
-    first = shapes[:n] * (m + REACH + 1) + np.arange(n)
-    result: Int64Array = np.searchsorted(keyed, first + REACH, side="right") - rank[:n] - 1
-    return result
+    # (queries in order: numpy's binary search starts each where the last ended)
+    after = np.searchsorted(keyed, keyed + REACH, side="right") - np.arange(m) - 1
+    result: Int64Array = np.empty(m, dtype=np.int64)
+    result[order] = after
+    return result[:n]
 
 
 def structure(
@@ -405,41 +430,42 @@ def structure(
         shape ``(n, len(_GROUPS))`` int64: indexes into ``STRUCTURE_NAMES``.
     """
     n = lines.shape[0]
-    out = np.empty((n, len(_GROUPS)), dtype=np.int64)
-    end = np.where(to_end < REACH, _log2_bin(np.maximum(to_end, 0), _NEAR_BINS), _NEAR_BINS)
-    out[:, 0] = end
-    out[:, 1] = _next_bin(lines, facts.verdicts)
-    out[:, 2] = _last_bin(lines, facts.verdicts)
-    out[:, 3] = _next_bin(lines, facts.summaries)
-    out[:, 4] = _last_bin(lines, facts.summaries)
+    out = np.empty((len(_GROUPS), n), dtype=np.int64)  # (a group a row: written whole, then turned)
+    end = _log2_bin(np.maximum(to_end, 0), _NEAR_BINS)  # (REACH lines or more: the last bin)
+    out[0] = end
+    out[1] = _next_bin(lines, facts.verdicts)
+    out[2] = _last_bin(lines, facts.verdicts)
+    out[3] = _next_bin(lines, facts.summaries)
+    out[4] = _last_bin(lines, facts.summaries)
     first = facts.first_verdict
     if first < 0:
-        out[:, 5] = 0
+        out[5] = 0
     else:
         to_first = first - lines  # > 0: the first verdict is still to come
-        out[:, 5] = np.where(
+        out[5] = np.where(
             to_first > 0,
             np.where(to_first < REACH, _log2_bin(np.maximum(to_first, 0), _NEAR_BINS), 0),
             1 + _NEAR_BINS + _log2_bin(np.maximum(-to_first, 0), _FAR_BINS - 1),
         )
-    seen_bin = np.searchsorted(_SEEN_EDGES, seen, side="right")
-    out[:, 6] = seen_bin
-    out[:, 7] = np.searchsorted(_AHEAD_EDGES, ahead, side="right")
-    out[:, 8] = _log2_bin(lines, _FAR_BINS)
+    seen_bin = _SEEN_BIN[np.minimum(seen, _SEEN_EDGES[-1])]
+    out[6] = seen_bin
+    out[7] = _AHEAD_BIN[np.minimum(ahead, _AHEAD_EDGES[-1])]
+    out[8] = _log2_bin(lines, _FAR_BINS)
     here = static[1:-1]
-    out[:, 9] = here[:, 0]
-    out[:, 10] = np.sign(here[:, 0] - static[:-2, 0]) + 1
-    out[:, 11] = here[:, 1]
-    out[:, 12] = blank
+    out[9] = here[:, 0]
+    out[10] = np.sign(here[:, 0] - static[:-2, 0]) + 1
+    out[11] = here[:, 1]
+    out[12] = blank
     err = here[:, 2]
-    out[:, 13] = err * 4 + static[:-2, 2] * 2 + static[2:, 2]
-    out[:, 14] = err * (_NEAR_BINS + 1) + end
-    out[:, 15] = err * (_SEEN_EDGES.shape[0] + 1) + seen_bin
+    out[13] = err * 4 + static[:-2, 2] * 2 + static[2:, 2]
+    out[14] = err * (_NEAR_BINS + 1) + end
+    out[15] = err * (_SEEN_EDGES.shape[0] + 1) + seen_bin
     # the nearest error word after and before the line, past its neighbours: the block it is in
-    out[:, 16] = _next_bin(lines + 1, facts.errors)
-    out[:, 17] = _last_bin(lines - 1, facts.errors)
-    out += _OFFSETS
-    return out
+    out[16] = _next_bin(lines + 1, facts.errors)
+    out[17] = _last_bin(lines - 1, facts.errors)
+    out += _OFFSETS[:, None]
+    result: Int64Array = out.T.copy()  # (C order: probability sums each line's row in that order)
+    return result
 
 
 # lines either side of a line whose first-stage log-odds its second stage looks at
@@ -628,10 +654,10 @@ def shape_hashes(table: TokenTable, keys: npt.NDArray[np.uint64]) -> Int64Array:
     if keys.shape[0] == 0:
         return np.zeros(n_lines, dtype=np.int64)
     starts = np.cumsum(table.per_line) - table.per_line
-    tok_line = np.repeat(np.arange(n_lines, dtype=np.int64), table.per_line)
-    position = (np.arange(keys.shape[0], dtype=np.int64) - starts[tok_line]).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        mixed = (keys + position * _MIX2) * _MIX
+    mixed = (np.arange(keys.shape[0], dtype=np.int64) - np.repeat(starts, table.per_line)).view(np.uint64)
+    mixed *= _MIX2  # (the token's position in its line; in place: uint64 arithmetic wraps around)
+    mixed += keys
+    mixed *= _MIX
     has = table.per_line > 0
     out = np.zeros(n_lines, dtype=np.uint64)
     out[has] = np.bitwise_xor.reduceat(mixed, starts[has])
@@ -652,12 +678,13 @@ class ShapeCounter:
         n = hashes.shape[0]
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        order = np.argsort(hashes, kind="stable")
+        order = np.argsort(hashes.astype(np.uint16), kind="stable")  # (a radix sort: SHAPE_BITS = 16)
         ordered = hashes[order]
         group_start = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        rank = np.arange(n) - np.repeat(group_start, np.diff(np.r_[group_start, n]))
+        size = np.diff(np.r_[group_start, n])
+        rank = np.arange(n) - np.repeat(group_start, size)
         before = np.empty(n, dtype=np.int64)
         before[order] = rank
         before += self._counts[hashes]
-        self._counts += np.bincount(hashes, minlength=self._counts.shape[0])
+        self._counts[ordered[group_start]] += size  # (each hash once)
         return before

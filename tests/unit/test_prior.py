@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import streamfilter.core.hits as hits_module
@@ -317,3 +317,34 @@ def test_error_words_and_failure_summaries_mark_the_lines_pythons_re_marks(piece
         at = [m.start() for m in reference.finditer(lower)]
         want[np.searchsorted(ends, np.asarray(at, dtype=np.int64), side="right")] = 1
         assert prior._marked(ours, lower, ends).tolist() == want.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*_PIECES, b"broken", b"build", b"failures", b"2 "]), max_size=40), st.booleans())
+@example([b"x", b"\n", b"3 ", b"broken", b"\n", b"2 ", b"broken"], False)  # (summaries without an error word)
+def test_failure_summaries_are_found_on_their_candidate_lines_alone(pieces: list[bytes], newline: bool) -> None:
+    # (the summary scan runs over the lines with an error word or "broken" only, for speed)
+    lower = b"".join(pieces) + (b"\n" if newline else b"")
+    ends = np.flatnonzero(np.frombuffer(lower, dtype=np.uint8) == 10).astype(np.int64) + 1
+    if ends.shape[0] == 0 or ends[-1] < len(lower):
+        ends = np.append(ends, np.int64(len(lower)))
+    error = prior._marked(prior._ERROR_WORD, lower, ends)
+    within = prior._summary_candidates(lower, ends, error)
+    whole = prior._marked(prior._FAILURE_SUMMARY, lower, ends)
+    assert prior._marked(prior._FAILURE_SUMMARY, lower, ends, within).tolist() == whole.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=400), st.integers(0, 400))
+def test_ahead_counts_count_the_lines_of_a_shape_within_reach_after(shapes: list[int], n: int) -> None:
+    n = min(n, len(shapes))
+    spread = np.asarray(shapes, dtype=np.int64) * 9973  # (hashes up to 2**16, few of them)
+    want = [sum(spread[j] == spread[i] for j in range(i + 1, min(i + 1 + prior.REACH, len(shapes)))) for i in range(n)]
+    assert prior.ahead_counts(spread, n).tolist() == want
+
+
+def test_distance_bins_are_floor_log2_plus_one_up_to_the_cap() -> None:
+    d = np.concatenate((np.arange(20000), [2**k + j for k in range(14, 40) for j in (-1, 0, 1)])).astype(np.int64)
+    for cap in (8, 13, 14):
+        want = [min(int(x).bit_length(), cap) for x in d]  # (floor(log2(x)) + 1 for x > 0)
+        assert prior._log2_bin(d, cap).tolist() == want
