@@ -470,7 +470,7 @@ def structure(
 
 # lines either side of a line whose first-stage log-odds its second stage looks at
 CONTEXT_REACH = 30
-_CONTEXT_RADII = (3, 10, CONTEXT_REACH)
+_CONTEXT_RADII = (3, 10, CONTEXT_REACH)  # (each at most 3 times the one before plus 1: context_features)
 CONTEXT_NAMES: tuple[str, ...] = ("own", *(f"own-max{r}" for r in _CONTEXT_RADII))
 ABSENT = float("nan")  # the log-odds of a line that is not there (before the stream, past its end, not rated yet)
 
@@ -495,9 +495,16 @@ def context_features(z: Float64Array) -> Float64Array:
     own = clipped[r : r + n]
     out = np.empty((n, len(CONTEXT_NAMES)), dtype=np.float64)
     out[:, 0] = own
-    for k, radius in enumerate(_CONTEXT_RADII):
-        span = clipped[r - radius : r + n + radius]
-        out[:, 1 + k] = own - np.lib.stride_tricks.sliding_window_view(span, 2 * radius + 1).max(axis=1)
+    # the largest within a radius from that within a smaller one: three windows of the smaller
+    # radius, centred d lines apart, cover the larger one exactly when it is at most 3 times the
+    # smaller plus 1 (van Herk 1992 in spirit: a few maxima a line, not 2r + 1)
+    top, radius = clipped, 0  # top[j]: the largest within radius of clipped[j + radius]
+    for k, target in enumerate((1, *_CONTEXT_RADII)):
+        d = target - radius
+        top = np.maximum(np.maximum(top[: -2 * d], top[d:-d]), top[2 * d :])
+        radius = target
+        if k:
+            out[:, k] = own - top[r - radius : r - radius + n]
     return out
 
 
