@@ -22,7 +22,7 @@ from .baseline import Novelty
 from .explain import Tracer
 from .pending import PendingLines
 from .records import FilterStats, Run
-from .summarize import DropSummary
+from .summarize import ODD_LINES, DropSummary
 
 __all__ = ("RunBuilder",)
 
@@ -183,7 +183,8 @@ class RunBuilder:
         start, end = p.line_start(a), int(p.ends[b - 1])
         if self._open is None:
             green = self._novelty is not None
-            self._open = DropSummary(p.base + a + 1, start, self._top_shapes, self._summary_chars, green)
+            odd = 0 if self._budgeted else ODD_LINES  # (a budget's summaries must fit their tokens)
+            self._open = DropSummary(p.base + a + 1, start, self._top_shapes, self._summary_chars, green, odd)
             first_run = green and not self._stats.keep_runs + self._stats.drop_runs
             if self._keep is not None or first_run:
                 self._gap = bytearray()

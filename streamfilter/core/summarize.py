@@ -26,7 +26,7 @@ from .normalize import strip_ansi
 from .templates import Miner, Template, show
 from .words import counted
 
-__all__ = ("DropSummary", "event_text", "line_shapes", "mask_shapes", "shape_text", "warn_counts")
+__all__ = ("ODD_LINES", "DropSummary", "event_text", "line_shapes", "mask_shapes", "shape_text", "warn_counts")
 
 _MARK = 0x01  # one masked span, shown as "<*>"
 _DELIM = np.zeros(256, dtype=bool)
@@ -177,6 +177,10 @@ _EVENT_SOURCE_BYTES = 160
 _CONTEXT_CHARS = 12  # most characters shown before a value list when a template is cut to show the list
 _MIN_SHAPE_ROOM = 24  # characters the most frequent shape needs to be named (cut with "…")
 _MIN_CUT_CHARS = 16  # least of a template's text shown, cut, after the first
+# the last few lines of a run, of shapes of their own, are named past the summary's length when its
+# shapes name the rest: the one odd line among thousands of passing ones is most often the failure
+# ("5977× reconcile row <*> ok; +1 other line" hid "ledger drift detected at row 4411")
+ODD_LINES = 3
 
 
 def _loud(miner: Miner, silent: list[Template]) -> Template | None:
@@ -291,10 +295,18 @@ class DropSummary:
         green: the stream has a baseline (the last green run's line shapes): the summary says how
             many of its lines that run printed too (``seen_lines``), and names no shape when that
             run printed them all.
+        odd_lines: when the shapes named leave at most this many lines, those lines' shapes are
+            named too, past ``max_chars`` (0 under a token budget, whose summaries must fit).
     """
 
     def __init__(
-        self, first_line: int, start_byte: int, top_shapes: int = 3, max_chars: int = 240, green: bool = False
+        self,
+        first_line: int,
+        start_byte: int,
+        top_shapes: int = 3,
+        max_chars: int = 240,
+        green: bool = False,
+        odd_lines: int = ODD_LINES,
     ) -> None:
         self.first_line = first_line
         self.last_line = first_line - 1
@@ -302,6 +314,7 @@ class DropSummary:
         self.end_byte = start_byte
         self.top_shapes = top_shapes
         self.max_chars = max_chars
+        self.odd_lines = odd_lines
         self._shapes: Counter[bytes] = Counter()  # (in the order the shapes first came)
         self._firsts: list[int] = []  # the first line of each of _shapes
         self._other = 0
@@ -480,6 +493,13 @@ class DropSummary:
             budget -= len(parts[-1]) + 2
             # (another is looked for only while one could fit)
             template = _loud(miner, silent) if len(parts) < self.top_shapes and budget >= _MIN_SHAPE_ROOM else None
+        odd: list[str] = []  # past the length: the run's last few lines, when their shapes are their own
+        if parts and 0 < self.lines - named <= self.odd_lines:
+            template = template or _loud(miner, silent)
+            while template is not None and named + template.lines <= self.lines:
+                odd.append(f"{template.lines}× {_fit(template, _MAX_SHAPE_CHARS)}")
+                named += template.lines
+                template = _loud(miner, silent) if named < self.lines else None
         # blank lines: a template of their own that says little, but counted, in few characters
         blank = sum(self._shapes.get(shape, 0) for shape in (b"", b" ", b"\t"))
         if parts and blank and (top is None or top.text()) and budget >= len(f"{blank} blank lines") + 2:
@@ -489,7 +509,8 @@ class DropSummary:
             parts.append(f"+{counted(self.lines - named, 'other line')}")
         elif not parts and self._shapes:  # with no room to name one, the count of shapes is still given
             parts.append(counted(len(self._shapes) + bool(self._other), "shape"))
-        return self._fit(head, [*facts, *parts])
+        text = self._fit(head, [*facts, *parts])
+        return f"{text[:-1]}; {'; '.join(odd)}]" if odd else text
 
     def _fit(self, head: str, pieces: list[str]) -> str:
         """The summary line of ``head`` and ``pieces``, within ``max_chars``: on a short

@@ -15,6 +15,7 @@ from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.normalize import normalize_block
 from streamfilter.core.summarize import (
     _SHAPE_SOURCE_BYTES,
+    ODD_LINES,
     DropSummary,
     _mask,
     event_text,
@@ -87,6 +88,23 @@ def test_summary_states_range_counts_and_top_shapes() -> None:
     assert text.startswith("[streamfilter: dropped lines 1-260 (260 lines, ")
     assert "230× Compiling crate v<*>" in text and "30× Downloaded dep v<*>" in text
     assert text.endswith("]") and "\n" not in text
+
+
+def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_budget() -> None:
+    """A fresh user's reconciler: 5977 passing rows and the one that drifted, summarized as "+1
+    other line"; now that line's shape is named, whatever the summary's length. More odd lines
+    than ``ODD_LINES``, or a budget's summary (``odd_lines=0``), keep the count."""
+    rows = [b"reconcile row %d ok (running total %d)" % (i, 7 * i) for i in range(3000)]
+    drift = b"ledger drift detected at row 4411: expected 1200.00, got 1199.99"
+    data = b"".join(line + b"\n" for line in [*rows[:1500], drift, *rows[1500:]])
+    text = summary_of(data, max_chars=140)
+    assert "3000× reconcile row <*> ok (running total <*>)" in text
+    assert "1× ledger drift detected at row <*>: expected <*>, got <*>" in text and "other line" not in text
+    assert summary_of(data, 7, max_chars=140) == text  # (however the lines came)
+    assert "+1 other line]" in summary_of(data, max_chars=140, odd_lines=0)
+    many = b"".join(b"odd event %s here\n" % bytes([97 + k]) * (k + 1) for k in range(ODD_LINES))
+    more = summary_of(data + many, max_chars=140)
+    assert f"+{ODD_LINES * (ODD_LINES + 1) // 2 + 1} other lines]" in more and "ledger" not in more
 
 
 def test_summary_is_byte_identical_however_the_lines_were_added() -> None:
