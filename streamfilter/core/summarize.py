@@ -177,10 +177,12 @@ _EVENT_SOURCE_BYTES = 160
 _CONTEXT_CHARS = 12  # most characters shown before a value list when a template is cut to show the list
 _MIN_SHAPE_ROOM = 24  # characters the most frequent shape needs to be named (cut with "…")
 _MIN_CUT_CHARS = 16  # least of a template's text shown, cut, after the first
-# the last few lines of a run, of shapes of their own, are named past the summary's length when its
-# shapes name the rest: the one odd line among thousands of passing ones is most often the failure
-# ("5977× reconcile row <*> ok; +1 other line" hid "ledger drift detected at row 4411")
+# a run's templates left unnamed are named past the summary's length when at most ODD_TEMPLATES of
+# them name every line left and one names at most ODD_LINES lines: the one odd line among thousands
+# of passing ones is most often the failure ("5977× reconcile row <*> ok; +1 other line" hid "ledger
+# drift detected at row 4411")
 ODD_LINES = 3
+ODD_TEMPLATES = 3  # most templates named past the length to reach them
 
 
 def _loud(miner: Miner, silent: list[Template]) -> Template | None:
@@ -493,18 +495,25 @@ class DropSummary:
             budget -= len(parts[-1]) + 2
             # (another is looked for only while one could fit)
             template = _loud(miner, silent) if len(parts) < self.top_shapes and budget >= _MIN_SHAPE_ROOM else None
-        odd: list[str] = []  # past the length: the run's last few lines, when their shapes are their own
-        if parts and 0 < self.lines - named <= self.odd_lines:
-            template = template or _loud(miner, silent)
-            while template is not None and named + template.lines <= self.lines:
-                odd.append(f"{template.lines}× {_fit(template, _MAX_SHAPE_CHARS)}")
-                named += template.lines
-                template = _loud(miner, silent) if named < self.lines else None
         # blank lines: a template of their own that says little, but counted, in few characters
         blank = sum(self._shapes.get(shape, 0) for shape in (b"", b" ", b"\t"))
         if parts and blank and (top is None or top.text()) and budget >= len(f"{blank} blank lines") + 2:
             parts.append(counted(blank, "blank line"))
             named += blank
+        # past the length: the templates left, when a few name every line left and one of them names
+        # at most odd_lines lines (the odd line among thousands, "+1 other line" before)
+        rest: list[Template] = [template] if parts and template is not None else []
+        while (
+            parts and self.odd_lines and len(rest) < ODD_TEMPLATES and named + sum(t.lines for t in rest) < self.lines
+        ):
+            more = _loud(miner, silent)
+            if more is None:
+                break
+            rest.append(more)
+        odd: list[str] = []
+        if rest and named + sum(t.lines for t in rest) == self.lines and min(t.lines for t in rest) <= self.odd_lines:
+            odd = [f"{t.lines}× {_fit(t, _MAX_SHAPE_CHARS)}" for t in rest]
+            named = self.lines
         if parts and named < self.lines:  # (in words: "+8 more" read as 8 more lines, and meant shapes)
             parts.append(f"+{counted(self.lines - named, 'other line')}")
         elif not parts and self._shapes:  # with no room to name one, the count of shapes is still given

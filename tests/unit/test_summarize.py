@@ -15,7 +15,7 @@ from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.normalize import normalize_block
 from streamfilter.core.summarize import (
     _SHAPE_SOURCE_BYTES,
-    ODD_LINES,
+    ODD_TEMPLATES,
     DropSummary,
     _mask,
     event_text,
@@ -91,9 +91,10 @@ def test_summary_states_range_counts_and_top_shapes() -> None:
 
 
 def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_budget() -> None:
-    """A fresh user's reconciler: 5977 passing rows and the one that drifted, summarized as "+1
-    other line"; now that line's shape is named, whatever the summary's length. More odd lines
-    than ``ODD_LINES``, or a budget's summary (``odd_lines=0``), keep the count."""
+    """A fresh user's reconciler: 3000 passing rows and the one that drifted, summarized as "+1
+    other line"; now that line's template is named, whatever the summary's length, and so is a
+    template between (a harness's checks beside its fixtures). When more than ``ODD_TEMPLATES``
+    are left, or under a budget (``odd_lines=0``), the count stays."""
     rows = [b"reconcile row %d ok (running total %d)" % (i, 7 * i) for i in range(3000)]
     drift = b"ledger drift detected at row 4411: expected 1200.00, got 1199.99"
     data = b"".join(line + b"\n" for line in [*rows[:1500], drift, *rows[1500:]])
@@ -102,9 +103,14 @@ def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_b
     assert "1× ledger drift detected at row <*>: expected <*>, got <*>" in text and "other line" not in text
     assert summary_of(data, 7, max_chars=140) == text  # (however the lines came)
     assert "+1 other line]" in summary_of(data, max_chars=140, odd_lines=0)
-    many = b"".join(b"odd event %s here\n" % bytes([97 + k]) * (k + 1) for k in range(ODD_LINES))
-    more = summary_of(data + many, max_chars=140)
-    assert f"+{ODD_LINES * (ODD_LINES + 1) // 2 + 1} other lines]" in more and "ledger" not in more
+    checks = b"".join(b"CHECK item_%d ... ok\n" % i for i in range(400))
+    harness = data + checks
+    assert "400× CHECK item_<*> ... ok; 1× ledger drift" in summary_of(harness, max_chars=140)
+    others = [b"alpha step %d", b"beta phase %d done", b"gamma sync of shard %d", b"delta pass %d clean"]
+    many = harness + b"".join(line % i + b"\n" for line in others for i in range(10))
+    assert len(others) + 2 > ODD_TEMPLATES
+    more = summary_of(many, max_chars=140)
+    assert "+441 other lines]" in more and "ledger" not in more
 
 
 def test_summary_is_byte_identical_however_the_lines_were_added() -> None:
