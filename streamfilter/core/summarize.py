@@ -182,7 +182,7 @@ _MIN_CUT_CHARS = 16  # least of a template's text shown, cut, after the first
 # of passing ones is most often the failure ("5977× reconcile row <*> ok; +1 other line" hid "ledger
 # drift detected at row 4411")
 ODD_LINES = 3
-ODD_TEMPLATES = 3  # most templates named past the length to reach them
+ODD_TEMPLATES = 3  # templates of more lines named past the length to reach them: fewer than this
 
 
 def _loud(miner: Miner, silent: list[Template]) -> Template | None:
@@ -497,22 +497,34 @@ class DropSummary:
             template = _loud(miner, silent) if len(parts) < self.top_shapes and budget >= _MIN_SHAPE_ROOM else None
         # blank lines: a template of their own that says little, but counted, in few characters
         blank = sum(self._shapes.get(shape, 0) for shape in (b"", b" ", b"\t"))
-        if parts and blank and (top is None or top.text()) and budget >= len(f"{blank} blank lines") + 2:
+        # (blank lines not named yet: none when the most frequent template is theirs)
+        unnamed_blank = blank if top is None or top.text() else 0
+        if parts and unnamed_blank and budget >= len(f"{blank} blank lines") + 2:
             parts.append(counted(blank, "blank line"))
             named += blank
-        # past the length: the templates left, when a few name every line left and one of them names
-        # at most odd_lines lines (the odd line among thousands, "+1 other line" before)
+            unnamed_blank = 0
+        # past the length: the templates left, when at most ODD_TEMPLATES - 1 of many lines and
+        # odd_lines of few (the odd lines among thousands: "+1 other line" before) name every line
+        # left but blank ones, which are counted
         rest: list[Template] = [template] if parts and template is not None else []
-        while (
-            parts and self.odd_lines and len(rest) < ODD_TEMPLATES and named + sum(t.lines for t in rest) < self.lines
-        ):
+
+        def _covered() -> int:
+            return named + unnamed_blank + sum(t.lines for t in rest)
+
+        while parts and self.odd_lines and _covered() < self.lines:
+            small = sum(t.lines <= self.odd_lines for t in rest)
+            if small > self.odd_lines or len(rest) - small >= ODD_TEMPLATES:
+                break
             more = _loud(miner, silent)
             if more is None:
                 break
             rest.append(more)
         odd: list[str] = []
-        if rest and named + sum(t.lines for t in rest) == self.lines and min(t.lines for t in rest) <= self.odd_lines:
+        small = sum(t.lines <= self.odd_lines for t in rest)
+        if rest and _covered() == self.lines and 0 < small <= self.odd_lines and len(rest) - small < ODD_TEMPLATES:
             odd = [f"{t.lines}× {_fit(t, _MAX_SHAPE_CHARS)}" for t in rest]
+            if unnamed_blank:
+                odd.append(counted(unnamed_blank, "blank line"))
             named = self.lines
         if parts and named < self.lines:  # (in words: "+8 more" read as 8 more lines, and meant shapes)
             parts.append(f"+{counted(self.lines - named, 'other line')}")

@@ -106,6 +106,9 @@ def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_b
     checks = b"".join(b"CHECK item_%d ... ok\n" % i for i in range(400))
     harness = data + checks
     assert "400× CHECK item_<*> ... ok; 1× ledger drift" in summary_of(harness, max_chars=140)
+    gaps = b"".join(line + b"\n" + (b"\n" if i % 100 == 99 else b"") for i, line in enumerate(rows))
+    spaced = summary_of(gaps + drift + b"\n", max_chars=140)  # (blank lines: counted, not a template)
+    assert "; 1× ledger drift detected" in spaced and spaced.endswith("; 30 blank lines]")
     others = [b"alpha step %d", b"beta phase %d done", b"gamma sync of shard %d", b"delta pass %d clean"]
     many = harness + b"".join(line % i + b"\n" for line in others for i in range(10))
     assert len(others) + 2 > ODD_TEMPLATES
