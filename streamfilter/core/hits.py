@@ -298,10 +298,11 @@ class Hits:
 class PriorRater:
     """Rates the stream's lines with the learned prior (``prior.PriorModel``), each once.
 
-    A line's features look at its neighbours, and at the exit verdicts, failure summaries and the
-    stream's end within ``REACH`` lines after it: a line is rated once ``REACH + 1`` lines after it
-    are in (so the rating does not depend on chunking), or at the stream's end; a settle rates the
-    lines it decides with what has come in.
+    A line's first-stage features look at its neighbours, and at the exit verdicts, failure
+    summaries and the stream's end within ``REACH`` lines after it; its probability (the second
+    stage) at the first-stage log-odds of the ``CONTEXT_REACH`` lines either side: a line is rated
+    once ``REACH + 1 + CONTEXT_REACH`` lines after it are in (so the rating does not depend on
+    chunking), or at the stream's end; a settle rates the lines it decides with what has come in.
 
     Args:
         model: the prior's weights.
