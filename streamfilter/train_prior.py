@@ -327,37 +327,57 @@ def fit(cases: Sequence[CaseData], seed: int = 0, cut: float = CUT) -> PriorMode
     return replace(model, context=_fit_context(held))
 
 
-def _fit_context(held: Sequence[tuple[CaseData, Float64Array]]) -> Float64Array:
-    """The second stage's weights (``PriorModel.context``) fitted on logs and their out-of-fold
-    first-stage log-odds: L2-regularized logistic regression (``CONTEXT_L2``) by L-BFGS, every log
-    weighing the same as in the first stage; with no log, the identity (the first stage alone)."""
-    from scipy.optimize import minimize
+def _logistic(
+    x: Any,
+    xt: Any,
+    y: Float64Array,
+    w: Float64Array,
+    penalty: Float64Array,
+    start: Float64Array,
+    maxiter: int | None = None,
+) -> Float64Array:
+    """The weights of an L2-regularized logistic regression (Cox 1958) by L-BFGS (scipy's
+    ``L-BFGS-B``) from ``start``: rows ``x`` (shape ``(n, d)``, dense or sparse; ``xt`` its
+    transpose), labels ``y`` and row weights ``w`` (shape ``(n,)``, summing to 1), ``penalty`` per
+    weight (shape ``(d,)``), at most ``maxiter`` iterations (None: scipy's default)."""
+    from scipy.optimize import minimize  # the train extra: only fitting needs it
 
+    def loss(theta: Float64Array) -> tuple[float, Float64Array]:
+        z = x @ theta
+        value = float(w @ (np.logaddexp(0.0, z) - y * z)) + 0.5 * float(penalty @ (theta * theta))
+        g: Float64Array = xt @ (w * (1.0 / (1.0 + np.exp(-np.clip(z, -40, 40))) - y)) + penalty * theta
+        return value, g
+
+    options = {"maxiter": maxiter} if maxiter is not None else None
+    fitted: Float64Array = minimize(loss, start, jac=True, method="L-BFGS-B", options=options).x
+    return fitted
+
+
+def _first_alone() -> Float64Array:
+    """``PriorModel.context`` of a second stage that passes the first's log-odds through."""
     identity = np.zeros(len(CONTEXT_NAMES) + 1)
     identity[0] = 1.0
+    return identity
+
+
+def _fit_context(held: Sequence[tuple[CaseData, Float64Array]]) -> Float64Array:
+    """The second stage's weights (``PriorModel.context``) fitted on logs and their out-of-fold
+    first-stage log-odds (``_logistic``, ``CONTEXT_L2``), every log weighing the same as in the
+    first stage; with no log, the first stage alone."""
     if not held:
-        return identity
+        return _first_alone()
     x = np.hstack((np.vstack([_context(z) for _, z in held]), np.ones((sum(c.n_lines for c, _ in held), 1))))
     y = np.concatenate([c.labels for c, _ in held]).astype(np.float64)
     w = np.concatenate([_case_weights(c.labels) for c, _ in held])
     w /= w.sum()
     penalty = np.full(x.shape[1], CONTEXT_L2)
     penalty[-1] = 0.0
-
-    def loss(theta: Float64Array) -> tuple[float, Float64Array]:
-        z = x @ theta
-        value = float(w @ (np.logaddexp(0.0, z) - y * z)) + 0.5 * float(penalty @ (theta * theta))
-        g: Float64Array = x.T @ (w * (1.0 / (1.0 + np.exp(-np.clip(z, -40, 40))) - y)) + penalty * theta
-        return value, g
-
-    fitted: Float64Array = minimize(loss, identity, jac=True, method="L-BFGS-B").x
-    return fitted
+    return _logistic(x, x.T, y, w, penalty, _first_alone())
 
 
 def _fit_first(cases: Sequence[CaseData], seed: int, cut: float) -> PriorModel:
-    """The first stage fitted on ``cases`` (the second left the identity)."""
-    from scipy.optimize import minimize  # the train extra: only fitting needs it
-    from scipy.sparse import csr_matrix
+    """The first stage fitted on ``cases`` (the second passes its log-odds through)."""
+    from scipy.sparse import csr_matrix  # the train extra: only fitting needs it
 
     rng = np.random.default_rng(seed)
     allowed = _allowed(cases)
@@ -379,17 +399,11 @@ def _fit_first(cases: Sequence[CaseData], seed: int, cut: float) -> PriorModel:
     used, columns = np.unique(np.concatenate(c_l), return_inverse=True)
     x = csr_matrix((np.concatenate(v_l), (np.concatenate(r_l), columns)), shape=(offset, used.shape[0]))
     xt = x.T.tocsr()
-    y, w = np.concatenate(y_l), np.concatenate(w_l)
+    labels: Float64Array = np.concatenate(y_l)
+    w = np.concatenate(w_l)
     w /= w.sum()
     penalty = np.where(used == width - 1, 0.0, L2)  # not the bias
-
-    def loss(theta: Float64Array) -> tuple[float, Float64Array]:
-        z = x @ theta
-        value = float(w @ (np.logaddexp(0.0, z) - y * z)) + 0.5 * float(penalty @ (theta * theta))
-        g: Float64Array = xt @ (w * (1.0 / (1.0 + np.exp(-np.clip(z, -40, 40))) - y)) + penalty * theta
-        return value, g
-
-    fitted = minimize(loss, np.zeros(used.shape[0]), jac=True, method="L-BFGS-B", options={"maxiter": ITERATIONS}).x
+    fitted = _logistic(x, xt, labels, w, penalty, np.zeros(used.shape[0]), ITERATIONS)
     theta = np.zeros(width)
     theta[used] = fitted
     words = theta[: 3 * N_FEATURES].astype(np.float32)
@@ -400,7 +414,7 @@ def _fit_first(cases: Sequence[CaseData], seed: int, cut: float) -> PriorModel:
         words[2 * N_FEATURES :].copy(),
         theta[3 * N_FEATURES : -1].copy(),
         float(theta[-1]),
-        _fit_context(()),
+        _first_alone(),
         float(cut),
     )
 

@@ -18,8 +18,8 @@ streaming: nothing looks further ahead than ``REACH`` lines, nor at the stream's
   on its neighbours, crossed with the lines to the end and with its shape's repeats.
 
 A second logistic model (``context_features``) turns those log-odds into the probability: a line's
-own, its neighbours', and the largest within 3, 10 and 30 lines either side (a failure is a block,
-and its likeliest lines stand out of it). It is fitted on out-of-fold log-odds of the first.
+own, and its own less the largest within 3, 10 and 30 lines either side (a failure is a block: a
+line near a likely one is likelier). It is fitted on out-of-fold log-odds of the first.
 
 ``PriorModel.line_logits`` sums a block's word weights per line once (the line's own, and what it
 adds to the line after and to the line before); ``PriorModel.logit`` adds the neighbours' sums and

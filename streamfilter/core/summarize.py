@@ -505,23 +505,16 @@ class DropSummary:
             unnamed_blank = 0
         # past the length: the templates left, when at most ODD_TEMPLATES - 1 of many lines and
         # odd_lines of few (the odd lines among thousands: "+1 other line" before) name every line
-        # left but blank ones, which are counted
+        # left but blank ones, which are counted (more templates only add to either count)
+        left = self.lines - named - unnamed_blank
         rest: list[Template] = [template] if parts and template is not None else []
-
-        def _covered() -> int:
-            return named + unnamed_blank + sum(t.lines for t in rest)
-
-        while parts and self.odd_lines and _covered() < self.lines:
-            small = sum(t.lines <= self.odd_lines for t in rest)
-            if small > self.odd_lines or len(rest) - small >= ODD_TEMPLATES:
-                break
-            more = _loud(miner, silent)
-            if more is None:
+        while parts and self.odd_lines and len(rest) < ODD_TEMPLATES - 1 + self.odd_lines:
+            if sum(t.lines for t in rest) >= left or (more := _loud(miner, silent)) is None:
                 break
             rest.append(more)
         odd: list[str] = []
         small = sum(t.lines <= self.odd_lines for t in rest)
-        if rest and _covered() == self.lines and 0 < small <= self.odd_lines and len(rest) - small < ODD_TEMPLATES:
+        if sum(t.lines for t in rest) == left and 0 < small <= self.odd_lines and len(rest) - small < ODD_TEMPLATES:
             odd = [f"{t.lines}× {_fit(t, _MAX_SHAPE_CHARS)}" for t in rest]
             if unnamed_blank:
                 odd.append(counted(unnamed_blank, "blank line"))

@@ -42,11 +42,23 @@ def _started(args: list[str], marker: Path, env: dict[str, str]) -> subprocess.P
     proc = subprocess.Popen(
         [*SF, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
     )
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
+    _wait_for(marker, time.monotonic() + 60, proc)
     assert marker.exists(), proc.communicate()
     return proc
+
+
+def _wait_for(marker: Path, deadline: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Until ``marker`` exists, the monotonic clock passes ``deadline``, or ``proc`` ended."""
+    while not marker.exists() and time.monotonic() < deadline and (proc is None or proc.poll() is None):
+        time.sleep(0.02)
+
+
+def _cleaned_up_and_exited_0(proc: subprocess.Popen[bytes], out: bytes, err: bytes) -> None:
+    """``CLEANS_UP`` took one stop signal: it cleaned up, and it and run exited 0."""
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+    lines = out.decode().splitlines()
+    assert "cleanup, exit 0" in lines and b"KeyboardInterrupt" not in out, out
+    assert " exited with status 0" in lines[-1], lines[-1]
 
 
 def _pipeline(script: str, env: dict[str, str], timeout: float = 30) -> list[str]:
@@ -232,15 +244,10 @@ def test_a_command_that_handles_a_stop_signal_and_exits_0_exits_0(
         proc.send_signal(signum)
     if to != "run":
         os.killpg(proc.pid, signum)
-        deadline = time.monotonic() + 30
-        while not cleaning.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _wait_for(cleaning, time.monotonic() + 30)
     os.kill(proc.pid, signal.SIGCONT)
     out, err = _finish(proc, 30)
-    assert proc.returncode == 0 and b"Traceback" not in err, err
-    lines = out.decode().splitlines()
-    assert "cleanup, exit 0" in lines and b"KeyboardInterrupt" not in out, out
-    assert " exited with status 0" in lines[-1], lines[-1]
+    _cleaned_up_and_exited_0(proc, out, err)
 
 
 @pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
@@ -260,20 +267,15 @@ def test_a_terminal_s_ctrl_c_reaches_the_command_once(tmp_path: Path, budget: li
     os.close(terminal)
     try:
         deadline = time.monotonic() + 60
-        while not began.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
+        _wait_for(began, deadline, proc)
         os.kill(proc.pid, signal.SIGSTOP)  # run takes its SIGINT once the command has taken its own
         os.write(master, b"\x03")
-        while not cleaning.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _wait_for(cleaning, deadline)
         os.kill(proc.pid, signal.SIGCONT)
         out, err = _finish(proc, 30)
     finally:
         os.close(master)
-    assert proc.returncode == 0 and b"Traceback" not in err, err
-    lines = out.decode().splitlines()
-    assert "cleanup, exit 0" in lines and b"KeyboardInterrupt" not in out, out
-    assert " exited with status 0" in lines[-1], lines[-1]
+    _cleaned_up_and_exited_0(proc, out, err)
 
 
 # -- 5. the command's output is a pipe, and the whole output is exact --------------------------------------------
