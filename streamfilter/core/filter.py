@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -140,6 +140,10 @@ class StreamFilter:
             ``prior.default_model``); an evaluation passes a model fitted on other logs.
         baseline: the line shapes of the last green run of the same command: the lines it saw
             weigh less, the others more (``streamfilter.core.baseline``); None: as without.
+        prior_seeds: 1-based numbers of lines the prior keeps whatever their probability (a
+            failed command's most probable lines, ``likeliest``, of an earlier pass over the
+            same bytes); a weak line, or one of a shape the prior kept ``PRIOR_REPEATS`` times,
+            is not kept for it.
 
     Attributes:
         collector: when set, the shape hashes of every line go to it too (a run whose baseline
@@ -160,6 +164,7 @@ class StreamFilter:
         rest_of: tuple[int, bool] | None = None,
         prior_model: PriorModel | None = None,
         baseline: Baseline | None = None,
+        prior_seeds: Sequence[int] = (),
     ) -> None:
         self.config = cfg = config or FilterConfig()
         keep_block_buffers()  # the stages' block-sized buffers reuse heap pages (see _heap)
@@ -204,7 +209,8 @@ class StreamFilter:
         self._segmenter_closed = 0  # windows 0.._segmenter_closed-1 are complete
         sigs = self._signatures
         self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
-        self._rater = PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer) if prior is not None else None
+        seeds = np.unique(np.asarray(prior_seeds, dtype=np.int64)) - 1  # (stream indexes)
+        self._rater = PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer, seeds) if prior else None
         self._passed = cfg.results  # the command the stream came from passed (``flush`` may say so)
         # lines a hit may keep before it, which wait for it (``Hits.apply``)
         self._before_hit = max(cfg.context_lines, PRIOR_BEFORE if prior is not None else 0) + LEAD_LINES
@@ -263,6 +269,14 @@ class StreamFilter:
     def held_bytes(self) -> int:
         """Bytes of an unterminated last line held back (``settle(partial=True)`` lets them out)."""
         return self._splitter.pending_bytes + len(self._rest_held)
+
+    def likeliest(self) -> list[tuple[int, float]]:
+        """The stream's ``hits.STREAM_TOP`` most probable lines by the prior so far, most probable
+        first: ``(1-based line number, probability)``; none without a prior."""
+        if self._rater is None:
+            return []
+        lines, prob = self._rater.likeliest()
+        return [(line + 1, p) for line, p in zip(lines.tolist(), prob.tolist(), strict=True)]
 
     # -- input ---------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> list[Run]:

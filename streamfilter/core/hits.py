@@ -45,12 +45,14 @@ __all__ = (
     "PRIOR_REPEATS",
     "PRIOR_TOP",
     "REDRAW_FRAMES",
+    "STREAM_TOP",
     "Hits",
     "PriorRater",
     "weak_lines",
 )
 
 Int64Array = npt.NDArray[np.int64]
+Float64Array = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 _Row = TypeVar("_Row", np.float64, np.int64)
 
@@ -80,6 +82,9 @@ PRIOR_TOP, PRIOR_FLOOR = 2, 0.25
 # is not the failure, and the kept lines grow into their neighbours anyway (out of fold, signatures
 # off, cut 0.65: 0.877 / 0.940 / 0.0940 with it, 0.882 / 0.941 / 0.0981 without)
 PRIOR_OWN = 0.2
+# the stream's most probable lines a rater remembers (``PriorRater.likeliest``): a failed command's
+# whole output read again keeps them wherever they are (``StreamFilter(prior_seeds=...)``)
+STREAM_TOP = 8
 
 
 def weak_lines(p: PendingLines, a: int, b: int, max_line_bytes: int) -> BoolArray:
@@ -309,10 +314,23 @@ class PriorRater:
         first_line: stream index of the stream's first line fed.
         max_line_bytes: a line longer than this is weak (``weak_lines``), never rated at the cut.
         tracer: with explain, told each rating at the cut and the features that raised it.
+        seeds: shape ``(s,)``, sorted: stream indexes of lines the prior takes whatever their
+            probability (a line it took in an earlier pass over the same bytes, ``likeliest``).
     """
 
-    def __init__(self, model: PriorModel, first_line: int, max_line_bytes: int, tracer: Tracer | None) -> None:
+    def __init__(
+        self,
+        model: PriorModel,
+        first_line: int,
+        max_line_bytes: int,
+        tracer: Tracer | None,
+        seeds: Int64Array | None = None,
+    ) -> None:
         self._model = model
+        self._seeds = seeds if seeds is not None else np.zeros(0, dtype=np.int64)
+        # the stream's STREAM_TOP most probable lines rated so far, and their probabilities
+        self._best_lines = np.zeros(0, dtype=np.int64)
+        self._best_prob = np.zeros(0, dtype=np.float64)
         self._max_line_bytes = max_line_bytes
         self._tracer = tracer
         # the last REACH lines rated and their probabilities (0 for a weak line)
@@ -339,6 +357,15 @@ class PriorRater:
     def done(self) -> int:
         """Stream index of the first line not rated yet."""
         return self._done
+
+    def likeliest(self) -> tuple[Int64Array, Float64Array]:
+        """The stream's ``STREAM_TOP`` most probable lines rated so far (not weak, blank or a
+        signature's repeat) and their probabilities, most probable first (a tie: the earlier line).
+
+        Returns:
+            shapes ``(k,)``, ``k <= STREAM_TOP``: stream indexes, and probabilities in (0, 1].
+        """
+        return self._best_lines, self._best_prob
 
     def seen(self, shape_hashes: Int64Array) -> Int64Array:
         """Shape ``(n,)``: for each of the stream's next ``n`` lines (``prior.shape_hashes``), the
@@ -385,6 +412,9 @@ class PriorRater:
         own = around[CONTEXT_REACH : CONTEXT_REACH + hi - lo]
         seeds = (prob >= self._model.cut) & (own >= np.log(PRIOR_OWN / (1 - PRIOR_OWN)))
         likely = np.where(weak, 0.0, prob)
+        self._remember_best(lines, likely)
+        forced = self._seeds[(self._seeds >= self._done) & (self._seeds < upto)] - self._done
+        seeds[forced] = True
         if final and not passed and self._ends_in_a_verdict(p, total):
             # of the last REACH lines, those rated before (at a settle) too: the top ones may be kept already
             old, now = self._recent_lines >= total - REACH, lines >= total - REACH
@@ -436,6 +466,18 @@ class PriorRater:
         self._z = np.concatenate((self._z, self._model.logit(logits, slots)))
         if self._tracer is not None:
             self._slots = np.concatenate((self._slots, slots))
+
+    def _remember_best(self, lines: Int64Array, likely: Float64Array) -> None:
+        """Merge the lines just rated into the stream's ``STREAM_TOP`` most probable."""
+        if likely.shape[0] > STREAM_TOP:  # (the candidates: every line tied with the STREAM_TOP-th)
+            at_least = np.partition(likely, likely.shape[0] - STREAM_TOP)[likely.shape[0] - STREAM_TOP]
+            some = likely >= at_least
+            lines, likely = lines[some], likely[some]
+        some = likely > 0
+        merged = np.concatenate((self._best_lines, lines[some]))
+        prob = np.concatenate((self._best_prob, likely[some]))
+        order = np.lexsort((merged, -prob))[:STREAM_TOP]
+        self._best_lines, self._best_prob = merged[order], prob[order]
 
     def _ends_in_a_verdict(self, p: PendingLines, total: int) -> bool:
         """An exit verdict or a failure-summary line is among the stream's last ``REACH`` lines."""

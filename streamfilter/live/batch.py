@@ -87,6 +87,7 @@ def filter_input(
     baseline: Baseline | None = None,
     collector: ShapeCollector | None = None,
     with_refs: bool = True,
+    failed: bool = False,
 ) -> Filtered:
     """Filter the input ``name`` (a file path, or ``-`` for stdin) to ``out`` in format ``fmt``.
 
@@ -95,6 +96,7 @@ def filter_input(
     (estimated tokens of the text output), see ``_budgeted``. ``baseline``: the line shapes of the
     last green run (``StreamFilter``); ``collector``: gets the shape hashes of every line read.
     Without ``with_refs``, DROP runs get none (an input that is not kept: ``run``'s output held in memory).
+    ``failed``: the input is the output of a command that failed (within a budget, see ``_budgeted``).
 
     Raises:
         StreamfilterError: the output cannot be written, or the stdin archive cannot be made.
@@ -103,7 +105,9 @@ def filter_input(
     refs = _Refs(name) if with_refs else _Refs.none()
     if budget_tokens is not None:
         try:
-            last, stats = _budgeted(config, name, fmt, budget_tokens, out, refs, signals, header, baseline, collector)
+            last, stats = _budgeted(
+                config, name, fmt, budget_tokens, out, refs, signals, header, baseline, collector, failed
+            )
         except InputChanged as exc:
             return Filtered(b"", FilterStats(), exc)
         return Filtered(last, stats)
@@ -124,6 +128,10 @@ def filter_input(
 
 
 BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this
+# a failed command's output is read again to keep its most probable lines (by the prior) that its
+# first reading left out, at most this many of its STREAM_TOP most probable: a failure in words no
+# signature or query knows, in the middle of a long output, is its likeliest line and under the cut
+MISSED_TOP = 2
 
 
 def _budgeted(
@@ -137,22 +145,28 @@ def _budgeted(
     header: bytes = b"",
     baseline: Baseline | None = None,
     collector: ShapeCollector | None = None,
+    failed: bool = False,
 ) -> tuple[bytes, FilterStats]:
     """Filter one input within a token budget; return the last byte written and the counts of the
     filter whose output it is.
 
     A first pass runs the filter as usual, collecting the units it keeps
     (``budget.UnitPool``) and its own output while that stays within the budget (or
-    within one summary line, which no budget can beat). If it did, that output is
-    written: the budget changes nothing. Else a second pass over the same bytes keeps
-    the chosen units: from the same open file (a file renamed or replaced meanwhile is
-    still the one read), or from a spool of what the first pass read (stdin, a pipe, a
-    FIFO). Its output is held until the bytes are known to be the same (CRC-32), then
-    written after ``header``.
+    within one summary line, which no budget can beat). When the input is a failed
+    command's output (``failed``) and the first pass left out some of its
+    ``hits.STREAM_TOP`` most probable lines by the prior (``StreamFilter.likeliest``),
+    it runs again over the same bytes with the first ``MISSED_TOP`` of them as the
+    prior's lines (``StreamFilter(prior_seeds=...)``), and that pass is the first. If
+    its output is within the budget, it is written: the budget changes nothing. Else a
+    second pass over the same bytes keeps the chosen units. Passes after the first
+    read the same open file (a file renamed or replaced meanwhile is still the one
+    read), or a spool of what the first pass read (stdin, a pipe, a FIFO). The output
+    is held until the bytes are known to be the same (CRC-32), then written after
+    ``header``.
 
     Raises:
-        InputChanged: the file changed under the first pass (truncated or rewritten):
-            nothing is written for it, not even ``header``.
+        InputChanged: the file changed under the first pass (truncated or rewritten), or
+            between passes: nothing is written for it, not even ``header``.
     """
     # a summary line: its text, then "; ref ", the ref (source, two offsets, a CRC) and a newline; the
     # ref by its length (its offsets and CRC, unknown yet, would move an estimate of its tokens)
@@ -162,57 +176,95 @@ def _budgeted(
     drop_tokens = terse.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
     # the output's first ref says how to use one (TextRefs.note), once: taken off the units' budget
     note_tokens = estimate_tokens(f"; {REF_NOTE}".encode())
-    pool = UnitPool(max(0.0, tokens - note_tokens), drop_tokens, asked=asked_patterns(config))
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
-        own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens + note_tokens))
-        first = StreamFilter(replace(config, explain=True), source=name, baseline=baseline)
-        first.collector = collector  # (the first pass reads every line)
         handle = stack.enter_context(_open(name))
         regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
         start = handle.tell() if regular else 0  # stdin redirected from a file may not start at 0
         spool = None if regular else stack.enter_context(tempfile.TemporaryFile())  # deleted when closed
+        again = spool if spool is not None else handle
+        origin = start if spool is None else 0
         checksum = _Checksum()
         copies: list[Callable[[bytes], object]] = [*refs.copies, checksum]
         if spool is not None:
             copies.append(spool.write)
 
-        def take(runs: list[Run]) -> None:
-            pool.add(runs)
-            if own.within_limit():  # past it, the filter's own output is not wanted
-                # the traces are for the pool; the output has them only with --explain
-                own(runs if config.explain else [replace(r, traces=(), traces_omitted=0) for r in runs])
+        def first_pass(seeds: Sequence[int] = ()) -> tuple[StreamFilter, UnitPool, _Writer, int, list[int]]:
+            """A pass of the filter with the units it keeps, its own output (in ``held``), the bytes
+            it read and its most probable lines it left out (of a failed command's output)."""
+            pool = UnitPool(max(0.0, tokens - note_tokens), drop_tokens, asked=asked_patterns(config))
+            held.seek(0)
+            held.truncate()
+            own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens + note_tokens))
+            sf = StreamFilter(replace(config, explain=True), source=name, baseline=baseline, prior_seeds=seeds)
+            kept: set[int] = set()  # of the most probable lines so far, those kept (each is decided once)
 
-        try:
-            read = _feed(first, handle, take, signals, copies=copies)
-        except InputChanged as exc:
-            raise InputChanged(f"{exc}; nothing written for it") from None
-        refs.close()
-        take(first.flush())
-        log_notices(first.notices, name)  # the flush's own (the count of long lines past the first)
-        again = spool if spool is not None else handle
-        origin = start if spool is None else 0
+            def take(runs: list[Run]) -> None:
+                pool.add(runs)
+                if own.within_limit():  # past it, the filter's own output is not wanted
+                    # the traces are for the pool; the output has them only with --explain
+                    own(runs if config.explain else [replace(r, traces=(), traces_omitted=0) for r in runs])
+                if failed:  # (a line left the most probable ones for good: it is forgotten)
+                    likely = {line for line, _ in sf.likeliest()}
+                    kept.intersection_update(likely)
+                    kept.update(
+                        n for r in runs if r.decision == "keep" for n in likely if r.first_line <= n <= r.last_line
+                    )
+
+            if seeds:
+                read = _read_again(sf, again, origin, take, checksum)
+            else:
+                sf.collector = collector  # (the first pass reads every line)
+                try:
+                    read = _feed(sf, handle, take, signals, copies=copies)
+                except InputChanged as exc:
+                    raise InputChanged(f"{exc}; nothing written for it") from None
+                refs.close()
+            take(sf.flush())
+            if seeds:
+                sf.notices.clear()  # the first pass logged them
+            else:
+                log_notices(sf.notices, name)  # the flush's own (the count of long lines past the first)
+            missed = [line for line, _ in sf.likeliest() if line not in kept][:MISSED_TOP] if failed else []
+            return sf, pool, own, read, missed
+
+        first, pool, own, read, missed = first_pass()
+        if missed:
+            first, pool, own, read, _ = first_pass(missed)
         if own.within_limit():
             own.end(first)
             return _not_longer(held, out, header, fmt, (again, origin, read), first.stats)
         second = StreamFilter(terse, source=name, selection=pool.select(), baseline=baseline)
-        again.seek(origin)
         held.seek(0)
         held.truncate()
         chosen = _Writer(held, fmt, name, refs)
-        check = _Checksum()
-        # the same bytes: a file that grew since the first pass is read as far as it read
-        with contextlib.suppress(InputChanged):  # a truncation: the checksums below differ, and say so
-            _feed(second, again, chosen, None, copies=(check,), limit=read, notify=False)
-        if check.total != checksum.total or check.crc != checksum.crc:
-            raise InputChanged(
-                f"{name} changed while --budget-tokens read it a second time (truncated or rewritten); "
-                "nothing written for it"
-            )
+        _read_again(second, again, origin, chosen, checksum)
         chosen(second.flush())
         second.notices.clear()  # the first pass logged them
         chosen.end(second)
         return _not_longer(held, out, header, fmt, (again, origin, read), second.stats)
+
+
+def _read_again(
+    sf: StreamFilter, handle: BinaryIO, origin: int, emit: Callable[[list[Run]], None], first: _Checksum
+) -> int:
+    """Feed the bytes the first pass read (``first``: their length and CRC-32) from ``handle`` at
+    ``origin`` through ``sf`` again (a file that grew since is read as far as it was); return the
+    bytes read.
+
+    Raises:
+        InputChanged: they are not the same bytes (the file was truncated or rewritten).
+    """
+    handle.seek(origin)
+    check = _Checksum()
+    read = 0
+    with contextlib.suppress(InputChanged):  # a truncation: the checksums below differ, and say so
+        read = _feed(sf, handle, emit, None, copies=(check,), limit=first.total, notify=False)
+    if check.total != first.total or check.crc != first.crc:
+        raise InputChanged(
+            f"{sf.source} changed while --budget-tokens read it again (truncated or rewritten); nothing written for it"
+        )
+    return read
 
 
 class _Checksum:

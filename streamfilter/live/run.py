@@ -802,7 +802,8 @@ def report_run(
     filtered to about ``budget_tokens`` tokens to ``out``, then a last line naming the exit status
     and the file.
 
-    Faithful on failure (the tail keeps ``config.tail_lines`` lines), terse on success
+    Faithful on failure (the tail keeps ``config.tail_lines`` lines, and the output's most
+    probable lines by the prior are kept wherever they are), terse on success
     (``success_tail``), within the budget (``batch.filter_input``); DROP refs point into the file
     (none when the copy is in memory). An output of at most ``SHORT_OUTPUT_BYTES`` in text is
     written as it is (its shapes still go to ``green``'s collector). Before the last line, one line
@@ -848,6 +849,7 @@ def report_run(
                 baseline,
                 collector,
                 with_refs=copy.path is not None,
+                failed=not passed,
             )
     if returncode == 0 and green is not None and done is not None and done.changed is None:  # (else part of it)
         _save(green)

@@ -25,6 +25,18 @@ NOISY_FAILURE = (
 )
 
 
+# a test harness no signature knows: its one failure, in plain words, mid-stream, far from the end
+HARNESS = (
+    "import sys\n"
+    "print('harness v0.3 starting, 400 checks')\n"
+    "for i in range(1, 401):\n"
+    "    print(f'[{i}/400] loading fixture fx_{i}.json')\n"
+    "    print('CHECK widget_total ... MISMATCH (want 3, have 4)' if i == 173 else f'CHECK item_{i} ... ok')\n"
+    "print('harness: 399 ok, 1 differ')\n"
+    "sys.exit(int(sys.argv[1]))\n"
+)
+
+
 def _state(tmp_path: Path) -> dict[str, str]:
     return {"XDG_STATE_HOME": str(tmp_path / "state")}
 
@@ -214,3 +226,17 @@ def test_a_failure_line_longer_than_the_budget_is_named_by_its_start(tmp_path: P
     back = run_cli("expand", whole + ":" + named[0].rsplit("; ref @", 1)[1].rstrip("]"))
     assert back.returncode == 0 and back.stdout == long.encode() + b"\n"
     assert estimate_tokens(done.stdout[: -len(lines[-1]) - 1]) <= 4000 * 1.05
+
+
+def test_a_failed_commands_most_probable_line_is_kept_wherever_it_is(tmp_path: Path) -> None:
+    """The harness's mismatch is under the prior's cut, 450 lines before the end: the output is read
+    again with the most probable lines the first reading left out; a run that passed is not."""
+    failed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", HARNESS, "1", env=_state(tmp_path))
+    assert failed.returncode == 1
+    assert b"CHECK widget_total ... MISMATCH (want 3, have 4)\n" in failed.stdout
+    assert b"harness: 399 ok, 1 differ\n" in failed.stdout
+    body = failed.stdout[: -len(failed.stdout.splitlines()[-1]) - 1]
+    assert len(body.splitlines()) < 80  # (the lines around it, not the whole output)
+    passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", HARNESS, "0", env=_state(tmp_path))
+    assert passed.returncode == 0
+    assert b"MISMATCH" not in passed.stdout.replace(b"MISMATCH (want <*>", b"")  # (a summary may name it)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import streamfilter.core.hits as hits_module
@@ -168,6 +168,44 @@ def test_a_stream_that_ends_in_a_failure_keeps_its_ends_most_probable_lines(
     assert prior_lines(told.feed(data) + told.flush(passed=True)) == set()
     without = data.replace(verdict, b"Process completed.\n")
     assert prior_lines(runs_of(without, config, model)) == set()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(st.integers(0, len(PLAIN) - 1), min_size=1, max_size=300),
+    chunks=st.lists(st.integers(1, 97), max_size=40),
+)
+def test_the_streams_most_probable_lines_are_trainings_however_chunked_and_a_seed_is_kept(
+    picks: list[int], chunks: list[int]
+) -> None:
+    """``likeliest``: the ``STREAM_TOP`` most probable lines training rates so (blank lines left
+    out, a tie to the earlier line), however the stream is chunked; a line given as a seed to
+    another pass over the same bytes is the prior's (unless blank)."""
+    data = b"".join(PLAIN[i] for i in picks)
+    model = replace(default_model(), cut=1.01)  # (no line at the cut)
+    config = FilterConfig(explain=True, window_lines=1, tail_lines=0, context_lines=0, signatures=False)
+    p = rate(model, extract(data))
+    lines = data.split(b"\n")[: p.shape[0]]
+    solid = [i for i in range(p.shape[0]) if lines[i].strip()]
+    assume(solid)
+    expected = sorted(solid, key=lambda i: -p[i])[: hits_module.STREAM_TOP]
+    for cuts in (None, chunks):
+        sf = StreamFilter(config, prior_model=model)
+        at = 0
+        for size in cuts or []:
+            sf.feed(data[at : at + size])
+            at += size
+        sf.feed(data[at:])
+        sf.flush()
+        assert [line for line, _ in sf.likeliest()] == [i + 1 for i in expected]
+        np.testing.assert_allclose([q for _, q in sf.likeliest()], p[expected], rtol=1e-9)
+    seeds = [i + 1 for i in expected[:2]]
+    seeded = StreamFilter(config, prior_model=model, prior_seeds=seeds)
+    runs = seeded.feed(data) + seeded.flush()
+    kept = {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+    # (a window of the prior is explained by its first line rated: the other may be in it)
+    assert set(seeds) <= kept and min(seeds) in prior_lines(runs) <= set(seeds)
+    assert prior_lines(runs_of(data, config, model)) == set()  # (without the seeds: none)
 
 
 def test_training_sees_each_line_as_the_model_rates_it() -> None:
