@@ -288,14 +288,16 @@ class RunBuilder:
         self._stats.dropped_lines += s.lines
         self._stats.dropped_bytes += s.end_byte - s.start_byte
         self._stats.drop_runs += 1
+        summary, odd = s.rendered()
         return Run(
             "drop",
             s.first_line,
             s.last_line,
             s.start_byte,
             s.end_byte,
-            summary=s.render(),
+            summary=summary,
             checksum=checksum,
             traces=traces,
             traces_omitted=omitted,
+            odd_lines=odd,
         )

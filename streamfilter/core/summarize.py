@@ -418,6 +418,12 @@ class DropSummary:
 
     def render(self) -> str:
         """The summary line (no newline); byte-identical for the same input lines."""
+        return self.rendered()[0]
+
+    def rendered(self) -> tuple[str, tuple[int, ...]]:
+        """The summary line (``render``), and when the templates it finds take in every line of the
+        run (blank lines counted), the first line (1-based) of each of them of at most
+        ``odd_lines`` lines (``Run.odd_lines``), in the run's order; else ``()``."""
         head = (
             f"[streamfilter: dropped {self._range()} ({counted(self.lines, 'line')}, "
             f"{_kib(self.end_byte - self.start_byte)})"
@@ -426,7 +432,7 @@ class DropSummary:
         if self.failure_lines:  # first: a terse summary (under a budget) has room for it
             facts.append(counted(self.failure_lines, "failure line"))
         if self.named:
-            return self._fit(head, [*facts, f"it starts: {self.named}"])
+            return self._fit(head, [*facts, f"it starts: {self.named}"]), ()
         if self.repeated_failures:
             facts.append(f"{counted(self.repeated_failures, 'more failure line')} like ones kept")
         terms = f"{counted(self.term_lines, 'line')} with query terms"
@@ -457,7 +463,7 @@ class DropSummary:
         if self.green and everything:
             # lines the last green run printed, all of them: that says what they are, and their
             # shapes would name the passing run's lines (``expand`` shows them); none is named
-            return self._fit(head, facts)
+            return self._fit(head, facts), ()
         # blank lines and bare "<*>" say little: counted among the other shapes, named only when
         # the run has no other shape to name ("95× <*>" for a run of numbers, "4975× blank")
         counts = np.fromiter(self._shapes.values(), dtype=np.int64, count=len(self._shapes))
@@ -480,6 +486,7 @@ class DropSummary:
         facts_text = "; ".join(facts)
         budget = room - len(facts_text)
         parts: list[str] = []
+        taken: list[Template] = []  # (those of parts)
         named = 0  # lines
         template = top
         while template is not None:
@@ -491,6 +498,7 @@ class DropSummary:
                     break
                 text = _fit(template, limit)  # the most frequent shape is always named
             parts.append(count + text)
+            taken.append(template)
             named += template.lines
             budget -= len(parts[-1]) + 2
             # (another is looked for only while one could fit)
@@ -524,7 +532,10 @@ class DropSummary:
         elif not parts and self._shapes:  # with no room to name one, the count of shapes is still given
             parts.append(counted(len(self._shapes) + bool(self._other), "shape"))
         text = self._fit(head, [*facts, *parts])
-        return f"{text[:-1]}; {'; '.join(odd)}]" if odd else text
+        # the rare lines: when the templates found take in every line, those of few lines
+        few = [t for t in (taken + rest if odd else taken) if t.lines <= self.odd_lines]
+        firsts = tuple(sorted(t.first for t in few)) if named == self.lines else ()
+        return (f"{text[:-1]}; {'; '.join(odd)}]" if odd else text), firsts
 
     def _fit(self, head: str, pieces: list[str]) -> str:
         """The summary line of ``head`` and ``pieces``, within ``max_chars``: on a short

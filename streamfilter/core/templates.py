@@ -71,11 +71,13 @@ class Template:
             column's values as shown (``str``, ``{a ×3, b ×1 @L7}``, ``src/<*>.c``).
         silent: a template that says little: blank lines, or a lone masked span (only
             named when a run has nothing else).
+        first: 1-based first line of its lines.
     """
 
     lines: int
     parts: tuple[bytes | str, ...]
     silent: bool
+    first: int
 
     def text(self) -> str:
         """The template as one string (leading and trailing blanks off)."""
@@ -123,7 +125,7 @@ class Miner:
             lines, _, members = heapq.heappop(self._heap)
             shape = self.shapes[members[0]]
             if len(members) == 1:
-                return Template(-lines, (shape,), shape.strip() in (b"", bytes([_MARK])))
+                return Template(-lines, (shape,), shape.strip() in (b"", bytes([_MARK])), self.firsts[members[0]])
             # the words between the delimiters (b"" where two meet), a column a place
             columns = list(zip(*(self.shapes[i].translate(_DELIMS_TO_NL).split(b"\n") for i in members), strict=True))
             values = [len(set(column)) for column in columns]
@@ -148,7 +150,7 @@ class Miner:
             for j, column in enumerate(columns):
                 shown.append(column[0] if values[j] == 1 else _values(list(column), counts, firsts))
                 shown.append(self._keys[members[0]][j : j + 1])  # (the delimiter after it; none after the last)
-            return Template(-lines, tuple(shown), False)
+            return Template(-lines, tuple(shown), False, min(firsts))
         return None
 
 

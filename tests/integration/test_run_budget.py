@@ -37,6 +37,19 @@ HARNESS = (
 )
 
 
+# an ETL job no signature knows: one shard rejected in its own words, 600 lines before its end
+PIPELINE = (
+    "import sys\n"
+    "print('etl: loading 900 shards')\n"
+    "for i in range(900):\n"
+    "    if i == 301:\n"
+    "        print('shard-0301: rejected by loader - checksum 9f2c11aa != manifest 9f2c11ab, shard quarantined')\n"
+    "    print(f'shard-{i:04d}: read {37 * i + 11} rows, validated, loaded into staging.events_p{i % 4}')\n"
+    "print('etl: swapping staging -> prod')\n"
+    "sys.exit(int(sys.argv[1]))\n"
+)
+
+
 def _state(tmp_path: Path) -> dict[str, str]:
     return {"XDG_STATE_HOME": str(tmp_path / "state")}
 
@@ -240,3 +253,14 @@ def test_a_failed_commands_most_probable_line_is_kept_wherever_it_is(tmp_path: P
     passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", HARNESS, "0", env=_state(tmp_path))
     assert passed.returncode == 0
     assert b"MISMATCH" not in passed.stdout.replace(b"MISMATCH (want <*>", b"")  # (a summary may name it)
+
+
+def test_a_failed_commands_rare_line_is_kept_wherever_it_is(tmp_path: Path) -> None:
+    """The rejected shard: not among the output's most probable lines, but the one line of its
+    template among 900 of another, 600 lines before the end; kept when the job failed."""
+    rejected = b"shard-0301: rejected by loader - checksum 9f2c11aa != manifest 9f2c11ab, shard quarantined\n"
+    failed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", PIPELINE, "3", env=_state(tmp_path))
+    assert failed.returncode == 3 and rejected in failed.stdout
+    assert len(failed.stdout.splitlines()) < 80
+    passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", PIPELINE, "0", env=_state(tmp_path))
+    assert passed.returncode == 0 and rejected not in passed.stdout

@@ -116,6 +116,32 @@ def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_b
     assert "+441 other lines]" in more and "ledger" not in more
 
 
+def rare_lines_of(data: bytes, **kwargs: int) -> tuple[int, ...]:
+    lines = data.split(b"\n")[:-1]
+    s = DropSummary(1, 0, **kwargs)
+    norm = normalize_block(data, len(lines), 1 << 20)
+    s.add(len(data), event_text(norm.text), len(lines), 0, int(warn_counts(norm.text, norm.ends).sum()), norm.frames)
+    return s.rendered()[1]
+
+
+def test_a_run_s_rare_lines_are_its_templates_of_few_lines_when_its_templates_take_in_every_line() -> None:
+    """``rendered``: the first line of each template of at most ``ODD_LINES`` lines, named within the
+    summary's length or past it; none when some line is left out of every template found."""
+    rows = [b"shard-%04d: read %d rows, validated, loaded" % (i, 37 * i) for i in range(900)]
+    rejected = b"shard-0301: rejected by loader - checksum 9f2c11aa != manifest 9f2c11ab"
+    data = b"".join(line + b"\n" for line in [*rows[:301], rejected, *rows[301:]])
+    assert rare_lines_of(data) == (302,)  # (named within the length)
+    assert rare_lines_of(data, max_chars=120) == (302,)  # (past it)
+    assert rare_lines_of(data, max_chars=100) == ()  # ("2 shapes": no template found)
+    twice = b"".join(line + b"\n" for line in [*rows[:10], rejected, *rows[10:20], rejected, *rows[20:]])
+    assert rare_lines_of(twice) == (11,)  # (a template's first line)
+    others = [b"alpha step %d", b"beta phase %d done", b"gamma sync of shard %d", b"delta pass %d clean"]
+    many = data + b"".join(line % i + b"\n" for line in others for i in range(10))
+    assert "other lines" in summary_of(many, max_chars=140) and rare_lines_of(many, max_chars=140) == ()
+    assert rare_lines_of(data, odd_lines=0) == ()  # (under a budget)
+    assert rare_lines_of(b"".join(line + b"\n" for line in rows)) == ()
+
+
 def test_summary_is_byte_identical_however_the_lines_were_added() -> None:
     data = b"".join(b"line %d kind %d\n" % (i, i % 7) for i in range(500)) + b"warning: x\n" * 3
     whole = summary_of(data)
