@@ -7,7 +7,8 @@ A later run of the same command reads it through ``Novelty``: each of its lines 
 green run printed the same text), *novel* (it printed no line of its shape) or neither: a
 *changed* line (its shape was printed, with other numbers or words: ``3 mismatch(es)`` where the
 green run printed ``0 mismatch(es)``), or one past a full set's limit. A changed or unknown line
-is treated as novel, but never weighed up. The filter then
+is filtered as without a baseline: never dropped for being seen, nor kept or weighed up for being
+novel. The filter then
 
 - keeps a line the baseline saw neither for its window's sake alone (the other lines of a window
   kept for a failure signature, the prior or its BM25 score) nor for its place in the tail alone
