@@ -428,3 +428,26 @@ def test_a_library_error_lifted_by_makes_line_keeps_its_discount() -> None:
         _, runs = budgeted(data, FilterConfig(), budget)
         assert own + b"\n" in b"".join(r.data for r in runs if r.decision == "keep"), budget
         assert text_tokens(runs) <= budget
+
+
+def test_a_tools_own_last_line_is_kept_when_its_failures_spend_the_budget() -> None:
+    """286 failures of a fixture checker, each with its traceback, fill 1000 tokens before the last
+    lines' turn: its closing count, no test tool's verdict, is kept all the same."""
+    lines = []
+    for i in range(1, 2001):
+        if i % 7 == 3:
+            lines += [
+                f"fixture #{i}: drift detected in column 'amount' (stored {3 * i}.00, recomputed {3 * i}.10)",
+                "Traceback (most recent call last):",
+                '  File "check_fixtures.py", line 12, in <module>',
+                '    raise ValueError(f"recompute mismatch for fixture {i}")',
+                f"ValueError: recompute mismatch for fixture {i}",
+            ]
+        else:
+            lines.append(f"fixture #{i}: consistent ({i % 13} rows)")
+    closing = b"fixtures: 1714 consistent, 286 drifted\n"
+    data = "".join(line + "\n" for line in lines).encode() + closing
+    config = FilterConfig()
+    first, runs = budgeted(data, config, 1000)
+    assert text_tokens(runs) <= 1000 and text_tokens(first) > 1000
+    assert any(r.decision == "keep" and r.data.endswith(closing) for r in runs)
