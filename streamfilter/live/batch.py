@@ -238,9 +238,9 @@ def _budgeted(
             missed = [line for line, _ in sf.likeliest() if line not in kept][:MISSED_TOP] if failed else []
             return sf, pool, own, read, missed + odd
 
-        first, pool, own, read, missed = first_pass()
-        if missed:
-            first, pool, own, read, _ = first_pass(missed)
+        first, pool, own, read, seeds = first_pass()
+        if seeds:
+            first, pool, own, read, _ = first_pass(seeds)
         if own.within_limit():
             own.end(first)
             return _not_longer(held, out, header, fmt, (again, origin, read), first.stats)
