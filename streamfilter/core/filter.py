@@ -140,10 +140,10 @@ class StreamFilter:
             ``prior.default_model``); an evaluation passes a model fitted on other logs.
         baseline: the line shapes of the last green run of the same command: the lines it saw
             weigh less, the others more (``streamfilter.core.baseline``); None: as without.
-        prior_seeds: 1-based numbers of lines the prior keeps whatever their probability (a
-            failed command's most probable lines, ``likeliest``, of an earlier pass over the
-            same bytes); a weak line, or one of a shape the prior kept ``PRIOR_REPEATS`` times,
-            is not kept for it.
+        prior_seeds: 1-based numbers of lines the prior keeps whatever their probability (of a
+            failed command's output read again: its most probable lines, ``likeliest``, and its
+            rare lines, ``Run.odd_lines``, that an earlier pass over the same bytes left out); a
+            weak line, or one of a shape the prior kept ``PRIOR_REPEATS`` times, is not kept for it.
 
     Attributes:
         collector: when set, the shape hashes of every line go to it too (a run whose baseline

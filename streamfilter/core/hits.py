@@ -315,7 +315,8 @@ class PriorRater:
         max_line_bytes: a line longer than this is weak (``weak_lines``), never rated at the cut.
         tracer: with explain, told each rating at the cut and the features that raised it.
         seeds: shape ``(s,)``, sorted: stream indexes of lines the prior takes whatever their
-            probability (a line it took in an earlier pass over the same bytes, ``likeliest``).
+            probability (of a failed command's output read again: lines its first reading left
+            out, ``likeliest`` ones and rare ones, ``Run.odd_lines``).
     """
 
     def __init__(
