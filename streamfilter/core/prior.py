@@ -542,12 +542,15 @@ class PriorModel:
         """Shape ``(n_lines, 3)``: per line of a block, the sum of its own word weights (scaled,
         ``scale_of``), of its first words as the line before the next one's (``above``), and as the
         line after the previous one's (``below``)."""
+        # (np.take with mode "clip" reads the weights without checking each id, as indexing does:
+        # the ids are below N_FEATURES by construction; 7 % of the sums' time on the bench log)
         out = np.zeros((n_lines, 3), dtype=np.float64)
         for part_lines, part_ids in zip(features.lines, features.ids, strict=True):
-            out[:, 0] += np.bincount(part_lines, weights=self.own[part_ids], minlength=n_lines)
+            out[:, 0] += np.bincount(part_lines, weights=np.take(self.own, part_ids, mode="clip"), minlength=n_lines)
         out[:, 0] *= scale_of(features.counts)
-        out[:, 1] = np.bincount(features.near_lines, weights=self.above[features.near_ids], minlength=n_lines)
-        out[:, 2] = np.bincount(features.near_lines, weights=self.below[features.near_ids], minlength=n_lines)
+        near, ids = features.near_lines, features.near_ids
+        out[:, 1] = np.bincount(near, weights=np.take(self.above, ids, mode="clip"), minlength=n_lines)
+        out[:, 2] = np.bincount(near, weights=np.take(self.below, ids, mode="clip"), minlength=n_lines)
         return out
 
     def logit(self, logits: Float64Array, slots: Int64Array) -> Float64Array:
