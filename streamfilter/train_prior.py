@@ -53,7 +53,6 @@ from .core.prior import (
     content_features,
     context_features,
     scale_of,
-    shape_hashes,
     structure,
 )
 from .core.signatures import SignatureSet
@@ -154,7 +153,7 @@ def extract(data: bytes, name: str = "-", repo: str = "-", keep: Sequence[Sequen
         near_l.append(features.near_lines + base)
         near_ids_l.append(features.near_ids)
         static_l.append(features.static)
-        shape_l.append(shape_hashes(table, features.keys))
+        shape_l.append(features.shapes)
         seen_l.append(counter.seen(shape_l[-1]))
         blank_l.append(facts.layout.blank)
         verdict_l.append(facts.verdicts + base)
@@ -171,7 +170,7 @@ def extract(data: bytes, name: str = "-", repo: str = "-", keep: Sequence[Sequen
         _joined(counts_l),
         _joined(near_l),
         _joined(near_ids_l),
-        np.zeros(0, np.uint64),
+        _joined(shape_l),
         static,
     )
     stream = StreamFacts(

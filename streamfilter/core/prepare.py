@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .normalize import NormalizedBlock, normalize_block
-from .prior import PriorModel, content_features, shape_hashes
+from .prior import PriorModel, content_features
 from .records import LineBlock
 from .segment import LineLayout, line_layout
 from .signatures import EXIT_VERDICTS, SignatureSet
@@ -65,7 +65,8 @@ class BlockFacts:
             (``PriorModel.line_logits``); ``(0, 3)`` without a prior.
         prior_static: shape ``(n_lines, 4)`` int64: the prior's static line features
             (``LineFeatures.static``); ``(0, 4)`` without a prior.
-        shape_hashes: int64, ``prior.shape_hashes`` of each line; shape ``(0,)`` without a prior.
+        shape_hashes: int64, ``prior.shape_hashes`` of each line (``LineFeatures.shapes``); shape
+            ``(0,)`` without a prior.
     """
 
     first_line: int
@@ -148,7 +149,7 @@ class Preparer:
         if self.prior is not None:
             features = content_features(norm.text, norm.ends, table, layout)
             logits = self.prior.line_logits(features, block.n_lines)
-            hashes = shape_hashes(table, features.keys)
+            hashes = features.shapes
             static = features.static
         return BlockFacts(
             block.first_line,

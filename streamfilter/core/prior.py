@@ -120,7 +120,7 @@ class LineFeatures:
         counts: shape ``(n_lines,)`` int64: the word features of each line (its pairs in ``lines``).
         near_lines, near_ids: shape ``(m,)`` int64: the unigram features of each line's first
             ``NEAR_TOKENS`` tokens, which its neighbours see.
-        keys: shape ``(n_tokens,)`` uint64: the tokens' masked keys (for ``shape_hashes``).
+        shapes: shape ``(n_lines,)`` int64: each line's ``shape_hashes``.
         static: shape ``(n_lines, 4)`` int64: per line its indentation bin (0-6, a tab counts 1
             space), length bin (log2 of its characters, 0-10), an error word on it (0/1) and
             whether it sums a failure up (0/1).
@@ -131,7 +131,7 @@ class LineFeatures:
     counts: Int64Array
     near_lines: Int64Array
     near_ids: Int64Array
-    keys: npt.NDArray[np.uint64]
+    shapes: Int64Array
     static: Int64Array
 
 
@@ -147,26 +147,26 @@ def _hash(kind: int, a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | None
     return ids
 
 
-def _masked_keys(table: TokenTable) -> npt.NDArray[np.uint64]:
-    """Each token's key, numbers and the short letter runs stuck to them (``3eb6``, ``E0308``) masked."""
+def _masked_keys(table: TokenTable) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """Each token's key, numbers and the short letter runs stuck to them (``3eb6``, ``E0308``) masked;
+    and which tokens are numbers (shape ``(n_tokens,)`` bool)."""
     keys = table.keys.copy()
     n = keys.shape[0]
+    # a key's low byte is its token's first byte (lower-cased: digits are as they were)
+    digit = (keys.astype(np.uint8) - np.uint8(48)) < 10
     if n == 0:
-        return keys
-    lower = np.frombuffer(table.lower, dtype=np.uint8)
-    first = lower[table.starts]
-    digit = (first - np.uint8(48)) < 10
-    keys[digit] = _NUM_KEY
+        return keys, digit
+    np.copyto(keys, _NUM_KEY, where=digit)
     # a token that touches a number token (no separator between them)
     adjacent = table.starts[1:] == table.starts[:-1] + table.lengths[:-1]
     touches = np.zeros(n, dtype=bool)
-    touches[1:] |= digit[:-1] & adjacent
+    touches[1:] = digit[:-1] & adjacent
     touches[:-1] |= digit[1:] & adjacent
     short = ~digit & touches & (table.lengths <= 4)
-    keys[short] = _ID_KEY
+    np.copyto(keys, _ID_KEY, where=short)
     # a key of a token longer than 8 bytes also carries its length (``_hash`` mixes it)
     keys ^= _LENGTH_MIX[np.minimum(table.lengths, 16)]
-    return keys
+    return keys, digit
 
 
 def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: LineLayout) -> LineFeatures:
@@ -180,24 +180,25 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     """
     n_lines = int(ends.shape[0])
     arr = np.frombuffer(text, dtype=np.uint8)
-    keys = _masked_keys(table)
+    keys, digit = _masked_keys(table)
     tok_line = np.repeat(np.arange(n_lines, dtype=np.int64), table.per_line)
     uni = _hash(_UNIGRAM, keys)
     parts_l = [tok_line]
     parts_f = [uni]
     has_tokens = table.per_line > 0
     starts = np.cumsum(table.per_line) - table.per_line
+    first = starts[has_tokens]  # (each line's first token, of the lines with tokens)
     if keys.shape[0] > 1:
         pairs = np.ones(keys.shape[0] - 1, dtype=bool)  # adjacent tokens of one line: not before a line's first
-        pairs[starts[has_tokens][1:] - 1] = False
+        pairs[first[1:] - 1] = False
         parts_l.append(tok_line[:-1][pairs])
         parts_f.append(_hash(_BIGRAM, keys[:-1], keys[1:])[pairs])
     if has_tokens.any():
         with_tokens = np.flatnonzero(has_tokens).astype(np.int64)
         parts_l += [with_tokens, with_tokens]
         parts_f += [
-            _hash(_FIRST, keys[starts[has_tokens]]),
-            _hash(_LAST, keys[starts[has_tokens] + table.per_line[has_tokens] - 1]),
+            _hash(_FIRST, keys[first]),
+            _hash(_LAST, keys[first + table.per_line[has_tokens] - 1]),
         ]
     token_parts = len(parts_l)  # (each line's count of these follows from its tokens)
     lines = np.arange(n_lines, dtype=np.int64)
@@ -216,12 +217,12 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
             _hash(_FIRST_BYTE, fb[punct_f].astype(np.uint64)),
             _hash(_LAST_BYTE, lb[punct_l].astype(np.uint64)),
         ]
-    found = _path_lines(arr)
+    found = _path_lines(arr, np.compress(digit, table.starts))
     if found.shape[0]:
         pl = np.unique(np.searchsorted(ends, found, side="right"))
         parts_l.append(pl.astype(np.int64))
         parts_f.append(_hash(_PATH_LINE, np.zeros(pl.shape[0], dtype=np.uint64)))
-    rank = np.arange(keys.shape[0], dtype=np.int64) - np.repeat(starts, table.per_line)
+    rank = np.arange(keys.shape[0], dtype=np.int64) - np.repeat(starts, table.per_line)  # (in its line)
     near = rank < NEAR_TOKENS
     static = np.empty((n_lines, 4), dtype=np.int64)
     static[:, 0] = np.minimum((layout.indent + 1) // 2, 6)
@@ -232,7 +233,8 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     counts = table.per_line + np.maximum(table.per_line - 1, 0) + 2 * has_tokens
     for part in parts_l[token_parts:]:
         counts += np.bincount(part, minlength=n_lines)
-    return LineFeatures(parts_l, parts_f, counts, tok_line[near], uni[near], keys, static)
+    shapes = shape_hashes(keys, rank, first, has_tokens)
+    return LineFeatures(parts_l, parts_f, counts, tok_line[near], uni[near], shapes, static)
 
 
 def _marked(pattern: re2._Regexp, lower: bytes, ends: Int64Array, within: Int64Array | None = None) -> Int64Array:
@@ -265,15 +267,17 @@ def _summary_candidates(lower: bytes, ends: Int64Array, error: Int64Array) -> In
     return result
 
 
-def _path_lines(arr: npt.NDArray[np.uint8]) -> Int64Array:
+def _path_lines(arr: npt.NDArray[np.uint8], numbers: Int64Array) -> Int64Array:
     """Offsets of the ``:`` or ``(`` of each ``a.py:12`` or ``Foo.java(12)`` in the text: a word
     byte, a dot, 1 to 6 ASCII letters, then ``:`` or ``(`` and a digit (regex ``\\w\\.[A-Za-z]{1,6}[:(]\\d``,
-    on numpy over the few bytes around each ``:`` and ``(``: a regex scan that makes a match
-    object each costs more than the rest of the prior)."""
-    n = arr.shape[0]
-    colon = np.flatnonzero((arr == 58) | (arr == 40))
-    colon = colon[(colon >= 3) & (colon < n - 1)]
-    colon = colon[(arr[colon + 1] - np.uint8(48)) < 10]
+    on numpy over the few bytes before each number token, ``numbers`` (their offsets, sorted): the
+    digit after a ``:`` or ``(`` starts one (16 ms per 30 MB of the bench log, against 20 looking
+    at every byte for a ``:``; a regex scan that makes a match object each costs more than the rest
+    of the prior). ``np.compress``: numpy's boolean indexing costs up to 4 times as much when the
+    items kept are scattered, as numbers among tokens are."""
+    colon = numbers - 1
+    colon = colon[colon >= 3]
+    colon = np.compress((arr[colon] == 58) | (arr[colon] == 40), colon)
     found = np.zeros(colon.shape[0], dtype=bool)
     letters = np.ones(colon.shape[0], dtype=bool)  # the bytes between the dot and the colon so far are letters
     for k in range(1, 8):
@@ -538,12 +542,15 @@ class PriorModel:
         """Shape ``(n_lines, 3)``: per line of a block, the sum of its own word weights (scaled,
         ``scale_of``), of its first words as the line before the next one's (``above``), and as the
         line after the previous one's (``below``)."""
+        # (np.take with mode "clip" reads the weights without checking each id, as indexing does:
+        # the ids are below N_FEATURES by construction; 7 % of the sums' time on the bench log)
         out = np.zeros((n_lines, 3), dtype=np.float64)
         for part_lines, part_ids in zip(features.lines, features.ids, strict=True):
-            out[:, 0] += np.bincount(part_lines, weights=self.own[part_ids], minlength=n_lines)
+            out[:, 0] += np.bincount(part_lines, weights=np.take(self.own, part_ids, mode="clip"), minlength=n_lines)
         out[:, 0] *= scale_of(features.counts)
-        out[:, 1] = np.bincount(features.near_lines, weights=self.above[features.near_ids], minlength=n_lines)
-        out[:, 2] = np.bincount(features.near_lines, weights=self.below[features.near_ids], minlength=n_lines)
+        near, ids = features.near_lines, features.near_ids
+        out[:, 1] = np.bincount(near, weights=np.take(self.above, ids, mode="clip"), minlength=n_lines)
+        out[:, 2] = np.bincount(near, weights=np.take(self.below, ids, mode="clip"), minlength=n_lines)
         return out
 
     def logit(self, logits: Float64Array, slots: Int64Array) -> Float64Array:
@@ -573,7 +580,7 @@ class PriorModel:
         ``group:bin``), for ``--explain``."""
         ends = np.asarray([len(text)], dtype=np.int64)
         table = token_table(text, ends)
-        keys = _masked_keys(table)
+        keys, _ = _masked_keys(table)
         lower = table.lower
         names = [
             "<num>" if k == _NUM_KEY_L else "<id>" if k == _ID_KEY_L else lower[a : a + n].decode("utf-8", "replace")
@@ -654,20 +661,24 @@ def default_model() -> PriorModel:
 SHAPE_BITS = 16
 
 
-def shape_hashes(table: TokenTable, keys: npt.NDArray[np.uint64]) -> Int64Array:
+def shape_hashes(
+    keys: npt.NDArray[np.uint64], rank: Int64Array, starts: Int64Array, has_tokens: npt.NDArray[np.bool_]
+) -> Int64Array:
     """Shape ``(n_lines,)``: a hash in ``0 .. 2**SHAPE_BITS - 1`` of each line's masked tokens in order
-    (``keys``, as ``content_features`` returns them; a line without tokens hashes to 0)."""
-    n_lines = int(table.per_line.shape[0])
-    if keys.shape[0] == 0:
-        return np.zeros(n_lines, dtype=np.int64)
-    starts = np.cumsum(table.per_line) - table.per_line
-    mixed = (np.arange(keys.shape[0], dtype=np.int64) - np.repeat(starts, table.per_line)).view(np.uint64)
-    mixed *= _MIX2  # (the token's position in its line; in place: uint64 arithmetic wraps around)
-    mixed += keys
-    mixed *= _MIX
-    has = table.per_line > 0
-    out = np.zeros(n_lines, dtype=np.uint64)
-    out[has] = np.bitwise_xor.reduceat(mixed, starts[has])
+    (a line without tokens hashes to 0).
+
+    Args:
+        keys: shape ``(n_tokens,)``: the block's masked token keys (``_masked_keys``).
+        rank: shape ``(n_tokens,)``: each token's position in its line (0 for its first).
+        starts: the index in ``keys`` of the first token of each line with tokens.
+        has_tokens: shape ``(n_lines,)``: which lines have tokens.
+    """
+    out = np.zeros(has_tokens.shape[0], dtype=np.uint64)
+    if keys.shape[0]:
+        mixed = rank.view(np.uint64) * _MIX2  # (uint64 arithmetic wraps around, as hashing wants)
+        mixed += keys
+        mixed *= _MIX
+        out[has_tokens] = np.bitwise_xor.reduceat(mixed, starts)
     result: Int64Array = (out >> np.uint64(64 - SHAPE_BITS)).astype(np.int64)
     return result
 
