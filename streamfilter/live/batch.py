@@ -199,7 +199,7 @@ def _budgeted(
         def first_pass(seeds: Sequence[int] = ()) -> tuple[StreamFilter, UnitPool, _Writer, int, list[int]]:
             """A pass of the filter with the units it keeps, its own output (in ``held``), the bytes
             it read and the lines to read it again for (of a failed command's output)."""
-            pool = UnitPool(max(0.0, tokens - note_tokens), drop_tokens, asked=asked_patterns(config))
+            pool = UnitPool(max(0.0, tokens - note_tokens), drop_tokens, asked=asked_patterns(config), own_end=failed)
             held.seek(0)
             held.truncate()
             own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens + note_tokens))

@@ -47,11 +47,11 @@ WORDS_FOUND_WITH = "error failed failure exception traceback fatal panic assert 
 
 
 def budgeted(
-    data: bytes, config: FilterConfig, budget: float, cuts: tuple[int, ...] = ()
+    data: bytes, config: FilterConfig, budget: float, cuts: tuple[int, ...] = (), own_end: bool = False
 ) -> tuple[list[Run], list[Run]]:
     """Both passes, as the CLI runs them: the filter's own output if it fits, else the chosen lines
     with terse summaries; returns (pass 1 runs, pass 2 runs)."""
-    pool = UnitPool(budget, DROP_TOKENS, asked=asked_patterns(config))
+    pool = UnitPool(budget, DROP_TOKENS, asked=asked_patterns(config), own_end=own_end)
     first = feed(StreamFilter(replace(config, explain=True)), data, cuts)
     own = [replace(r, traces=(), traces_omitted=0) for r in first]
     if text_tokens(own) <= budget:
@@ -432,7 +432,8 @@ def test_a_library_error_lifted_by_makes_line_keeps_its_discount() -> None:
 
 def test_a_tools_own_last_line_is_kept_when_its_failures_spend_the_budget() -> None:
     """286 failures of a fixture checker, each with its traceback, fill 1000 tokens before the last
-    lines' turn: its closing count, no test tool's verdict, is kept all the same."""
+    lines' turn: its closing count, no test tool's verdict, is kept all the same when it is the
+    command's own output (not a CI log's, whose last line is its runner's)."""
     lines = []
     for i in range(1, 2001):
         if i % 7 == 3:
@@ -448,6 +449,8 @@ def test_a_tools_own_last_line_is_kept_when_its_failures_spend_the_budget() -> N
     closing = b"fixtures: 1714 consistent, 286 drifted\n"
     data = "".join(line + "\n" for line in lines).encode() + closing
     config = FilterConfig()
-    first, runs = budgeted(data, config, 1000)
+    first, runs = budgeted(data, config, 1000, own_end=True)
     assert text_tokens(runs) <= 1000 and text_tokens(first) > 1000
     assert any(r.decision == "keep" and r.data.endswith(closing) for r in runs)
+    _, log = budgeted(data, config, 1000)
+    assert not any(r.decision == "keep" and closing in r.data for r in log)
