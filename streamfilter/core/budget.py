@@ -204,6 +204,8 @@ class Unit:
             ``=== FAILURES ===``: ``Signature.section``), what it holds coming after it.
         library: a unit whose failure line names a place in a library (``_LIBRARY``: system
             headers, site-packages, node_modules, the Rust toolchain), not the user's code.
+        prior: for a unit that starts at a line of the learned prior, that line's probability
+            (its relevance when its windows hold no query term); else 0.
     """
 
     first_line: int
@@ -219,6 +221,7 @@ class Unit:
     leads_in: npt.NDArray[np.bool_]
     heads: bool = False
     library: bool = False
+    prior: float = 0.0
 
     @property
     def last_line(self) -> int:
@@ -331,6 +334,7 @@ class UnitPool:
         asked: set[int] = set()  # first lines of the units the user asked for
         heads: set[int] = set()  # first lines of the units that head a section
         leads: dict[int, int] = {}  # a unit's first line -> lines of its lead-in
+        likely: dict[int, float] = {}  # a unit's first line -> the probability of the prior's line there
 
         def line_of(number: int) -> bytes:
             at = number - run.first_line
@@ -381,6 +385,8 @@ class UnitPool:
             if kind == TAIL and starts and starts[-1][1] == TAIL:  # the last lines are one unit
                 continue
             starts.append((first, SCORED if kind is None else kind, trace.score))
+            if trace.reason == "protected:prior":
+                likely[first] = trace.prior
         if not starts or starts[0][0] != run.first_line:
             starts.insert(0, (run.first_line, SCORED, 0.0))
         # a line asked for starts a unit, wherever in its window (whose first hit may be a built-in's)
@@ -449,6 +455,7 @@ class UnitPool:
                 leading[a:b],
                 first in heads,
                 _LIBRARY.search(strip_ansi(line_of(first + leads.get(first, 0)))) is not None,
+                likely.get(first, 0.0),
             )
             self.units.append(unit)
             self._held += n_bytes
@@ -497,14 +504,18 @@ class UnitPool:
         order = self._order()
         for kind in (PROTECTED, SCORED, TAIL, HEAD):
             # the likeliest few: a budget holds few units, and each step compares with all left
-            # lines kept only as the lead-in or context of others (a scored unit with no score) come
-            # in the second round
-            units = [u for u in (self.units[i] for i in order) if u.kind == kind and (kind != SCORED or u.score > 0)]
+            # lines kept only as the lead-in or context of others (a scored unit with no score, not
+            # the prior's) come in the second round
+            units = [
+                u
+                for u in (self.units[i] for i in order)
+                if u.kind == kind and (kind != SCORED or u.score > 0 or u.prior)
+            ]
             self._choose(chosen, units[:MAX_CANDIDATES], kind)
         for kind in (PROTECTED, SCORED):  # room left: repeats of a shape beyond the cap, lead-ins
             units = [u for u in (self.units[i] for i in order) if u.kind == kind and u.first_line not in chosen.taken]
             if kind == SCORED:  # a lead-in only with the unit it leads into (not a failure's lead-in alone)
-                units = [u for u in units if u.score > 0 or u.last_line + 1 in chosen.taken]
+                units = [u for u in units if u.score > 0 or u.prior or u.last_line + 1 in chosen.taken]
             self._choose(chosen, units[:MAX_CANDIDATES], kind, capped=False)
         return chosen.selection()
 
@@ -513,7 +524,8 @@ class UnitPool:
         ``capped``, at most ``MAX_PER_SHAPE`` units of one first-line shape)."""
         best = max((u.score for u in units), default=0.0)
         floor = PROTECTED_FLOOR if kind == PROTECTED else 0.0
-        relevance = [floor + (1 - floor) * (u.score / best if best > 0 else 0.0) for u in units]
+        # (a unit of the prior's line: its probability, when its windows score less)
+        relevance = [max(floor + (1 - floor) * (u.score / best if best > 0 else 0.0), u.prior) for u in units]
         relevance = [ASKED_RELEVANCE if u.asked else r for u, r in zip(units, relevance, strict=True)]
         # units whose first lines share a shape: the first of them gets the best relevance of all
         # (later copies score a little higher as the stream's statistics grow)
@@ -638,18 +650,24 @@ class _Chosen:
     def fit(self, unit: Unit, budget: float, kind: int) -> tuple[int, int] | None:
         """The unit's lines (0-based first, end) that fit in ``budget``: all of them; else, for a
         protected unit its first lines, with its lead-in if they reach past its failure line, else from
-        its failure line on; for the tail its last ones; None if no part fits or the part is only
-        blank lines."""
+        its failure line on; for the tail its last ones (before its last line over the whole budget);
+        None if no part fits or the part is only blank lines."""
         n = int(unit.costs.shape[0])
         total = float(unit.costs[-1])
         if self.cost(unit.first_line, unit.last_line, total) <= budget:
             return (0, n) if unit.solid.any() else None
         if kind == TAIL:
-            # most lines k of the end that fit (a suffix's tokens shrink as k falls)
-            for k in range(n - 1, 0, -1):
-                start = float(unit.costs[n - k - 1])
-                if self.cost(unit.first_line + n - k, unit.last_line, total - start) <= budget:
-                    return (n - k, n) if unit.solid[n - k :].any() else None
+            # most lines k of the end that fit (a suffix's tokens shrink as k falls); after a line
+            # over the whole budget (a state dump after the verdict), the lines before it
+            over = np.flatnonzero(np.diff(unit.costs, prepend=0.0) > budget)
+            end = int(over[-1]) if over.shape[0] else n
+            for k in range(min(end, n - 1), 0, -1):
+                start = float(unit.costs[end - k - 1]) if end > k else 0.0
+                if (
+                    self.cost(unit.first_line + end - k, unit.first_line + end - 1, float(unit.costs[end - 1]) - start)
+                    <= budget
+                ):
+                    return (end - k, end) if unit.solid[end - k : end].any() else None
             return None
         if kind != PROTECTED:
             return None

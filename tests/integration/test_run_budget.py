@@ -264,3 +264,21 @@ def test_a_failed_commands_rare_line_is_kept_wherever_it_is(tmp_path: Path) -> N
     assert len(failed.stdout.splitlines()) < 80
     passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", PIPELINE, "0", env=_state(tmp_path))
     assert passed.returncode == 0 and rejected not in passed.stdout
+
+
+def test_a_dump_after_the_verdict_leaves_the_failure_and_the_last_lines_in(tmp_path: Path) -> None:
+    """A failing harness that ends with a 50 KB state dump: once a single summary line. The
+    rescued mismatch (a line of the prior, with no query term) is chosen within the budget, and
+    the tail's lines before the dump; the dump is named in a summary of its own."""
+    dump = HARNESS.replace(
+        "print('harness: 399 ok, 1 differ')\n", "print('harness: 399 ok, 1 differ')\nprint('state: ' + 'x' * 50000)\n"
+    )
+    done = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", dump, "1", env=_state(tmp_path))
+    assert done.returncode == 1
+    assert b"CHECK widget_total ... MISMATCH (want 3, have 4)\n" in done.stdout
+    assert b"harness: 399 ok, 1 differ\n" in done.stdout
+    assert b"dropped line 803 (1 line, 48.8 KiB): 1\xc3\x97 state: xxx" in done.stdout
+    log = tmp_path / "dump.log"
+    log.write_bytes(subprocess.run([sys.executable, "-c", dump, "0"], capture_output=True).stdout)
+    plain = run_cli("filter", "--budget-tokens", "4000", str(log))
+    assert b"harness: 399 ok, 1 differ\n" in plain.stdout and b"x" * 1000 not in plain.stdout
