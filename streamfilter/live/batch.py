@@ -239,7 +239,7 @@ def _budgeted(
             return sf, pool, own, read, missed + odd
 
         first, pool, own, read, seeds = first_pass()
-        if seeds:
+        if seeds and (signals is None or signals.received is None):  # (a stop: what was read, once)
             first, pool, own, read, _ = first_pass(seeds)
         if own.within_limit():
             own.end(first)

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     # (imported where a live run uses them: a run whose output is short builds no filter)
     from ..core.baseline import ShapeCollector
     from ..core.records import Run
+    from .batch import StopSignals
     from .config import SourceConfig
     from .sinks import StdoutSink
     from .stream import LiveStream
@@ -734,11 +735,13 @@ def run_budgeted(
     ``runs/`` (``output_file``: capped, the oldest evicted), or in memory where none can be written
     (``OutputCopy``). With ``baselines``, CMD's last green run weighs its lines, and CMD exiting 0
     stores its own. When the reader of ``out`` goes away while CMD runs, CMD's output is closed too,
-    and nothing is written.
+    and nothing is written. A stop signal N once CMD has ended stops the filtering: what was read
+    is written, then a line saying so and the last line.
 
     Returns:
         The exit status (CMD's, 128+N when a signal N killed it; 128+N too when it was killed
-        after it ignored a stop signal N) and the file's path (None: in memory).
+        after it ignored a stop signal N, or when one stopped the filtering) and the file's path
+        (None: in memory).
 
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
@@ -760,6 +763,9 @@ def run_budgeted(
     if captured.reader_gone:
         return status, copy.path
     notes = [LEFT_OPEN] if captured.left_open else []
+    from .batch import StopSignals  # (the filtering stage)
+
+    signals = StopSignals()  # (from here: a stop while the output is filtered ends it with what was read)
     try:
         report_run(
             argv,
@@ -773,9 +779,12 @@ def run_budgeted(
             green,
             notes,
             captured.stopping,
+            signals,
         )
     except BrokenPipeError:  # the reader went away at the end: the status is still CMD's
         _stdout_to_devnull()
+    if signals.received is not None:
+        return StopSignals.STATUS[signals.received], copy.path
     return status, copy.path
 
 
@@ -797,6 +806,7 @@ def report_run(
     green: GreenRun | None = None,
     notes: Sequence[str] = (),
     stopping: Stopping | None = None,
+    signals: StopSignals | None = None,
 ) -> Filtered | None:
     """Write the whole output of a finished run of ``argv`` (its ``copy``, or the file at that path)
     filtered to about ``budget_tokens`` tokens to ``out``, then a last line naming the exit status
@@ -815,6 +825,8 @@ def report_run(
         green: the command's baseline: its last green run weighs the output, and a run that
             exited 0 stores its own (None: no baseline).
         stopping: the stop signal the run received (the last line says when it killed the command).
+        signals: a stop signal while the output is filtered stops the reading there (``StopSignals``):
+            what was read is written, a line says where it stopped, and the last line comes as always.
 
     Returns:
         What ``filter_input`` did: the counts of the output written (lines and bytes of the whole
@@ -843,7 +855,7 @@ def report_run(
                 replace(config, tail_lines=tail, results=passed),
                 fmt,
                 out,
-                None,
+                signals,
                 budget_tokens,
                 b"",
                 baseline,
@@ -851,9 +863,15 @@ def report_run(
                 with_refs=copy.path is not None,
                 failed=not passed,
             )
-    if returncode == 0 and green is not None and done is not None and done.changed is None:  # (else part of it)
-        _save(green)
-    lines, size = copy.counts(done)
+    stopped = signals is not None and signals.received is not None and done is not None
+    if returncode == 0 and green is not None and done is not None and done.changed is None and not stopped:
+        _save(green)  # (else part of it)
+    if stopped:
+        assert signals is not None and signals.received is not None and done is not None
+        name_of = signal.Signals(signals.received).name
+        read = done.stats.kept_lines + done.stats.dropped_lines
+        notes = [*notes, f"filtering stopped by {name_of} after line {read}: the rest is in the whole output only"]
+    lines, size = copy.counts(None if stopped else done)
     status = (stopping or Stopping()).text(command, returncode)
     # the way to the whole output, without running CMD again, on the line an agent reads last
     where = f": {copy.path}" if copy.path is not None else " not kept"

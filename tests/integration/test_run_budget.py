@@ -282,3 +282,38 @@ def test_a_dump_after_the_verdict_leaves_the_failure_and_the_last_lines_in(tmp_p
     log.write_bytes(subprocess.run([sys.executable, "-c", dump, "0"], capture_output=True).stdout)
     plain = run_cli("filter", "--budget-tokens", "4000", str(log))
     assert b"harness: 399 ok, 1 differ\n" in plain.stdout and b"x" * 1000 not in plain.stdout
+
+
+def test_a_stop_while_the_output_is_filtered_writes_what_was_read_and_the_last_line(tmp_path: Path) -> None:
+    """SIGINT once the command has ended, while its 60 MB output is filtered (an agent's tool
+    timeout): what was read, a line saying where the filtering stopped, and the last line with the
+    command's status and the whole output's counts and file; run exits 130. Once nothing."""
+    marker = tmp_path / "ended"
+    script = (
+        "import sys\n"
+        "w = sys.stdout.write\n"
+        "for i in range(2_000_000):\n"
+        "    w(f'step {i} of the migration ok\\n')\n"
+        "sys.stdout.flush()\n"
+        f"open({str(marker)!r}, 'w').close()\n"
+        "sys.exit(5)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "run", "--budget-tokens", "4000", "--", sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **_state(tmp_path)},
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(1.5)  # (the command has exited; its output is being filtered, about 10 s of work)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    lines = out.splitlines()
+    assert lines[-2].startswith(b"[streamfilter: filtering stopped by SIGINT after line ")
+    assert (
+        lines[-1].startswith(b"[streamfilter: ") and b"exited with status 5; whole output (2000000 lines," in lines[-1]
+    )
+    assert out.startswith(b"[streamfilter: dropped lines 1-")
