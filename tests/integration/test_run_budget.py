@@ -54,6 +54,20 @@ def _state(tmp_path: Path) -> dict[str, str]:
     return {"XDG_STATE_HOME": str(tmp_path / "state")}
 
 
+def _started_until(tmp_path: Path, args: list[str], marker: Path) -> subprocess.Popen[bytes]:
+    """``streamfilter run ARGS`` started, once its command has made ``marker`` (60 s at most)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamfilter", "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **_state(tmp_path)},
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return proc
+
+
 def test_a_failure_is_kept_within_the_budget_and_the_last_line_names_the_whole_output(tmp_path: Path) -> None:
     done = run_cli("run", "--budget-tokens", "400", "--", "sh", "-c", NOISY_FAILURE, env=_state(tmp_path))
     assert done.returncode == 1
@@ -111,15 +125,7 @@ def test_a_missing_command_is_127_with_its_status_line(tmp_path: Path) -> None:
 def test_sigterm_reaches_the_command_and_what_it_printed_is_still_filtered(tmp_path: Path) -> None:
     marker = tmp_path / "began"
     script = f"trap 'echo ERROR got TERM; exit 143' TERM; echo started; touch {marker}; while :; do sleep 0.05; done"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamfilter", "run", "--budget-tokens", "300", "--", "sh", "-c", script],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **_state(tmp_path)},
-    )
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    proc = _started_until(tmp_path, ["--budget-tokens", "300", "--", "sh", "-c", script], marker)
     time.sleep(0.3)  # run's signal receiver starts right after the command
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
@@ -298,15 +304,7 @@ def test_a_stop_while_the_output_is_filtered_writes_what_was_read_and_the_last_l
         f"open({str(marker)!r}, 'w').close()\n"
         "sys.exit(5)\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamfilter", "run", "--budget-tokens", "4000", "--", sys.executable, "-c", script],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **_state(tmp_path)},
-    )
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    proc = _started_until(tmp_path, ["--budget-tokens", "4000", "--", sys.executable, "-c", script], marker)
     time.sleep(1.5)  # (the command has exited; its output is being filtered, about 10 s of work)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
