@@ -111,8 +111,8 @@ class Run:
         rest: the run is the rest of a line a live stream let out before its end
             arrived (``StreamFilter.settle``): its one line was counted in an earlier run.
         odd_lines: for DROP runs whose summary's templates take in every line, the first line
-            (1-based) of each template of at most ``summarize.ODD_LINES`` lines: its rare lines
-            (``DropSummary.rendered``).
+            (1-based) of each template of at most ``summarize.ODD_LINES`` lines or 1 % of the
+            run's (``summarize.RARE_SHARE``): its rare lines (``DropSummary.rendered``).
 
     A KEEP run that grows past the filter's ``max_keep_event_bytes`` is emitted
     as several consecutive KEEP runs, so no run holds unbounded memory.

@@ -182,6 +182,7 @@ _MIN_CUT_CHARS = 16  # least of a template's text shown, cut, after the first
 # of passing ones is most often the failure ("5977× reconcile row <*> ok; +1 other line" hid "ledger
 # drift detected at row 4411")
 ODD_LINES = 3
+RARE_SHARE = 100  # a template of at most 1 % of a run's lines (or ODD_LINES) holds its rare lines
 ODD_TEMPLATES = 3  # templates of more lines named past the length to reach them: fewer than this
 
 
@@ -423,7 +424,8 @@ class DropSummary:
     def rendered(self) -> tuple[str, tuple[int, ...]]:
         """The summary line (``render``), and when the templates it finds take in every line of the
         run (blank lines counted), the first line (1-based) of each of them of at most
-        ``odd_lines`` lines (``Run.odd_lines``), in the run's order; else ``()``."""
+        ``odd_lines`` lines or 1 % of the run's (``RARE_SHARE``; ``Run.odd_lines``), in the run's
+        order; else ``()``."""
         head = (
             f"[streamfilter: dropped {self._range()} ({counted(self.lines, 'line')}, "
             f"{_kib(self.end_byte - self.start_byte)})"
@@ -533,7 +535,8 @@ class DropSummary:
             parts.append(counted(len(self._shapes) + bool(self._other), "shape"))
         text = self._fit(head, [*facts, *parts])
         # the rare lines: when the templates found take in every line, those of few lines
-        few = [t for t in (taken + rest if odd else taken) if t.lines <= self.odd_lines]
+        rare = max(self.odd_lines, self.lines // RARE_SHARE) if self.odd_lines else 0  # (none under a budget)
+        few = [t for t in (taken + rest if odd else taken) if t.lines <= rare]
         firsts = tuple(sorted(t.first for t in few)) if named == self.lines else ()
         return (f"{text[:-1]}; {'; '.join(odd)}]" if odd else text), firsts
 

@@ -140,6 +140,11 @@ def test_a_run_s_rare_lines_are_its_templates_of_few_lines_when_its_templates_ta
     assert "other lines" in summary_of(many, max_chars=140) and rare_lines_of(many, max_chars=140) == ()
     assert rare_lines_of(data, odd_lines=0) == ()  # (under a budget)
     assert rare_lines_of(b"".join(line + b"\n" for line in rows)) == ()
+    # four like failures among 5000 lines: a template of 1 % of the run's at most, its first line
+    more = [b"shard-%04d: read %d rows, validated, loaded" % (i, 37 * i) for i in range(5000)]
+    for at in (4000, 3000, 2000, 1000):
+        more.insert(at, rejected)
+    assert rare_lines_of(b"".join(line + b"\n" for line in more)) == (1001,)
 
 
 def test_summary_is_byte_identical_however_the_lines_were_added() -> None:
