@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import stat
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, BinaryIO, ClassVar
+from typing import IO, BinaryIO
 
 from ..core.baseline import Baseline, ShapeCollector
 from ..core.budget import BUDGET_SUMMARY_CHARS, REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
@@ -31,49 +30,12 @@ from ._logging import log_notices
 from .checkpoint import ReadPosition
 from .expand import REF_NOTE, Archive, TextRefs, archive_refs, ref_of
 from .outcome import Filtered, InputChanged
+from .stops import StopSignals
 from .writes import flush_out, write_all
 
 __all__ = ("READ_BYTES", "StopSignals", "filter_input")
 
 READ_BYTES = 1 << 20  # bytes read per call from a file or stdin
-
-
-class _Stop(Exception):
-    """A stop signal arrived while waiting for input."""
-
-
-class StopSignals:
-    """SIGINT, SIGTERM and SIGHUP stop the input between chunks, never in the middle of one.
-
-    The filter's state stays whole, so what was read is still decided and written; a signal
-    that comes while waiting for input interrupts the wait (no bytes of that read are taken).
-    """
-
-    STATUS: ClassVar[Mapping[int, int]] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
-
-    def __init__(self) -> None:
-        self.received: int | None = None
-        self.waiting = False
-        for signum in self.STATUS:
-            signal.signal(signum, self._on_signal)
-
-    def _on_signal(self, signum: int, frame: object) -> None:
-        self.received = signum
-        if self.waiting:
-            raise _Stop
-
-    def read(self, handle: BinaryIO, size: int) -> bytes:
-        """The next chunk of at most ``size`` bytes, or b"" once a stop signal came."""
-        if self.received is not None:
-            return b""
-        self.waiting = True
-        try:
-            chunk: bytes = handle.read1(size)  # type: ignore[attr-defined]  # what there is, up to size
-            return chunk
-        except _Stop:
-            return b""
-        finally:
-            self.waiting = False
 
 
 def filter_input(

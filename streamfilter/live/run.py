@@ -61,13 +61,13 @@ from .process import (
     OutputPipe,
     reader_gone,
 )
+from .stops import StopSignals
 from .writes import flush_out, write_all
 
 if TYPE_CHECKING:
     # (imported where a live run uses them: a run whose output is short builds no filter)
     from ..core.baseline import ShapeCollector
     from ..core.records import Run
-    from .batch import StopSignals
     from .config import SourceConfig
     from .sinks import StdoutSink
     from .stream import LiveStream
@@ -763,8 +763,6 @@ def run_budgeted(
     if captured.reader_gone:
         return status, copy.path
     notes = [LEFT_OPEN] if captured.left_open else []
-    from .batch import StopSignals  # (the filtering stage)
-
     signals = StopSignals()  # (from here: a stop while the output is filtered ends it with what was read)
     try:
         report_run(
