@@ -509,13 +509,13 @@ class UnitPool:
             units = [
                 u
                 for u in (self.units[i] for i in order)
-                if u.kind == kind and (kind != SCORED or u.score > 0 or u.prior)
+                if u.kind == kind and (kind != SCORED or u.score > 0 or u.prior > 0)
             ]
             self._choose(chosen, units[:MAX_CANDIDATES], kind)
         for kind in (PROTECTED, SCORED):  # room left: repeats of a shape beyond the cap, lead-ins
             units = [u for u in (self.units[i] for i in order) if u.kind == kind and u.first_line not in chosen.taken]
             if kind == SCORED:  # a lead-in only with the unit it leads into (not a failure's lead-in alone)
-                units = [u for u in units if u.score > 0 or u.prior or u.last_line + 1 in chosen.taken]
+                units = [u for u in units if u.score > 0 or u.prior > 0 or u.last_line + 1 in chosen.taken]
             self._choose(chosen, units[:MAX_CANDIDATES], kind, capped=False)
         return chosen.selection()
 

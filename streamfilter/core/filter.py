@@ -142,7 +142,7 @@ class StreamFilter:
             weigh less, the others more (``streamfilter.core.baseline``); None: as without.
         prior_seeds: 1-based numbers of lines the prior keeps whatever their probability (of a
             failed command's output read again: its most probable lines, ``likeliest``, and its
-            rare lines, ``Run.odd_lines``, that an earlier pass over the same bytes left out); a
+            rare lines, ``Run.rare_lines``, that an earlier pass over the same bytes left out); a
             weak line, or one of a shape the prior kept ``PRIOR_REPEATS`` times, is not kept for it.
 
     Attributes:
@@ -210,7 +210,9 @@ class StreamFilter:
         sigs = self._signatures
         self._tracer = Tracer(sigs.names, sigs.prior_id, cfg.window_lines) if cfg.explain else None
         seeds = np.unique(np.asarray(prior_seeds, dtype=np.int64)) - 1  # (stream indexes)
-        self._rater = PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer, seeds) if prior else None
+        self._rater = (
+            PriorRater(prior, start_line - 1, cfg.max_line_bytes, self._tracer, seeds) if prior is not None else None
+        )
         self._passed = cfg.results  # the command the stream came from passed (``flush`` may say so)
         # lines a hit may keep before it, which wait for it (``Hits.apply``)
         self._before_hit = max(cfg.context_lines, PRIOR_BEFORE if prior is not None else 0) + LEAD_LINES

@@ -316,7 +316,7 @@ class PriorRater:
         tracer: with explain, told each rating at the cut and the features that raised it.
         seeds: shape ``(s,)``, sorted: stream indexes of lines the prior takes whatever their
             probability (of a failed command's output read again: lines its first reading left
-            out, ``likeliest`` ones and rare ones, ``Run.odd_lines``).
+            out, ``likeliest`` ones and rare ones, ``Run.rare_lines``).
     """
 
     def __init__(

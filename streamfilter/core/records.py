@@ -110,7 +110,7 @@ class Run:
             readback can tell whether the bytes it finds are still the same).
         rest: the run is the rest of a line a live stream let out before its end
             arrived (``StreamFilter.settle``): its one line was counted in an earlier run.
-        odd_lines: for DROP runs whose summary's templates take in every line, the first line
+        rare_lines: for DROP runs whose summary's templates take in every line, the first line
             (1-based) of each template of at most ``summarize.ODD_LINES`` lines or 1 % of the
             run's (``summarize.RARE_SHARE``): its rare lines (``DropSummary.rendered``).
 
@@ -129,7 +129,7 @@ class Run:
     traces_omitted: int = 0
     checksum: str = ""
     rest: bool = False
-    odd_lines: tuple[int, ...] = ()
+    rare_lines: tuple[int, ...] = ()
 
     @property
     def lines(self) -> int:

@@ -288,7 +288,7 @@ class RunBuilder:
         self._stats.dropped_lines += s.lines
         self._stats.dropped_bytes += s.end_byte - s.start_byte
         self._stats.drop_runs += 1
-        summary, odd = s.rendered()
+        summary, rare = s.rendered()
         return Run(
             "drop",
             s.first_line,
@@ -299,5 +299,5 @@ class RunBuilder:
             checksum=checksum,
             traces=traces,
             traces_omitted=omitted,
-            odd_lines=odd,
+            rare_lines=rare,
         )

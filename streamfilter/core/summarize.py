@@ -424,7 +424,7 @@ class DropSummary:
     def rendered(self) -> tuple[str, tuple[int, ...]]:
         """The summary line (``render``), and when the templates it finds take in every line of the
         run (blank lines counted), the first line (1-based) of each of them of at most
-        ``odd_lines`` lines or 1 % of the run's (``RARE_SHARE``; ``Run.odd_lines``), in the run's
+        ``odd_lines`` lines or 1 % of the run's (``RARE_SHARE``; ``Run.rare_lines``), in the run's
         order; else ``()``."""
         head = (
             f"[streamfilter: dropped {self._range()} ({counted(self.lines, 'line')}, "

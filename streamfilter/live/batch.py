@@ -92,15 +92,15 @@ def filter_input(
 BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this
 # a failed command's output is read again to keep what its first reading left out that may be the
 # failure in words no signature or query knows, in the middle of a long output: at most MISSED_TOP
-# of its STREAM_TOP most probable lines (by the prior), and the first ODD_SEEDS rare lines of its
-# DROP runs (``Run.odd_lines``: a template of at most 3 lines or 1 % of its run's, as one line
+# of its STREAM_TOP most probable lines (by the prior), and the first RARE_SEEDS rare lines of its
+# DROP runs (``Run.rare_lines``: a template of at most 3 lines or 1 % of its run's, as one line
 # among thousands of one or two templates). Out of fold on the corpus (benchmarks/quality.md,
 # session 34), signatures off: 0.877 / 0.940 / 0.0941 as it streams; read again for the most
 # probable lines 0.877 / 0.940 / 0.0942; and the rare lines, 1 / 3 / 5 of them: 0.886 / 0.942 /
 # 0.0964, 0.886 / 0.942 / 0.0963, 0.887 / 0.942 / 0.0964; signatures on, 0.955 / 0.981 / 0.0950
 # -> 0.960 / 0.981 / 0.0955 (3 or 5)
 MISSED_TOP = 2
-ODD_SEEDS = 5
+RARE_SEEDS = 5
 
 
 def _budgeted(
@@ -124,8 +124,8 @@ def _budgeted(
     within one summary line, which no budget can beat). When the input is a failed
     command's output (``failed``) and the first pass left out some of its
     ``hits.STREAM_TOP`` most probable lines by the prior (``StreamFilter.likeliest``),
-    or its DROP runs have rare lines (``Run.odd_lines``), it runs again over the
-    same bytes with the first ``MISSED_TOP`` of those and the first ``ODD_SEEDS`` of
+    or its DROP runs have rare lines (``Run.rare_lines``), it runs again over the
+    same bytes with the first ``MISSED_TOP`` of those and the first ``RARE_SEEDS`` of
     these as the prior's lines (``StreamFilter(prior_seeds=...)``), and that pass is the first. If
     its output is within the budget, it is written: the budget changes nothing. Else a
     second pass over the same bytes keeps the chosen units. Passes after the first
@@ -168,7 +168,7 @@ def _budgeted(
             own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens + note_tokens))
             sf = StreamFilter(replace(config, explain=True), source=name, baseline=baseline, prior_seeds=seeds)
             kept: set[int] = set()  # of the most probable lines so far, those kept (each is decided once)
-            odd: list[int] = []
+            rare: list[int] = []
 
             def take(runs: list[Run]) -> None:
                 pool.add(runs)
@@ -182,7 +182,7 @@ def _budgeted(
                         n for r in runs if r.decision == "keep" for n in likely if r.first_line <= n <= r.last_line
                     )
                     for r in runs:
-                        odd.extend(r.odd_lines[: ODD_SEEDS - len(odd)])
+                        rare.extend(r.rare_lines[: RARE_SEEDS - len(rare)])
 
             if seeds:
                 read = _read_again(sf, again, origin, take, checksum)
@@ -199,7 +199,7 @@ def _budgeted(
             else:
                 log_notices(sf.notices, name)  # the flush's own (the count of long lines past the first)
             missed = [line for line, _ in sf.likeliest() if line not in kept][:MISSED_TOP] if failed else []
-            return sf, pool, own, read, missed + odd
+            return sf, pool, own, read, missed + rare
 
         first, pool, own, read, seeds = first_pass()
         if seeds and (signals is None or signals.received is None):  # (a stop: what was read, once)

@@ -861,15 +861,13 @@ def report_run(
                 with_refs=copy.path is not None,
                 failed=not passed,
             )
-    stopped = signals is not None and signals.received is not None and done is not None
-    if returncode == 0 and green is not None and done is not None and done.changed is None and not stopped:
+    stop = signals.received if signals is not None and done is not None else None
+    if returncode == 0 and green is not None and done is not None and done.changed is None and stop is None:
         _save(green)  # (else part of it)
-    if stopped:
-        assert signals is not None and signals.received is not None and done is not None
-        name_of = signal.Signals(signals.received).name
-        read = done.stats.kept_lines + done.stats.dropped_lines
-        notes = [*notes, f"filtering stopped by {name_of} after line {read}: the rest is in the whole output only"]
-    lines, size = copy.counts(None if stopped else done)
+    if stop is not None and done is not None:
+        where_stopped = f"filtering stopped by {signal.Signals(stop).name} after line {done.stats.lines}"
+        notes = [*notes, f"{where_stopped}: the rest is in the whole output only"]
+    lines, size = copy.counts(done if stop is None else None)
     status = (stopping or Stopping()).text(command, returncode)
     # the way to the whole output, without running CMD again, on the line an agent reads last
     where = f": {copy.path}" if copy.path is not None else " not kept"
