@@ -144,6 +144,9 @@ class StreamFilter:
             failed command's output read again: its most probable lines, ``likeliest``, and its
             rare lines, ``Run.rare_lines``, that an earlier pass over the same bytes left out); a
             weak line, or one of a shape the prior kept ``PRIOR_REPEATS`` times, is not kept for it.
+        mine_rare: find each DROP run's rare lines (``Run.rare_lines``) also when its summary's
+            templates do not take in every line, mining all its templates (a failed command's
+            output, to be read again for them): more work per run, the same output.
 
     Attributes:
         collector: when set, the shape hashes of every line go to it too (a run whose baseline
@@ -165,6 +168,7 @@ class StreamFilter:
         prior_model: PriorModel | None = None,
         baseline: Baseline | None = None,
         prior_seeds: Sequence[int] = (),
+        mine_rare: bool = False,
     ) -> None:
         self.config = cfg = config or FilterConfig()
         keep_block_buffers()  # the stages' block-sized buffers reuse heap pages (see _heap)
@@ -230,6 +234,7 @@ class StreamFilter:
             novelty=self._novelty,
             named=selection.named if selection is not None else None,
             named_chars=NAMED_CHARS,
+            mine_rare=mine_rare,
         )
         self._seen_invalid_utf8 = False
         self._long_lines = 0

@@ -112,7 +112,9 @@ class Run:
             arrived (``StreamFilter.settle``): its one line was counted in an earlier run.
         rare_lines: for DROP runs whose summary's templates take in every line, the first line
             (1-based) of each template of at most ``summarize.ODD_LINES`` lines or 1 % of the
-            run's (``summarize.RARE_SHARE``): its rare lines (``DropSummary.rendered``).
+            run's (``summarize.RARE_SHARE``): its rare lines (``DropSummary.rendered``). Mined for
+            them (``StreamFilter(mine_rare=True)``), also of a run whose summary's templates do
+            not, when they are at most ``summarize.RARE_TEMPLATES`` and 1 % of its lines.
 
     A KEEP run that grows past the filter's ``max_keep_event_bytes`` is emitted
     as several consecutive KEEP runs, so no run holds unbounded memory.

@@ -52,6 +52,7 @@ class RunBuilder:
         named: shape ``(k,)``, 1-based lines (sorted) each dropped in a run of its own whose
             summary names its first ``named_chars`` characters (``budget.Selection.named``).
         named_chars: characters of a named line shown in its summary.
+        mine_rare: each DROP run is mined for its rare lines (``DropSummary(mine_rare=True)``).
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class RunBuilder:
         novelty: Novelty | None = None,
         named: npt.NDArray[np.int64] | None = None,
         named_chars: int = 0,
+        mine_rare: bool = False,
     ) -> None:
         self._stats = stats
         self._cap = max_keep_event_bytes
@@ -80,6 +82,7 @@ class RunBuilder:
         self._novelty = novelty
         self._named = named if named is not None else np.zeros(0, dtype=np.int64)
         self._named_chars = named_chars
+        self._mine_rare = mine_rare
         self._open: DropSummary | None = None
         self._keep: tuple[int, int, bytearray] | None = None  # first line, start byte, bytes
         self._gap: bytearray | None = None  # bytes of a short DROP run right after the open KEEP run
@@ -184,7 +187,9 @@ class RunBuilder:
         if self._open is None:
             green = self._novelty is not None
             odd = 0 if self._budgeted else ODD_LINES  # (a budget's summaries must fit their tokens)
-            self._open = DropSummary(p.base + a + 1, start, self._top_shapes, self._summary_chars, green, odd)
+            self._open = DropSummary(
+                p.base + a + 1, start, self._top_shapes, self._summary_chars, green, odd, self._mine_rare
+            )
             first_run = green and not self._stats.keep_runs + self._stats.drop_runs
             if self._keep is not None or first_run:
                 self._gap = bytearray()

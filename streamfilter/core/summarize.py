@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .normalize import strip_ansi
-from .templates import Miner, Template, show
+from .templates import Miner, Template, delimiters, show
 from .words import counted
 
 __all__ = ("ODD_LINES", "DropSummary", "event_text", "line_shapes", "mask_shapes", "shape_text", "warn_counts")
@@ -184,6 +184,13 @@ _MIN_CUT_CHARS = 16  # least of a template's text shown, cut, after the first
 ODD_LINES = 3
 RARE_SHARE = 100  # a template of at most 1 % of a run's lines (or ODD_LINES) holds its rare lines
 ODD_TEMPLATES = 3  # templates of more lines named past the length to reach them: fewer than this
+# a run mined for its rare lines (``DropSummary(mine_rare=True)``) with more rare templates than this,
+# or more rare lines than 1 % of its own (RARE_SHARE), has none: a long tail of lines (ids the masks
+# keep, all-unique lines), or a short run, every template of which is of few lines; not a few odd ones
+RARE_TEMPLATES = 5
+# shapes past a full table whose delimiters none in it has, kept for its rare lines; past this,
+# the run has none (its templates would not take in every line)
+_MAX_NEW_SHAPES = 256
 
 
 def _loud(miner: Miner, silent: list[Template]) -> Template | None:
@@ -300,6 +307,10 @@ class DropSummary:
             run printed them all.
         odd_lines: when the shapes named leave at most this many lines, those lines' shapes are
             named too, past ``max_chars`` (0 under a token budget, whose summaries must fit).
+        mine_rare: find the run's rare lines also when the summary's templates do not take in every
+            line (``rendered``): every shape is mined, and past the table of shapes those whose
+            delimiters are new are kept too (at most ``_MAX_NEW_SHAPES``), the others counted by
+            their delimiters. A failed command's output read again; else the summary's work only.
     """
 
     def __init__(
@@ -310,6 +321,7 @@ class DropSummary:
         max_chars: int = 240,
         green: bool = False,
         odd_lines: int = ODD_LINES,
+        mine_rare: bool = False,
     ) -> None:
         self.first_line = first_line
         self.last_line = first_line - 1
@@ -321,6 +333,14 @@ class DropSummary:
         self._shapes: Counter[bytes] = Counter()  # (in the order the shapes first came)
         self._firsts: list[int] = []  # the first line of each of _shapes
         self._other = 0
+        self.mine_rare = mine_rare
+        # with mine_rare: the lines past the table, by their shape's delimiters when one in it has them;
+        # the shapes past it with new delimiters and their first lines; the lines of neither
+        self._past: Counter[bytes] = Counter()
+        self._new: Counter[bytes] = Counter()
+        self._new_firsts: list[int] = []
+        self._lost = 0
+        self._known: set[bytes] = set()  # the table's delimiters, once it is full
         self.term_lines = 0
         self.repeated_failures = 0
         self.failure_lines = 0
@@ -383,11 +403,14 @@ class DropSummary:
         if before + len(lines) <= _MAX_SHAPES:  # room for every line's shape, new or not
             table.update(lines)
         else:
+            base = self.last_line - n_lines + 1
             for shape, count in Counter(lines).items():
                 if shape in table or len(table) < _MAX_SHAPES:
                     table[shape] += count
                 else:
                     self._other += count
+                    if self.mine_rare:
+                        self._count_past(shape, count, lines, base)
         if len(table) > before:  # new shapes, in the order they first came: their first lines
             # (found by scanning on from the last one: the table holds the very object of a shape's
             # first line, which list.index meets first by identity; a dict of first lines per line
@@ -396,6 +419,21 @@ class DropSummary:
             for shape in itertools.islice(table, before, None):
                 at = index(shape, at)
                 self._firsts.append(base + at)
+
+    def _count_past(self, shape: bytes, count: int, lines: list[bytes], base: int) -> None:
+        """Count ``count`` lines of ``shape``, which the full table lacks, for the rare lines
+        (``mine_rare``); ``lines``: the shapes of the piece added, whose first line is ``base``."""
+        if not self._known:  # (the table is full: it holds no new shape from now on)
+            self._known = set(delimiters(b"\n".join(self._shapes)).split(b"\n"))
+        key = delimiters(shape)
+        if key in self._known:
+            self._past[key] += count
+        elif shape in self._new or len(self._new) < _MAX_NEW_SHAPES:
+            if shape not in self._new:
+                self._new_firsts.append(base + lines.index(shape))
+            self._new[shape] += count
+        else:
+            self._lost += count
 
     def name(self, line: bytes, chars: int) -> None:
         """Name the start of the run's one ``line`` (raw bytes): at most ``chars`` characters of it
@@ -537,8 +575,38 @@ class DropSummary:
         # the rare lines: when the templates found take in every line, those of few lines
         rare = max(self.odd_lines, self.lines // RARE_SHARE) if self.odd_lines else 0  # (none under a budget)
         few = [t for t in (taken + rest if odd else taken) if t.lines <= rare]
-        firsts = tuple(sorted(t.first for t in few)) if named == self.lines else ()
+        if named == self.lines:
+            firsts = tuple(sorted(t.first for t in few))
+        else:
+            firsts = self._rare_lines(rare) if self.mine_rare and rare else ()
         return (f"{text[:-1]}; {'; '.join(odd)}]" if odd else text), firsts
+
+    def _rare_lines(self, rare: int) -> tuple[int, ...]:
+        """The first line of each template of at most ``rare`` lines among all the run's templates
+        (in the run's order), when they are at most ``RARE_TEMPLATES`` and their lines at most 1 %
+        of the run's (``RARE_SHARE``); else ``()``.
+
+        Every shape of the table, and those past it with new delimiters, is mined; a line past it
+        whose delimiters are those of a shape in it is a variant of a known event (an id the masks
+        keep, another word in a column): it is counted against each template with those
+        delimiters, so a template taken as rare has at most ``rare`` lines whatever they are.
+        Silent templates (blank lines, a lone masked span) hold no rare line.
+        """
+        if self._lost or self.lines < RARE_SHARE:  # (lines of no template found; none is 1 % of the run)
+            return ()
+        shapes = [*self._shapes, *self._new]
+        counts = np.fromiter(itertools.chain(self._shapes.values(), self._new.values()), np.int64, len(shapes))
+        miner = Miner(shapes, counts, self._firsts + self._new_firsts, len(shapes), 2 * len(shapes))
+        found: list[int] = []
+        lines = 0  # of those found
+        while (template := miner.next()) is not None:
+            if template.silent or template.lines + self._past[template.delimiters] > rare:
+                continue
+            found.append(template.first)
+            lines += template.lines
+            if len(found) > RARE_TEMPLATES or lines > self.lines // RARE_SHARE:
+                return ()
+        return tuple(sorted(found))
 
     def _fit(self, head: str, pieces: list[str]) -> str:
         """The summary line of ``head`` and ``pieces``, within ``max_chars``: on a short

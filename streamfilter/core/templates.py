@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("MAX_MINED", "MAX_TAKEN", "MAX_VALUES", "Miner", "Template", "show")
+__all__ = ("MAX_MINED", "MAX_TAKEN", "MAX_VALUES", "Miner", "Template", "delimiters", "show")
 
 MAX_VALUES = 3  # values a column lists, all of them
 _LIST_VALUES = 2  # values a column of more lists when they hold LISTED_SHARE of its lines ("+k more")
@@ -55,6 +55,11 @@ _CONTROLS = bytes(range(0x20)).replace(b"\t", b"") + b"\x7f"
 _SHOW = bytes.maketrans(_CONTROLS, b"?" * len(_CONTROLS))
 
 
+def delimiters(shape: bytes) -> bytes:
+    """A shape's delimiters, in order: what shapes are first grouped by (``Miner``, step 1)."""
+    return shape.translate(None, _NOT_DELIMS)
+
+
 def show(text: bytes) -> str:
     """Shape bytes as text: ``<*>`` for masked spans, ``?`` for control bytes, a cut character dropped."""
     shown = text.replace(bytes([_MARK]), b"<*>").translate(_SHOW).decode("utf-8", "replace")
@@ -72,12 +77,14 @@ class Template:
         silent: a template that says little: blank lines, or a lone masked span (only
             named when a run has nothing else).
         first: 1-based first line of its lines.
+        delimiters: its shapes' delimiters (``delimiters``).
     """
 
     lines: int
     parts: tuple[bytes | str, ...]
     silent: bool
     first: int
+    delimiters: bytes
 
     def text(self) -> str:
         """The template as one string (leading and trailing blanks off)."""
@@ -91,21 +98,33 @@ class Miner:
         shapes: the run's distinct shapes (no ``\\n`` in them), in the order they first came.
         counts: shape ``(len(shapes),)``: lines of each.
         firsts: shape ``(len(shapes),)``: 1-based first line of each.
+        mined: most shapes grouped.
+        taken: most groups taken (a group split counts as one).
 
-    Only the ``MAX_MINED`` shapes of most lines are grouped (ties: those that came first; the
-    lines of the others are among those a summary does not name), and at most ``MAX_TAKEN``
+    Only the ``mined`` shapes of most lines are grouped (ties: those that came first; the
+    lines of the others are among those a summary does not name), and at most ``taken``
     groups are taken per run: what a summary costs is bounded whatever its run (a few regular
-    expressions over a few kilobytes). The same shapes in the same order give the same templates.
+    expressions over a few kilobytes), with ``MAX_MINED`` and ``MAX_TAKEN``. Every shape and
+    ``2 * len(shapes)`` groups give every template (each group taken is a template or splits in
+    two or more). The same shapes in the same order give the same templates, those of most lines
+    first (a group's parts have fewer lines than it).
     """
 
-    def __init__(self, shapes: Sequence[bytes], counts: npt.NDArray[np.int64], firsts: Sequence[int]) -> None:
-        pool = _top(counts, MAX_MINED).tolist()
+    def __init__(
+        self,
+        shapes: Sequence[bytes],
+        counts: npt.NDArray[np.int64],
+        firsts: Sequence[int],
+        mined: int = MAX_MINED,
+        taken: int = MAX_TAKEN,
+    ) -> None:
+        pool = _top(counts, mined).tolist()
         self.shapes = [shapes[i] for i in pool]
         self.counts: list[int] = counts[pool].tolist()
         self.firsts = [firsts[i] for i in pool]
         # a shape's delimiters, in order: all at once (bytes methods, no regular expression: on a
         # few kilobytes of shapes, ``re`` took ten times as long)
-        keys = b"\n".join(self.shapes).translate(None, _NOT_DELIMS).split(b"\n")
+        keys = delimiters(b"\n".join(self.shapes)).split(b"\n")
         groups: dict[bytes, list[int]] = {}
         for i, key in enumerate(keys):
             groups.setdefault(key, []).append(i)
@@ -113,19 +132,21 @@ class Miner:
         self._heap = [(-self._lines(group), group[0], group) for group in groups.values()]
         heapq.heapify(self._heap)  # (a group's first shape tells it apart: no two groups share one)
         self._taken = 0
+        self._most = taken
 
     def _lines(self, members: list[int]) -> int:
         return sum(self.counts[i] for i in members)
 
     def next(self) -> Template | None:
-        """The template of most lines not yet given; None when none is left, or when ``MAX_TAKEN``
+        """The template of most lines not yet given; None when none is left, or when ``taken``
         groups were taken."""
-        while self._heap and self._taken < MAX_TAKEN:
+        while self._heap and self._taken < self._most:
             self._taken += 1
             lines, _, members = heapq.heappop(self._heap)
             shape = self.shapes[members[0]]
             if len(members) == 1:
-                return Template(-lines, (shape,), shape.strip() in (b"", bytes([_MARK])), self.firsts[members[0]])
+                silent = shape.strip() in (b"", bytes([_MARK]))
+                return Template(-lines, (shape,), silent, self.firsts[members[0]], self._keys[members[0]])
             # the words between the delimiters (b"" where two meet), a column a place
             columns = list(zip(*(self.shapes[i].translate(_DELIMS_TO_NL).split(b"\n") for i in members), strict=True))
             values = [len(set(column)) for column in columns]
@@ -150,7 +171,7 @@ class Miner:
             for j, column in enumerate(columns):
                 shown.append(column[0] if values[j] == 1 else _values(list(column), counts, firsts))
                 shown.append(self._keys[members[0]][j : j + 1])  # (the delimiter after it; none after the last)
-            return Template(-lines, tuple(shown), False, min(firsts))
+            return Template(-lines, tuple(shown), False, min(firsts), self._keys[members[0]])
         return None
 
 

@@ -94,7 +94,8 @@ BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a tem
 # failure in words no signature or query knows, in the middle of a long output: at most MISSED_TOP
 # of its STREAM_TOP most probable lines (by the prior), and the first RARE_SEEDS rare lines of its
 # DROP runs (``Run.rare_lines``: a template of at most 3 lines or 1 % of its run's, as one line
-# among thousands of one or two templates). Out of fold on the corpus (benchmarks/quality.md,
+# among thousands of one or two templates; all its templates mined when its summary's do not take in
+# every line, session 35). Out of fold on the corpus (benchmarks/quality.md,
 # session 34), signatures off: 0.877 / 0.940 / 0.0941 as it streams; read again for the most
 # probable lines 0.877 / 0.940 / 0.0942; and the rare lines, 1 / 3 / 5 of them: 0.886 / 0.942 /
 # 0.0964, 0.886 / 0.942 / 0.0963, 0.887 / 0.942 / 0.0964; signatures on, 0.955 / 0.981 / 0.0950
@@ -124,7 +125,8 @@ def _budgeted(
     within one summary line, which no budget can beat). When the input is a failed
     command's output (``failed``) and the first pass left out some of its
     ``hits.STREAM_TOP`` most probable lines by the prior (``StreamFilter.likeliest``),
-    or its DROP runs have rare lines (``Run.rare_lines``), it runs again over the
+    or its DROP runs have rare lines (``Run.rare_lines``, each run mined for them:
+    ``StreamFilter(mine_rare=True)``), it runs again over the
     same bytes with the first ``MISSED_TOP`` of those and the first ``RARE_SEEDS`` of
     these as the prior's lines (``StreamFilter(prior_seeds=...)``), and that pass is the first. If
     its output is within the budget, it is written: the budget changes nothing. Else a
@@ -166,7 +168,13 @@ def _budgeted(
             held.seek(0)
             held.truncate()
             own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens + note_tokens))
-            sf = StreamFilter(replace(config, explain=True), source=name, baseline=baseline, prior_seeds=seeds)
+            sf = StreamFilter(
+                replace(config, explain=True),
+                source=name,
+                baseline=baseline,
+                prior_seeds=seeds,
+                mine_rare=failed and not seeds,  # (the rare lines of the first reading are read again for)
+            )
             kept: set[int] = set()  # of the most probable lines so far, those kept (each is decided once)
             rare: list[int] = []
 

@@ -50,6 +50,42 @@ PIPELINE = (
 )
 
 
+# a harness of five kinds of passing check and one mismatch: its summary names one template and
+# "+118 other lines" (its templates do not take in every line), a fresh user's
+HARNESS5 = (
+    "import sys\n"
+    "kinds = ['ok ({} ms)', 'ok (cached)', 'SKIP (needs gpu)', 'ok after retry {}', 'ok [slow: {} s]']\n"
+    "for i in range(2000):\n"
+    "    if i == 900:\n"
+    "        print('CHECK widget_total ... MISMATCH (want 3, have 4)')\n"
+    "    else:\n"
+    "        k = kinds[0] if i % 10 else kinds[(i // 10) % 5]\n"
+    "        print(f'CHECK item_{i:04d} ... ' + k.format(i % 7))\n"
+    "print('harness: 2000 checks run')\n"
+    "sys.exit(int(sys.argv[1]))\n"
+)
+
+
+# an access log of 6000 requests, ids and numbers in every line, and one invalid webhook mid-way
+ACCESS = (
+    "import random, sys\n"
+    "random.seed(7)\n"
+    "paths = ['/api/items', '/api/users', '/health', '/api/orders', '/static/app.js', '/login', '/api/cart']\n"
+    "for i in range(6000):\n"
+    "    ts = f'2026-12-05T09:{(i // 60) % 60:02d}:{i % 60:02d}.{random.randint(0, 999):03d}Z'\n"
+    "    if i == 3100:\n"
+    "        print(f'{ts} worker-3 payment webhook signature invalid for order 8812; refund not issued')\n"
+    "        continue\n"
+    "    p = random.choice(paths)\n"
+    "    ip = f'10.0.{random.randint(0, 255)}.{random.randint(0, 255)}'\n"
+    "    n = random.randint(1, 99999)\n"
+    "    size, ms, req = random.randint(100, 9000), random.random() * 100, random.getrandbits(32)\n"
+    "    print(f'{ts} {ip} \"GET {p}/{n} HTTP/1.1\" 200 {size} {ms:.1f}ms req-{req:08x}')\n"
+    "print('e2e: 1 assertion failed: expected refund for order 8812')\n"
+    "sys.exit(int(sys.argv[1]))\n"
+)
+
+
 def _state(tmp_path: Path) -> dict[str, str]:
     return {"XDG_STATE_HOME": str(tmp_path / "state")}
 
@@ -270,6 +306,61 @@ def test_a_failed_commands_rare_line_is_kept_wherever_it_is(tmp_path: Path) -> N
     assert len(failed.stdout.splitlines()) < 80
     passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", PIPELINE, "0", env=_state(tmp_path))
     assert passed.returncode == 0 and rejected not in passed.stdout
+
+
+def test_a_failed_commands_rare_line_is_kept_when_the_summary_does_not_name_every_line(tmp_path: Path) -> None:
+    """A harness of five kinds of check (the summary names one, and "+118 other lines"), and an access
+    log of ids and numbers (one template, "+117 other lines"): each one odd line is still found among
+    the templates of its DROP run, read again for and kept, its refs read back."""
+    mismatch = b"CHECK widget_total ... MISMATCH (want 3, have 4)\n"
+    webhook = b" worker-3 payment webhook signature invalid for order 8812; refund not issued\n"
+    for program, odd in ((HARNESS5, mismatch), (ACCESS, webhook)):
+        failed = run_cli(
+            "run", "--budget-tokens", "4000", "--", sys.executable, "-c", program, "1", env=_state(tmp_path)
+        )
+        assert failed.returncode == 1 and odd in failed.stdout
+        assert len(failed.stdout.splitlines()) < 80
+        # the same as events: every line kept or in a summary whose ref reads its bytes back
+        done = run_cli(
+            "run",
+            "--budget-tokens",
+            "4000",
+            "--format",
+            "jsonl",
+            "--",
+            sys.executable,
+            "-c",
+            program,
+            "1",
+            env=_state(tmp_path),
+        )
+        evs: list[dict[str, Any]] = [json.loads(line) for line in done.stdout.splitlines()]
+        whole = Path(evs[-1]["output"]).read_bytes()
+        runs = [e for e in evs if e["event"] in ("keep", "drop")]
+        assert runs[0]["first_line"] == 1 and runs[-1]["last_line"] == whole.count(b"\n")
+        assert all(b["first_line"] == a["last_line"] + 1 for a, b in itertools.pairwise(runs))
+        for run in runs:
+            if run["event"] == "drop":
+                back = run_cli("expand", run["ref"])
+                assert back.returncode == 0 and back.stdout == whole[run["start_byte"] : run["end_byte"]]
+        assert any(run["event"] == "keep" and odd.decode() in run["text"] for run in runs)
+
+
+def test_a_passing_commands_output_is_not_read_again_for_rare_lines(tmp_path: Path) -> None:
+    """The harness of five kinds passing: its output is as before rare lines were mined for, the
+    mismatch in a summary (a run that passed is not read again)."""
+    passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", HARNESS5, "0", env=_state(tmp_path))
+    assert passed.returncode == 0
+    *body, last = passed.stdout.decode().splitlines(keepends=True)
+    assert last.endswith(" exited with status 0; whole output (2001 lines, 60884 bytes): " + last.rsplit(": ", 1)[1])
+    path = last.rsplit(": ", 1)[1].rstrip("]\n")
+    assert "".join(body).replace(path, "OUT") == (  # (as written before: the same bytes)
+        "[streamfilter: dropped lines 1-1996 (1996 lines, 59.3 KiB): 1875× CHECK item_<*> ... {ok ×1835, SKIP ×40 @L21}"
+        " (<*>…; +121 other lines; to see them: streamfilter expand REF (an @REF is in the file named before); "
+        "ref OUT:0-60739:82a1df1a]\n"
+        + "".join(f"CHECK item_{i} ... ok ({i % 7} ms)\n" for i in range(1996, 2000))
+        + "harness: 2000 checks run\n"
+    )
 
 
 def test_a_dump_after_the_verdict_leaves_the_failure_and_the_last_lines_in(tmp_path: Path) -> None:

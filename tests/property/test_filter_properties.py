@@ -64,8 +64,8 @@ CONFIGS = [
 streams = st.lists(st.sampled_from(FRAGMENTS), max_size=80).map(b"".join)
 
 
-def run_filter(data: bytes, cuts: list[int], config: FilterConfig) -> list[Run]:
-    sf = StreamFilter(config)
+def run_filter(data: bytes, cuts: list[int], config: FilterConfig, mine_rare: bool = False) -> list[Run]:
+    sf = StreamFilter(config, mine_rare=mine_rare)
     runs: list[Run] = []
     prev = 0
     for cut in sorted(set(c % (len(data) + 1) for c in cuts)):
@@ -107,6 +107,18 @@ def test_runs_tile_the_input_and_keep_runs_are_verbatim(data: bytes, cuts: list[
 def test_any_chunking_gives_the_same_runs(data: bytes, cuts: list[int], which: int) -> None:
     whole = run_filter(data, [], CONFIGS[which])
     assert run_filter(data, cuts, CONFIGS[which]) == whole
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, st.lists(st.integers(min_value=0, max_value=10_000), max_size=20), st.sampled_from(range(len(CONFIGS))))
+def test_mining_for_rare_lines_changes_nothing_else_however_chunked(data: bytes, cuts: list[int], which: int) -> None:
+    """``mine_rare`` (a failed command's first reading) gives each DROP run the rare lines of the
+    summary's own templates at least, the same however the bytes came, and changes no other field."""
+    plain = run_filter(data, [], CONFIGS[which])
+    mined = run_filter(data, cuts, CONFIGS[which], mine_rare=True)
+    assert [replace(r, rare_lines=()) for r in mined] == [replace(r, rare_lines=()) for r in plain]
+    assert all(a.rare_lines in ((), b.rare_lines) for a, b in zip(plain, mined, strict=True))
+    assert run_filter(data, [], CONFIGS[which], mine_rare=True) == mined
 
 
 def kept_lines(runs: list[Run]) -> set[int]:

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.normalize import normalize_block
 from streamfilter.core.summarize import (
+    _MAX_NEW_SHAPES,
     _SHAPE_SOURCE_BYTES,
     ODD_TEMPLATES,
+    RARE_TEMPLATES,
     DropSummary,
     _mask,
     event_text,
@@ -68,7 +70,8 @@ def test_two_different_events_never_share_a_shape(a: bytes, b: bytes) -> None:
     assert mask_shapes(a) != mask_shapes(b)
 
 
-def summary_of(data: bytes, pieces: int = 1, **kwargs: int) -> str:
+def filled(data: bytes, pieces: int = 1, **kwargs: int) -> DropSummary:
+    """A summary of the lines of ``data``, added in ``pieces`` pieces."""
     lines = data.split(b"\n")[:-1]
     s = DropSummary(1, 0, **kwargs)
     step = max(1, len(lines) // pieces)
@@ -77,7 +80,11 @@ def summary_of(data: bytes, pieces: int = 1, **kwargs: int) -> str:
         norm = normalize_block(part, part.count(b"\n"), 1 << 20)
         warnings = int(warn_counts(norm.text, norm.ends).sum())
         s.add(len(part), event_text(norm.text), part.count(b"\n"), 0, warnings, norm.frames)
-    return s.render()
+    return s
+
+
+def summary_of(data: bytes, pieces: int = 1, **kwargs: int) -> str:
+    return filled(data, pieces, **kwargs).render()
 
 
 def test_summary_states_range_counts_and_top_shapes() -> None:
@@ -116,12 +123,8 @@ def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_b
     assert "+441 other lines]" in more and "ledger" not in more
 
 
-def rare_lines_of(data: bytes, **kwargs: int) -> tuple[int, ...]:
-    lines = data.split(b"\n")[:-1]
-    s = DropSummary(1, 0, **kwargs)
-    norm = normalize_block(data, len(lines), 1 << 20)
-    s.add(len(data), event_text(norm.text), len(lines), 0, int(warn_counts(norm.text, norm.ends).sum()), norm.frames)
-    return s.rendered()[1]
+def rare_lines_of(data: bytes, pieces: int = 1, **kwargs: int) -> tuple[int, ...]:
+    return filled(data, pieces, **kwargs).rendered()[1]
 
 
 def test_a_run_s_rare_lines_are_its_templates_of_few_lines_when_its_templates_take_in_every_line() -> None:
@@ -145,6 +148,59 @@ def test_a_run_s_rare_lines_are_its_templates_of_few_lines_when_its_templates_ta
     for at in (4000, 3000, 2000, 1000):
         more.insert(at, rejected)
     assert rare_lines_of(b"".join(line + b"\n" for line in more)) == (1001,)
+
+
+# a harness of five kinds of passing check and one mismatch (a fresh user's): the summary names one
+# template and "+118 other lines", so its own templates do not take in every line
+KINDS = [b"ok (%d ms)", b"ok (cached)", b"SKIP (needs gpu)", b"ok after retry %d", b"ok [slow: %d s]"]
+CHECKS = [
+    b"CHECK item_%04d ... " % i + (KINDS[0] if i % 10 else KINDS[(i // 10) % 5]).replace(b"%d", b"%d" % (i % 7))
+    for i in range(2000)
+]
+MISMATCH = b"CHECK widget_total ... MISMATCH (want 3, have 4)"
+
+
+def test_a_run_mined_for_its_rare_lines_has_them_when_its_summary_does_not_take_in_every_line() -> None:
+    """``mine_rare``: every template of the run, its rare ones when at most ``RARE_TEMPLATES`` and 1 %
+    of its lines; the summary the same, and the same rare lines however the lines were added."""
+    data = b"".join(line + b"\n" for line in [*CHECKS[:900], MISMATCH, *CHECKS[900:1975]])
+    assert "+119 other lines]" in summary_of(data, max_chars=140) and rare_lines_of(data, max_chars=140) == ()
+    assert rare_lines_of(data, max_chars=140, mine_rare=True) == (901,)
+    assert summary_of(data, max_chars=140, mine_rare=True) == summary_of(data, max_chars=140)
+    assert all(rare_lines_of(data, pieces, max_chars=140, mine_rare=True) == (901,) for pieces in (3, 7, 1976))
+    # a long tail of rare templates, each of its own delimiters: none is taken for the odd lines
+    odd = [b"note" + b":" * k + b" x" for k in range(1, RARE_TEMPLATES + 2)]
+    tail = b"".join(line + b"\n" for line in [*CHECKS, *odd])
+    assert rare_lines_of(tail, mine_rare=True) == ()
+    fewer = b"".join(line + b"\n" for line in [*CHECKS, *odd[:RARE_TEMPLATES]])
+    assert rare_lines_of(fewer, mine_rare=True) == tuple(range(2001, 2001 + RARE_TEMPLATES))
+    # a short run: its templates of other checks are of few lines too, none rare among many (of 99
+    # lines, 2 cached, 2 retried, 2 slow and the mismatch: 7 lines, past 1 %); of 200, the mismatch
+    short = b"".join(line + b"\n" for line in [*CHECKS[:49], MISMATCH, *CHECKS[49:98]])
+    assert "+7 other lines]" in summary_of(short, max_chars=140)
+    assert rare_lines_of(short, max_chars=140, mine_rare=True) == ()
+    longer = b"".join(line + b"\n" for line in [*CHECKS[:99], MISMATCH, *CHECKS[99:199]])
+    assert "+13 other lines]" in summary_of(longer, max_chars=140)
+    assert rare_lines_of(longer, max_chars=140, mine_rare=True) == (100,)
+
+
+def test_a_run_mined_for_its_rare_lines_counts_the_lines_past_its_table_of_shapes() -> None:
+    """Past the table of shapes (ids the masks keep as words): a shape of new delimiters is mined
+    with the table's, the others are counted against the templates with theirs; past
+    ``_MAX_NEW_SHAPES`` new shapes, a run has no rare line (its templates are not known)."""
+    words = [bytes(w) for w in itertools.product(b"abcdefghij", repeat=4)]
+    rows = [b"job " + w + b" done" for w in words[:6000]]
+    failure = b"disk quota exceeded (27 GB) on sda1"
+    failed = [b"failed: " + w for w in words[6000:]]  # (one template of many lines, of new delimiters)
+    data = b"".join(line + b"\n" for line in [*rows[:5000], failure, *failed[: _MAX_NEW_SHAPES - 1], *rows[5000:]])
+    assert rare_lines_of(data) == ()
+    assert all(rare_lines_of(data, pieces, mine_rare=True) == (5001,) for pieces in (1, 5, 64))
+    lost = b"".join(line + b"\n" for line in [*rows[:5000], failure, *failed[:_MAX_NEW_SHAPES], *rows[5000:]])
+    assert rare_lines_of(lost, mine_rare=True) == ()
+    # a rare template of the table's delimiters: the lines past the table may be its own
+    like = b"".join(line + b"\n" for line in [*rows[:10], b"job failed badly", *rows[10:]])
+    assert rare_lines_of(like, mine_rare=True) == ()
+    assert rare_lines_of(like[: like.index(rows[4000])], mine_rare=True) == (11,)
 
 
 def test_summary_is_byte_identical_however_the_lines_were_added() -> None:
