@@ -89,6 +89,7 @@ def filter_input(
     return Filtered(writer.last or header[-1:], sf.stats, changed)
 
 
+HELD_BYTES = 1 << 20  # most bytes of a line being read held back for a stop (a longer one is fed as it comes)
 BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this
 # a failed command's output is read again to keep what its first reading left out that may be the
 # failure in words no signature or query knows, in the middle of a long output: at most MISSED_TOP
@@ -391,7 +392,8 @@ def _feed(
     """Feed ``handle`` through ``sf``, giving runs to ``emit`` as they are decided and each chunk
     to ``copies`` (an archive, a spool); return the bytes read.
 
-    ``signals``: stop reading when a stop signal comes. ``limit``: most bytes to read (-1: all).
+    ``signals``: stop reading when a stop signal comes, after the last whole line read (the
+    bytes returned are those fed). ``limit``: most bytes to read (-1: all).
     ``notify``: log the filter's input warnings (a second pass over the same bytes does not).
     """
     name = sf.source
@@ -406,6 +408,9 @@ def _feed(
     if isinstance(emit, _Writer):
         emit.live = pos is None
     read = 0
+    # (with stop signals, the bytes after a chunk's last line end wait for the next chunk: a stop
+    # leaves the line being read out whole, never cut, up to HELD_BYTES of it)
+    held = b""
     try:
         while limit < 0 or read < limit:
             size = READ_BYTES if limit < 0 else min(READ_BYTES, limit - read)
@@ -416,15 +421,25 @@ def _feed(
                 if change is not None:
                     raise InputChanged(f"{name} was {change[1]} while it was read: stopped reading it there")
             if not chunk:
+                if held and signals is not None and signals.received is not None:
+                    return read - len(held)  # (a stop: the line it was in is in the whole output only)
                 break
             read += len(chunk)
             for copy in copies:
                 copy(chunk)
+            if signals is not None:
+                data = held + chunk if held else chunk
+                cut = data.rfind(b"\n") + 1
+                if len(data) - cut > HELD_BYTES:  # (a longer line is fed as it comes)
+                    cut = len(data)
+                chunk, held = data[:cut], data[cut:]
             emit(sf.feed(chunk))
             if notify:
                 log_notices(sf.notices, name)
             else:
                 sf.notices.clear()
+        if held:
+            emit(sf.feed(held))
     finally:
         if worker is not None:
             worker.close()

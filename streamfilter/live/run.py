@@ -864,10 +864,10 @@ def report_run(
     stop = signals.received if signals is not None and done is not None else None
     if returncode == 0 and green is not None and done is not None and done.changed is None and stop is None:
         _save(green)  # (else part of it)
-    if stop is not None and done is not None:
+    lines, size = copy.counts(done if stop is None else None)
+    if stop is not None and done is not None and done.stats.bytes < size:  # (else it had read it all)
         where_stopped = f"filtering stopped by {signal.Signals(stop).name} after line {done.stats.lines}"
         notes = [*notes, f"{where_stopped}: the rest is in the whole output only"]
-    lines, size = copy.counts(done if stop is None else None)
     status = (stopping or Stopping()).text(command, returncode)
     # the way to the whole output, without running CMD again, on the line an agent reads last
     where = f": {copy.path}" if copy.path is not None else " not kept"
