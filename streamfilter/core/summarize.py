@@ -470,7 +470,8 @@ class DropSummary:
         )
         facts = []
         if self.failure_lines:  # first: a terse summary (under a budget) has room for it
-            facts.append(counted(self.failure_lines, "failure line"))
+            # (what a signature or the learned prior protected: like a failure, not known to be one)
+            facts.append(counted(self.failure_lines, "failure-like line"))
         if self.named:
             return self._fit(head, [*facts, f"it starts: {self.named}"]), ()
         if self.repeated_failures:
