@@ -108,6 +108,12 @@ class Baseline:
     texts: bytes = b""
 
     @property
+    def sampled(self) -> bool:
+        """The green run printed more distinct lines than ``texts`` keeps: a line not found in it
+        may have been printed (its hash above those kept)."""
+        return len(self.texts) // 8 >= MAX_SHAPES
+
+    @property
     def size(self) -> int:
         """How many hashes the set holds."""
         return len(self.hashes) // 4

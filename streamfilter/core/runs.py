@@ -188,7 +188,14 @@ class RunBuilder:
             green = self._novelty is not None
             odd = 0 if self._budgeted else ODD_LINES  # (a budget's summaries must fit their tokens)
             self._open = DropSummary(
-                p.base + a + 1, start, self._top_shapes, self._summary_chars, green, odd, self._mine_rare
+                p.base + a + 1,
+                start,
+                self._top_shapes,
+                self._summary_chars,
+                green,
+                odd,
+                self._mine_rare,
+                green_sampled=self._novelty is not None and self._novelty.baseline.sampled,
             )
             first_run = green and not self._stats.keep_runs + self._stats.drop_runs
             if self._keep is not None or first_run:

@@ -305,6 +305,8 @@ class DropSummary:
         green: the stream has a baseline (the last green run's line shapes): the summary says how
             many of its lines that run printed too (``seen_lines``), and names no shape when that
             run printed them all.
+        green_sampled: that run printed more distinct lines than its baseline keeps (a sample):
+            a line not found may have been printed, so the count is "at least".
         odd_lines: when the shapes named leave at most this many lines, those lines' shapes are
             named too, past ``max_chars`` (0 under a token budget, whose summaries must fit).
         mine_rare: find the run's rare lines also when the summary's templates do not take in every
@@ -322,7 +324,9 @@ class DropSummary:
         green: bool = False,
         odd_lines: int = ODD_LINES,
         mine_rare: bool = False,
+        green_sampled: bool = False,
     ) -> None:
+        self.green_sampled = green_sampled
         self.first_line = first_line
         self.last_line = first_line - 1
         self.start_byte = start_byte
@@ -498,7 +502,8 @@ class DropSummary:
         # what the last green run printed too: that the run holds nothing new (a fact that never
         # gives way to a shape), or how much of it
         everything = self.seen_lines == self.lines
-        green = f"{'all' if everything else self.seen_lines} in the last green run"
+        found = f"{'at least ' if self.green_sampled else ''}{self.seen_lines}"
+        green = f"{'all' if everything else found} in the last green run"
         if self.green and self.seen_lines:  # (no "0 in the last green run": a clause that says nothing)
             facts.append(green)
         if self.green and everything:

@@ -89,6 +89,10 @@ def test_the_set_is_bounded_and_does_not_depend_on_the_order_lines_come_in() -> 
     assert baseline.size == MAX_SHAPES and len(baseline.hashes) == 4 * MAX_SHAPES
     assert len(baseline.texts) == 8 * MAX_SHAPES
     assert baseline.limit == int(np.sort(np.unique(hashes))[MAX_SHAPES - 1])
+    assert baseline.sampled  # (a line not among its texts may have been printed)
+    small = ShapeCollector()
+    small.add(hashes[:100], hashes[:100].astype(np.uint64))
+    assert not small.baseline().sampled
 
 
 def test_a_baseline_from_a_file_is_the_one_the_filter_collects(tmp_path: Path) -> None:

@@ -250,6 +250,17 @@ def test_a_count_of_one_is_singular_and_a_green_run_that_printed_none_is_not_nam
     assert "1 in the last green run" in s.render()
 
 
+def test_a_count_against_a_sampled_green_run_is_a_lower_bound() -> None:
+    # (a green run of 500000 distinct lines: its baseline keeps 32768 of their hashes, so a line not
+    # found may have been printed; "20929 in the last green run" read as "the rest were not")
+    s = DropSummary(1, 0, green=True, green_sampled=True)
+    s.add(18, b"step <*>\nstep <*>\nstep <*>\n", 3, 0, 0, np.zeros(3, dtype=np.int32), seen_lines=2)
+    assert "at least 2 in the last green run" in s.render()
+    every = DropSummary(1, 0, green=True, green_sampled=True)
+    every.add(12, b"step <*>\nstep <*>\n", 2, 0, 0, np.zeros(2, dtype=np.int32), seen_lines=2)
+    assert ": all in the last green run" in every.render()
+
+
 @pytest.mark.parametrize("verdict", [b"all passed", b"no tests collected", b"success"])
 def test_summary_states_no_verdict_of_its_own(verdict: bytes) -> None:
     text = summary_of(b"collected 0 items\n" * 3 + b"Interrupted: 1 error during collection\n")
