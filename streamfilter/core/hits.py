@@ -427,7 +427,11 @@ class PriorRater:
         self._recent_lines = np.concatenate((self._recent_lines, lines[-REACH:]))[-REACH:]
         self._recent_prob = np.concatenate((self._recent_prob, likely[-REACH:]))[-REACH:]
         rated = np.flatnonzero(seeds) + lo
-        fresh = ~p.hit[rated] & ~weak[rated - lo] & ~np.isin(rated + p.base, hits.queued)
+        # (a line read again for is taken even when weak: a progress display whose last frame is
+        # the failure, "pkg-141.tar.zst: digest ... does not match the lockfile")
+        strong = ~weak
+        strong[forced] = True
+        fresh = ~p.hit[rated] & strong[rated - lo] & ~np.isin(rated + p.base, hits.queued)
         rated = rated[fresh]
         # the first PRIOR_REPEATS of a shape: a line repeated by the dozen (a stack frame of every
         # failing test, a config file's "#" lines) is not each time the failure

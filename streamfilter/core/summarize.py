@@ -529,6 +529,10 @@ class DropSummary:
         for fact in ((green,) if not everything else ()) + (warnings, *minor, terms):
             if room - len("; ".join(facts)) < _MIN_SHAPE_ROOM and top is not None and fact in facts:
                 facts.remove(fact)
+        if progress in facts and room - len("; ".join(facts)) < _MIN_SHAPE_ROOM and top is not None:
+            # a run of progress lines says so in fewer words (the head counts its lines), to name
+            # its templates: the one download of 300 whose last frame is its failure
+            facts[facts.index(progress)] = f"{counted(collapsed, 'progress frame')} collapsed"
         facts_text = "; ".join(facts)
         budget = room - len(facts_text)
         parts: list[str] = []

@@ -347,6 +347,35 @@ def test_a_failed_commands_rare_line_is_kept_when_the_summary_does_not_name_ever
         assert any(run["event"] == "keep" and odd.decode() in run["text"] for run in runs)
 
 
+DOWNLOADS = r"""
+import sys
+w = sys.stdout.write
+for f in range(300):
+    for p in range(0, 101, 5):
+        w(f"\rpkg-{f:03d}.tar.zst [{'=' * (p // 5):<20}] {p:3d}%")
+        if f == 141 and p == 65:
+            w(f"\rpkg-{f:03d}.tar.zst: digest does not match the lockfile; file left in quarantine/\n")
+            break
+    else:
+        w(f"\rpkg-{f:03d}.tar.zst [{'=' * 20}] 100% {f * 13 % 900 + 100} KiB\n")
+print("fetched 299/300 packages, 1 quarantined")
+sys.exit(1)
+"""
+
+
+def test_a_failed_downloads_line_whose_last_frame_is_its_failure_is_kept(tmp_path: Path) -> None:
+    """A fresh user's downloader: 300 lines of progress frames, one whose last frame (what a terminal
+    shows) is why it failed. A progress display is never the prior's line, but the one read again
+    for is: it is kept, byte for byte (helper-20: "300 progress lines: 6293 frames collapsed; 2
+    shapes", and the reason nowhere)."""
+    done = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", DOWNLOADS, env=_state(tmp_path))
+    assert done.returncode == 1
+    kept = [line for line in done.stdout.splitlines() if not line.startswith(b"[streamfilter: ")]
+    assert any(
+        line.endswith(b"pkg-141.tar.zst: digest does not match the lockfile; file left in quarantine/") for line in kept
+    )
+
+
 def test_a_passing_commands_output_is_not_read_again_for_rare_lines(tmp_path: Path) -> None:
     """The harness of five kinds passing: its output is as before rare lines were mined for, the
     mismatch in a summary (a run that passed is not read again)."""

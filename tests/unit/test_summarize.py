@@ -250,6 +250,31 @@ def test_a_count_of_one_is_singular_and_a_green_run_that_printed_none_is_not_nam
     assert "1 in the last green run" in s.render()
 
 
+def _downloads(failing: int | None) -> bytes:
+    """300 downloads, each a line of progress frames; the failing one's last frame is its failure."""
+    out = []
+    for f in range(300):
+        frames = [b"\rpkg-%03d.tar.zst [%-20s] %3d%%" % (f, b"=" * (p // 5), p) for p in range(0, 101, 5)]
+        if f == failing:
+            frames = [
+                *frames[:14],
+                b"\rpkg-%03d.tar.zst: digest does not match the lockfile; file left in quarantine" % f,
+            ]
+        else:
+            frames.append(b"\rpkg-%03d.tar.zst [%s] 100%% %d KiB" % (f, b"=" * 20, f % 900 + 100))
+        out.append(b"".join(frames) + b"\n")
+    return b"".join(out)
+
+
+def test_a_run_of_progress_lines_names_its_templates_and_its_odd_one() -> None:
+    # (its fact "300 progress lines: 6293 frames collapsed" left no room for a template: "; 2 shapes",
+    # and the one download whose last frame said why it failed was nowhere in the summary)
+    s = filled(_downloads(141), max_chars=140)
+    text, rare = s.rendered()
+    assert "6293 progress frames collapsed" in text and "299× pkg-<*>.tar.zst [" in text, text
+    assert "1× pkg-<*>.tar.zst: digest does not match" in text and rare == (142,), text
+
+
 def test_a_count_against_a_sampled_green_run_is_a_lower_bound() -> None:
     # (a green run of 500000 distinct lines: its baseline keeps 32768 of their hashes, so a line not
     # found may have been printed; "20929 in the last green run" read as "the rest were not")
