@@ -13,7 +13,8 @@ streaming: nothing looks further ahead than ``REACH`` lines, nor at the stream's
 - **where it stands** (``structure``, one-hot groups): lines to the stream's end; lines to the next
   and since the last exit verdict and failure-summary line (``BUILD FAILED``, ``3 failed``),
   signed lines to the stream's first exit verdict; lines to the next and since the last error word
-  past its neighbours (the block it is in); how many earlier lines had its shape; its
+  past its neighbours (the block it is in); how many earlier lines had its shape (its masked
+  tokens, a hash or an id one token: ``_id_shapes``); its
   indentation and the change from the line above, its length, blankness; an error word on it and
   on its neighbours, crossed with the lines to the end and with its shape's repeats.
 
@@ -82,6 +83,7 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _NUM_KEY = np.uint64(0x6D756E3C)  # any number (a token of digits)
 _ID_KEY = np.uint64(0x64693C)  # a short run of letters stuck to digits: part of an id
+_RUN_KEY = np.uint64(0x6E75723C)  # a run of those and numbers, touching (a hash, an id): one in a shape
 _LENGTH_MIX = np.arange(17, dtype=np.uint64) << np.uint64(56)  # a token's length (up to 16) in its key's top byte
 _LOW56 = np.uint64((1 << 56) - 1)  # a masked key without the length _masked_keys mixes in
 _NUM_KEY_L, _ID_KEY_L = int(_NUM_KEY), int(_ID_KEY)
@@ -233,8 +235,32 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     counts = table.per_line + np.maximum(table.per_line - 1, 0) + 2 * has_tokens
     for part in parts_l[token_parts:]:
         counts += np.bincount(part, minlength=n_lines)
-    shapes = shape_hashes(keys, rank, first, has_tokens)
+    shapes = _id_shapes(keys, digit, table)
     return LineFeatures(parts_l, parts_f, counts, tok_line[near], uni[near], shapes, static)
+
+
+def _id_shapes(keys: npt.NDArray[np.uint64], digit: npt.NDArray[np.bool_], table: TokenTable) -> Int64Array:
+    """Shape ``(n_lines,)``: ``shape_hashes`` of each line's masked tokens (``keys``), a run of
+    masked tokens that touch each other (``4164d839``, ``cb91ce37``: numbers and the short letter
+    runs between them) one token: a hash or an id is one shape whatever its digits' places."""
+    masked = digit | (keys == (_ID_KEY ^ _LENGTH_MIX[np.minimum(table.lengths, 16)]))
+    touches = np.zeros(keys.shape[0], dtype=bool)
+    touches[1:] = table.starts[1:] == table.starts[:-1] + table.lengths[:-1]
+    go_on = masked & touches
+    go_on[1:] &= masked[:-1]
+    if go_on.any():
+        heads = np.flatnonzero(go_on[1:] & ~go_on[:-1])  # (the first token of each run)
+        keys = keys.copy()
+        keys[heads] = _RUN_KEY
+        keys = keys[~go_on]
+        line_of = np.repeat(np.arange(table.per_line.shape[0]), table.per_line)
+        per_line = np.bincount(line_of[~go_on], minlength=table.per_line.shape[0])
+    else:
+        per_line = table.per_line
+    starts = np.cumsum(per_line) - per_line
+    rank = np.arange(keys.shape[0], dtype=np.int64) - np.repeat(starts, per_line)
+    has_tokens = per_line > 0
+    return shape_hashes(keys, rank, starts[has_tokens], has_tokens)
 
 
 def _marked(pattern: re2._Regexp, lower: bytes, ends: Int64Array, within: Int64Array | None = None) -> Int64Array:

@@ -386,3 +386,17 @@ def test_distance_bins_are_floor_log2_plus_one_up_to_the_cap() -> None:
     for cap in (8, 13, 14):
         want = [min(int(x).bit_length(), cap) for x in d]  # (floor(log2(x)) + 1 for x > 0)
         assert prior._log2_bin(d, cap).tolist() == want
+
+
+def test_a_hash_or_id_is_one_shape_whatever_its_digits_places() -> None:
+    # (a fresh user's 900-case harness: "state hash 4164d839" and "state hash cb91ce37" were new
+    # shapes each, so the prior saw every passing "replay ... (expected)" line as unseen and kept
+    # 408 of its 907 lines)
+    lines = [
+        b"replay order_0001: 12 events, state hash %s (expected)\n" % h for h in (b"4164d839", b"cb91ce37", b"076ce2ef")
+    ]
+    shapes = extract(b"".join(lines) + b"replay order_0001: 12 events, state hash none (expected)\n").features.shapes
+    assert shapes[0] == shapes[1] == shapes[2] != shapes[3]
+    # a number alone keeps its place in the shape
+    two = extract(b"took 12 ms\ntook 12 s\n").features.shapes
+    assert two[0] != two[1]
