@@ -149,15 +149,18 @@ def _hash(kind: int, a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | None
     return ids
 
 
-def _masked_keys(table: TokenTable) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+def _masked_keys(
+    table: TokenTable,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Each token's key, numbers and the short letter runs stuck to them (``3eb6``, ``E0308``) masked;
-    and which tokens are numbers (shape ``(n_tokens,)`` bool)."""
+    which tokens are numbers, and which go on a run of masked tokens that touch each other
+    (``4164d839``: ``d`` and ``839``; shape ``(n_tokens,)`` bool each)."""
     keys = table.keys.copy()
     n = keys.shape[0]
     # a key's low byte is its token's first byte (lower-cased: digits are as they were)
     digit = (keys.astype(np.uint8) - np.uint8(48)) < 10
     if n == 0:
-        return keys, digit
+        return keys, digit, digit
     np.copyto(keys, _NUM_KEY, where=digit)
     # a token that touches a number token (no separator between them)
     adjacent = table.starts[1:] == table.starts[:-1] + table.lengths[:-1]
@@ -166,9 +169,12 @@ def _masked_keys(table: TokenTable) -> tuple[npt.NDArray[np.uint64], npt.NDArray
     touches[:-1] |= digit[1:] & adjacent
     short = ~digit & touches & (table.lengths <= 4)
     np.copyto(keys, _ID_KEY, where=short)
+    masked = digit | short
+    go_on = np.zeros(n, dtype=bool)
+    go_on[1:] = masked[1:] & masked[:-1] & adjacent
     # a key of a token longer than 8 bytes also carries its length (``_hash`` mixes it)
     keys ^= _LENGTH_MIX[np.minimum(table.lengths, 16)]
-    return keys, digit
+    return keys, digit, go_on
 
 
 def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: LineLayout) -> LineFeatures:
@@ -182,7 +188,7 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     """
     n_lines = int(ends.shape[0])
     arr = np.frombuffer(text, dtype=np.uint8)
-    keys, digit = _masked_keys(table)
+    keys, digit, go_on = _masked_keys(table)
     tok_line = np.repeat(np.arange(n_lines, dtype=np.int64), table.per_line)
     uni = _hash(_UNIGRAM, keys)
     parts_l = [tok_line]
@@ -224,7 +230,8 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
         pl = np.unique(np.searchsorted(ends, found, side="right"))
         parts_l.append(pl.astype(np.int64))
         parts_f.append(_hash(_PATH_LINE, np.zeros(pl.shape[0], dtype=np.uint64)))
-    rank = np.arange(keys.shape[0], dtype=np.int64) - np.repeat(starts, table.per_line)  # (in its line)
+    line_first = np.repeat(starts, table.per_line)  # (each token's line's first token)
+    rank = np.arange(keys.shape[0], dtype=np.int64) - line_first  # (in its line)
     near = rank < NEAR_TOKENS
     static = np.empty((n_lines, 4), dtype=np.int64)
     static[:, 0] = np.minimum((layout.indent + 1) // 2, 6)
@@ -235,32 +242,29 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     counts = table.per_line + np.maximum(table.per_line - 1, 0) + 2 * has_tokens
     for part in parts_l[token_parts:]:
         counts += np.bincount(part, minlength=n_lines)
-    shapes = _id_shapes(keys, digit, table)
+    shapes = _id_shapes(keys, go_on, rank, line_first, first, has_tokens)
     return LineFeatures(parts_l, parts_f, counts, tok_line[near], uni[near], shapes, static)
 
 
-def _id_shapes(keys: npt.NDArray[np.uint64], digit: npt.NDArray[np.bool_], table: TokenTable) -> Int64Array:
-    """Shape ``(n_lines,)``: ``shape_hashes`` of each line's masked tokens (``keys``), a run of
-    masked tokens that touch each other (``4164d839``, ``cb91ce37``: numbers and the short letter
-    runs between them) one token: a hash or an id is one shape whatever its digits' places."""
-    masked = digit | (keys == (_ID_KEY ^ _LENGTH_MIX[np.minimum(table.lengths, 16)]))
-    touches = np.zeros(keys.shape[0], dtype=bool)
-    touches[1:] = table.starts[1:] == table.starts[:-1] + table.lengths[:-1]
-    go_on = masked & touches
-    go_on[1:] &= masked[:-1]
-    if go_on.any():
-        heads = np.flatnonzero(go_on[1:] & ~go_on[:-1])  # (the first token of each run)
-        keys = keys.copy()
-        keys[heads] = _RUN_KEY
-        keys = keys[~go_on]
-        line_of = np.repeat(np.arange(table.per_line.shape[0]), table.per_line)
-        per_line = np.bincount(line_of[~go_on], minlength=table.per_line.shape[0])
-    else:
-        per_line = table.per_line
-    starts = np.cumsum(per_line) - per_line
-    rank = np.arange(keys.shape[0], dtype=np.int64) - np.repeat(starts, per_line)
-    has_tokens = per_line > 0
-    return shape_hashes(keys, rank, starts[has_tokens], has_tokens)
+def _id_shapes(
+    keys: npt.NDArray[np.uint64],
+    go_on: npt.NDArray[np.bool_],
+    rank: Int64Array,
+    line_first: Int64Array,
+    first: Int64Array,
+    has_tokens: npt.NDArray[np.bool_],
+) -> Int64Array:
+    """Shape ``(n_lines,)``: ``shape_hashes`` of each line's masked tokens (``keys``; ``rank`` in
+    its line, whose first token is ``line_first``), a run of masked tokens that touch each other
+    (``4164d839``, ``cb91ce37``: numbers and the short letter runs between them; ``go_on`` its
+    tokens after the first) one token: a hash or an id is one shape whatever its digits' places."""
+    if not go_on.any():
+        return shape_hashes(keys, rank, first, has_tokens)
+    keys = keys.copy()
+    keys[:-1][go_on[1:] & ~go_on[:-1]] = _RUN_KEY  # (each run's first token)
+    gone = np.cumsum(go_on)
+    rank = rank - (gone - gone[line_first])  # (a line's first token never goes on a run)
+    return shape_hashes(keys, rank, first, has_tokens, skip=go_on)
 
 
 def _marked(pattern: re2._Regexp, lower: bytes, ends: Int64Array, within: Int64Array | None = None) -> Int64Array:
@@ -606,7 +610,7 @@ class PriorModel:
         ``group:bin``), for ``--explain``."""
         ends = np.asarray([len(text)], dtype=np.int64)
         table = token_table(text, ends)
-        keys, _ = _masked_keys(table)
+        keys, _, _ = _masked_keys(table)
         lower = table.lower
         names = [
             "<num>" if k == _NUM_KEY_L else "<id>" if k == _ID_KEY_L else lower[a : a + n].decode("utf-8", "replace")
@@ -688,7 +692,11 @@ SHAPE_BITS = 16
 
 
 def shape_hashes(
-    keys: npt.NDArray[np.uint64], rank: Int64Array, starts: Int64Array, has_tokens: npt.NDArray[np.bool_]
+    keys: npt.NDArray[np.uint64],
+    rank: Int64Array,
+    starts: Int64Array,
+    has_tokens: npt.NDArray[np.bool_],
+    skip: npt.NDArray[np.bool_] | None = None,
 ) -> Int64Array:
     """Shape ``(n_lines,)``: a hash in ``0 .. 2**SHAPE_BITS - 1`` of each line's masked tokens in order
     (a line without tokens hashes to 0).
@@ -698,12 +706,15 @@ def shape_hashes(
         rank: shape ``(n_tokens,)``: each token's position in its line (0 for its first).
         starts: the index in ``keys`` of the first token of each line with tokens.
         has_tokens: shape ``(n_lines,)``: which lines have tokens.
+        skip: shape ``(n_tokens,)``: tokens left out of the hash (no line's first).
     """
     out = np.zeros(has_tokens.shape[0], dtype=np.uint64)
     if keys.shape[0]:
         mixed = rank.view(np.uint64) * _MIX2  # (uint64 arithmetic wraps around, as hashing wants)
         mixed += keys
         mixed *= _MIX
+        if skip is not None:
+            np.copyto(mixed, np.uint64(0), where=skip)  # (0 leaves a xor as it was)
         out[has_tokens] = np.bitwise_xor.reduceat(mixed, starts)
     result: Int64Array = (out >> np.uint64(64 - SHAPE_BITS)).astype(np.int64)
     return result
