@@ -80,6 +80,8 @@ class RunBuilder:
         self._budgeted = budgeted
         self._tracer = tracer
         self._novelty = novelty
+        # (a green run of more distinct lines than its baseline keeps: its counts are "at least")
+        self._green_sampled = novelty is not None and novelty.baseline.sampled
         self._named = named if named is not None else np.zeros(0, dtype=np.int64)
         self._named_chars = named_chars
         self._mine_rare = mine_rare
@@ -195,7 +197,7 @@ class RunBuilder:
                 green,
                 odd,
                 self._mine_rare,
-                green_sampled=self._novelty is not None and self._novelty.baseline.sampled,
+                green_sampled=self._green_sampled,
             )
             first_run = green and not self._stats.keep_runs + self._stats.drop_runs
             if self._keep is not None or first_run:

@@ -326,7 +326,6 @@ class DropSummary:
         mine_rare: bool = False,
         green_sampled: bool = False,
     ) -> None:
-        self.green_sampled = green_sampled
         self.first_line = first_line
         self.last_line = first_line - 1
         self.start_byte = start_byte
@@ -354,6 +353,7 @@ class DropSummary:
         self.long_lines = 0
         self.longest = 0  # bytes
         self.green = green
+        self.green_sampled = green_sampled
         self.seen_lines = 0
         self.named = ""  # the start of the run's one line, named (``name``)
 

@@ -411,6 +411,7 @@ def _feed(
     # (with stop signals, the bytes after a chunk's last line end wait for the next chunk: a stop
     # leaves the line being read out whole, never cut, up to HELD_BYTES of it)
     held = b""
+    stopped = False
     try:
         while limit < 0 or read < limit:
             size = READ_BYTES if limit < 0 else min(READ_BYTES, limit - read)
@@ -421,8 +422,7 @@ def _feed(
                 if change is not None:
                     raise InputChanged(f"{name} was {change[1]} while it was read: stopped reading it there")
             if not chunk:
-                if held and signals is not None and signals.received is not None:
-                    return read - len(held)  # (a stop: the line it was in is in the whole output only)
+                stopped = signals is not None and signals.received is not None
                 break
             read += len(chunk)
             for copy in copies:
@@ -438,9 +438,10 @@ def _feed(
                 log_notices(sf.notices, name)
             else:
                 sf.notices.clear()
-        if held:
+        if held and not stopped:  # (a stop: the line it was in is in the whole output only)
             emit(sf.feed(held))
+            held = b""
     finally:
         if worker is not None:
             worker.close()
-    return read
+    return read - len(held)
