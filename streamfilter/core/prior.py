@@ -5,16 +5,18 @@ Format-agnostic, so that it keeps failures of tools no signature knows. One logi
 where it stands, after the reference prior in ``../shared/reference/prior`` (its features, made
 streaming: nothing looks further ahead than ``REACH`` lines, nor at the stream's length):
 
-- **words** (``content_features``, pure per line, ``FEATURE_BITS`` bits): each word token and each
-  pair of adjacent tokens of the line's scoring text, with numbers and the letters stuck to them
-  masked (``3eb6`` is an id, not a word); its first and last token; its first and last non-blank
-  byte when punctuation (``>``, ``:``, ``^``); whether it names a ``path.ext:line``. The first
-  ``NEAR_TOKENS`` words of the line before and of the line after, each with weights of their own.
+- **words** (``content_features``, pure per line, ``FEATURE_BITS`` bits): each word and each pair
+  of adjacent words of the line's scoring text (``_words``: a whole identifier, ``AssertionError``
+  or ``test_parse``; a path, ``<path>.py``; the punctuation between two words, ``:`` or ``->``),
+  with numbers and the letters stuck to them masked (``3eb6`` is an id, not a word); its first and
+  last word; its first and last non-blank byte when punctuation (``>``, ``:``, ``^``); whether it
+  names a ``path.ext:line``. The first ``NEAR_TOKENS`` words of the line before and of the line
+  after, each with weights of their own.
 - **where it stands** (``structure``, one-hot groups): lines to the stream's end; lines to the next
   and since the last exit verdict and failure-summary line (``BUILD FAILED``, ``3 failed``),
   signed lines to the stream's first exit verdict; lines to the next and since the last error word
   past its neighbours (the block it is in); how many earlier lines had its shape (its masked
-  tokens, a hash or an id one token: ``_id_shapes``); its
+  tokens, a hash, an id or a path one token: ``_id_shapes``, ``_path_runs``); its
   indentation and the change from the line above, its length, blankness; an error word on it and
   on its neighbours, crossed with the lines to the end and with its shape's repeats.
 
@@ -84,6 +86,12 @@ _MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _NUM_KEY = np.uint64(0x6D756E3C)  # any number (a token of digits)
 _ID_KEY = np.uint64(0x64693C)  # a short run of letters stuck to digits: part of an id
 _RUN_KEY = np.uint64(0x6E75723C)  # a run of those and numbers, touching (a hash, an id): one in a shape
+_PATH_KEY = np.uint64(0x6874613C)  # a path (tokens joined by "/" or "\\" and ".", "-", "_"): one in a shape
+# bytes that join the tokens of a path, in gaps of up to PATH_GAP bytes ("/_", "/../")
+PATH_GAP = 4
+_PUNCT_KEY = np.uint64(0x7470753C << 24)  # punctuation between two words (its bytes below)
+_PATH_JOIN = np.zeros(256, dtype=bool)
+_PATH_JOIN[np.frombuffer(b"/\\.-_", dtype=np.uint8)] = True
 _LENGTH_MIX = np.arange(17, dtype=np.uint64) << np.uint64(56)  # a token's length (up to 16) in its key's top byte
 _LOW56 = np.uint64((1 << 56) - 1)  # a masked key without the length _masked_keys mixes in
 _NUM_KEY_L, _ID_KEY_L = int(_NUM_KEY), int(_ID_KEY)
@@ -189,26 +197,39 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     n_lines = int(ends.shape[0])
     arr = np.frombuffer(text, dtype=np.uint8)
     keys, digit, go_on = _masked_keys(table)
-    tok_line = np.repeat(np.arange(n_lines, dtype=np.int64), table.per_line)
-    uni = _hash(_UNIGRAM, keys)
-    parts_l = [tok_line]
-    parts_f = [uni]
-    has_tokens = table.per_line > 0
-    starts = np.cumsum(table.per_line) - table.per_line
+    per_tok = table.per_line
+    has_tokens = per_tok > 0
+    starts = np.cumsum(per_tok) - per_tok
     first = starts[has_tokens]  # (each line's first token, of the lines with tokens)
-    if keys.shape[0] > 1:
-        pairs = np.ones(keys.shape[0] - 1, dtype=bool)  # adjacent tokens of one line: not before a line's first
-        pairs[first[1:] - 1] = False
-        parts_l.append(tok_line[:-1][pairs])
-        parts_f.append(_hash(_BIGRAM, keys[:-1], keys[1:])[pairs])
-    if has_tokens.any():
-        with_tokens = np.flatnonzero(has_tokens).astype(np.int64)
-        parts_l += [with_tokens, with_tokens]
+    line_first = np.repeat(starts, per_tok)  # (each token's line's first token)
+    rank = np.arange(keys.shape[0], dtype=np.int64) - line_first  # (in its line)
+    line_start = np.zeros(keys.shape[0], dtype=bool)
+    line_start[first] = True
+    gaps = _gaps(arr, table, line_start)
+    path_keys, on = _path_runs(arr, table, keys, gaps)
+    shapes = _id_shapes(path_keys, go_on | on, rank, line_first, first, has_tokens)
+    tok_line = np.repeat(np.arange(n_lines, dtype=np.int64), per_tok)
+    wkeys, per_line = _words(arr, table, keys, path_keys, on, gaps, tok_line)
+    word_line = np.repeat(np.arange(n_lines, dtype=np.int64), per_line)
+    uni = _hash(_UNIGRAM, wkeys)
+    parts_l = [word_line]
+    parts_f = [uni]
+    has_words = per_line > 0
+    wstarts = np.cumsum(per_line) - per_line
+    wfirst = wstarts[has_words]
+    if wkeys.shape[0] > 1:
+        pairs = np.ones(wkeys.shape[0] - 1, dtype=bool)  # adjacent words of one line: not before a line's first
+        pairs[wfirst[1:] - 1] = False
+        parts_l.append(word_line[:-1][pairs])
+        parts_f.append(_hash(_BIGRAM, wkeys[:-1], wkeys[1:])[pairs])
+    if has_words.any():
+        with_words = np.flatnonzero(has_words).astype(np.int64)
+        parts_l += [with_words, with_words]
         parts_f += [
-            _hash(_FIRST, keys[first]),
-            _hash(_LAST, keys[first + table.per_line[has_tokens] - 1]),
+            _hash(_FIRST, wkeys[wfirst]),
+            _hash(_LAST, wkeys[wfirst + per_line[has_words] - 1]),
         ]
-    token_parts = len(parts_l)  # (each line's count of these follows from its tokens)
+    token_parts = len(parts_l)  # (each line's count of these follows from its words)
     lines = np.arange(n_lines, dtype=np.int64)
     solid = ~layout.blank
     if arr.shape[0] and solid.any():
@@ -230,20 +251,188 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
         pl = np.unique(np.searchsorted(ends, found, side="right"))
         parts_l.append(pl.astype(np.int64))
         parts_f.append(_hash(_PATH_LINE, np.zeros(pl.shape[0], dtype=np.uint64)))
-    line_first = np.repeat(starts, table.per_line)  # (each token's line's first token)
-    rank = np.arange(keys.shape[0], dtype=np.int64) - line_first  # (in its line)
-    near = rank < NEAR_TOKENS
+    wrank = np.arange(wkeys.shape[0], dtype=np.int64) - np.repeat(wstarts, per_line)
+    near = wrank < NEAR_TOKENS
     static = np.empty((n_lines, 4), dtype=np.int64)
     static[:, 0] = np.minimum((layout.indent + 1) // 2, 6)
     static[:, 1] = _BIT_LENGTH[np.minimum(layout.chars + 1, 1 << 10)] - 1  # floor(log2(chars + 1)), at most 10
     static[:, 2] = _marked(_ERROR_WORD, table.lower, ends)
     static[:, 3] = _marked(_FAILURE_SUMMARY, table.lower, ends, _summary_candidates(table.lower, ends, static[:, 2]))
-    # unigrams, the pairs within a line, its first and last token; then the few others
-    counts = table.per_line + np.maximum(table.per_line - 1, 0) + 2 * has_tokens
+    # unigrams, the pairs within a line, its first and last word; then the few others
+    counts = per_line + np.maximum(per_line - 1, 0) + 2 * has_words
     for part in parts_l[token_parts:]:
         counts += np.bincount(part, minlength=n_lines)
-    shapes = _id_shapes(keys, go_on, rank, line_first, first, has_tokens)
-    return LineFeatures(parts_l, parts_f, counts, tok_line[near], uni[near], shapes, static)
+    return LineFeatures(parts_l, parts_f, counts, word_line[near], uni[near], shapes, static)
+
+
+@dataclass(frozen=True, slots=True)
+class _Gaps:
+    """Per token of a block (shape ``(n_tokens,)``): the bytes between it and the token before
+    (``PATH_GAP + 1`` for a line's first token), the byte right before it, and whether it is its
+    line's first."""
+
+    gap: Int64Array
+    before: npt.NDArray[np.uint8]
+    line_start: npt.NDArray[np.bool_]
+
+
+def _gaps(arr: npt.NDArray[np.uint8], table: TokenTable, line_start: npt.NDArray[np.bool_]) -> _Gaps:
+    """The ``_Gaps`` of a block's tokens (``line_start``: each line's first token)."""
+    starts = table.starts
+    gap = np.full(starts.shape[0], PATH_GAP + 1, dtype=np.int64)
+    np.subtract(starts[1:], starts[:-1], out=gap[1:])
+    gap[1:] -= table.lengths[:-1]
+    gap[line_start] = PATH_GAP + 1
+    return _Gaps(gap, arr[np.maximum(starts - 1, 0)], line_start)
+
+
+def _path_runs(
+    arr: npt.NDArray[np.uint8], table: TokenTable, keys: npt.NDArray[np.uint64], gaps: _Gaps
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """``keys`` with each path's first token ``_PATH_KEY``, and which tokens go on a path (shape
+    ``(n_tokens,)``): a path is tokens that touch or are up to ``PATH_GAP`` ``_PATH_JOIN`` bytes
+    apart (``gaps``), with a ``/`` or ``\\`` among those bytes
+    (``lib/Mojo/Base.pm``, ``src\\app.c``). A file list (``cp a/b.pm blib/a/b.pm``, a compiler's
+    ``CC src/x.o``) is then one shape whatever its paths."""
+    n = keys.shape[0]
+    gap, before = gaps.gap, gaps.before
+    slash = np.flatnonzero((before == 47) | (before == 92))
+    slash = slash[gap[slash] <= PATH_GAP]
+    if slash.shape[0] == 0:
+        return keys, np.zeros(n, dtype=bool)
+    link = (gap == 0) | ((gap <= PATH_GAP) & _PATH_JOIN[before])
+    longer = np.flatnonzero(link & (gap >= 2))  # (few: "/_", "/../"): their other bytes
+    for k in range(2, PATH_GAP + 1):
+        longer = longer[gap[longer] >= k]
+        c = arr[table.starts[longer] - k]
+        link[longer[~_PATH_JOIN[c]]] = False
+        slash = np.r_[slash, longer[(c == 47) | (c == 92)]]
+    slash = slash[link[slash]]
+    linked = np.flatnonzero(link)
+    # a linked token's run (tokens linked to the one before): the unlinked tokens up to it, as
+    # its index less the linked tokens before it (no cumulative sum over every token)
+    run = linked - np.arange(linked.shape[0])
+    is_slash = np.zeros(n, dtype=bool)
+    is_slash[slash] = True
+    has_slash = np.zeros(n + 1, dtype=bool)
+    has_slash[run[is_slash[linked]]] = True
+    on = np.zeros(n, dtype=bool)
+    on[linked[has_slash[run]]] = True
+    keys = keys.copy()
+    keys[np.flatnonzero(on[1:] & ~on[:-1])] = _PATH_KEY  # (each path's first token)
+    return keys, on
+
+
+def _word_parts(
+    arr: npt.NDArray[np.uint8], table: TokenTable, on: npt.NDArray[np.bool_], gaps: _Gaps
+) -> tuple[Int64Array, Int64Array, Int64Array, npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+    """Where the prior's words of a block are (``_words``): the first token of each word (its head)
+    and the tokens joined to one before (shape ``(n_tokens - heads,)``); the words (indexes of heads)
+    with punctuation right before them, and that punctuation's first and last byte that are not
+    spaces (0: none), looking at most 2 bytes into the gap from each end."""
+    gap, before = gaps.gap, gaps.before
+    joined = (gap == 0) | ((gap == 1) & (before == 95)) | on  # (touching, "_", a path)
+    heads = np.flatnonzero(~joined)
+    glued = np.flatnonzero(joined)
+    later = heads[1:]
+    glen = gap[later]
+    gs = table.starts[later - 1] + table.lengths[later - 1]
+    a0, z0 = arr[gs], before[later]
+    lead = np.where((a0 == 32) | (a0 == 9), 0, a0)
+    trail = np.where((z0 == 32) | (z0 == 9), 0, z0)
+    wide = np.flatnonzero(glen > 1)  # (" -> ", " = ": past the spaces)
+    a1, z1 = arr[gs[wide] + 1], arr[table.starts[later[wide]] - 2]
+    lead[wide] = np.where(lead[wide] > 0, lead[wide], np.where((a1 == 32) | (a1 == 9), 0, a1))
+    trail[wide] = np.where(trail[wide] > 0, trail[wide], np.where((z1 == 32) | (z1 == 9), 0, z1))
+    cand = np.flatnonzero(~gaps.line_start[later] & ((lead > 0) | (trail > 0)))
+    return heads, glued, cand + 1, lead[cand], trail[cand]
+
+
+def _words(
+    arr: npt.NDArray[np.uint8],
+    table: TokenTable,
+    keys: npt.NDArray[np.uint64],
+    path_keys: npt.NDArray[np.uint64],
+    on: npt.NDArray[np.bool_],
+    gaps: _Gaps,
+    tok_line: Int64Array,
+) -> tuple[npt.NDArray[np.uint64], Int64Array]:
+    """The prior's words of a block, in order: tokens that touch or are joined by ``_`` are one word
+    (a whole identifier: ``AssertionError``, ``test_parse``, ``E0308``), a path is one (``<path>``
+    and its extension, ``_path_runs``), and the punctuation between two words is one (its first and
+    last byte that are not spaces: ``:``, ``->``, ``(``). After the reference prior's tokens
+    (``../shared/reference/prior/features.py``), from the filter's own token table: out of fold on
+    the corpus they rank a log's lines better than the tokens (benchmarks/quality.md, session 36).
+
+    Args:
+        arr: the block's scoring text as bytes.
+        table: its tokens; ``keys`` their masked keys (``_masked_keys``), ``path_keys`` with each
+            path's first token ``_PATH_KEY`` and ``on`` the tokens that go on a path (``_path_runs``).
+        gaps: per token, what is between it and the one before (``_gaps``).
+        tok_line: per token, its line.
+
+    Returns:
+        the words' keys (uint64), and the words of each line (shape ``(n_lines,)``).
+    """
+    n = keys.shape[0]
+    n_lines = table.per_line.shape[0]
+    if n == 0:
+        return keys, table.per_line
+    heads, glued, cand, lead, trail = _word_parts(arr, table, on, gaps)
+    wkeys = keys[heads] * _MIX
+    if glued.shape[0]:  # (a word of several tokens: each mixed in at its place in the word)
+        group = glued - np.arange(1, glued.shape[0] + 1)  # (its word: the heads up to it, less one)
+        pos = (glued - heads[group]).view(np.uint64)
+        np.bitwise_xor.at(wkeys, group, (keys[glued] ^ (pos * _MIX2)) * _MIX)
+        paths = np.flatnonzero(path_keys[heads] == _PATH_KEY)
+        if paths.shape[0]:  # a path's extension: its last token, after a "."
+            t = np.r_[heads[1:], n][paths] - 1
+            ext = np.where(gaps.before[t] == 46, keys[t], np.uint64(0))
+            wkeys[paths] = _PATH_KEY ^ (ext * _MIX2)
+    pkeys = _PUNCT_KEY ^ (lead.astype(np.uint64) << np.uint64(8)) ^ (trail.astype(np.uint64) << np.uint64(16))
+    out = np.insert(wkeys, cand, pkeys)  # (each punctuation word right before its word)
+    per_line = np.bincount(tok_line[heads], minlength=n_lines) + np.bincount(tok_line[heads[cand]], minlength=n_lines)
+    return out, per_line.astype(np.int64)
+
+
+def _line_words(text: bytes) -> tuple[npt.NDArray[np.uint64], list[str]]:
+    """The prior's words of one line (``_words``): their keys and, in the same order, their text
+    for ``--explain`` (a number ``<num>``, letters stuck to one ``<id>``, a path ``<path>`` and its
+    extension, punctuation as it is without its spaces)."""
+    table = token_table(text, np.asarray([len(text)], dtype=np.int64))
+    keys, _, _ = _masked_keys(table)
+    n = keys.shape[0]
+    if n == 0:
+        return keys, []
+    arr = np.frombuffer(text, dtype=np.uint8)
+    line_start = np.zeros(n, dtype=bool)
+    line_start[0] = True
+    gaps = _gaps(arr, table, line_start)
+    path_keys, on = _path_runs(arr, table, keys, gaps)
+    words, _ = _words(arr, table, keys, path_keys, on, gaps, np.zeros(n, dtype=np.int64))
+    heads, _, cand, _, _ = _word_parts(arr, table, on, gaps)
+    lower = table.lower
+    starts, lengths = table.starts.tolist(), table.lengths.tolist()
+    masked = (keys & _LOW56).tolist()
+
+    def token(i: int) -> str:
+        if masked[i] in (_NUM_KEY_L, _ID_KEY_L):
+            return "<num>" if masked[i] == _NUM_KEY_L else "<id>"
+        return lower[starts[i] : starts[i] + lengths[i]].decode("utf-8", "replace")
+
+    names = []
+    for a, b in itertools.pairwise([*heads.tolist(), n]):
+        if path_keys[a] == _PATH_KEY:
+            names.append("<path>" + ("." + token(b - 1) if b - 1 > a and gaps.before[b - 1] == 46 else ""))
+            continue
+        parts = [token(a)]
+        for i in range(a + 1, b):  # (with what joins them: nothing or "_")
+            parts += [lower[starts[i - 1] + lengths[i - 1] : starts[i]].decode("utf-8", "replace"), token(i)]
+        names.append("".join(parts))
+    for c in reversed(cand.tolist()):  # (each punctuation word right before its word)
+        a = int(heads[c])
+        names.insert(c, lower[starts[a - 1] + lengths[a - 1] : starts[a]].strip().decode("utf-8", "replace"))
+    return words, names
 
 
 def _id_shapes(
@@ -261,7 +450,8 @@ def _id_shapes(
     if not go_on.any():
         return shape_hashes(keys, rank, first, has_tokens)
     keys = keys.copy()
-    keys[:-1][go_on[1:] & ~go_on[:-1]] = _RUN_KEY  # (each run's first token)
+    first_of_run = np.flatnonzero(go_on[1:] & ~go_on[:-1])
+    keys[first_of_run[keys[first_of_run] != _PATH_KEY]] = _RUN_KEY  # (each run's first token but a path's)
     gone = np.cumsum(go_on)
     rank = rank - (gone - gone[line_first])  # (a line's first token never goes on a run)
     return shape_hashes(keys, rank, first, has_tokens, skip=go_on)
@@ -566,7 +756,7 @@ class PriorModel:
     context: Float64Array
     cut: float
 
-    FORMAT = 3  # the weights' file format version (``save``, ``load``)
+    FORMAT = 4  # the weights' file format version (``save``, ``load``); 4: words (``_words``)
 
     def line_logits(self, features: LineFeatures, n_lines: int) -> Float64Array:
         """Shape ``(n_lines, 3)``: per line of a block, the sum of its own word weights (scaled,
@@ -606,25 +796,17 @@ class PriorModel:
     def explain(self, text: bytes, slots: Int64Array, k: int = 3) -> tuple[str, ...]:
         """The ``k`` words or word pairs of one line's scoring text and the ``k`` structure slots
         (``slots``, shape ``(groups,)``, as ``structure`` gives a line's) whose weights raise its
-        probability most, as text (``<num>`` a number, ``<id>`` letters stuck to one; a slot as
-        ``group:bin``), for ``--explain``."""
-        ends = np.asarray([len(text)], dtype=np.int64)
-        table = token_table(text, ends)
-        keys, _, _ = _masked_keys(table)
-        lower = table.lower
-        names = [
-            "<num>" if k == _NUM_KEY_L else "<id>" if k == _ID_KEY_L else lower[a : a + n].decode("utf-8", "replace")
-            for k, a, n in zip((keys & _LOW56).tolist(), table.starts.tolist(), table.lengths.tolist(), strict=True)
-        ]
-        ids = np.concatenate((_hash(_UNIGRAM, keys), _hash(_BIGRAM, keys[:-1], keys[1:])))
+        probability most, as text (``_line_words``; a slot as ``group:bin``), for ``--explain``."""
+        words, names = _line_words(text)
+        ids = np.concatenate((_hash(_UNIGRAM, words), _hash(_BIGRAM, words[:-1], words[1:])))
         labels = names + [f"{a} {b}" for a, b in itertools.pairwise(names)]
         _, first = np.unique(ids, return_index=True)  # a word twice in the line is one feature
         weights = self.own[ids[first]]
         order = np.argsort(-weights, kind="stable")[:k]
-        words = [labels[first[i]] for i in order.tolist() if weights[i] > 0]
+        heavy = [labels[first[i]] for i in order.tolist() if weights[i] > 0]
         by_slot = self.structure[slots]
         heaviest = np.argsort(-by_slot, kind="stable")[:k]
-        return (*words, *(STRUCTURE_NAMES[int(slots[i])] for i in heaviest.tolist() if by_slot[i] > 0))
+        return (*heavy, *(STRUCTURE_NAMES[int(slots[i])] for i in heaviest.tolist() if by_slot[i] > 0))
 
     def save(self, path: Path) -> None:
         """Write the weights as a compressed numpy archive: the non-zero word weights' ids and

@@ -17,6 +17,8 @@ import streamfilter.core.prior as prior
 from streamfilter.core.filter import FilterConfig, StreamFilter
 from streamfilter.core.prior import N_FEATURES, STRUCTURE_NAMES, PriorModel, ShapeCounter, default_model
 from streamfilter.core.records import Run
+from streamfilter.core.segment import line_layout
+from streamfilter.core.tokens import token_table
 from streamfilter.train_prior import FIXTURE_LINES, MIN_REPOS, _design, extract, first_stage, inner_folds, main, rate
 from tests.conftest import ROOT, run_cli
 
@@ -274,6 +276,36 @@ def test_the_prior_keeps_a_shape_at_most_prior_repeats_times(monkeypatch: pytest
     runs = runs_of(data, FilterConfig(explain=True, window_lines=1, tail_lines=0, context_lines=0), model)
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert kept.count(line) == hits_module.PRIOR_REPEATS
+
+
+def test_the_prior_reads_identifiers_paths_and_punctuation_as_words() -> None:
+    words, names = prior._line_words(b"AssertionError: expected 3 -> got 4 (test_parse)")
+    assert names == ["assertionerror", ":", "expected", "<num>", "->", "got", "<num>", "(", "test_parse"]
+    assert words.shape == (len(names),)
+    assert words[3] == words[6]  # (a number is a number)
+    _, names = prior._line_words(b"cp lib/Mojo/Webqq/Base.pm blib/lib/Mojo/Base.pm")
+    assert names == ["cp", "<path>.pm", "<path>.pm"]
+    _, names = prior._line_words(b"error[E0308]: mismatched types")
+    assert names == ["error", "[", "<id><num>", "]:", "mismatched", "types"]
+    words, names = prior._line_words(b"")
+    assert words.shape == (0,) and names == []
+
+
+def test_a_path_or_an_id_is_one_token_of_a_shape() -> None:
+    lines = [
+        b"cp lib/Mojo/Webqq/Base.pm blib/lib/Mojo/Webqq/Base.pm\n",
+        b"cp lib/Mojo/Webqq/Client/Remote/_login.pm blib/lib/Mojo/Webqq/Client/Remote/_login.pm\n",
+        b"replay order_0001: state hash 4164d839\n",
+        b"replay order_0002: state hash cb91ce37\n",
+        b"mv lib/Mojo/Webqq/Base.pm blib/lib/Mojo/Webqq/Base.pm\n",
+        b"replay order_0003: state kept\n",
+    ]
+    text = b"".join(lines)
+    ends = np.cumsum([len(line) for line in lines]).astype(np.int64)
+    table = token_table(text, ends)
+    shapes = prior.content_features(text, ends, table, line_layout(text, ends, table)).shapes.tolist()
+    assert shapes[0] == shapes[1] and shapes[2] == shapes[3]
+    assert len({shapes[0], shapes[2], shapes[4], shapes[5]}) == 4
 
 
 def test_shape_counter_counts_earlier_lines_across_batches() -> None:
