@@ -271,7 +271,7 @@ def test_the_prior_keeps_a_shape_at_most_prior_repeats_times(monkeypatch: pytest
     monkeypatch.setattr(hits_module, "PRIOR_AFTER", 0)
     monkeypatch.setattr(hits_module, "PRIOR_OWN", 1e-12)
     line = b"widget totals differ: want 3 have 4\n"  # (no signature, no query term)
-    data = b"".join(PLAIN * 3) + line * 30 + PLAIN[0] * 3
+    data = b"".join(PLAIN * 3) + line * (hits_module.PRIOR_REPEATS + 10) + PLAIN[0] * 3
     model = replace(default_model(), cut=0.0)  # every line is rated at the cut
     runs = runs_of(data, FilterConfig(explain=True, window_lines=1, tail_lines=0, context_lines=0), model)
     kept = b"".join(r.data for r in runs if r.decision == "keep")
