@@ -32,7 +32,7 @@ from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes
 from .budget import NAMED_CHARS, Selection
 from .decide import CutTracker, RepeatGate, bridged_ends
 from .explain import MAX_TRACES, BatchFacts, Tracer
-from .hits import PRIOR_BEFORE, Hits, PriorRater, weak_lines
+from .hits import PRIOR_BEFORE, PRIOR_HEAD, Hits, PriorRater, weak_lines
 from .lines import LineSplitter, utf8_cut
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
@@ -219,7 +219,8 @@ class StreamFilter:
         )
         self._passed = cfg.results  # the command the stream came from passed (``flush`` may say so)
         # lines a hit may keep before it, which wait for it (``Hits.apply``)
-        self._before_hit = max(cfg.context_lines, PRIOR_BEFORE if prior is not None else 0) + LEAD_LINES
+        prior_before = max(PRIOR_BEFORE, PRIOR_HEAD) if prior is not None else 0
+        self._before_hit = max(cfg.context_lines, prior_before) + LEAD_LINES
         self._novelty = Novelty(baseline, start_line - 1) if baseline is not None else None
         self.collector: ShapeCollector | None = None
         self._runs = RunBuilder(

@@ -42,6 +42,7 @@ __all__ = (
     "PRIOR_BEFORE",
     "PRIOR_EXTEND",
     "PRIOR_FLOOR",
+    "PRIOR_HEAD",
     "PRIOR_REPEATS",
     "PRIOR_TOP",
     "REDRAW_FRAMES",
@@ -68,6 +69,11 @@ PRIOR_REPEATS = 30
 # most lines a line of the prior keeps after it through its continuation lines (a signature's keep
 # ``extend_lines``): a likely failure line, not a known one, keeps its own block, not a whole trace
 PRIOR_EXTEND = 20
+# a line of the prior keeps, from up to this many lines above it, the line its block hangs from (its
+# record's first line, or the nearest less indented line: an exception's message over its frames, a
+# test's name over its table of fields) and the lines between (out of fold, signatures off: full
+# recall 0.894 -> 0.909 at median out_ratio 0.0922 -> 0.0927; 10 lines: 0.896 at 0.0927)
+PRIOR_HEAD = 20
 # lines a line of the prior keeps before it and, within its record, whatever its continuation, after it
 # (the reference prior's selection): it takes these, not its whole window as a signature's line does
 PRIOR_BEFORE, PRIOR_AFTER = 2, 5
@@ -250,6 +256,8 @@ class Hits:
         last = np.where(stopped, np.minimum(last, np.maximum(after - 1, hits)), last)
         first = self._lead_ins(p, hits, first)
         first = np.where(prior, np.maximum(np.minimum(first, hits - PRIOR_BEFORE), 0), first)
+        if prior.any():
+            first[prior] = np.minimum(first[prior], _heads(p, records, hits[prior]))
         marks = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)
@@ -300,6 +308,23 @@ class Hits:
                 line -= 1
             out[k] = line + 1
         return out
+
+
+def _heads(p: PendingLines, records: Int64Array, hits: Int64Array) -> Int64Array:
+    """Per hit (pending indexes, shape ``(h,)``): the line its block hangs from, the nearest line
+    above it, within ``PRIOR_HEAD`` lines, that is less indented (``static[:, 0]``'s bins) and not
+    blank (``case x ... DIVERGED`` over its indented table, an exception's message over its
+    frames); the hit itself when there is none."""
+    record_start = np.searchsorted(records, records[hits], side="left")
+    back = np.arange(1, PRIOR_HEAD + 1, dtype=np.int64)
+    above = hits[:, None] - back[None, :]
+    inside = above >= 0
+    above = np.maximum(above, 0)
+    indent = p.static[:, 0]
+    shallower = inside & (indent[above] < indent[hits][:, None]) & ~p.blank[above]
+    found = shallower.any(axis=1)
+    out: Int64Array = np.where(found, hits - 1 - np.argmax(shallower, axis=1), hits)
+    return np.where(hits - record_start <= PRIOR_HEAD, np.minimum(out, record_start), out)
 
 
 class PriorRater:

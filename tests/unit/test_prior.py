@@ -278,6 +278,35 @@ def test_the_prior_keeps_a_shape_at_most_prior_repeats_times(monkeypatch: pytest
     assert kept.count(line) == hits_module.PRIOR_REPEATS
 
 
+def test_a_prior_line_keeps_the_line_its_block_hangs_from() -> None:
+    """A line the prior takes keeps the less-indented line above it (within ``PRIOR_HEAD`` lines)
+    that its block hangs from, and the lines between: the case's name over its table of fields,
+    not only the table; a stream indented as a whole is one record, so this is not its start."""
+    block = [
+        b"  case invoice_0433 ... DIVERGED\n",
+        b"      field      | wanted      | have\n",
+        b"      net        | 100.00      | 100.00\n",
+        b"      vat        | 19.00       | 19.01\n",
+        b"      gross      | 119.00      | 119.01\n",
+        b"      hint: vat computed per line then summed\n",
+    ]
+    passing = [f"  case invoice_{i:04d} ... same ({i % 40}ms)\n".encode() for i in range(60)]
+    data = b"running 120 cases\n" + b"".join(passing) + b"".join(block) + b"".join(passing)
+    hint = 1 + len(passing) + len(block)  # (1-based)
+    model = replace(default_model(), cut=1.01)  # (no line at the cut: only the seed)
+    config = FilterConfig(tail_lines=0, context_lines=0)
+    for chunks in (None, [7] * 400):
+        sf = StreamFilter(config, prior_model=model, prior_seeds=[hint])
+        at, runs = 0, []
+        for size in chunks or [len(data)]:
+            runs += sf.feed(data[at : at + size])
+            at += size
+        runs += sf.feed(data[at:]) + sf.flush()
+        kept = {n for r in runs if r.decision == "keep" for n in range(r.first_line, r.last_line + 1)}
+        assert set(range(hint - 5, hint + 1)) <= kept  # from "case invoice_0433 ... DIVERGED" on
+        assert hint - 6 not in kept and hint - 5 - hits_module.PRIOR_BEFORE < min(kept)
+
+
 def test_the_prior_reads_identifiers_paths_and_punctuation_as_words() -> None:
     words, names = prior._line_words(b"AssertionError: expected 3 -> got 4 (test_parse)")
     assert names == ["assertionerror", ":", "expected", "<num>", "->", "got", "<num>", "(", "test_parse"]
