@@ -184,10 +184,13 @@ _MIN_CUT_CHARS = 16  # least of a template's text shown, cut, after the first
 ODD_LINES = 3
 RARE_SHARE = 100  # a template of at most 1 % of a run's lines (or ODD_LINES) holds its rare lines
 ODD_TEMPLATES = 3  # templates of more lines named past the length to reach them: fewer than this
-# a run mined for its rare lines (``DropSummary(mine_rare=True)``) with more rare templates than this,
-# or more rare lines than 1 % of its own (RARE_SHARE), has none: a long tail of lines (ids the masks
+# a run mined for its rare lines (``DropSummary(mine_rare=True)``) with more blocks of them than this
+# (RARE_BLOCK), or than 1 % of its lines (RARE_SHARE), has none: a long tail of lines (ids the masks
 # keep, all-unique lines), or a short run, every template of which is of few lines; not a few odd ones
 RARE_TEMPLATES = 5
+# rare lines one right after the other are one block of a run's rare lines (a failure's header and
+# its details), of at most this many lines; a longer one is a run of all-unique lines, not an event
+RARE_BLOCK = 10
 # shapes past a full table whose delimiters none in it has, kept for its rare lines; past this,
 # the run has none (its templates would not take in every line)
 _MAX_NEW_SHAPES = 256
@@ -592,9 +595,11 @@ class DropSummary:
         return (f"{text[:-1]}; {'; '.join(odd)}]" if odd else text), firsts
 
     def _rare_lines(self, rare: int) -> tuple[int, ...]:
-        """The first line of each template of at most ``rare`` lines among all the run's templates
-        (in the run's order), when they are at most ``RARE_TEMPLATES`` and their lines at most 1 %
-        of the run's (``RARE_SHARE``); else ``()``.
+        """The first line of each block of rare lines among all the run's templates, in the run's
+        order: a rare line is the first of a template of at most ``rare`` lines, a block is rare
+        lines one right after the other (a failure's header and its details, each its own template),
+        of at most ``RARE_BLOCK`` lines. They count when their blocks are at most ``RARE_TEMPLATES``
+        and 1 % of the run's lines (``RARE_SHARE``; one in a shorter run); else ``()``.
 
         Every shape of the table, and those past it with new delimiters, is mined; a line past it
         whose delimiters are those of a shape in it is a variant of a known event (an id the masks
@@ -608,15 +613,19 @@ class DropSummary:
         counts = np.fromiter(itertools.chain(self._shapes.values(), self._new.values()), np.int64, len(shapes))
         miner = Miner(shapes, counts, self._firsts + self._new_firsts, len(shapes), 2 * len(shapes))
         found: list[int] = []
-        lines = 0  # of those found
         while (template := miner.next()) is not None:
             if template.silent or template.lines + self._past[template.delimiters] > rare:
                 continue
             found.append(template.first)
-            lines += template.lines
-            if len(found) > RARE_TEMPLATES or lines > self.lines // RARE_SHARE:
+            if len(found) > RARE_TEMPLATES * RARE_BLOCK:  # (more blocks or longer ones than counted)
                 return ()
-        return tuple(sorted(found))
+        found.sort()
+        starts = [k for k in range(len(found)) if k == 0 or found[k - 1] != found[k] - 1]
+        if len(starts) > min(RARE_TEMPLATES, max(1, self.lines // RARE_SHARE)):
+            return ()
+        if any(b - a > RARE_BLOCK for a, b in itertools.pairwise([*starts, len(found)])):
+            return ()
+        return tuple(found[k] for k in starts)
 
     def _fit(self, head: str, pieces: list[str]) -> str:
         """The summary line of ``head`` and ``pieces``, within ``max_chars``: on a short

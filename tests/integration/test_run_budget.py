@@ -309,6 +309,53 @@ def test_a_failed_commands_rare_line_is_kept_wherever_it_is(tmp_path: Path) -> N
     assert passed.returncode == 0 and rejected not in passed.stdout
 
 
+# a harness whose one failure is a header and its indented details, then a cleanup of 30 lines (a
+# fresh user's): no word of it is one the prior knows, and it is 6 rare lines, one block of them
+HARNESS_BLOCK = """
+import sys
+for i in range(400):
+    if i == 237:
+        print("case 0237 checkout_flow/discount_stacking ........ MISMATCH")
+        print("    request:  POST /cart/apply codes=SPRING10,VIP5")
+        print("    want:     total=84.15 currency=EUR lines=3")
+        print("    got:      total=89.10 currency=EUR lines=3")
+        print("    note:     second code ignored when first is percentage-based")
+        print("    fixture:  fixtures/carts/stack_03.json")
+    else:
+        print(f"case {i:04d} suite_{i % 9}/check_{i % 17} ........ ok ({(i * 7) % 90} ms)")
+print("cleanup: removing temp dirs")
+for i in range(30):
+    print(f"  rm -rf /tmp/h-{i:03d}")
+print("summary: 399 ok, 1 mismatch")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def test_a_failed_commands_block_of_rare_lines_is_kept_whole(tmp_path: Path) -> None:
+    """The failure's header and its five details, each a template of its own, are one block of rare
+    lines: read again for from the block's first line, kept with its details when the job failed."""
+    block = b"".join(
+        line + b"\n"
+        for line in (
+            b"case 0237 checkout_flow/discount_stacking ........ MISMATCH",
+            b"    want:     total=84.15 currency=EUR lines=3",
+            b"    got:      total=89.10 currency=EUR lines=3",
+            b"    note:     second code ignored when first is percentage-based",
+            b"    fixture:  fixtures/carts/stack_03.json",
+        )
+    )
+    failed = run_cli(
+        "run", "--budget-tokens", "4000", "--", sys.executable, "-c", HARNESS_BLOCK, "3", env=_state(tmp_path)
+    )
+    assert failed.returncode == 3
+    kept = failed.stdout.replace(b"    request:  POST /cart/apply codes=SPRING10,VIP5\n", b"")
+    assert block in kept
+    passed = run_cli(
+        "run", "--budget-tokens", "4000", "--", sys.executable, "-c", HARNESS_BLOCK, "0", env=_state(tmp_path)
+    )
+    assert passed.returncode == 0 and b"    want:     total=84.15" not in passed.stdout
+
+
 def test_a_failed_commands_rare_line_is_kept_when_the_summary_does_not_name_every_line(tmp_path: Path) -> None:
     """A harness of five kinds of check (the summary names one, and "+118 other lines"), and an access
     log of ids and numbers (one template, "+117 other lines"): each one odd line is still found among

@@ -17,6 +17,7 @@ from streamfilter.core.summarize import (
     _MAX_NEW_SHAPES,
     _SHAPE_SOURCE_BYTES,
     ODD_TEMPLATES,
+    RARE_BLOCK,
     RARE_TEMPLATES,
     DropSummary,
     _mask,
@@ -168,12 +169,23 @@ def test_a_run_mined_for_its_rare_lines_has_them_when_its_summary_does_not_take_
     assert rare_lines_of(data, max_chars=140, mine_rare=True) == (901,)
     assert summary_of(data, max_chars=140, mine_rare=True) == summary_of(data, max_chars=140)
     assert all(rare_lines_of(data, pieces, max_chars=140, mine_rare=True) == (901,) for pieces in (3, 7, 1976))
-    # a long tail of rare templates, each of its own delimiters: none is taken for the odd lines
-    odd = [b"note" + b":" * k + b" x" for k in range(1, RARE_TEMPLATES + 2)]
-    tail = b"".join(line + b"\n" for line in [*CHECKS, *odd])
-    assert rare_lines_of(tail, mine_rare=True) == ()
-    fewer = b"".join(line + b"\n" for line in [*CHECKS, *odd[:RARE_TEMPLATES]])
-    assert rare_lines_of(fewer, mine_rare=True) == tuple(range(2001, 2001 + RARE_TEMPLATES))
+    # rare templates, each of its own delimiters, apart: more blocks than RARE_TEMPLATES are a long
+    # tail, none is taken for the odd lines
+    odd = [b"note" + b":" * k + b" x" for k in range(1, 2 * RARE_BLOCK + 2)]
+
+    def apart(blocks: int) -> bytes:  # (an odd line after every 300th check)
+        lines = [
+            [check, *([odd[k // 300]] if k % 300 == 5 and k // 300 < blocks else [])] for k, check in enumerate(CHECKS)
+        ]
+        return b"".join(line + b"\n" for row in lines for line in row)
+
+    assert rare_lines_of(apart(RARE_TEMPLATES + 1), mine_rare=True) == ()
+    assert rare_lines_of(apart(RARE_TEMPLATES), mine_rare=True) == (7, 308, 609, 910, 1211)[:RARE_TEMPLATES]
+    # one after the other they are one block (a failure's header and its details): its first line
+    block = b"".join(line + b"\n" for line in [*CHECKS, *odd[:RARE_BLOCK]])
+    assert rare_lines_of(block, mine_rare=True) == (2001,)
+    longer = b"".join(line + b"\n" for line in [*CHECKS, *odd[: RARE_BLOCK + 1]])
+    assert rare_lines_of(longer, mine_rare=True) == ()  # (all-unique lines, not an event)
     # a short run: its templates of other checks are of few lines too, none rare among many (of 99
     # lines, 2 cached, 2 retried, 2 slow and the mismatch: 7 lines, past 1 %); of 200, the mismatch
     short = b"".join(line + b"\n" for line in [*CHECKS[:49], MISMATCH, *CHECKS[49:98]])
