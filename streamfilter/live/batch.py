@@ -123,7 +123,10 @@ def _budgeted(
 
     A first pass runs the filter as usual, collecting the units it keeps
     (``budget.UnitPool``) and its own output while that stays within the budget (or
-    within one summary line, which no budget can beat). When the input is a failed
+    within one summary line, which no budget can beat). When the whole input is within the
+    budget (``budget.estimate_tokens``), the format is text and the input is not of a run known to
+    have passed (``FilterConfig.results``: terse), the input itself is written, every line kept: a
+    budget with room for all of it leaves nothing out. When the input is a failed
     command's output (``failed``) and the first pass left out some of its
     ``hits.STREAM_TOP`` most probable lines by the prior (``StreamFilter.likeliest``),
     or its DROP runs have rare lines (``Run.rare_lines``, each run mined for them:
@@ -158,7 +161,8 @@ def _budgeted(
         again = spool if spool is not None else handle
         origin = start if spool is None else 0
         checksum = _Checksum()
-        copies: list[Callable[[bytes], object]] = [*refs.copies, checksum]
+        fits = _Fits(tokens)
+        copies: list[Callable[[bytes], object]] = [*refs.copies, checksum, fits]
         if spool is not None:
             copies.append(spool.write)
 
@@ -211,6 +215,10 @@ def _budgeted(
             return sf, pool, own, read, missed + rare
 
         first, pool, own, read, seeds = first_pass()
+        # the whole input within the budget: all of it (not of a run known to have passed, which
+        # is terse: its passing tests are not what an agent reads it for)
+        if fmt == "text" and fits.within and not config.results:
+            return _not_longer(held, out, header, fmt, (again, origin, read), first.stats, whole=True)
         if seeds and (signals is None or signals.received is None):  # (a stop: what was read, once)
             first, pool, own, read, _ = first_pass(seeds)
         if own.within_limit():
@@ -249,6 +257,25 @@ def _read_again(
     return read
 
 
+class _Fits:
+    """Whether the chunks it is called with, in order, are within ``tokens`` estimated tokens
+    (``estimate_tokens`` of each chunk, summed; a run of letters cut between two chunks counts
+    twice, a fraction of a token; past ``tokens`` it stops counting)."""
+
+    def __init__(self, tokens: int) -> None:
+        self._tokens = tokens
+        self._total = 0.0
+
+    def __call__(self, chunk: bytes) -> None:
+        if self._total <= self._tokens:
+            self._total += estimate_tokens(chunk)
+
+    @property
+    def within(self) -> bool:
+        """The chunks so far are within the budget."""
+        return self._total <= self._tokens
+
+
 class _Checksum:
     """CRC-32 and length of the chunks it is called with."""
 
@@ -262,18 +289,25 @@ class _Checksum:
 
 
 def _not_longer(
-    held: IO[bytes], out: BinaryIO, header: bytes, fmt: str, source: tuple[IO[bytes], int, int], stats: FilterStats
+    held: IO[bytes],
+    out: BinaryIO,
+    header: bytes,
+    fmt: str,
+    source: tuple[IO[bytes], int, int],
+    stats: FilterStats,
+    whole: bool = False,
 ) -> tuple[bytes, FilterStats]:
     """Write ``header``, then the filtered output in ``held`` (written up to its position), to
     ``out``; or in text, when that output is not shorter than the input (``source``: the file it
-    can be read again from, its offset and length in bytes), the input itself, every line kept.
-    Return the last byte written and the counts of what was written."""
+    can be read again from, its offset and length in bytes) or the input is within the budget
+    (``whole``), the input itself, every line kept. Return the last byte written and the counts of
+    what was written."""
     handle, origin, size = source
-    if fmt != "text" or held.tell() < size:
+    if fmt != "text" or (held.tell() < size and not whole):
         return _copy(held, out, header), stats
     handle.seek(origin)
-    whole = FilterStats(stats.lines, stats.bytes, stats.lines, stats.bytes, keep_runs=min(1, stats.lines))
-    return _copy(handle, out, header, size), whole
+    every = FilterStats(stats.lines, stats.bytes, stats.lines, stats.bytes, keep_runs=min(1, stats.lines))
+    return _copy(handle, out, header, size), every
 
 
 def _copy(held: IO[bytes], out: BinaryIO, header: bytes, size: int = -1) -> bytes:

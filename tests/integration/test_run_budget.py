@@ -486,3 +486,35 @@ def test_a_stop_while_the_output_is_filtered_writes_what_was_read_and_the_last_l
         lines[-1].startswith(b"[streamfilter: ") and b"exited with status 5; whole output (2000000 lines," in lines[-1]
     )
     assert out.startswith(b"[streamfilter: dropped lines 1-")
+
+
+# a migration that fails in the middle, its failure a table in its own words, then its cleanup (a
+# fresh user's): about 2,000 tokens in all
+MIGRATION = """
+import sys
+for i in range(1, 121):
+    print(f"applying {i:04d}_auto_{i * 7 % 97}.sql ... done ({i * 13 % 90} ms)")
+print("applying 0121_unique_sku.sql ... could not be applied")
+print("  table     | rows | reason")
+print("  products  | 3    | violate the new constraint uq_products_sku")
+for i in range(1, 41):
+    print(f"  release lock table_{i}")
+print("closing pool (12 connections)")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def test_an_output_within_the_budget_is_written_whole_unless_its_command_passed(tmp_path: Path) -> None:
+    """A budget with room for the whole output leaves nothing out: `filter` of the log and a failed
+    `run` write it as it is; a passing `run` is terse as before."""
+    log = tmp_path / "migrate.log"
+    log.write_bytes(subprocess.run([sys.executable, "-c", MIGRATION, "0"], capture_output=True, check=True).stdout)
+    whole = run_cli("filter", "--budget-tokens", "4000", str(log), env=_state(tmp_path))
+    assert whole.returncode == 0 and whole.stdout == log.read_bytes()
+    tight = run_cli("filter", "--budget-tokens", "500", str(log), env=_state(tmp_path))
+    assert len(tight.stdout) < len(log.read_bytes()) // 2  # (past the budget: chosen, as before)
+    failed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", MIGRATION, "4", env=_state(tmp_path))
+    assert failed.returncode == 4 and failed.stdout.startswith(log.read_bytes())
+    assert failed.stdout.count(b"\n") == log.read_bytes().count(b"\n") + 1  # (and the status line)
+    passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", MIGRATION, "0", env=_state(tmp_path))
+    assert passed.returncode == 0 and b"applying 0050_auto" not in passed.stdout
