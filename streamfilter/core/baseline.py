@@ -20,9 +20,10 @@ novel. The filter then
 - does not keep a window all of whose lines the baseline saw for its score;
 - weighs a window with a novel line near the stream's end or before an exit verdict more
   (``NOVEL_WEIGHT`` times its score against the cut);
-- keeps a *lone* novel line: one with at most ``LONE_MAX`` novel lines (itself too) within
-  ``NEAR_LINES`` lines either side: among lines the green run printed, the one it never did is
-  what changed (a dense stretch of novel lines is left to the other rules).
+- keeps a *lone* novel line: one with at most ``LONE_MAX`` blocks of novel lines (novel lines one
+  right after the other; its own too) within ``NEAR_LINES`` lines either side, its own of at most
+  ``LONE_BLOCK`` lines: among lines the green run printed, the few it never did are what changed
+  (a failure's header and its details); a dense stretch of novel lines is left to the other rules.
 
 Pure: no I/O. Storing baselines is ``streamfilter.live.baselines``.
 """
@@ -40,6 +41,7 @@ from .records import LineBlock
 from .summarize import event_text
 
 __all__ = (
+    "LONE_BLOCK",
     "LONE_MAX",
     "MAX_SHAPES",
     "NEAR_LINES",
@@ -65,7 +67,12 @@ _FULL = (1 << 32) - 1  # the limit of a shape set that is not full: every hash i
 # makes its window weigh more (within the tail's default reach: what a failing run prints last)
 NEAR_LINES = 25
 NOVEL_WEIGHT = 2.0  # the score of such a window is multiplied by this against the cut
-LONE_MAX = 3  # most novel lines within NEAR_LINES either side of a novel line that is kept for itself
+# most blocks of novel lines (lines one right after the other) within NEAR_LINES either side of a
+# novel line that is kept for itself, and most lines of its own block (a window's, by default): a
+# failure's header and its details among lines the green run printed (a fresh user's harness: 6
+# novel lines in a row, lost when each counted); a longer stretch is left to the other rules
+LONE_MAX = 3
+LONE_BLOCK = 8
 
 
 def line_hashes(shapes: bytes, n_lines: int) -> UInt32Array:
@@ -306,16 +313,25 @@ class Novelty:
 
     def lone(self, first: int, n: int, near_lines: int) -> BoolArray:
         """Shape ``(n,)``: which of the lines from stream index ``first`` on are novel with at most
-        ``LONE_MAX`` novel lines (themselves too) within ``near_lines`` (at most ``NEAR_LINES``)
-        lines either side. The lines up to ``near_lines`` after the last one must have been added
-        (the filter's look-ahead is longer), or they count as not novel."""
+        ``LONE_MAX`` blocks of novel lines (their own too) within ``near_lines`` (at most
+        ``NEAR_LINES``) lines either side, their own of at most ``LONE_BLOCK`` lines. The lines up
+        to ``near_lines`` after the last one must have been added (the filter's look-ahead is
+        longer), or they count as not novel."""
         novel = self.novel(first, n)
         if not novel.any():
             return novel
         at = np.concatenate((self._before, np.flatnonzero(self._novel) + self._base))
+        # novel lines one right after the other are one block (a failure's header and its details)
+        start = np.ones(at.shape[0], dtype=bool)
+        start[1:] = at[1:] != at[:-1] + 1
+        starts = at[start]
+        ends = np.append(at[np.flatnonzero(start)[1:] - 1], at[-1])
         lines = np.arange(first, first + n, dtype=np.int64)
-        near = np.searchsorted(at, lines + near_lines, side="right") - np.searchsorted(at, lines - near_lines)
-        lone: BoolArray = novel & (near <= LONE_MAX)
+        # the blocks that reach within near_lines either side, and the length of the line's own
+        near = np.searchsorted(starts, lines + near_lines, side="right") - np.searchsorted(ends, lines - near_lines)
+        own = np.maximum(np.searchsorted(starts, lines, side="right") - 1, 0)
+        length = ends[own] - starts[own] + 1
+        lone: BoolArray = novel & (near <= LONE_MAX) & (length <= LONE_BLOCK)
         return lone
 
     def novel_lines_of(self, windows: Int64Array) -> Int64Array:

@@ -186,7 +186,7 @@ def test_a_summary_of_lines_all_in_the_green_run_names_no_shape() -> None:
     # a run with lines the green run never printed (more than a lone one, which is kept) names
     # its shapes as without a baseline
     partly = GREEN
-    for i in range(3, 7):
+    for i in range(3, 11, 2):  # (four apart: more blocks of novel lines than a lone one's)
         partly = partly.replace(b"test_case_%02d ... ok" % i, b"test_case_%02d ... slow" % i)
     partly = partly.replace(b"test_case_30 ... ok", b"test_case_30 ... FAILED")
     runs = filtered(partly, baseline_of(GREEN), FilterConfig(tail_lines=0))
@@ -231,9 +231,18 @@ def test_a_lone_novel_line_among_seen_ones_is_kept() -> None:
     runs = filtered(red, baseline_of(green), config)
     assert lone in kept_text(runs)
     assert [t.reason for r in runs if lone in r.data for t in r.traces] == ["novel-line"]
-    # a stretch of novel lines is not lone: the other rules decide it (here, it is dropped)
+    # a failure's header and its details, one block of novel lines, are kept whole
+    block = b"request 350 FAILED\n    want: 200\n    got:  503\n    upstream: cache-7\n    retry: none\n"
+    red = green.replace(b"worker 2: request 350 served", block + b"worker 2: request 350 served")
+    red += b"Traceback (most recent call last):\nValueError: token expired\n"
+    assert block in kept_text(filtered(red, baseline_of(green), config))
+    # a longer stretch of novel lines is not lone: the other rules decide it (here, it is dropped)
     many = b"".join(b"cache miss for key %s\n" % k.encode() for k in "abcdefghij")
     red = green.replace(b"worker 2: request 350 served", many + b"worker 2: request 350 served")
+    assert b"cache miss" not in kept_text(filtered(red, baseline_of(green), config))
+    # and so are more blocks than LONE_MAX near each other
+    apart = b"".join(b"cache miss for key %s\nworker 2: request 350 served from cache\n" % k.encode() for k in "abcd")
+    red = green.replace(b"worker 2: request 350 served from cache\n", apart)
     assert b"cache miss" not in kept_text(filtered(red, baseline_of(green), config))
 
 
