@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from .normalize import normalize_block
 from .records import LineBlock
-from .summarize import event_text
+from .summarize import event_text, line_blocks
 
 __all__ = (
     "LONE_BLOCK",
@@ -321,11 +321,7 @@ class Novelty:
         if not novel.any():
             return novel
         at = np.concatenate((self._before, np.flatnonzero(self._novel) + self._base))
-        # novel lines one right after the other are one block (a failure's header and its details)
-        start = np.ones(at.shape[0], dtype=bool)
-        start[1:] = at[1:] != at[:-1] + 1
-        starts = at[start]
-        ends = np.append(at[np.flatnonzero(start)[1:] - 1], at[-1])
+        starts, ends = line_blocks(at)  # (a failure's header and its details: one block)
         lines = np.arange(first, first + n, dtype=np.int64)
         # the blocks that reach within near_lines either side, and the length of the line's own
         near = np.searchsorted(starts, lines + near_lines, side="right") - np.searchsorted(ends, lines - near_lines)

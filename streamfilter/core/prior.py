@@ -209,7 +209,7 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     path_keys, on = _path_runs(arr, table, keys, gaps)
     shapes = _id_shapes(path_keys, go_on | on, rank, line_first, first, has_tokens)
     tok_line = np.repeat(np.arange(n_lines, dtype=np.int64), per_tok)
-    wkeys, per_line = _words(arr, table, keys, path_keys, on, gaps, tok_line)
+    wkeys, per_line = _words(keys, path_keys, _word_parts(arr, table, on, gaps), gaps.before, tok_line, n_lines)
     word_line = np.repeat(np.arange(n_lines, dtype=np.int64), per_line)
     uni = _hash(_UNIGRAM, wkeys)
     parts_l = [word_line]
@@ -349,13 +349,12 @@ def _word_parts(
 
 
 def _words(
-    arr: npt.NDArray[np.uint8],
-    table: TokenTable,
     keys: npt.NDArray[np.uint64],
     path_keys: npt.NDArray[np.uint64],
-    on: npt.NDArray[np.bool_],
-    gaps: _Gaps,
+    parts: tuple[Int64Array, Int64Array, Int64Array, npt.NDArray[np.uint8], npt.NDArray[np.uint8]],
+    before: npt.NDArray[np.uint8],
     tok_line: Int64Array,
+    n_lines: int,
 ) -> tuple[npt.NDArray[np.uint64], Int64Array]:
     """The prior's words of a block, in order: tokens that touch or are joined by ``_`` are one word
     (a whole identifier: ``AssertionError``, ``test_parse``, ``E0308``), a path is one (``<path>``
@@ -365,20 +364,19 @@ def _words(
     the corpus they rank a log's lines better than the tokens (benchmarks/quality.md, session 36).
 
     Args:
-        arr: the block's scoring text as bytes.
-        table: its tokens; ``keys`` their masked keys (``_masked_keys``), ``path_keys`` with each
-            path's first token ``_PATH_KEY`` and ``on`` the tokens that go on a path (``_path_runs``).
-        gaps: per token, what is between it and the one before (``_gaps``).
-        tok_line: per token, its line.
+        keys: the block's masked token keys (``_masked_keys``); ``path_keys`` the same with each
+            path's first token ``_PATH_KEY`` (``_path_runs``).
+        parts: where the words are (``_word_parts``).
+        before: per token, the byte right before it (``_Gaps.before``).
+        tok_line: per token, its line; ``n_lines`` the block's lines.
 
     Returns:
         the words' keys (uint64), and the words of each line (shape ``(n_lines,)``).
     """
     n = keys.shape[0]
-    n_lines = table.per_line.shape[0]
     if n == 0:
-        return keys, table.per_line
-    heads, glued, cand, lead, trail = _word_parts(arr, table, on, gaps)
+        return keys, np.zeros(n_lines, dtype=np.int64)
+    heads, glued, cand, lead, trail = parts
     wkeys = keys[heads] * _MIX
     if glued.shape[0]:  # (a word of several tokens: each mixed in at its place in the word)
         group = glued - np.arange(1, glued.shape[0] + 1)  # (its word: the heads up to it, less one)
@@ -387,7 +385,7 @@ def _words(
         paths = np.flatnonzero(path_keys[heads] == _PATH_KEY)
         if paths.shape[0]:  # a path's extension: its last token, after a "."
             t = np.r_[heads[1:], n][paths] - 1
-            ext = np.where(gaps.before[t] == 46, keys[t], np.uint64(0))
+            ext = np.where(before[t] == 46, keys[t], np.uint64(0))
             wkeys[paths] = _PATH_KEY ^ (ext * _MIX2)
     pkeys = _PUNCT_KEY ^ (lead.astype(np.uint64) << np.uint64(8)) ^ (trail.astype(np.uint64) << np.uint64(16))
     out = np.insert(wkeys, cand, pkeys)  # (each punctuation word right before its word)
@@ -409,8 +407,9 @@ def _line_words(text: bytes) -> tuple[npt.NDArray[np.uint64], list[str]]:
     line_start[0] = True
     gaps = _gaps(arr, table, line_start)
     path_keys, on = _path_runs(arr, table, keys, gaps)
-    words, _ = _words(arr, table, keys, path_keys, on, gaps, np.zeros(n, dtype=np.int64))
-    heads, _, cand, _, _ = _word_parts(arr, table, on, gaps)
+    parts = _word_parts(arr, table, on, gaps)
+    words, _ = _words(keys, path_keys, parts, gaps.before, np.zeros(n, dtype=np.int64), 1)
+    heads, _, cand, _, _ = parts
     lower = table.lower
     starts, lengths = table.starts.tolist(), table.lengths.tolist()
     masked = (keys & _LOW56).tolist()
@@ -425,10 +424,10 @@ def _line_words(text: bytes) -> tuple[npt.NDArray[np.uint64], list[str]]:
         if path_keys[a] == _PATH_KEY:
             names.append("<path>" + ("." + token(b - 1) if b - 1 > a and gaps.before[b - 1] == 46 else ""))
             continue
-        parts = [token(a)]
+        pieces = [token(a)]
         for i in range(a + 1, b):  # (with what joins them: nothing or "_")
-            parts += [lower[starts[i - 1] + lengths[i - 1] : starts[i]].decode("utf-8", "replace"), token(i)]
-        names.append("".join(parts))
+            pieces += [lower[starts[i - 1] + lengths[i - 1] : starts[i]].decode("utf-8", "replace"), token(i)]
+        names.append("".join(pieces))
     for c in reversed(cand.tolist()):  # (each punctuation word right before its word)
         a = int(heads[c])
         names.insert(c, lower[starts[a - 1] + lengths[a - 1] : starts[a]].strip().decode("utf-8", "replace"))

@@ -26,7 +26,16 @@ from .normalize import strip_ansi
 from .templates import Miner, Template, delimiters, show
 from .words import counted
 
-__all__ = ("ODD_LINES", "DropSummary", "event_text", "line_shapes", "mask_shapes", "shape_text", "warn_counts")
+__all__ = (
+    "ODD_LINES",
+    "DropSummary",
+    "event_text",
+    "line_blocks",
+    "line_shapes",
+    "mask_shapes",
+    "shape_text",
+    "warn_counts",
+)
 
 _MARK = 0x01  # one masked span, shown as "<*>"
 _DELIM = np.zeros(256, dtype=bool)
@@ -47,6 +56,16 @@ def _in_ranges(first: npt.NDArray[np.int64], end: npt.NDArray[np.int64], n: int)
     values[1::2] = True
     inside: npt.NDArray[np.bool_] = np.repeat(values, np.diff(bounds))
     return inside
+
+
+def line_blocks(lines: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The blocks of ``lines`` (line numbers, shape ``(n,)``, ascending, distinct): each block's first
+    and last line (shapes ``(b,)``), a block being lines one right after the other (a failure's
+    header and its details among lines of another kind)."""
+    start = np.ones(lines.shape[0], dtype=bool)
+    start[1:] = lines[1:] != lines[:-1] + 1
+    last = np.append(lines[np.flatnonzero(start)[1:] - 1], lines[-1:])
+    return lines[start], last
 
 
 _DELIM_TABLE = _DELIM.astype(np.uint8).tobytes()  # bytes.translate table: 1 for a delimiter
@@ -619,13 +638,12 @@ class DropSummary:
             found.append(template.first)
             if len(found) > RARE_TEMPLATES * RARE_BLOCK:  # (more blocks or longer ones than counted)
                 return ()
-        found.sort()
-        starts = [k for k in range(len(found)) if k == 0 or found[k - 1] != found[k] - 1]
-        if len(starts) > min(RARE_TEMPLATES, max(1, self.lines // RARE_SHARE)):
+        firsts, lasts = line_blocks(np.sort(np.asarray(found, dtype=np.int64)))
+        if firsts.shape[0] > min(RARE_TEMPLATES, max(1, self.lines // RARE_SHARE)):
             return ()
-        if any(b - a > RARE_BLOCK for a, b in itertools.pairwise([*starts, len(found)])):
+        if (lasts - firsts >= RARE_BLOCK).any():
             return ()
-        return tuple(found[k] for k in starts)
+        return tuple(firsts.tolist())
 
     def _fit(self, head: str, pieces: list[str]) -> str:
         """The summary line of ``head`` and ``pieces``, within ``max_chars``: on a short
