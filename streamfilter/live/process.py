@@ -273,7 +273,9 @@ class Command:
                 read_err, err = os.pipe2(os.O_CLOEXEC)
                 ends += [read_err, err]
             # restore_signals (the default) gives the command SIGPIPE's default action back: it dies of
-            # a write to a pipe whose reader went away, as it would without us
+            # a write to a pipe whose reader went away, as it would without us; the descriptors we were
+            # given past stderr stay the command's too (make's jobserver pipe, a harness's "5>log"), ours
+            # are all close-on-exec (PEP 446); a server's clients' commands get none of its own
             self._popen = subprocess.Popen(
                 list(argv),
                 stdin=subprocess.DEVNULL if detached else None,
@@ -281,6 +283,7 @@ class Command:
                 stderr=err,
                 cwd=cwd,
                 start_new_session=detached,
+                close_fds=detached,
             )
         except BaseException:
             for fd in ends:

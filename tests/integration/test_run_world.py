@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import pty
+import shlex
 import shutil
 import signal
 import subprocess
@@ -489,6 +490,48 @@ def test_the_command_gets_the_environment_as_given(tmp_path: Path, budget: list[
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith(seen), done.stdout
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_the_command_gets_the_descriptors_it_was_given(tmp_path: Path, budget: list[str]) -> None:
+    """A descriptor past stderr that run was given is the command's too (a harness's ``5>log``), and
+    none of run's own: the same set as without run."""
+    log = tmp_path / "five.log"
+    script = "ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; echo written >&5"
+    outputs = []
+    for wrapper in ([], [*SF, "run", *budget, "--"]):
+        done = subprocess.run(
+            [BASH, "-c", f"exec 5>>{log}; exec {shlex.join([*wrapper, BASH, '-c', script])}"],
+            env=_state(tmp_path),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout.splitlines()[0])
+    assert outputs[0] == outputs[1] and b" 5 " in outputs[0], outputs
+    assert log.read_bytes() == b"written\nwritten\n"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_a_recursive_make_under_run_keeps_the_jobserver(tmp_path: Path) -> None:
+    """``make -j4`` hands a sub-make its jobserver as two descriptors; under run the sub-make still
+    has them (no "jobserver unavailable: using -j1")."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "Makefile").write_text("all:\n\t@echo flags=$(MAKEFLAGS)\n")
+    run = " ".join(shlex.join([*SF, "run", "--"]).split())
+    (tmp_path / "Makefile").write_text(f"all:\n\t+{run} $(MAKE) --no-print-directory -C sub\n")
+    done = subprocess.run(
+        ["make", "-j4", "--no-print-directory", "-C", str(tmp_path)],
+        env=_state(tmp_path),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"jobserver unavailable" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert b"jobserver-auth=" in done.stdout, done.stdout
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="OpenBLAS starts no thread of its own on one core")
