@@ -5,7 +5,8 @@ filters it live to stdout, and returns CMD's exit status (128+N when a signal N 
 Faithful on failure, terse on success: when CMD fails, the tail rule keeps its last ``tail_lines``
 lines; when it exits 0, only the last ``success_tail`` lines (failure signatures are kept either
 way); after ``HOLD_SECONDS`` of quiet the held lines up to the last one kept are shown (an error
-before a hang). A last line states the exit status. With ``tee``, the whole raw output is written
+before a hang). An output of at most ``SHORT_OUTPUT_BYTES`` is written as it is (``ShortOutput``).
+A last line states the exit status. With ``tee``, the whole raw output is written
 to that file too and DROP refs point into it. With a ``BaselineStore``, the lines of the last green
 run of the same command in the same directory weigh less (``core.baseline``), and a run that exits
 0 stores its own (``live.baselines``).
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
     from ..core.baseline import ShapeCollector
     from ..core.records import Run
     from .config import SourceConfig
-    from .sinks import StdoutSink
+    from .sinks import Sink, StdoutSink
     from .stream import LiveStream
 
 __all__ = (
@@ -81,6 +82,7 @@ __all__ = (
     "Captured",
     "CommandError",
     "OutputCopy",
+    "ShortOutput",
     "Stopping",
     "Tee",
     "capture_command",
@@ -200,8 +202,11 @@ async def forward_signals(process: Command, received: anyio.Event | None = None)
         await pass_stop_signals(signals, process, Stopping(received))
 
 
-async def pump(live: LiveStream, pipe: ByteReceiveStream | OutputPipe, tee: Tee | None) -> None:
-    """Feed ``pipe`` into ``live`` until its end, settling when the command pauses."""
+async def pump(
+    live: LiveStream, pipe: ByteReceiveStream | OutputPipe, tee: Tee | None, short: ShortOutput | None = None
+) -> None:
+    """Feed ``pipe`` into ``live`` until its end, settling when the command pauses (and into
+    ``short``, while the output is short)."""
     while True:
         due = live.due()
         data = b""
@@ -213,9 +218,64 @@ async def pump(live: LiveStream, pipe: ByteReceiveStream | OutputPipe, tee: Tee 
         if data:
             if tee is not None:
                 tee.write(data)
+            if short is not None:
+                await short.saw(data)
             await live.feed(data)
         else:
             await live.tick()
+
+
+class ShortOutput:
+    """What ``run`` prints of a command whose whole output is short: at most ``SHORT_OUTPUT_BYTES``
+    (in text, from one pipe) is written as it is at its end, as with a budget (``report_run``): its
+    DROP summaries, each with a ref, are longer than the lines they stand for (``seq 8``: 16 bytes
+    in, 237 out). What the filter prints meanwhile is held (``HoldingSink``) and goes out once the
+    output is longer, or ``hold_seconds`` after the first write held (an error before a hang is shown).
+
+    Args:
+        sink: where the run's output goes.
+        hold_seconds: the longest a write is held, in seconds.
+
+    Attributes:
+        held: the sink the run's streams write to.
+    """
+
+    def __init__(self, sink: Sink, hold_seconds: float) -> None:
+        from .sinks import HoldingSink
+
+        self.held = HoldingSink(sink)
+        self._sink = sink
+        self._hold_seconds = hold_seconds
+        self._output: bytearray | None = bytearray()  # the command's output while it is short; None after
+
+    async def saw(self, data: bytes) -> None:
+        """The command's next bytes."""
+        if self._output is None:
+            return
+        self._output += data
+        if len(self._output) > SHORT_OUTPUT_BYTES:
+            await self._filtered()
+
+    async def watch(self) -> None:
+        """Let the held writes go ``hold_seconds`` after the first (a task of the run's)."""
+        await self.held.holding.wait()
+        await anyio.sleep(self._hold_seconds)
+        await self._filtered()
+
+    async def end(self) -> None:
+        """The command's output ended (its streams too): write it whole while it is short (with a
+        line end, so that the status line starts a line), in place of what was held."""
+        if self._output is None:
+            return
+        data, self._output = bytes(self._output), None
+        self.held.drop()
+        self.held.open_line = None
+        if data:
+            await self._sink.send(data if data.endswith(b"\n") else data + b"\n")
+
+    async def _filtered(self) -> None:
+        self._output = None
+        await self.held.let_go()
 
 
 class Tee:
@@ -292,6 +352,8 @@ async def run_command(
 
     sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw), log_closed=False)
     sink.shared = separate  # text then labels each switch between stdout and stderr
+    short = ShortOutput(sink, HOLD_SECONDS) if fmt == "text" and not separate else None
+    out: Sink = short.held if short is not None else sink
     name = os.path.basename(argv[0])
     command = command_text(argv)
     source = _command_source(name, config)
@@ -318,10 +380,10 @@ async def run_command(
         for stream_name, _ in pipes:
             if tee is not None and not separate:
                 live = LiveStream(
-                    stream_name, config, source.timing, [sink], tee.ref, hold_tail=True, baseline=green.baseline
+                    stream_name, config, source.timing, [out], tee.ref, hold_tail=True, baseline=green.baseline
                 )
             else:
-                live = archived_stream(source, [sink], stream_name, None, hold_tail=True, baseline=green.baseline)
+                live = archived_stream(source, [out], stream_name, None, hold_tail=True, baseline=green.baseline)
             live.filter.collector = green.collector
             live.release_after = HOLD_SECONDS  # a pause shows the held lines up to the last kept (an error)
             streams.append(live)
@@ -329,11 +391,13 @@ async def run_command(
         gone = anyio.Event()  # the reader of our stdout went away
         async with anyio.create_task_group() as tg:
             tg.start_soon(pass_stop_signals, signals, process, stopping)
+            if short is not None:
+                tg.start_soon(short.watch)
             with anyio.CancelScope() as reading:
                 tg.start_soon(_watch_reader, sink, process, gone, reading)
                 async with anyio.create_task_group() as pumps:
                     for live, (_, pipe) in zip(streams, pipes, strict=True):
-                        pumps.start_soon(pump, live, pipe, tee)
+                        pumps.start_soon(pump, live, pipe, tee, short)
                     pumps.start_soon(process.wait)  # (its pipes are then read for a grace at most)
             returncode = await process.wait()
             tg.cancel_scope.cancel()
@@ -342,6 +406,8 @@ async def run_command(
     passed = _passed(argv, returncode)
     for live in streams:
         await live.end(success_tail if passed else failure_tail, passed)
+    if short is not None:
+        await short.end()
     if tee is not None:
         tee.close()
     if left_open:

@@ -27,7 +27,16 @@ from .expand import TextRefs
 from .totals import Totals
 from .unix import bind_unix
 
-__all__ = ("FileSink", "Positioned", "Sink", "StdoutSink", "SubscriberSink", "escape_controls", "open_sink")
+__all__ = (
+    "FileSink",
+    "HoldingSink",
+    "Positioned",
+    "Sink",
+    "StdoutSink",
+    "SubscriberSink",
+    "escape_controls",
+    "open_sink",
+)
 
 LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last line
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
@@ -93,6 +102,45 @@ class Sink:
 
     async def aclose(self) -> None:
         """Flush and release the sink."""
+
+
+class HoldingSink(Sink):
+    """Another sink whose writes wait, in memory, until ``let_go``: ``run`` holds what it prints
+    while its command's output may still be written whole instead (``run.ShortOutput``).
+
+    Args:
+        sink: where the writes go; its name and format are this one's.
+
+    Attributes:
+        held: the bytes held so far (0 once let go).
+        holding: set at the first write held.
+    """
+
+    def __init__(self, sink: Sink) -> None:
+        super().__init__(SinkConfig(sink.name, "held", format=sink.format))
+        self.sink = sink
+        self.held = 0
+        self.holding = anyio.Event()
+        self._writes: list[bytes] | None = []
+
+    async def send(self, data: bytes) -> None:
+        if self._writes is None:
+            await self.sink.send(data)
+            return
+        self._writes.append(data)
+        self.held += len(data)
+        self.holding.set()
+
+    async def let_go(self) -> None:
+        """Write what was held, in order, and every write from now on as it comes."""
+        writes, self._writes, self.held = self._writes, None, 0
+        for data in writes or ():
+            await self.sink.send(data)
+
+    def drop(self) -> None:
+        """Forget what was held (its place taken by what the caller writes to ``sink``); later
+        writes go through."""
+        self._writes, self.held = None, 0
 
 
 class StdoutSink(Sink):

@@ -1,5 +1,6 @@
-"""``run --budget-tokens`` of a command with a short output: written as it is (no filter is built
-for it), its baseline still stored, and no module of another subcommand loaded."""
+"""``run`` of a command with a short output: written as it is, its baseline still stored; with
+``--budget-tokens`` no filter is built for it, and no module of another subcommand loaded; live,
+what the filter prints waits for the output's end or its length (or a pause: test_run_world)."""
 
 from __future__ import annotations
 
@@ -80,3 +81,22 @@ def test_the_status_line_of_a_one_line_output_counts_it_in_the_singular(tmp_path
     # (it read "whole output (1 lines, 1 bytes)")
     done = run_cli("run", "--budget-tokens", "4000", "--", "printf", "x", env={"XDG_STATE_HOME": str(tmp_path)})
     assert done.returncode == 0 and b"exited with status 0; whole output (1 line, 1 byte): " in done.stdout
+
+
+def test_a_short_output_is_written_whole_live_too(tmp_path: Path) -> None:
+    """Without a budget, a short output is written as it is too (``seq 8``: 16 bytes came out as a
+    237-byte summary and 5 lines); one a byte longer is filtered as before."""
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    done = run_cli("run", "--", "printf", "%s", VERSION, env=env)
+    assert done.returncode == 0
+    body, last = done.stdout.rsplit(b"\n[streamfilter: ", 1)
+    assert body + b"\n" == VERSION.encode()
+    assert last.startswith(b"printf %s ") and last.endswith(b" exited with status 0]\n") and b"\n" not in last[:-1]
+    assert len(list((tmp_path / "state" / "streamfilter" / "baselines").glob("*.shapes"))) == 1
+    done = run_cli("run", "--", "sh", "-c", "printf 'E: no\\nE: disk'; exit 3", env=env)
+    assert done.returncode == 3 and done.stdout.startswith(b"E: no\nE: disk\n[streamfilter: sh -c ")
+    steps = "".join(f"step {i} ok\n" for i in range(47))
+    steps += "x" * (SHORT_OUTPUT_BYTES + 1 - len(steps) - 1) + "\n"
+    assert len(steps) == SHORT_OUTPUT_BYTES + 1
+    done = run_cli("run", "--", "printf", "%s", steps, env=env)
+    assert done.stdout.startswith(b"[streamfilter: dropped lines 1-43 ")

@@ -400,12 +400,9 @@ def test_a_state_directory_that_cannot_be_written_still_gives_refs_that_expand(t
 
 
 # -- 8. an error shown while the command still runs --------------------------------------------------------------
-def test_an_error_before_a_pause_is_shown_while_the_command_runs(tmp_path: Path) -> None:
-    script = (
-        'for i in $(seq 1 200); do echo "INFO compiling unit $i"; done; '
-        "echo 'main.c:12:5: error: expected ; before }'; echo 'make: *** Waiting for unfinished jobs....'; "
-        "sleep 60; exit 2"
-    )
+def _shown_while_running(script: str, wanted: bytes, tmp_path: Path, seconds: float) -> bytes:
+    """What ``run -- sh -c SCRIPT`` printed once ``wanted`` came (within ``seconds``); the test
+    fails if the command had ended by then."""
     proc = subprocess.Popen(
         [*SF, "run", "--", "sh", "-c", script],
         stdout=subprocess.PIPE,
@@ -416,14 +413,32 @@ def test_an_error_before_a_pause_is_shown_while_the_command_runs(tmp_path: Path)
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
     seen = b""
-    deadline = time.monotonic() + 20  # HOLD_SECONDS is 3: the error comes after 3 s of quiet
-    while b"error: expected" not in seen and time.monotonic() < deadline and proc.poll() is None:
+    deadline = time.monotonic() + seconds
+    while wanted not in seen and time.monotonic() < deadline and proc.poll() is None:
         seen += proc.stdout.read() or b""
         time.sleep(0.05)
     still_running = proc.poll() is None
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate()
-    assert still_running and b"main.c:12:5: error: expected ; before }\n" in seen, seen
+    assert still_running and wanted in seen, seen
+    return seen
+
+
+def test_an_error_before_a_pause_is_shown_while_the_command_runs(tmp_path: Path) -> None:
+    script = (
+        'for i in $(seq 1 200); do echo "INFO compiling unit $i"; done; '
+        "echo 'main.c:12:5: error: expected ; before }'; echo 'make: *** Waiting for unfinished jobs....'; "
+        "sleep 60; exit 2"
+    )
+    # HOLD_SECONDS is 3: the error comes after 3 s of quiet
+    _shown_while_running(script, b"main.c:12:5: error: expected ; before }\n", tmp_path, 20)
+
+
+def test_a_short_output_before_a_pause_is_shown_while_the_command_runs(tmp_path: Path) -> None:
+    """What the filter prints of a short output (``run.ShortOutput``) is held a few seconds at most."""
+    script = "echo 'connecting to db'; echo 'error: connection refused'; sleep 60"
+    # held 3 s by the stream, then at most 3 s more
+    _shown_while_running(script, b"error: connection refused\n", tmp_path, 30)
 
 
 def test_output_without_a_pause_is_decided_as_before(tmp_path: Path) -> None:
