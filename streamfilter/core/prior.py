@@ -90,6 +90,8 @@ _PATH_KEY = np.uint64(0x6874613C)  # a path (tokens joined by "/" or "\\" and ".
 # bytes that join the tokens of a path, in gaps of up to PATH_GAP bytes ("/_", "/../")
 PATH_GAP = 4
 _PUNCT_KEY = np.uint64(0x7470753C << 24)  # punctuation between two words (its bytes below)
+_SOLID = np.arange(256, dtype=np.uint8)  # a byte, but 0 for a space or a tab
+_SOLID[[9, 32]] = 0
 _PATH_JOIN = np.zeros(256, dtype=bool)
 _PATH_JOIN[np.frombuffer(b"/\\.-_", dtype=np.uint8)] = True
 _LENGTH_MIX = np.arange(17, dtype=np.uint64) << np.uint64(56)  # a token's length (up to 16) in its key's top byte
@@ -335,16 +337,17 @@ def _word_parts(
     heads = np.flatnonzero(~joined)
     glued = np.flatnonzero(joined)
     later = heads[1:]
+    starts = table.starts[later]
     glen = gap[later]
-    gs = table.starts[later - 1] + table.lengths[later - 1]
-    a0, z0 = arr[gs], before[later]
-    lead = np.where((a0 == 32) | (a0 == 9), 0, a0)
-    trail = np.where((z0 == 32) | (z0 == 9), 0, z0)
-    wide = np.flatnonzero(glen > 1)  # (" -> ", " = ": past the spaces)
-    a1, z1 = arr[gs[wide] + 1], arr[table.starts[later[wide]] - 2]
-    lead[wide] = np.where(lead[wide] > 0, lead[wide], np.where((a1 == 32) | (a1 == 9), 0, a1))
-    trail[wide] = np.where(trail[wide] > 0, trail[wide], np.where((z1 == 32) | (z1 == 9), 0, z1))
-    cand = np.flatnonzero(~gaps.line_start[later] & ((lead > 0) | (trail > 0)))
+    # the gap's first and last byte, or the one after / before it when that is a space (" -> ");
+    # a line's first word has no punctuation before it (its gap, PATH_GAP + 1, is not the bytes')
+    wide = glen > 1
+    first = starts - glen
+    lead = _SOLID[arr[first]]
+    lead = np.where(lead > 0, lead, _SOLID[arr[first + wide]])
+    trail = _SOLID[before[later]]
+    trail = np.where(trail > 0, trail, _SOLID[arr[starts - 1 - wide]])
+    cand = np.flatnonzero(~gaps.line_start[later] & ((lead | trail) > 0))
     return heads, glued, cand + 1, lead[cand], trail[cand]
 
 
@@ -388,7 +391,13 @@ def _words(
             ext = np.where(before[t] == 46, keys[t], np.uint64(0))
             wkeys[paths] = _PATH_KEY ^ (ext * _MIX2)
     pkeys = _PUNCT_KEY ^ (lead.astype(np.uint64) << np.uint64(8)) ^ (trail.astype(np.uint64) << np.uint64(16))
-    out = np.insert(wkeys, cand, pkeys)  # (each punctuation word right before its word)
+    # each punctuation word right before its word (np.insert's result, at a third less of its cost)
+    out = np.empty(wkeys.shape[0] + cand.shape[0], dtype=np.uint64)
+    at = cand + np.arange(cand.shape[0])
+    punct = np.zeros(out.shape[0], dtype=bool)
+    punct[at] = True
+    out[at] = pkeys
+    out[~punct] = wkeys
     per_line = np.bincount(tok_line[heads], minlength=n_lines) + np.bincount(tok_line[heads[cand]], minlength=n_lines)
     return out, per_line.astype(np.int64)
 
