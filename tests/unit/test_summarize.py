@@ -473,6 +473,17 @@ def test_a_path_shows_what_its_lines_share_and_masks_what_varies() -> None:
     assert summary_of(data, max_chars=240).endswith("(6 lines, 135 B): 6× CC src/net/conn_<*>.c]")
 
 
+def test_a_hash_beside_what_varies_is_one_mask() -> None:
+    # (helper-22: "sha=<*><*>", a hex id's masked digits beside the varying letters)
+    data = b"".join(
+        b"[web-%d] sync asset static/app.%d.js sha=%08x ok\n" % (h, a, a * 2654435761 % 2**32)
+        for h in range(3)
+        for a in range(60)
+    )
+    text = summary_of(data, max_chars=240)
+    assert "sha=<*> ok" in text and "<*><*>" not in text, text
+
+
 def test_a_value_list_is_bounded() -> None:
     lines = [b"job %s done" % w for w in [b"a"] * 30 + [b"b"] * 8 + [b"c", b"d", b"e"]]
     text = summary_of(b"".join(line + b"\n" for line in lines), max_chars=240)
