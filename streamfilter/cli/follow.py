@@ -70,6 +70,7 @@ def _follow(args: argparse.Namespace) -> int:
         start_at=args.start_at,
         roots=("/",),  # the file was named on the command line: wherever it points is fine
         checkpoint=False,
+        tail_at_end=True,  # the last lines before a pause wait for Ctrl-C and the tail rule, as in `filter`
         filter=filter_config(args),
         timing=Timing(idle_seconds=args.idle_ms / 1000),
     )

@@ -103,6 +103,9 @@ class SourceConfig:
         max_line_bytes: longest line taken from a socket; the rest of a longer line is
             discarded and replaced by an ``[N bytes elided]`` marker.
         checkpoint: whether file positions are saved in the state directory.
+        tail_at_end: ``file``: a quiet file's last ``tail_lines`` lines wait for its stream's end
+            and the tail rule, but for those up to the last one a pause keeps (``follow``'s, which
+            ends with its reader's Ctrl-C; not a config file's: a daemon ships every line at a pause).
         baselines: a socket source's runs in an envelope are weighed against their command's last
             green run (``live.baselines``), and store their own when they exit 0.
         sinks: names of the sinks the source writes to.
@@ -136,6 +139,7 @@ class SourceConfig:
     group: int | None = None
     max_line_bytes: int = 1 << 20
     checkpoint: bool = True
+    tail_at_end: bool = False
     baselines: bool = True
     sinks: tuple[str, ...] = ("stdout",)
     servers: tuple[str, ...] = ()

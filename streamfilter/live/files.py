@@ -345,7 +345,9 @@ class FileFollower:
             totals=self.totals,
             totals_key=self.source.name,
             rest_of=rest_of,
+            hold_tail=self.source.tail_at_end,
         )
+        stream.release_after = self.source.timing.idle_seconds  # (the held lines up to the last kept one)
         stream.on_written = self._save  # the checkpoint follows each write at once
         return stream
 
@@ -433,7 +435,9 @@ class FileFollower:
             offset,
             totals=self.totals,
             totals_key=self.source.name,
+            hold_tail=self.source.tail_at_end,
         )
+        stream.release_after = self.source.timing.idle_seconds
         self._log.info("file.late_reader", ino=ino, offset=offset)
         quiet_since, reason = time.monotonic(), "stopped"
         try:

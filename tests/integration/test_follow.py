@@ -516,3 +516,31 @@ def test_a_command_s_last_output_before_its_exit_verdict_is_kept_as_filter_keeps
     followed, filtered = append_and_compare(tmp_path, head, lines, 0.07)
     assert filtered >= set(range(76, 88))  # (the last output, make's line, the verdict, by the tail rule)
     assert sorted(filtered - followed) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_quiet_file_s_last_lines_wait_for_the_end_and_the_tail_rule(tmp_path: Path, sig: int) -> None:
+    """helper-23: a harness's failure and verdict in no known wording, in its last 25 lines; a pause
+    longer than ``HOLD_SECONDS`` used to decide them as dropped before the reader's Ctrl-C, so
+    ``follow`` showed one summary where ``filter`` keeps them by the tail rule. They wait now."""
+    log = tmp_path / "checks.log"
+    lines = [b"check %d: ok\n" % i for i in range(1, 301)]
+    lines += [b"check 301: mismatch in column total (got 17, want 18)\n"]
+    lines += [b"check %d: ok\n" % i for i in range(302, 311)] + [b"Result: NOT OK (1 of 310 checks did not pass)\n"]
+    log.write_bytes(b"")
+    live = follow(tmp_path, log)
+    log.write_bytes(b"".join(lines))
+    live.wait_for(lambda: live.events(), 10, "the first summary")
+    time.sleep(HOLD_SECONDS + 1)
+    assert "mismatch" not in json.dumps(live.events())  # (waiting: not decided, nor written)
+    assert live.stop(sig) == 0
+    assert len(check_tiling(live.events())) == 1  # (every line once)
+    kept = kept_text(live.events())
+    assert "check 301: mismatch in column total" in kept and kept.endswith("did not pass)\n"), kept
+    done = subprocess.run(
+        [sys.executable, "-m", "streamfilter", "filter", "--format", "jsonl", str(log)],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    assert kept_text([json.loads(x) for x in done.stdout.splitlines()]) == kept
