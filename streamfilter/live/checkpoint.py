@@ -128,15 +128,20 @@ class CheckpointStore:
             return None
 
     def save(self, source: str, checkpoint: Checkpoint) -> None:
-        """Write ``checkpoint`` atomically.
+        """Write ``checkpoint`` atomically (a temporary file renamed over it; none is left when
+        that fails).
 
         Raises:
             OSError: it cannot be written.
         """
         target = self._file(source, checkpoint.path)
         tmp = target.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(asdict(checkpoint)))
-        os.replace(tmp, target)
+        try:
+            tmp.write_text(json.dumps(asdict(checkpoint)))
+            os.replace(tmp, target)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # (a full disk leaves it empty)
+            raise
 
 
 class ReadPosition:

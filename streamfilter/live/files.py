@@ -166,6 +166,7 @@ class FileFollower:
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
         self._missing_logged = False
         self._saved: Checkpoint | None = None  # the last checkpoint written
+        self._unwritable = False  # the last save failed (logged once)
         self._checkpoint: Checkpoint | None = None  # the one found at start, loaded once
         # files that replaced the current one, opened when seen and read after it, oldest first
         self._next: list[tuple[int, os.stat_result]] = []
@@ -573,9 +574,14 @@ class FileFollower:
         if checkpoint != self._saved:
             try:
                 self.checkpoints.save(self.source.name, checkpoint)
-                self._saved = checkpoint
             except OSError as exc:
-                self._log.warning("checkpoint.unwritable", error=exc.strerror or str(exc))
+                if not self._unwritable:  # (once until one is written again: a save follows each write)
+                    self._log.warning("checkpoint.unwritable", error=exc.strerror or str(exc), offset=offset)
+                self._unwritable = True
+                return
+            if self._unwritable:
+                self._log.info("checkpoint.written", offset=offset)
+            self._saved, self._unwritable = checkpoint, False
 
 
 class FileSource:

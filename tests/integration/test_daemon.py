@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grp
+import hashlib
 import itertools
 import json
 import os
@@ -917,3 +918,28 @@ def test_a_daemon_that_cannot_start_says_so_in_its_json_logs_too(tmp_path: Path)
     assert lines[0].startswith("streamfilter: error: ") and "source[0].quer: unknown key" in lines[0]
     event = json.loads(lines[1])
     assert event["event"] == "daemon.failed" and event["exit_code"] == 78 and "source[0].quer" in event["error"]
+
+
+def test_a_checkpoint_that_cannot_be_written_is_warned_of_once_and_leaves_no_file(tmp_path: Path) -> None:
+    """helper-23: on a full disk ``checkpoint.unwritable`` came at every write (1123 in 5 s) and an
+    empty temporary file stayed. Once now, until one is written again (``checkpoint.written``)."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    folder = tmp_path / "state" / "streamfilter" / "checkpoints"
+    key = hashlib.sha256(f"app\0{log}".encode()).hexdigest()[:16]
+    blocker = folder / f"app-{key}.json"  # a directory where the checkpoint goes: it cannot replace it
+    (blocker / "x").mkdir(parents=True)
+    log.write_bytes(b"")
+    live = start(tmp_path, file_to_jsonl(log, out, ""))
+    for burst in range(1, 4):
+        with log.open("ab") as f:
+            f.write(b"".join(b"INFO burst %d line %d\n" % (burst, i) for i in range(200)))
+        live.wait_for(lambda b=burst: sum(e["lines"] for e in runs(live.events(out))) == 200 * b, 10)
+    assert [e["event"] for e in live.logs()].count("checkpoint.unwritable") == 1
+    assert not [p.name for p in folder.iterdir() if ".tmp" in p.name]
+    (blocker / "x").rmdir()
+    blocker.rmdir()
+    with log.open("ab") as f:
+        f.write(b"INFO one more\n")
+    live.log_event("checkpoint.written")
+    assert live.stop() == 0
+    assert json.loads(blocker.read_text())["line"] == 602
