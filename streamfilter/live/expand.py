@@ -246,26 +246,30 @@ def ref_of(source: str, run: Run, base: int = 0) -> str:
     return str(Ref(source, run.start_byte - base, run.end_byte - base, run.checksum))
 
 
-def remember_source(source: str, directory: Path | None = None) -> None:
+def remember_source(source: str, directory: Path | None = None) -> bool:
     """Remember ``source`` (a ref's, unescaped) as named by a text output just now, in ``sources/``
     under the state directory (``directory``, default ``state_dir()``): one small file a source,
-    the least recently named past ``RECENT_SOURCES`` removed. A folder that cannot be written is
-    passed over: the output's refs stay whole ones to whoever reads them with their source."""
+    the least recently named past ``RECENT_SOURCES`` removed. Whether it is remembered: not when
+    the folder cannot be written (``TextRefs`` then writes the output's refs whole)."""
     folder = (directory or state_dir()) / "sources"
     path = folder / hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    with contextlib.suppress(OSError):
+    try:
         if path.exists():
             os.utime(path)
-            return
+            return True
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         # written whole, then renamed: a reader never sees half a name
         fd, temp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(source.encode("utf-8", "surrogateescape"))
         os.replace(temp, path)
+    except OSError:
+        return False
+    with contextlib.suppress(OSError):  # (forgetting the oldest can wait for the next output)
         names = sorted((entry.stat().st_mtime_ns, entry.name) for entry in folder.iterdir() if entry.name[0] != ".")
         for _, name in names[: max(0, len(names) - RECENT_SOURCES)]:
             (folder / name).unlink(missing_ok=True)
+    return True
 
 
 def _recent_sources(directory: Path) -> list[str]:
@@ -330,14 +334,15 @@ class TextRefs:
 
     def __call__(self, ref: str) -> str:
         """``ref`` as this output writes it next (``""`` stays ``""``); a source named whole is
-        remembered (``remember_source``), so its short refs read back as printed."""
+        remembered (``remember_source``), so its short refs read back as printed; one that cannot
+        be (the state directory is not writable) is named whole each time."""
         m = _REF.fullmatch(ref)
         if m is None:
             return ref
         if m["source"] == self._source:
             return "@" + ref[m.end("source") + 1 :]
-        self._source = m["source"]
-        remember_source(_UNESCAPE.sub(_unescape, m["source"]))
+        remembered = remember_source(_UNESCAPE.sub(_unescape, m["source"]))
+        self._source = m["source"] if remembered else None
         return ref
 
 

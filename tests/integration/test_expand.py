@@ -189,6 +189,20 @@ def test_every_ref_of_a_text_output_expands_as_printed(source: str, tmp_path: Pa
         assert got.stdout == LOG[int(drop["start_byte"]) : int(drop["end_byte"])]  # type: ignore[call-overload]
 
 
+def test_without_a_state_directory_to_remember_a_source_every_ref_is_whole(tmp_path: Path) -> None:
+    """helper-23: with ``XDG_STATE_HOME`` a file, a short ref was printed that ``expand`` could not
+    read (its source was not remembered); the refs are whole then, and each expands."""
+    log = tmp_path / "build.log"
+    log.write_bytes(LOG)
+    blocked = tmp_path / "blocked"
+    blocked.write_bytes(b"a file, not a directory\n")
+    proc = cli("filter", "--head", "0", "--tail", "0", str(log), state=blocked)
+    refs = [line.rsplit(b"; ref ", 1)[1][:-1].decode() for line in proc.stdout.splitlines() if b"; ref " in line]
+    assert len(refs) >= 2 and all(ref.startswith(str(log)) for ref in refs), refs
+    for ref in refs:
+        assert cli("expand", ref, state=blocked).returncode == 0
+
+
 def test_the_sources_remembered_for_short_refs_are_bounded_and_the_newest_holder_wins(tmp_path: Path) -> None:
     logs = [tmp_path / f"run-{i}.log" for i in range(RECENT_SOURCES + 6)]
     for i, log in enumerate(logs):
