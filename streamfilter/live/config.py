@@ -306,6 +306,19 @@ class _Checker:
         return str(text)
 
 
+def _tables(check: _Checker, doc: dict[str, Any], key: str) -> list[Any]:
+    """The ``[[KEY]]`` tables of ``doc`` (an array of tables; ``[KEY]``, one table, says so).
+
+    Raises:
+        ConfigError: ``doc[key]`` is not a list.
+    """
+    value = doc.get(key, [])
+    if isinstance(value, dict):
+        raise check.fail(key, f"must be an array of tables: write [[{key}]] (two brackets), not [{key}]")
+    tables: list[Any] = check.typed(value, list, key)
+    return tables
+
+
 def _kind_name(kind: type | tuple[type, ...]) -> str:
     names = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list"}
     kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -570,9 +583,11 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
         errors.append(str(exc))
     sinks = [SinkConfig("stdout", "stdout")]
     sinks_ok = True
-    for i, table in enumerate(check.typed(doc.get("sink", []), list, "sink")):
+    for i, table in enumerate(_tables(check, doc, "sink")):
         try:
             sink = _sink(check, check.table(table, f"sink[{i}]"), i)
+            if sink.name == "stdout":
+                raise check.fail(f"sink[{i}].name", "'stdout' is built in: a source names it, no [[sink]] makes it")
             if any(s.name == sink.name for s in sinks):
                 raise check.fail(f"sink[{i}].name", f"{sink.name!r} is used twice")
             sinks.append(sink)
@@ -587,7 +602,7 @@ def load_config(path: str | os.PathLike[str]) -> DaemonConfig:
         except ConfigError as exc:
             errors.append(str(exc))
             shared = {}
-    raw_sources = check.typed(doc.get("source", []), list, "source")
+    raw_sources = _tables(check, doc, "source")
     if not raw_sources:
         errors.append(str(check.fail("source", "no sources: add at least one [[source]] table")))
     sources: list[SourceConfig] = []

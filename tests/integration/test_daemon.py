@@ -147,6 +147,12 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
         ),
         file + 'group = "nogroup"\n': "source[0].group: only a unix source has one, not file",
         file + "prior = 1\n": "source[0].prior: must be true or false, not int 1",
+        # one bracket for two: a table, not an array of tables (helper-23: "must be a list, not dict")
+        '[source]\ntype = "file"\npath = "/x.log"\n': "source: must be an array of tables: write [[source]]",
+        file + '[sink]\nname = "o"\ntype = "file"\npath = "/o.log"\n': (
+            "sink: must be an array of tables: write [[sink]]"
+        ),
+        file + '[[sink]]\nname = "stdout"\ntype = "file"\npath = "/o.log"\n': "sink[0].name: 'stdout' is built in",
         '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "unix"\npath = "/tmp/o.sock"\ngroup = -1\n': (
             "sink[0].group: must be a group name or an id 0 to 4294967295, not -1"
         ),
