@@ -134,8 +134,9 @@ class HoldingSink(Sink):
     async def let_go(self) -> None:
         """Write what was held, in order, and every write from now on as it comes."""
         writes, self._writes, self.held = self._writes, None, 0
-        for data in writes or ():
-            await self.sink.send(data)
+        with anyio.CancelScope(shield=True):  # (a stop mid-way must not lose the rest)
+            for data in writes or ():
+                await self.sink.send(data)
 
     def drop(self) -> None:
         """Forget what was held (its place taken by what the caller writes to ``sink``); later
