@@ -230,7 +230,9 @@ class ShortOutput:
     (in text, from one pipe) is written as it is at its end, as with a budget (``report_run``): its
     DROP summaries, each with a ref, are longer than the lines they stand for (``seq 8``: 16 bytes
     in, 237 out). What the filter prints meanwhile is held (``HoldingSink``) and goes out once the
-    output is longer, or ``hold_seconds`` after the first write held (an error before a hang is shown).
+    output is longer, or once the command has been quiet ``hold_seconds``, as long as the stream
+    holds its last lines (``LiveStream.release_after``): an error before a hang is shown then, and
+    the output is filtered from there on as any other.
 
     Args:
         sink: where the run's output goes.
@@ -247,20 +249,26 @@ class ShortOutput:
         self._sink = sink
         self._hold_seconds = hold_seconds
         self._output: bytearray | None = bytearray()  # the command's output while it is short; None after
+        self._last = time.monotonic()  # when its last bytes came
 
     async def saw(self, data: bytes) -> None:
         """The command's next bytes."""
         if self._output is None:
             return
         self._output += data
+        self._last = time.monotonic()
         if len(self._output) > SHORT_OUTPUT_BYTES:
             await self._filtered()
 
     async def watch(self) -> None:
-        """Let the held writes go ``hold_seconds`` after the first (a task of the run's)."""
+        """Let the held writes go once the command has been quiet ``hold_seconds`` (a task of the run's)."""
         await self.held.holding.wait()
-        await anyio.sleep(self._hold_seconds)
-        await self._filtered()
+        while self._output is not None:
+            wait = self._last + self._hold_seconds - time.monotonic()
+            if wait <= 0:
+                await self._filtered()
+                return
+            await anyio.sleep(wait)
 
     async def end(self) -> None:
         """The command's output ended (its streams too): write it whole while it is short (with a
