@@ -160,11 +160,11 @@ def _hash(kind: int, a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | None
 
 
 def _masked_keys(
-    table: TokenTable,
+    table: TokenTable, gaps: _Gaps
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Each token's key, numbers and the short letter runs stuck to them (``3eb6``, ``E0308``) masked;
     which tokens are numbers, and which go on a run of masked tokens that touch each other
-    (``4164d839``: ``d`` and ``839``; shape ``(n_tokens,)`` bool each)."""
+    (``4164d839``: ``d`` and ``839``; shape ``(n_tokens,)`` bool each). ``gaps``: the tokens' (``_gaps``)."""
     keys = table.keys.copy()
     n = keys.shape[0]
     # a key's low byte is its token's first byte (lower-cased: digits are as they were)
@@ -172,8 +172,8 @@ def _masked_keys(
     if n == 0:
         return keys, digit, digit
     np.copyto(keys, _NUM_KEY, where=digit)
-    # a token that touches a number token (no separator between them)
-    adjacent = table.starts[1:] == table.starts[:-1] + table.lengths[:-1]
+    # a token that touches a number token (no separator between them; a line's first touches none)
+    adjacent = gaps.gap[1:] == 0
     touches = np.zeros(n, dtype=bool)
     touches[1:] = digit[:-1] & adjacent
     touches[:-1] |= digit[1:] & adjacent
@@ -198,20 +198,17 @@ def content_features(text: bytes, ends: Int64Array, table: TokenTable, layout: L
     """
     n_lines = int(ends.shape[0])
     arr = np.frombuffer(text, dtype=np.uint8)
-    keys, digit, go_on = _masked_keys(table)
     per_tok = table.per_line
     has_tokens = per_tok > 0
     starts = np.cumsum(per_tok) - per_tok
     first = starts[has_tokens]  # (each line's first token, of the lines with tokens)
     line_first = np.repeat(starts, per_tok)  # (each token's line's first token)
-    rank = np.arange(keys.shape[0], dtype=np.int64) - line_first  # (in its line)
-    line_start = np.zeros(keys.shape[0], dtype=bool)
+    rank = np.arange(table.keys.shape[0], dtype=np.int64) - line_first  # (in its line)
+    line_start = np.zeros(table.keys.shape[0], dtype=bool)
     line_start[first] = True
-    gaps = _gaps(arr, table, line_start)
-    path_keys, on = _path_runs(arr, table, keys, gaps)
-    shapes = _id_shapes(path_keys, go_on | on, rank, line_first, first, has_tokens)
-    tok_line = np.repeat(np.arange(n_lines, dtype=np.int64), per_tok)
-    wkeys, per_line = _words(keys, path_keys, _word_parts(arr, table, on, gaps), gaps.before, tok_line, n_lines)
+    words = _block_words(arr, table, line_start, np.repeat(np.arange(n_lines, dtype=np.int64), per_tok), n_lines)
+    shapes = _id_shapes(words.path_keys, words.go_on | words.on, rank, line_first, first, has_tokens)
+    wkeys, per_line, digit = words.keys, words.per_line, words.digit
     word_line = np.repeat(np.arange(n_lines, dtype=np.int64), per_line)
     uni = _hash(_UNIGRAM, wkeys)
     parts_l = [word_line]
@@ -286,6 +283,40 @@ def _gaps(arr: npt.NDArray[np.uint8], table: TokenTable, line_start: npt.NDArray
     gap[1:] -= table.lengths[:-1]
     gap[line_start] = PATH_GAP + 1
     return _Gaps(gap, arr[np.maximum(starts - 1, 0)], line_start)
+
+
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """A block's tokens made the prior's words (``_block_words``).
+
+    Attributes:
+        keys, per_line: the words' keys and the words of each line (``_words``).
+        digit, go_on: per token, a number, and on a run of masked tokens (``_masked_keys``).
+        path_keys, on: per token, its key with each path's first ``_PATH_KEY``, and on a path (``_path_runs``).
+        gaps, parts: the tokens' gaps (``_gaps``), and where the words are (``_word_parts``).
+    """
+
+    keys: npt.NDArray[np.uint64]
+    per_line: Int64Array
+    digit: npt.NDArray[np.bool_]
+    go_on: npt.NDArray[np.bool_]
+    path_keys: npt.NDArray[np.uint64]
+    on: npt.NDArray[np.bool_]
+    gaps: _Gaps
+    parts: tuple[Int64Array, Int64Array, Int64Array, npt.NDArray[np.uint8], npt.NDArray[np.uint8]]
+
+
+def _block_words(
+    arr: npt.NDArray[np.uint8], table: TokenTable, line_start: npt.NDArray[np.bool_], tok_line: Int64Array, n_lines: int
+) -> _Words:
+    """The prior's words of a block (``arr``, its bytes; ``line_start``, each line's first token;
+    ``tok_line``, each token's line), and what they are made from (``_Words``)."""
+    gaps = _gaps(arr, table, line_start)
+    keys, digit, go_on = _masked_keys(table, gaps)
+    path_keys, on = _path_runs(arr, table, keys, gaps)
+    parts = _word_parts(arr, table, on, gaps)
+    wkeys, per_line = _words(keys, path_keys, parts, gaps.before, tok_line, n_lines)
+    return _Words(wkeys, per_line, digit, go_on, path_keys, on, gaps, parts)
 
 
 def _path_runs(
@@ -407,21 +438,17 @@ def _line_words(text: bytes) -> tuple[npt.NDArray[np.uint64], list[str]]:
     for ``--explain`` (a number ``<num>``, letters stuck to one ``<id>``, a path ``<path>`` and its
     extension, punctuation as it is without its spaces)."""
     table = token_table(text, np.asarray([len(text)], dtype=np.int64))
-    keys, _, _ = _masked_keys(table)
-    n = keys.shape[0]
+    n = table.keys.shape[0]
     if n == 0:
-        return keys, []
-    arr = np.frombuffer(text, dtype=np.uint8)
+        return np.zeros(0, dtype=np.uint64), []
     line_start = np.zeros(n, dtype=bool)
     line_start[0] = True
-    gaps = _gaps(arr, table, line_start)
-    path_keys, on = _path_runs(arr, table, keys, gaps)
-    parts = _word_parts(arr, table, on, gaps)
-    words, _ = _words(keys, path_keys, parts, gaps.before, np.zeros(n, dtype=np.int64), 1)
-    heads, _, cand, _, _ = parts
+    block = _block_words(np.frombuffer(text, dtype=np.uint8), table, line_start, np.zeros(n, dtype=np.int64), 1)
+    words, path_keys, gaps = block.keys, block.path_keys, block.gaps
+    heads, _, cand, _, _ = block.parts
     lower = table.lower
     starts, lengths = table.starts.tolist(), table.lengths.tolist()
-    masked = (keys & _LOW56).tolist()
+    masked = (path_keys & _LOW56).tolist()  # (the masked keys; a path's first token is named apart)
 
     def token(i: int) -> str:
         if masked[i] in (_NUM_KEY_L, _ID_KEY_L):

@@ -277,7 +277,6 @@ class ShortOutput:
             return
         data, self._output = bytes(self._output), None
         self.held.drop()
-        self.held.open_line = None
         if data:
             await self._sink.send(data if data.endswith(b"\n") else data + b"\n")
 

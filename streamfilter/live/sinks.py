@@ -112,14 +112,12 @@ class HoldingSink(Sink):
         sink: where the writes go; its name and format are this one's.
 
     Attributes:
-        held: the bytes held so far (0 once let go).
         holding: set at the first write held.
     """
 
     def __init__(self, sink: Sink) -> None:
         super().__init__(SinkConfig(sink.name, "held", format=sink.format))
         self.sink = sink
-        self.held = 0
         self.holding = anyio.Event()
         self._writes: list[bytes] | None = []
 
@@ -128,20 +126,19 @@ class HoldingSink(Sink):
             await self.sink.send(data)
             return
         self._writes.append(data)
-        self.held += len(data)
         self.holding.set()
 
     async def let_go(self) -> None:
         """Write what was held, in order, and every write from now on as it comes."""
-        writes, self._writes, self.held = self._writes, None, 0
+        writes, self._writes = self._writes, None
         with anyio.CancelScope(shield=True):  # (a stop mid-way must not lose the rest)
             for data in writes or ():
                 await self.sink.send(data)
 
     def drop(self) -> None:
-        """Forget what was held (its place taken by what the caller writes to ``sink``); later
-        writes go through."""
-        self._writes, self.held = None, 0
+        """Forget what was held (its place taken by whole lines the caller writes to ``sink``: no
+        line is left open); later writes go through."""
+        self._writes, self.open_line = None, None
 
 
 class StdoutSink(Sink):
