@@ -18,7 +18,8 @@ plain command (``wrap.Wrap.plain``) only when one of these already allows it wit
      ``.cursor/cli.json`` files from its repository's root to the working directory;
 
    a rule that asks about the command or forbids it (Codex ``prompt`` or ``forbidden``, Cursor
-   ``deny``) leaves it alone, whatever the rest says;
+   ``deny``) leaves it alone, whatever the rest says, and so does one that asks about or forbids
+   the command it runs behind ``timeout``, ``env`` or a runner (``timeout 30 pytest``: ``pytest``);
 2. the user's ``approve`` list in ``hooks.toml`` (word prefixes);
 3. the built-in list, ``DEFAULT_APPROVED`` (unless ``builtin = false``): commands that build,
    check or test the project in place, with no runner (``uv run`` syncs, ``npx`` downloads), no
@@ -241,7 +242,10 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
     """
     if wrap.command is None or not wrap.plain:
         return False
-    said = {"codex": codex_rules_say, "cursor": cursor_rules_say}[agent](wrap.parts, cwd, env)
+    # the command behind ``timeout``, ``env`` or a runner is judged too: a rule that asks about
+    # ``pytest`` or forbids it also holds for ``timeout 30 pytest``, which the built-in list approves
+    parts = wrap.parts if wrap.body == wrap.parts[-1] else (*wrap.parts, wrap.body)
+    said = {"codex": codex_rules_say, "cursor": cursor_rules_say}[agent](parts, cwd, env)
     if said in ("ask", "deny"):
         return False
     if (said == "allow" and wrap.simple) or (agent == "codex" and mode == "bypassPermissions"):

@@ -112,6 +112,8 @@ _MANAGERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 # ``timeout``'s options before its duration: (those alone, those with a value)
 _TIMEOUT_OPTIONS = (frozenset(("--preserve-status", "--foreground", "-v", "--verbose")),
                     frozenset(("-s", "--signal", "-k", "--kill-after")))  # fmt: skip
+# ``env``'s options before its assignments: (those alone, those with a value)
+_ENV_OPTIONS = (frozenset(("-i", "--ignore-environment")), frozenset(("-u", "--unset")))
 # (patterns, not compiled ones: re compiles and caches one at its first use, and most commands use none)
 _DURATION = r"\d+(?:\.\d+)?[smhd]?"
 # the one pipe kept: into ``tail`` with a count (the output an agent asked for, then cut as it asked)
@@ -366,13 +368,29 @@ def _options(words: Sequence[str], alone: frozenset[str], valued: frozenset[str]
     return min(i, len(words))
 
 
+def _env_changes(options: Sequence[str]) -> list[str]:
+    """The variables ``env``'s ``options`` change, as assignments of nothing: ``-u NAME`` unsets
+    NAME, ``-i`` empties the environment, ``PATH`` with it (which program runs changes)."""
+    changed = []
+    for i, word in enumerate(options):
+        if word in ("-i", "--ignore-environment"):
+            changed.append("PATH=")
+        elif word in ("-u", "--unset") and i + 1 < len(options):
+            changed.append(f"{options[i + 1]}=")
+        elif word.startswith("--unset="):
+            changed.append(f"{word[8:]}=")
+        elif word.startswith("-u") and len(word) > 2:
+            changed.append(f"{word[2:]}=")
+    return changed
+
+
 def _inner(words: list[str]) -> tuple[list[str], list[str], bool]:
     """The command ``words`` runs: behind runners (``uv run``), ``timeout [OPTIONS] DURATION`` and
     ``env [-i] [-u NAME] [NAME=VALUE]...``; with a package manager's workspace options left out.
 
     Returns:
-        ``(body, assignments, runner)``: the command's words, the assignments ``env`` made, and
-        whether a runner runs it.
+        ``(body, assignments, runner)``: the command's words, the assignments ``env`` made (a
+        variable it unsets or empties as ``NAME=``, ``_env_changes``), and whether a runner runs it.
     """
     body, assigned, runner = words, [], False
     while len(body) > 1:
@@ -386,7 +404,8 @@ def _inner(words: list[str]) -> tuple[list[str], list[str], bool]:
                 break
             after += 1
         elif program == "env":
-            after = 1 + _options(body[1:], frozenset(("-i", "--ignore-environment")), frozenset(("-u", "--unset")))
+            after = 1 + _options(body[1:], *_ENV_OPTIONS)
+            assigned += _env_changes(body[1:after])
             while after < len(body) and "=" in body[after] and body[after].split("=")[0].isidentifier():
                 assigned.append(body[after])
                 after += 1

@@ -39,6 +39,9 @@ ASKED = [
     "gh run view --job 456 --log",
     "docker build .",
     "go generate ./...",
+    "env -i pytest",  # (an empty environment: another pytest, found without PATH)
+    "env -u VIRTUAL_ENV -u PATH pytest",
+    "env --unset=PATH pytest",
 ]
 # commands that build, check or test the project in place
 IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "go test ./...", "npm test",
@@ -121,6 +124,10 @@ def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
     assert not _approved("codex", "cargo test", tmp_path, env)  # prompt wins over the built-in list
     assert _approved("codex", "cargo check", tmp_path, env)
     assert not _approved("codex", "pip install x", tmp_path, env)
+    # the command behind timeout or env is the one a rule judges (helper-25: these were approved)
+    for command in ("timeout 30 cargo test", "env CI=1 cargo test", "timeout -s INT 5 env CI=1 cargo test"):
+        assert not _approved("codex", command, tmp_path, env), command
+    assert _approved("codex", "timeout 30 cargo check", tmp_path, env)
     # bypassPermissions asks about nothing: all but what a rule asks about or forbids
     assert _codex("npm install left-pad", tmp_path, env, mode="bypassPermissions") is not None
     assert _codex("cargo test", tmp_path, env, mode="bypassPermissions") is None
@@ -154,6 +161,8 @@ def test_cursor_permissions_allow_and_deny(tmp_path: Path) -> None:
     )
     assert _approved("cursor", "pip install requests", tmp_path, env)
     assert not _approved("cursor", "cargo test", tmp_path, env)  # deny wins over the built-in list
+    assert not _approved("cursor", "timeout 30 cargo test", tmp_path, env)  # (and behind timeout or env)
+    assert not _approved("cursor", "env CI=1 cargo test", tmp_path, env)
     project = tmp_path / "repo"
     (project / ".git").mkdir(parents=True)
     (project / ".cursor").mkdir()
