@@ -26,6 +26,7 @@ import fcntl
 import hashlib
 import os
 import re
+import stat
 import tempfile
 import time
 import zlib
@@ -474,10 +475,12 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
     """``path`` opened, once its bytes in the ref's range have the ref's CRC-32.
 
     Raises:
-        RefError: it is missing, unreadable, shorter than the range, or its bytes differ.
+        RefError: it is missing, unreadable, not a regular file, shorter than the range, or its
+            bytes differ.
     """
     try:
-        handle = open(path, "rb")
+        # (not blocking: a FIFO a forged ref names would wait for a writer; a regular file reads alike)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         why = (
             "evicted from the archive, or archived in another state directory: set STATE_DIRECTORY"
@@ -488,8 +491,14 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
         raise RefError(f"ref {ref}: {path} no longer exists ({why})") from None
     except OSError as exc:
         raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise RefError(f"ref {ref}: {path} is not a regular file (a ref names bytes of a log file or an archive)")
+    os.set_blocking(fd, True)
+    handle = os.fdopen(fd, "rb")
     try:
-        if os.fstat(handle.fileno()).st_size < ref.end:
+        if info.st_size < ref.end:
             why = "it was truncated, rewritten, or rotated and replaced"
             raise RefError(f"ref {ref}: {path} is now shorter than byte {ref.end} ({why})")
         crc = 0

@@ -122,6 +122,17 @@ def test_a_rewritten_file_is_reported_not_printed(tmp_path: Path) -> None:
     assert got.returncode == 1 and b"no longer exists" in got.stderr
 
 
+def test_a_ref_that_names_a_fifo_or_a_device_is_an_error_at_once(tmp_path: Path) -> None:
+    """A forged ref naming a FIFO hung expand (and the MCP server's expand tool) until killed,
+    waiting for a writer (helper-25); it names no log's bytes: an error, without waiting."""
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        got = cli("expand", f"{path}:0-10:00000000", state=tmp_path)  # (cli's timeout fails a hang)
+        assert got.returncode == 1 and got.stdout == b""
+        assert b"is not a regular file" in got.stderr and got.stderr.count(b"\n") == 1
+
+
 def test_a_ref_into_a_rotated_file_is_read_from_the_file_it_was_rotated_to(tmp_path: Path) -> None:
     """A ref made before ``mv build.log build.log.1`` (a new build.log then written): the bytes
     are found in build.log.1, with a note; a compressed rotation is not looked at."""
