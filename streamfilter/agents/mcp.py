@@ -42,6 +42,7 @@ from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
 from ..live.expand import RefError, expand, parse_ref
 from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
+from ..live.sinks import escape_controls
 from .defaults import DEFAULT_BUDGET_TOKENS
 
 __all__ = (
@@ -155,9 +156,9 @@ class ExpandResult(BaseModel):
     """What the ``expand`` tool returns besides its text (the same bytes)."""
 
     ref: str = Field(description="The ref, whole.")
-    text: str = Field(description="The bytes, as UTF-8 (any other byte written as \\xNN).")
+    text: str = Field(description="The bytes, as UTF-8 (control characters and any other byte written as \\xNN).")
     bytes: int = Field(description="How many bytes were read (context lines included).")
-    exact: bool = Field(description="Whether `text` is the bytes exactly (they were valid UTF-8).")
+    exact: bool = Field(description="Whether `text` is the bytes exactly (valid UTF-8, no control character).")
     read_from: str = Field(description="The file read: the ref's own, or a file it was rotated to.")
 
 
@@ -206,8 +207,10 @@ class ReadResult(BaseModel):
 
 
 def _text(data: bytes) -> str:
-    """Bytes as the text an agent reads: UTF-8, any other byte written as ``\\xNN``."""
-    return data.decode("utf-8", "backslashreplace")
+    """Bytes as the text an agent reads, as a terminal shows them (``sinks.escape_controls``): UTF-8,
+    control characters (an escape sequence's ESC, NUL, a lone carriage return) and any byte that is
+    not UTF-8 written as ``\\xNN``: a command's output cannot act on the client that shows it."""
+    return escape_controls(data).decode("utf-8")
 
 
 def _result(text: str, facts: BaseModel) -> CallToolResult:
@@ -540,10 +543,8 @@ class StreamfilterMCP:
             except OSError as exc:  # (checked, then unreadable: an I/O error)
                 raise ToolError(f"ref {parsed}: cannot read {parsed.source}: {exc.strerror or exc}") from None
             data = out.getvalue()
-            try:
-                text, exact = data.decode("utf-8"), True
-            except UnicodeDecodeError:
-                text, exact = _text(data), False
+            text = _text(data)
+            exact = text.encode() == data  # (nothing was escaped)
             read_from = str(rotated) if rotated is not None else parsed.source
             return _result(
                 text, ExpandResult(ref=str(parsed), text=text, bytes=len(data), exact=exact, read_from=read_from)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -152,6 +153,36 @@ def check_failing_run(result: CallToolResult, tmp_path: Path) -> None:
     assert [f"INFO collecting module_{i} ok" for i in range(2000)] == whole.splitlines()[:2000]
     assert whole.endswith("AssertionError: expected 3 items, got 4\n") and found["lines"] == 2003
     assert len(text) < len(whole) // 10  # the noise is summarized
+
+
+CONTROLS_SCRIPT = """\
+import sys
+out = sys.stdout.buffer
+out.write(b"Error: boom \\x1b]0;FAKE TITLE\\x07 \\x1b[31mred\\x1b[0m\\n")
+out.write(b"after \\x00 \\xff\\n")
+out.write(b"progress 10%\\rprogress 100%\\n")
+sys.exit(1)
+"""
+
+
+@pytest.mark.anyio
+async def test_control_bytes_reach_the_agent_escaped_as_on_a_terminal(tmp_path: Path) -> None:
+    """An escape sequence (an OSC title, a colour), a NUL, a byte not UTF-8 and a lone carriage
+    return came through raw in the run tool's text (helper-25): they are ``\\xNN``, as a terminal
+    shows them; expand says its text is not the bytes exactly."""
+    script = tmp_path / "controls.py"
+    script.write_text(CONTROLS_SCRIPT)
+    async with connect(tmp_path) as session:
+        result = await call(session, "run", command=[sys.executable, str(script)])
+        found, text = facts(result), text_of(result)
+        raw = Path(found["output_path"]).read_bytes()
+        ref = f"{found['output_path']}:0-{len(raw)}:{zlib.crc32(raw):08x}"
+        back = await call(session, "expand", ref=ref)
+    assert found["status"] == 1
+    assert "Error: boom \\x1b]0;FAKE TITLE\\x07 \\x1b[31mred\\x1b[0m\n" in text
+    assert "after \\x00 \\xff\n" in text and "progress 10%\\x0dprogress 100%\n" in text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", text)
+    assert not facts(back)["exact"] and text_of(back).startswith("Error: boom \\x1b]0;FAKE TITLE\\x07")
 
 
 @pytest.mark.anyio
