@@ -175,7 +175,7 @@ async def test_control_bytes_reach_the_agent_escaped_as_on_a_terminal(tmp_path: 
     async with connect(tmp_path) as session:
         result = await call(session, "run", command=[sys.executable, str(script)])
         found, text = facts(result), text_of(result)
-        raw = Path(found["output_path"]).read_bytes()
+        raw = await anyio.Path(found["output_path"]).read_bytes()
         ref = f"{found['output_path']}:0-{len(raw)}:{zlib.crc32(raw):08x}"
         back = await call(session, "expand", ref=ref)
     assert found["status"] == 1
