@@ -139,8 +139,16 @@ class Tracer:
     def trace(self, p: PendingLines, a: int, b: int, decision: _Decision) -> None:
         """Record the windows of pending lines ``a .. b-1`` (of the current batch) for the open run."""
         traces = self._traces[decision]
-        for w in np.unique(p.window[a:b]).tolist():
-            lines = np.flatnonzero(p.window[a:b] == w) + a  # its lines in this piece
+        # the piece's lines grouped by window, in window order (one sort: a piece of a hundred
+        # thousand lines has ten thousand windows, and comparing each with every line was quadratic)
+        window = p.window[a:b]
+        order = np.argsort(window, kind="stable")  # (stable: each window's lines in line order)
+        ordered = window[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if b > a else np.zeros(0, dtype=np.int64)
+        ends = np.r_[starts[1:], ordered.shape[0]]
+        ids = ordered[starts].tolist()
+        for i, w in enumerate(ids):
+            lines = order[starts[i] : ends[i]] + a  # its lines in this piece
             if self._traced[decision] == w:  # the same window, continued (a later batch, or past a short gap)
                 # traces are added in line order, so a listed one is the last (an omitted one stays counted)
                 if traces and traces[-1][0] == w:
@@ -151,10 +159,11 @@ class Tracer:
                     else:
                         traces[-1] = (w, replace(last, last_line=p.base + int(lines[-1]) + 1))
                 continue
+            if len(traces) >= MAX_TRACES:  # this window and every later one of the piece: counted
+                self._omitted[decision] += len(ids) - i
+                self._traced[decision] = ids[-1]
+                break
             self._traced[decision] = w
-            if len(traces) >= MAX_TRACES:
-                self._omitted[decision] += 1
-                continue
             traces.append((w, self._new_trace(p, w, a, b, lines, decision)))
 
     def _new_trace(
