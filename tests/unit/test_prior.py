@@ -278,6 +278,35 @@ def test_the_prior_keeps_a_shape_at_most_prior_repeats_times(monkeypatch: pytest
     assert kept.count(line) == hits_module.PRIOR_REPEATS
 
 
+@pytest.mark.parametrize("failed_at", [0, 163, 249])
+def test_the_one_result_line_that_counts_failures_among_its_shape_is_kept(
+    failed_at: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """250 suites' result lines of one shape, one with "1 failed": it is the prior's line whatever
+    its probability (helper-27: rated 0.03, it was one of "226x suite <*> ...: <*> passed, <*>
+    failed" in a summary); the first ``COUNT_REPEATS`` of a shape when every suite fails; not under
+    a budget either; however the bytes are chunked."""
+    names = ("tax", "fx", "refund", "ledger", "invoice")
+    lines = [
+        f"suite {i:03d} billing/{names[i % 5]}_{i}: {20 + i % 9} passed, {int(i == failed_at)} failed, 0 skipped\n"
+        for i in range(250)
+    ]
+    data = ("".join(lines) + "TOTAL: 5008 passed, 1 failed\n" + "cleanup step\n" * 40).encode()
+    config = FilterConfig(tail_lines=2)
+    for chunks in (None, [61] * 400):
+        kept = b"".join(r.data for r in runs_of(data, config, default_model(), chunks) if r.decision == "keep")
+        assert lines[failed_at].encode() in kept
+        assert kept.count(b" 0 failed") <= 2 * (hits_module.PRIOR_BEFORE + hits_module.PRIOR_AFTER)
+    budget = run_cli("filter", "--budget-tokens", "1000", stdin=data)
+    assert lines[failed_at].encode() in budget.stdout
+    monkeypatch.setattr(hits_module, "PRIOR_BEFORE", 0)  # (only the lines taken themselves)
+    monkeypatch.setattr(hits_module, "PRIOR_AFTER", 0)
+    every = ("".join(f"suite {i:03d} x_{i:03d}: 3 passed, 1 failed\n" for i in range(200)) + "done\n").encode()
+    config = FilterConfig(window_lines=1, tail_lines=0, context_lines=0)
+    runs = runs_of(every, config, replace(default_model(), cut=1.01))  # (no line at the cut)
+    assert b"".join(r.data for r in runs if r.decision == "keep").count(b" 1 failed") == hits_module.COUNT_REPEATS
+
+
 def test_a_prior_line_keeps_the_line_its_block_hangs_from() -> None:
     """A line the prior takes keeps the less-indented line above it (within ``PRIOR_HEAD`` lines)
     that its block hangs from, and the lines between: the case's name over its table of fields,
