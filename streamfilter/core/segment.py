@@ -16,8 +16,9 @@ Rules, in order of strength:
   ``+``/``-`` lines of its diff, Go's frames (``pkg.(*T).F(0x0)``, ``created by ...``),
   gcc's and clang's ``a.c:3:1: note: ...``
   and ``a.cpp:9:8:   required from here``) right after such lines or
-  after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines (cargo's
-  ``   Compiling x``: a capitalised word ending at column 12) and a test's line in a verbose list
+  after another trace line; Pester's ``[-] test`` line starts a trace. Right-aligned status lines
+  (cargo's ``   Compiling x``: a capitalised word, its other letters lower case, ending at column
+  12; not behave's ``      ASSERT FAILED``) and a test's line in a verbose list
   (jest's and mocha's ``    ✓ adds (2 ms)``, ``    ✕ throws``, dotnet test's ``  Passed T.Adds [< 1 ms]``,
   behave's ``  Scenario: add item``)
   count as column 0.
@@ -165,14 +166,16 @@ def _line_starts_at(padded: bytes, regex: re.Pattern[bytes], ends: Int64Array) -
 _SCAN = 8  # leading bytes looked at per indented line at once (most indents are shorter)
 _SCAN_COLUMNS = np.arange(_SCAN)
 _STATUS_WIDTH = 12  # cargo right-aligns its status words to end at this column
+# a status word's bytes after its capital: cargo's are title case ("Compiling", "Doc-tests"); a
+# word in capitals ending there is not one ("      ASSERT FAILED: ...", behave's, under its step)
 _WORD_BYTE = np.zeros(256, dtype=bool)
 _WORD_BYTE[ord("a") : ord("z") + 1] = True
-_WORD_BYTE[ord("A") : ord("Z") + 1] = True
 _WORD_BYTE[ord("-")] = True
 
 
 def _status_lines(arr: npt.NDArray[np.uint8], starts: Int64Array, first: Int64Array, indent: Int64Array) -> Int64Array:
-    """Lines that are right-aligned status lines: spaces, then a capitalised word ending at column 12, a space."""
+    """Lines that are right-aligned status lines: spaces, then a capitalised word (its other letters
+    lower case) ending at column 12, a space."""
     n = arr.shape[0]
     maybe = np.flatnonzero((indent >= 1) & (indent < _STATUS_WIDTH) & (starts + _STATUS_WIDTH < n))
     if maybe.shape[0] == 0:
@@ -180,7 +183,7 @@ def _status_lines(arr: npt.NDArray[np.uint8], starts: Int64Array, first: Int64Ar
     maybe = maybe[(arr[first[maybe]] - np.uint8(65)) < 26]  # the word starts with a capital
     columns = np.arange(_STATUS_WIDTH)
     grid = arr[starts[maybe, None] + columns]  # the first 12 bytes of each line
-    in_word = columns[None, :] >= indent[maybe, None]
+    in_word = columns[None, :] > indent[maybe, None]  # (after its capital)
     wordy = (~in_word | _WORD_BYTE[grid]).all(axis=1)
     status: Int64Array = maybe[wordy & (arr[starts[maybe] + _STATUS_WIDTH] == 0x20)].astype(np.int64)
     return status

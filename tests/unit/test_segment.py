@@ -68,6 +68,27 @@ def test_cargo_status_lines_are_not_continuations() -> None:
     assert [len(w) for w in windows(text)] == [8, 8, 4]
 
 
+def test_a_word_in_capitals_ending_at_column_12_is_no_status_line() -> None:
+    """behave's ``      ASSERT FAILED: ...`` under its step ends its first word at column 12, as
+    cargo's status words do: it was read as one (column 0), a record of its own, and a window kept
+    for its score showed it without its scenario and step (helper-27). Cargo's are title case."""
+    block = (
+        b"  Scenario: coupon applies  # f.feature:453\n"
+        b"    Then the total is 13.5  # s.py:9\n"
+        b"      ASSERT FAILED: cart total 15 != expected 13.5\n"
+    )
+    assert windows(block * 2, n=3) == [[1, 2, 3], [4, 5, 6]]
+
+    def continued(text: bytes) -> list[bool]:
+        ends = np.cumsum([len(x) + 1 for x in text.split(b"\n")[:-1]]).astype(np.int64)
+        seg = Segmenter(8, 1200)
+        return [*seg.feed(line_layout(text, ends)).cont.tolist(), *seg.flush().cont.tolist()]
+
+    assert continued(block) == [False, True, True]
+    # cargo's status words stay column 0: not a continuation of the error above them
+    assert continued(b"error: x\n   Compiling a v1\n   Doc-tests a\n    Finished dev\n") == [False] * 4
+
+
 def test_indented_stream_respects_the_hard_cap() -> None:
     text = b"Exception in thread main\n" + b"".join(b"\tat f%d(X.java:1)\n" % i for i in range(100))
     sizes = [len(w) for w in windows(text, n=8)]
