@@ -27,10 +27,12 @@ progress ack every third of ``ack_wait_seconds`` keeps it from being delivered a
 to this worker goes on from where its output ends, read from the last event of its subject in the
 source's nats sink (``NatsSink.last_position``): what a crash left unacked is delivered again to the
 new owner and its bytes up to there skipped, and a ``resumed`` event says where the stream went on.
+A new owner makes the partition's consumer afresh, so the unacked messages come before newer ones.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -477,8 +479,9 @@ class _Partition:
     async def run(self) -> None:
         worker = self.worker
         source = worker.source
+        durable = f"{source.consumer}-{self.number}"
         config = ConsumerConfig(
-            durable_name=f"{source.consumer}-{self.number}",
+            durable_name=durable,
             ack_policy=AckPolicy.EXPLICIT,
             deliver_policy=DeliverPolicy.ALL,
             ack_wait=source.ack_wait_seconds,
@@ -487,13 +490,19 @@ class _Partition:
         )
         try:
             with self.scope:
+                # the consumer afresh: it gives what the last owner left unacked (killed, or handing
+                # over with a backlog) first, in the stream's order; bound as it was, it gave newer
+                # messages at once and those when their ack wait ran out, and lines without an offset
+                # taken after newer ones are taken for copies: lost (helper-26)
+                with contextlib.suppress(nats.js.errors.NotFoundError):
+                    await worker.js.delete_consumer(source.stream, durable)
                 async with anyio.create_task_group() as self.tg:
                     # pushed as they come (at most max_ack_pending unacked) to a callback that nats-py
                     # calls for each queued message in turn: a pull fetch waits for its whole batch
                     # once one message came, and a wait per message costs a turn of a busy loop
                     self.subscription = await worker.js.subscribe(
                         f"{source.subject}.{self.number}.*",
-                        durable=config.durable_name,
+                        durable=durable,
                         stream=source.stream,
                         config=config,
                         cb=self._deliver,
