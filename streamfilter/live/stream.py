@@ -295,6 +295,12 @@ class LiveStream:
             if sink.format == "jsonl":
                 await sink.send_from(self, end_event(self.filter.stats, self.source, self.extra), "end")
 
+    async def summarize_dropped(self) -> None:
+        """Write the open DROP run's summary now if it is at most half the bytes it stands for
+        (``StreamFilter.close_drop``), not when it is ``DROP_SUMMARY_SECONDS`` old: for a source
+        whose input waits on this output (a NATS partition's unacked messages)."""
+        await self._write(self.filter.close_drop())
+
     async def settle(self) -> None:
         """Decide and write the complete lines held, as a pause would, the stream going on
         elsewhere (a NATS stream handed to another worker): its open DROP run is closed, its

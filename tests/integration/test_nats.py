@@ -452,6 +452,28 @@ async def test_lines_without_offsets_left_unacked_by_an_owner_come_before_newer_
     assert worker.stop() == 0
 
 
+@pytest.mark.anyio
+async def test_a_line_a_message_is_not_held_back_by_the_ack_window(tmp_path: Path, server: NatsServer) -> None:
+    """A stream of a line a message (Vector's) whose lines are dropped: a partition's 256 messages in
+    flight waited for their summary, written once a second old, so a worker took about 100 lines a
+    second, idle (helper-26: 100k messages drained for over ten minutes). The summary is written
+    once half the window waits for it: 3000 lines take a few seconds, not 30."""
+    worker = start_worker(tmp_path, server.url)
+    lines = [f"step {i:05d} compiled module_{i}.c ok" for i in range(3000)]
+    data = "".join(line + "\n" for line in lines).encode()
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    began = time.monotonic()
+    for line in lines:
+        await js.publish("logs.vec-fast", line.encode())
+    events = await events_until(js, "vec-fast", len(data), 60)
+    took = time.monotonic() - began
+    await nc.close()
+    check_covered("vec-fast", data, events, [])
+    assert took < 15, took
+    assert worker.stop() == 0
+
+
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
         return str(answer.read().decode())

@@ -245,6 +245,15 @@ class _Stream:
                         await self._feed()
                 elif not batch and self.live is not None:
                     await self.live.tick()
+            if (
+                self.live is not None
+                and len(self.live.held) >= 8  # (fewer pay for no summary: the sum below is over its streams)
+                and self.partition.unacked() * 2 >= self.source.max_ack_pending
+            ):
+                # half the partition's messages in flight wait for output: the server sends no more
+                # until some are acked, and lines dropped are written (so acked) once their summary
+                # is a second old: a line a message drained at 100 a second (helper-26)
+                await self.live.summarize_dropped()
             if now >= next_progress:
                 await self._in_progress()
                 next_progress = now + worker.progress_seconds
@@ -558,6 +567,10 @@ class _Partition:
             if self.streams.get(sid) is stream:
                 del self.streams[sid]
             await self._hand(msg, tg)
+
+    def unacked(self) -> int:
+        """The messages of this partition its streams hold, delivered and not acked yet."""
+        return sum(len(s.live.held) + len(s.waiting) for s in self.streams.values() if s.live is not None)
 
     def forget(self, stream: _Stream) -> None:
         """``stream``'s task ended: later messages of its id start a new one (which resumes it)."""
