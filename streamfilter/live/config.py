@@ -764,7 +764,8 @@ def check_use(config: DaemonConfig) -> list[str]:
 
 
 def resolved(config: DaemonConfig) -> dict[str, Any]:
-    """The config with every default filled in, as plain values (for ``check-config``)."""
+    """The config with every default filled in, as plain values (for ``check-config``): each
+    source's and sink's keys of its type only, the built-in stdout sink when a source uses it."""
 
     def plain(value: Any) -> Any:
         if hasattr(value, "__dataclass_fields__"):
@@ -774,6 +775,16 @@ def resolved(config: DaemonConfig) -> dict[str, Any]:
         return value
 
     out = plain(config)
-    for table in out["sources"] + out["sinks"]:
-        table["mode"] = f"{table['mode']:04o}"
+    # a table shows its type's keys only (a nats source has no path), and the built-in stdout
+    # sink is shown when a source writes to it
+    for tables, types in ((out["sources"], _KEY_TYPES), (out["sinks"], _SINK_KEY_TYPES)):
+        for table in tables:
+            for key, kinds in types.items():
+                if table["type"] not in kinds:
+                    table.pop(key, None)
+            table.pop("tail_at_end", None)  # (``follow``'s, not a key of a config)
+            if "mode" in table:
+                table["mode"] = f"{table['mode']:04o}"
+    used = {name for source in out["sources"] for name in source["sinks"]}
+    out["sinks"] = [t for t in out["sinks"] if t["type"] != "stdout" or t["name"] in used]
     return dict(out)

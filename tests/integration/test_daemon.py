@@ -71,7 +71,26 @@ def test_check_config_prints_the_resolved_config(tmp_path: Path) -> None:
     )
     assert source["filter"]["query"] == "error failed" and source["filter"]["window_lines"] == 8
     assert source["start_at"] == "end" and source["roots"] == [str(tmp_path.resolve())]
-    assert source["timing"]["idle_seconds"] == 0.05 and source["mode"] == "0600"
+    assert source["timing"]["idle_seconds"] == 0.05
+    # a table shows its type's keys (helper-26: a nats source showed a path, a file mode, start_at)
+    assert not {"mode", "group", "address", "servers", "tail_at_end"} & set(source)
+    done = run_cli(
+        "check-config",
+        str(
+            write_config(
+                tmp_path,
+                '[[source]]\nname = "fleet"\ntype = "nats"\nservers = ["nats://127.0.0.1:4222"]\nsinks = ["out"]\n'
+                '[[sink]]\nname = "out"\ntype = "nats"\nservers = ["nats://127.0.0.1:4222"]\n',
+            )
+        ),
+    )
+    assert done.returncode == 0, done.stderr
+    config = json.loads(done.stdout)
+    (nats_source,) = config["sources"]
+    assert not {"path", "start_at", "roots", "checkpoint", "mode"} & set(nats_source)
+    assert nats_source["partitions"] == 8
+    assert [sink["name"] for sink in config["sinks"]] == ["out"]  # (the built-in stdout: no source writes to it)
+    assert "path" not in config["sinks"][0] and config["sinks"][0]["stream"] == "STREAMFILTER_OUT"
 
 
 def test_relative_paths_in_a_config_start_from_its_directory(tmp_path: Path) -> None:
