@@ -210,7 +210,16 @@ def test_what_agents_type_is_wrapped(command: str, wrapped: str) -> None:
     ("command", "plain"),
     [
         ("env PATH=/tmp/evil:/usr/bin pytest", False),
-        ("env FOO=1 pytest", True),
+        ("env CI=1 NO_COLOR=1 pytest", True),
+        ("CI=1 FORCE_COLOR=0 pytest", True),
+        # a variable no list says is harmless: any may change what runs (helper-28's, approved before)
+        ("env FOO=1 pytest", False),
+        ("RUSTC_WRAPPER=/tmp/evil cargo test", False),
+        ('PYTEST_ADDOPTS="-p evil" pytest', False),
+        ("MAKEFLAGS='-f /tmp/x.mk' make", False),
+        ("timeout 5 env JAVA_TOOL_OPTIONS=-javaagent:/tmp/a.jar mvn test", False),
+        ("npm_config_script_shell=/tmp/evil npm test", False),
+        ("CC=/tmp/evil make", False),
         ("source .venv/bin/activate && pytest", True),
         ("source /tmp/x/bin/activate && pytest", False),
         ("source ../other/.venv/bin/activate && pytest", False),
