@@ -19,7 +19,9 @@ plain command (``wrap.Wrap.plain``) only when one of these already allows it wit
 
    a rule that asks about the command or forbids it (Codex ``prompt`` or ``forbidden``, Cursor
    ``deny``) leaves it alone, whatever the rest says, and so does one that asks about or forbids
-   the command it runs behind ``timeout``, ``env`` or a runner (``timeout 30 pytest``: ``pytest``);
+   the command it runs behind ``timeout``, ``env`` or a runner (``timeout 30 pytest``: ``pytest``)
+   or the same command under another name (``_other_names``); a Cursor deny rule with arguments
+   holds for the commands its words begin;
 2. the user's ``approve`` list in ``hooks.toml`` (word prefixes);
 3. the built-in list, ``DEFAULT_APPROVED`` (unless ``builtin = false``): commands that build,
    check or test the project in place, with no runner (``uv run`` syncs, ``npx`` downloads), no
@@ -38,6 +40,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -227,9 +230,48 @@ def cursor_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str,
     def matches(base: str, patterns: list[str]) -> bool:
         return any(fnmatch.fnmatchcase(name, p) for p in patterns for name in {base, os.path.basename(base)})
 
-    if any(matches(part[0], rules["deny"]) for part in parts if part):
+    def denied(part: Sequence[str]) -> bool:
+        # a deny rule that names arguments (``Shell(cargo test)``, ``cargo:test``, ``cargo test:*``)
+        # holds for the commands its words begin (it was ignored: helper-28); an allow rule is read
+        # by its command's name alone, as before (an approval is never wider than that)
+        for rule in rules["deny"]:
+            words = [w for w in re.split(r"[\s:]+", rule) if w]
+            while words and words[-1] == "*":
+                words.pop()
+            if not words:
+                return True
+            if len(part) >= len(words) and matches(part[0], [words[0]]):
+                if all(fnmatch.fnmatchcase(w, p) for w, p in zip(part[1:], words[1:], strict=False)):
+                    return True
+        return False
+
+    if any(denied(part) for part in parts if part):
         return "deny"
     return "allow" if bases and all(matches(b, rules["allow"]) for b in bases) else None
+
+
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
+_OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make"}
+_SCRIPT_RUNNERS = ("npm", "pnpm", "yarn", "bun")
+
+
+def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """``words`` as a user's rule may name the same command (helper-28: a rule on ``pytest``, on
+    ``make`` or on ``npm test`` did not hold for these): ``python3.11 -m pytest`` is ``pytest``,
+    ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm run test`` are ``npm test``."""
+    if not words:
+        return []
+    program, rest = os.path.basename(words[0]), tuple(words[1:])
+    if _PYTHON.fullmatch(program) and rest[:1] == ("-m",) and len(rest) > 1:
+        return [rest[1:]]
+    if program in _OTHER_PROGRAM:
+        return [(_OTHER_PROGRAM[program], *rest)]
+    if program in _SCRIPT_RUNNERS:
+        if rest[:1] in (("t",), ("tst",)):
+            return [(program, "test", *rest[1:])]
+        if rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
+            return [(program, *rest[1:])]
+    return []
 
 
 def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, str], mode: str = "") -> bool:
@@ -242,9 +284,10 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
     """
     if wrap.command is None or not wrap.plain:
         return False
-    # the command behind ``timeout``, ``env`` or a runner is judged too: a rule that asks about
-    # ``pytest`` or forbids it also holds for ``timeout 30 pytest``, which the built-in list approves
-    parts = wrap.parts if wrap.body == wrap.parts[-1] else (*wrap.parts, wrap.body)
+    # the command behind ``timeout``, ``env`` or a runner is judged too, and under its other names:
+    # a rule that asks about ``pytest`` or forbids it also holds for ``timeout 30 pytest`` and
+    # ``python -m pytest``, which the built-in list approves
+    parts = tuple(dict.fromkeys((*wrap.parts, wrap.body, *_other_names(wrap.body))))
     said = {"codex": codex_rules_say, "cursor": cursor_rules_say}[agent](parts, cwd, env)
     if said in ("ask", "deny"):
         return False

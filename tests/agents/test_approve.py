@@ -128,6 +128,16 @@ def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
     for command in ("timeout 30 cargo test", "env CI=1 cargo test", "timeout -s INT 5 env CI=1 cargo test"):
         assert not _approved("codex", command, tmp_path, env), command
     assert _approved("codex", "timeout 30 cargo check", tmp_path, env)
+    # and under its other names (helper-28: these were approved under a rule on pytest, make, npm test)
+    (rules / "more.rules").write_text(
+        'prefix_rule(pattern = ["pytest"], decision = "forbidden")\n'
+        'prefix_rule(pattern = ["make"], decision = "prompt")\n'
+        'prefix_rule(pattern = ["npm", "test"], decision = "forbidden")\n'
+    )
+    for command in ("py.test", "python -m pytest -q", "python3.11 -m pytest", "gmake", "gmake test", "npm t",
+                    "npm run test", "timeout 5 python3 -m pytest"):  # fmt: skip
+        assert not _approved("codex", command, tmp_path, env), command
+    assert _approved("codex", "npm run build", tmp_path, env) and _approved("codex", "mypy src", tmp_path, env)
     # bypassPermissions asks about nothing: all but what a rule asks about or forbids
     assert _codex("npm install left-pad", tmp_path, env, mode="bypassPermissions") is not None
     assert _codex("cargo test", tmp_path, env, mode="bypassPermissions") is None
@@ -163,6 +173,18 @@ def test_cursor_permissions_allow_and_deny(tmp_path: Path) -> None:
     assert not _approved("cursor", "cargo test", tmp_path, env)  # deny wins over the built-in list
     assert not _approved("cursor", "timeout 30 cargo test", tmp_path, env)  # (and behind timeout or env)
     assert not _approved("cursor", "env CI=1 cargo test", tmp_path, env)
+    # a deny rule with arguments holds for the commands its words begin (helper-28: it was ignored)
+    for rule in ("Shell(go test)", "Shell(go:test)", "Shell(go test:*)", "Shell(go *)"):
+        (tmp_path / "config" / "cursor" / "cli-config.json").write_text(
+            json.dumps({"permissions": {"allow": [], "deny": [rule, "Shell(pytest)"]}})
+        )
+        assert not _approved("cursor", "go test ./...", tmp_path, env), rule
+        assert not _approved("cursor", "python -m pytest", tmp_path, env), rule
+        assert _approved("cursor", "make test", tmp_path, env), rule
+    (tmp_path / "config" / "cursor" / "cli-config.json").write_text(
+        json.dumps({"permissions": {"allow": [], "deny": ["Shell(go test)"]}})
+    )
+    assert _approved("cursor", "go build ./...", tmp_path, env)  # (a rule on go test leaves go build)
     project = tmp_path / "repo"
     (project / ".git").mkdir(parents=True)
     (project / ".cursor").mkdir()
