@@ -161,6 +161,8 @@ out = sys.stdout.buffer
 out.write(b"Error: boom \\x1b]0;FAKE TITLE\\x07 \\x1b[31mred\\x1b[0m\\n")
 out.write(b"after \\x00 \\xff\\n")
 out.write(b"progress 10%\\rprogress 100%\\n")
+out.write("bidi \\u202e rlo\\n".encode())
+out.write(b"last\\r")
 sys.exit(1)
 """
 
@@ -181,8 +183,12 @@ async def test_control_bytes_reach_the_agent_escaped_as_on_a_terminal(tmp_path: 
     assert found["status"] == 1
     assert "Error: boom \\x1b]0;FAKE TITLE\\x07 \\x1b[31mred\\x1b[0m\n" in text
     assert "after \\x00 \\xff\n" in text and "progress 10%\\x0dprogress 100%\n" in text
-    assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", text)
+    # a bidirectional override reorders what a client shows after it; a carriage return that ends
+    # the bytes is no line end (helper-28: both came through raw; run ends the last line, a CRLF)
+    assert "bidi \\u202e rlo\n" in text and "last\r\n[streamfilter: " in text
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e]|\r(?!\n)", text)
     assert not facts(back)["exact"] and text_of(back).startswith("Error: boom \\x1b]0;FAKE TITLE\\x07")
+    assert text_of(back).endswith("last\\x0d")
 
 
 @pytest.mark.anyio
