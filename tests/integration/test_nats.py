@@ -244,6 +244,7 @@ async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Pat
         "send", "--nats", server.url, "--stream", "job-7", "--partitions", str(PARTITIONS), "--", "sh", "-c", script
     )
     assert done.returncode == 4, done.stderr
+    assert b"nats.disconnected" not in done.stderr  # (its own close: helper-26 saw it after every send)
     events = events_of((await read_output(server.url, {"job-7"}, seconds=30))["job-7"])
     data = "".join(f"step {i} ok\n" for i in range(1, 301)).encode() + b"error: linker failed\n"
     check_covered("job-7", data, events, [data.index(b"error:")])

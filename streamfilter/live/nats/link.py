@@ -118,11 +118,14 @@ async def connect(servers: Sequence[str], name: str) -> Client:
     log = get_logger().bind(connection=name)
 
     async def disconnected() -> None:
+        if connected and connected[0].is_closed:
+            return  # (our own close: a send that ended printed it every time, helper-26)
         log.info("nats.disconnected")
 
     async def reconnected() -> None:
         log.info("nats.reconnected")
 
+    connected: list[Client] = []  # (the client, once made: the callbacks come before)
     slow = [0, -SLOW_LOG_SECONDS]  # messages dropped since the last nats.slow_consumer, when that was said
 
     async def error(exc: Exception) -> None:
@@ -148,6 +151,7 @@ async def connect(servers: Sequence[str], name: str) -> Client:
         )
         # once connected, a lost connection is tried again for good (nats-py reads its options then)
         client.options["max_reconnect_attempts"] = -1
+        connected.append(client)
         return client
     except (OSError, TimeoutError, nats.errors.Error) as exc:
         raise StreamfilterError(
