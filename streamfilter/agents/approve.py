@@ -70,7 +70,7 @@ _MAKE = frozenset(("all", "build", "test", "tests", "check", "lint", "compile", 
 _MVN = frozenset(("validate", "compile", "test-compile", "test", "package", "verify", "clean"))
 _GRADLE = frozenset(("build", "test", "check", "assemble", "classes", "testClasses", "compileJava", "clean"))
 # a program of targets: the only targets the built-in list approves
-_TARGETS = {"make": _MAKE, "gmake": _MAKE, "mvn": _MVN, "./mvnw": _MVN, "gradle": _GRADLE, "./gradlew": _GRADLE,
+_TARGETS = {"make": _MAKE, "mvn": _MVN, "./mvnw": _MVN, "gradle": _GRADLE, "./gradlew": _GRADLE,
             "rake": frozenset(("test", "spec"))}  # fmt: skip
 # options that load code or configuration from elsewhere: never in a built-in approval
 _FOREIGN = {
@@ -78,11 +78,33 @@ _FOREIGN = {
     "make": ("-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir", "--eval", "-E"),
     "cargo": ("--config", "-Z"),
 }
-_FOREIGN["py.test"] = _FOREIGN["pytest"]
-_FOREIGN["gmake"] = _FOREIGN["make"]
 # make variables that change what runs the recipes
 _MAKE_RISKY = frozenset(("SHELL", ".SHELLFLAGS", "MAKEFILES", "MAKEFLAGS", "MAKE"))
 _CODEX_STRICTNESS = {"allow": 0, "prompt": 1, "forbidden": 2}
+
+
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
+_OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make"}
+_SCRIPT_RUNNERS = ("npm", "pnpm", "yarn", "bun")
+
+
+def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """``words`` as a user's rule may name the same command (helper-28: a rule on ``pytest``, on
+    ``make`` or on ``npm test`` did not hold for these): ``python3.11 -m pytest`` is ``pytest``,
+    ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm run test`` are ``npm test``."""
+    if not words:
+        return []
+    program, rest = os.path.basename(words[0]), tuple(words[1:])
+    if _PYTHON.fullmatch(program) and rest[:1] == ("-m",) and len(rest) > 1:
+        return [rest[1:]]
+    if program in _OTHER_PROGRAM:
+        return [(_OTHER_PROGRAM[program], *rest)]
+    if program in _SCRIPT_RUNNERS:
+        if rest[:1] in (("t",), ("tst",)):
+            return [(program, "test", *rest[1:])]
+        if rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
+            return [(program, *rest[1:])]
+    return []
 
 
 def _outside(word: str, here: Path, root: Path) -> bool:
@@ -106,10 +128,9 @@ def _default_approves(wrap: Wrap, cwd: Path) -> bool:
             return False
         if part[:1] == ("cd",) and len(part) == 2:
             here = (here / os.path.expanduser(part[1])).resolve()
-    program = wrap.body[0] if wrap.body[0].startswith("./") else os.path.basename(wrap.body[0])
-    args = wrap.body[1:]
-    if program in ("python", "python3") and args[:2] == ("-m", "pytest"):
-        program, args = "pytest", args[2:]
+    words = (_other_names(wrap.body) or [wrap.body])[0]  # (python -m pytest, py.test: as pytest; gmake: as make)
+    program = words[0] if words[0].startswith("./") else os.path.basename(words[0])
+    args = words[1:]
     foreign = _FOREIGN.get(program, ())
     if any(
         w == f or (w.startswith(f) and not w.startswith("--")) or w.startswith(f + "=") for w in args for f in foreign
@@ -248,30 +269,6 @@ def cursor_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str,
     if any(denied(part) for part in parts if part):
         return "deny"
     return "allow" if bases and all(matches(b, rules["allow"]) for b in bases) else None
-
-
-_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
-_OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make"}
-_SCRIPT_RUNNERS = ("npm", "pnpm", "yarn", "bun")
-
-
-def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
-    """``words`` as a user's rule may name the same command (helper-28: a rule on ``pytest``, on
-    ``make`` or on ``npm test`` did not hold for these): ``python3.11 -m pytest`` is ``pytest``,
-    ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm run test`` are ``npm test``."""
-    if not words:
-        return []
-    program, rest = os.path.basename(words[0]), tuple(words[1:])
-    if _PYTHON.fullmatch(program) and rest[:1] == ("-m",) and len(rest) > 1:
-        return [rest[1:]]
-    if program in _OTHER_PROGRAM:
-        return [(_OTHER_PROGRAM[program], *rest)]
-    if program in _SCRIPT_RUNNERS:
-        if rest[:1] in (("t",), ("tst",)):
-            return [(program, "test", *rest[1:])]
-        if rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
-            return [(program, *rest[1:])]
-    return []
 
 
 def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, str], mode: str = "") -> bool:

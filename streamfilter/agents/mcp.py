@@ -209,7 +209,8 @@ class ReadResult(BaseModel):
 def _text(data: bytes) -> str:
     """Bytes as the text an agent reads, as a terminal shows them (``sinks.escape_controls``): UTF-8,
     control characters (an escape sequence's ESC, NUL, a lone carriage return) and any byte that is
-    not UTF-8 written as ``\\xNN``: a command's output cannot act on the client that shows it."""
+    not UTF-8 written as ``\\xNN``, bidirectional overrides as ``\\uNNNN``: a command's output cannot
+    act on the client that shows it."""
     text = escape_controls(data).decode("utf-8")
     # (a carriage return at the very end: none of its line follows, here none ever will)
     return text[:-1] + "\\x0d" if text.endswith("\r") else text

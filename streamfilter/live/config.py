@@ -777,12 +777,12 @@ def resolved(config: DaemonConfig) -> dict[str, Any]:
     out = plain(config)
     # a table shows its type's keys only (a nats source has no path), and the built-in stdout
     # sink is shown when a source writes to it
-    for tables, types in ((out["sources"], _KEY_TYPES), (out["sinks"], _SINK_KEY_TYPES)):
+    source_keys = _SOURCE_KEYS | {"filter", "timing"}  # (not follow's tail_at_end: no key of a config)
+    for tables, keys, types in ((out["sources"], source_keys, _KEY_TYPES), (out["sinks"], _SINK_KEYS, _SINK_KEY_TYPES)):
         for table in tables:
-            for key, kinds in types.items():
-                if table["type"] not in kinds:
-                    table.pop(key, None)
-            table.pop("tail_at_end", None)  # (``follow``'s, not a key of a config)
+            for key in list(table):
+                if key not in keys or table["type"] not in types.get(key, (table["type"],)):
+                    del table[key]
             if "mode" in table:
                 table["mode"] = f"{table['mode']:04o}"
     used = {name for source in out["sources"] for name in source["sinks"]}

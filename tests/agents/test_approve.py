@@ -26,6 +26,10 @@ ASKED = [
     "make deploy",
     "pytest -p evil_plugin",
     "pytest -pevil_plugin tests",
+    "py.test -p evil_plugin",  # (its other names: the same limits)
+    "python3 -m pytest -p evil_plugin",
+    "gmake deploy",
+    "gmake -f /tmp/x.mk",
     "uv run pytest",  # (uv run syncs the environment: an install)
     "npx tsc",  # (npx downloads a package it does not find)
     "cd /tmp/other && make",
