@@ -960,7 +960,8 @@ def test_a_checkpoint_that_cannot_be_written_is_warned_of_once_and_leaves_no_fil
             f.write(b"".join(b"INFO burst %d line %d\n" % (burst, i) for i in range(200)))
         live.wait_for(lambda b=burst: sum(e["lines"] for e in runs(live.events(out))) == 200 * b, 10)
     assert [e["event"] for e in live.logs()].count("checkpoint.unwritable") == 1
-    assert not [p.name for p in folder.iterdir() if ".tmp" in p.name]
+    # (a save may be under way as the output is read: its temporary file is there for a moment)
+    live.wait_for(lambda: not [p.name for p in folder.iterdir() if ".tmp" in p.name], 5)
     (blocker / "x").rmdir()
     blocker.rmdir()
     with log.open("ab") as f:
