@@ -83,7 +83,13 @@ COUNTS = (
     ("--window-chars", "window_chars", 1, "M", "most characters in a window"),
     ("--head", "head_lines", 0, "H", "first lines always kept"),
     ("--tail", "tail_lines", 0, "T", "last lines always kept"),
-    ("--found-tail", "found_tail_lines", 0, "T", "last lines always kept once a failure signature kept a line"),
+    (
+        "--found-tail",
+        "found_tail_lines",
+        0,
+        "T",
+        "last lines always kept once a failure signature kept a line or the prior is sure of one",
+    ),
     ("--context", "context_lines", 0, "C", "lines kept before a protected line, within its record"),
     (
         "--max-line-bytes",

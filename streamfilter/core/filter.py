@@ -339,7 +339,7 @@ class StreamFilter:
         A kept line is never held back by them: it and the lines before it are decided together, and
         those of them the tail rule would keep if the stream ended now are kept (they cannot wait for
         its end): the T lines up to the first exit verdict of the last ``tail_lines``, or up to the
-        last line when none is (``found_tail_lines`` once a found signature protected a line).
+        last line when none is (``found_tail_lines`` once a failure was found: ``_found``).
 
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
@@ -500,8 +500,6 @@ class StreamFilter:
         self._passed = self._passed or passed
         self._tail_now = self.config.tail_lines if tail_lines is None else min(tail_lines, self.config.tail_lines)
         self._tail_reach = self._tail_now
-        if self._hits.found:
-            self._tail_now = min(self._tail_now, self.config.found_tail_lines)
         held: list[Run] = []
         self._let_rest_out(held, whole=True)  # (a character the stream ended inside, say)
         block = self._splitter.flush()
@@ -665,6 +663,8 @@ class StreamFilter:
             # (a line's probability waits for the log-odds of the CONTEXT_REACH lines after it)
             upto = total if final else total - hold if settle else total - REACH - 1 - CONTEXT_REACH
             self._rater.rate(p, upto, final, self._hits, self._passed)
+        if final and self._found():  # (every line is rated now)
+            self._tail_now = min(self._tail_now, cfg.found_tail_lines)
         apply_all = final or (settle and not hold)
         self._hits.apply(p, self._windows, self._assigned, apply_all, total - hold if settle else -1, settling=settle)
         assigned = self._assigned - p.base
@@ -810,7 +810,7 @@ class StreamFilter:
         """At a live settle (``decide_before``), keep in ``keep`` (shape ``(n,)``: the lines decided
         now) the lines the tail rule would keep if the stream ended now, of those before the last
         line kept now: they cannot wait for the stream's end as the lines after it do. The T lines
-        (``tail_lines``, or ``found_tail_lines`` once a found signature protected a line) up to the
+        (``tail_lines``, or ``found_tail_lines`` once a failure was found: ``_found``) up to the
         first exit verdict of the last ``tail_lines`` lines, or up to the last line when none is;
         with a baseline, those the green run did not print, and the novel lines of the whole reach
         (``_mark_tail``). Returns the tail's ``(first, end)`` among the pending lines, ``(n, n)``
@@ -822,7 +822,7 @@ class StreamFilter:
             return n, n
         end = self._tail_end(pending)
         reach = max(0, end - cfg.tail_lines)
-        tail = max(0, end - min(cfg.tail_lines, cfg.found_tail_lines)) if self._hits.found else reach
+        tail = max(0, end - min(cfg.tail_lines, cfg.found_tail_lines)) if self._found() else reach
         tail_end = min(end, int(kept[-1]))  # (the lines after the last kept one wait)
         if seen is None:
             reach = tail
@@ -830,6 +830,11 @@ class StreamFilter:
             return n, n
         _mark_tail(keep, seen, novel, reach, min(tail, tail_end), tail_end)
         return reach, tail_end
+
+    def _found(self) -> bool:
+        """A signature that shows what failed protected a line, or the prior rated one at
+        ``PRIOR_SURE``: the tail need only show how the run ended (``found_tail_lines``)."""
+        return self._hits.found or (self._rater is not None and self._rater.sure)
 
     def _tail_end(self, pending: int) -> int:
         """Pending index one past the tail of a stream whose last of ``pending`` pending lines is the

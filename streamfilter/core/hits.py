@@ -44,6 +44,7 @@ __all__ = (
     "PRIOR_FLOOR",
     "PRIOR_HEAD",
     "PRIOR_REPEATS",
+    "PRIOR_SURE",
     "PRIOR_TOP",
     "REDRAW_FRAMES",
     "STREAM_TOP",
@@ -99,6 +100,13 @@ PRIOR_OWN = 0.25
 # in a DROP summary the numbers are masked, and the one result that failed was lost among 250
 # (helper-27), rated 0.03 for its shape's 163 earlier lines. (The corpus has 8 such lines, none labelled.)
 COUNT_REPEATS = 5
+# a line the prior rates at this or more is as sure a failure as a signature's that shows what failed
+# (``Signature.found``): once the prior has one, the tail shows only how the run ended
+# (``FilterConfig.found_tail_lines``). Out of fold, signatures off: full / mean recall / median
+# out_ratio 0.908 / 0.946 / 0.0930 -> 0.904 / 0.945 / 0.0877 (216 of 595 outputs smaller; 0.95:
+# 0.899 / 0.944 / 0.0868, 0.99: 0.904 / 0.945 / 0.0897; a cut of 0.7 instead: 0.884 / 0.935 /
+# 0.0887); with the signatures the same figures
+PRIOR_SURE = 0.98
 # the stream's most probable lines a rater remembers (``PriorRater.likeliest``): a failed command's
 # whole output read again keeps them wherever they are (``StreamFilter(prior_seeds=...)``)
 STREAM_TOP = 8
@@ -404,6 +412,11 @@ class PriorRater:
             shapes ``(k,)``, ``k <= STREAM_TOP``: stream indexes, and probabilities in (0, 1].
         """
         return self._best_lines, self._best_prob
+
+    @property
+    def sure(self) -> bool:
+        """Whether a line rated so far (not weak, blank or a signature's repeat) is at ``PRIOR_SURE``."""
+        return bool(self._best_prob.shape[0] and self._best_prob[0] >= PRIOR_SURE)
 
     def seen(self, shape_hashes: Int64Array) -> Int64Array:
         """Shape ``(n,)``: for each of the stream's next ``n`` lines (``prior.shape_hashes``), the

@@ -40,9 +40,9 @@ class FilterConfig:
             command's non-zero exit (``BlockFacts.verdicts``), the T lines up to the first such
             line instead: what a CI runner prints after it is its cleanup.
         found_tail_lines: the tail's T (at most ``tail_lines``) once a built-in failure signature
-            that shows what failed (``Signature.found``) has protected a line of the stream: the
-            tail is the safety net for failures no signature knows, and after a known one it need
-            only show how the run ended.
+            that shows what failed (``Signature.found``) has protected a line of the stream, or the
+            prior has rated one at ``hits.PRIOR_SURE``: the tail is the safety net for failures
+            neither knows, and after a known one it need only show how the run ended.
         context_lines: C, lines kept before each protected hit (within its record).
         extend_lines: most lines a protected hit keeps after it, through its continuation lines.
         section_lines: lines kept after a signature that heads a section of failure

@@ -1,6 +1,7 @@
 """The tail rule: the last T lines are kept up to the first that reports a non-zero exit (the last
-found_tail_lines once a failure was found); a short last DROP run joins the KEEP run before it. And
-what a window kept for its score alone keeps: its query-term lines and the continuation lines after them."""
+found_tail_lines once a failure was found, by a signature or the prior); a short last DROP run
+joins the KEEP run before it. And what a window kept for its score alone keeps: its query-term
+lines and the continuation lines after them."""
 
 from __future__ import annotations
 
@@ -144,6 +145,38 @@ def test_an_exit_verdict_alone_is_no_failure_found() -> None:
     out = kept(runs_of(data, tail_lines=25, found_tail_lines=10))
     assert out.endswith(b"".join(b"finishing step %d\n" % i for i in range(5, 30)))
     assert b"finishing step 4\n" not in out
+
+
+# the shipped prior rates the first line 0.994 here, the linker's 0.957 (neither known to the signatures, off)
+MODULE_ERROR = (
+    b"Error: Cannot find module 'left-pad'\n"
+    b"    at Function.Module._resolveFilename (module.js:538:15)\n"
+    b"    at Function.Module._load (module.js:468:25)\n"
+    b"npm ERR! Test failed.  See above for more details.\n"
+)
+LINK_ERROR = (
+    b"ld: symbol(s) not found for architecture x86_64\n"
+    b"clang: error: linker command failed with exit code 1 (use -v to see invocation)\n"
+    b"make: *** [app] Error 1\n"
+)
+
+
+def test_a_line_the_prior_is_sure_of_is_a_failure_found() -> None:
+    # rated at PRIOR_SURE or more: the tail need only show how the run ended, as after a signature's
+    runs = runs_of(NOISE + MODULE_ERROR + TAIL, signatures=False, tail_lines=25, found_tail_lines=3)
+    out = kept(runs)
+    assert b"Error: Cannot find module 'left-pad'\n" in out
+    assert out.endswith(b"finishing step 27\nfinishing step 28\nfinishing step 29\n")
+    assert b"finishing step 26\n" not in out and b"finishing step 10\n" not in out
+    assert sum(r.lines for r in runs) == 434
+    assert runs_of(NOISE + MODULE_ERROR + TAIL, chunk=13, signatures=False, tail_lines=25, found_tail_lines=3) == runs
+    # a line rated under it, or no prior: the whole tail stays the safety net
+    whole = b"".join(b"finishing step %d\n" % i for i in range(5, 30))
+    assert kept(runs_of(NOISE + LINK_ERROR + TAIL, signatures=False, tail_lines=25, found_tail_lines=3)).endswith(whole)
+    unrated = kept(
+        runs_of(NOISE + MODULE_ERROR + TAIL, signatures=False, prior=False, tail_lines=25, found_tail_lines=3)
+    )
+    assert unrated.endswith(whole)
 
 
 SCORE_NOISE = b"".join(b"compiling unit %d of 300 in module core\n" % i for i in range(300))
