@@ -16,9 +16,10 @@ once the reader of ``run``'s own stdout goes away (``| head``), CMD's pipe is cl
 next write fails as it would have (SIGPIPE), and ``run`` returns its status; ``run`` returns when
 CMD exits (its pipes read for ``EXIT_GRACE_SECONDS`` more at most, whatever it left running,
 which goes on: a drainer reads them on);
-SIGINT, SIGTERM and SIGHUP are passed on to CMD, unless they were sent to the whole process group
-(a terminal's ^C, ``timeout``), which CMD shares: they reached it already; a CMD that still runs
-``KILL_GRACE_SECONDS`` after one is killed, what it printed is shown, and ``run`` exits 128+N.
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to CMD, unless they were sent
+to the whole process group (a terminal's ^C, ``timeout``), which CMD shares: they reached it
+already; CMD is then waited for, however long it cleans up; a signal ignored when ``run`` started
+(``nohup``) stays ignored, by ``run`` and by CMD.
 A copy of the output that cannot be written (a full disk) stops there, never the run.
 
 ``send`` runs CMD the same way but streams its raw output to a daemon's socket source inside a
@@ -60,6 +61,7 @@ from .process import (
     STOP_SIGNALS,
     Command,
     OutputPipe,
+    passed_signals,
     reader_gone,
 )
 from .stops import StopSignals
@@ -92,7 +94,7 @@ __all__ = (
     "not_started_event",
     "output_file",
     "parse_socket",
-    "pass_stop_signals",
+    "pass_signals",
     "prints_another_runs_log",
     "pump",
     "report_run",
@@ -146,60 +148,38 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
 
 
 class Stopping:
-    """The first stop signal a run received (SIGINT, SIGTERM, SIGHUP), and whether its command then
-    had to be killed: it still ran ``KILL_GRACE_SECONDS`` after it (a command that ignores it).
+    """The first stop signal (``STOP_SIGNALS``) a run received.
 
     Attributes:
         signum: that signal, or None while none came.
-        killed: the command was sent SIGKILL.
         received: set at the first.
     """
 
     def __init__(self, received: anyio.Event | None = None) -> None:
         self.signum: int | None = None
-        self.killed = False
         self.received = received if received is not None else anyio.Event()
 
-    def status(self, returncode: int) -> int:
-        """The run's exit status: 128+N when its command was killed after a stop signal N, else its own."""
-        return 128 + self.signum if self.killed and self.signum is not None else status_of(returncode)
 
-    def text(self, command: str, returncode: int) -> str:
-        """The status line's text: ``exit_text``, and why SIGKILL when it was sent."""
-        text = exit_text(command, returncode)
-        if self.killed and self.signum is not None:
-            name = signal.Signals(self.signum).name
-            text += f" (it still ran {KILL_GRACE_SECONDS:g} s after {name})"
-        return text
-
-
-async def pass_stop_signals(
-    signals: AsyncIterator[int], process: Command, stopping: Stopping, grace: float = KILL_GRACE_SECONDS
-) -> None:
-    """Pass the stop signals from ``signals`` on to ``process`` until cancelled, each
+async def pass_signals(signals: AsyncIterator[int], process: Command, stopping: Stopping) -> None:
+    """Pass the signals from ``signals`` (``passed_signals``) on to ``process`` until cancelled, each
     ``GROUP_SIGNAL_SECONDS`` later (not one sent to our whole process group too, which reached it
-    already: ``Command.got_directly``); from the first, SIGKILL it once it still runs ``grace``
-    seconds later (``Command.stop``), as the MCP server stops the commands of its cancelled calls."""
-    async with anyio.create_task_group() as tg:
-        async for signum in signals:
-            if stopping.signum is None:
-                stopping.signum = signum
-                stopping.received.set()
-                tg.start_soon(_kill_after, process, stopping, grace)
-            await anyio.sleep(GROUP_SIGNAL_SECONDS)
-            if not process.got_directly(signum):
-                process.send_signal(signum)
-
-
-async def _kill_after(process: Command, stopping: Stopping, grace: float) -> None:
-    stopping.killed = await process.stop(grace=grace, sent=True)
+    already: ``Command.got_directly``), and note the first stop signal in ``stopping``. The command
+    is then waited for, however long it takes to clean up, as without us: a command that ignores
+    the signal goes on (a second one is passed on too)."""
+    async for signum in signals:
+        if stopping.signum is None and signum in STOP_SIGNALS:
+            stopping.signum = signum
+            stopping.received.set()
+        await anyio.sleep(GROUP_SIGNAL_SECONDS)
+        if not process.got_directly(signum):
+            process.send_signal(signum)
 
 
 async def forward_signals(process: Command, received: anyio.Event | None = None) -> None:
-    """Pass SIGINT, SIGTERM and SIGHUP on to ``process`` until cancelled, SIGKILL after
-    ``KILL_GRACE_SECONDS`` (``pass_stop_signals``); ``received`` is set at the first."""
-    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-        await pass_stop_signals(signals, process, Stopping(received))
+    """Pass our signals on to ``process`` until cancelled (``pass_signals``); ``received`` is set at
+    the first stop signal."""
+    with anyio.open_signal_receiver(*passed_signals()) as signals:
+        await pass_signals(signals, process, Stopping(received))
 
 
 async def pump(
@@ -367,7 +347,7 @@ async def run_command(
     green = _green_run(baselines, argv)
     tee = Tee(tee_path) if tee_path else None
     # the stop signals are taken before CMD starts: one that comes at once is passed on too
-    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+    with anyio.open_signal_receiver(*passed_signals()) as signals:
         try:
             process = await start_command(argv, separate)
         except CommandError as exc:
@@ -397,7 +377,7 @@ async def run_command(
         stopping = Stopping()
         gone = anyio.Event()  # the reader of our stdout went away
         async with anyio.create_task_group() as tg:
-            tg.start_soon(pass_stop_signals, signals, process, stopping)
+            tg.start_soon(pass_signals, signals, process, stopping)
             if short is not None:
                 tg.start_soon(short.watch)
             with anyio.CancelScope() as reading:
@@ -423,8 +403,8 @@ async def run_command(
         await streams[-1].marker(note)
     if returncode == 0 and stopping.signum is None:  # (a run stopped early printed part of its output)
         _save(green)
-    status = stopping.status(returncode)
-    await sink.send(marker_event(fmt, name, stopping.text(command, returncode), "exit", status=status))
+    status = status_of(returncode)
+    await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=status))
     if gone.is_set():
         _stdout_to_devnull()
     return status
@@ -711,7 +691,7 @@ class Captured:
 
     Attributes:
         returncode: its return code (-N when a signal N killed it).
-        stopping: the stop signal the run received, and whether the command was killed for it.
+        stopping: the stop signal the run received.
         left_open: a process it left running held its output open past ``EXIT_GRACE_SECONDS``.
         reader_gone: the reader of our stdout went away (``watch_stdout``): the command's output was
             closed then, and nothing can be written.
@@ -744,12 +724,12 @@ async def capture_command(
     stopping = Stopping()
     gone = anyio.Event()
     with contextlib.ExitStack() as stack:
-        signals = None if detached else stack.enter_context(anyio.open_signal_receiver(*STOP_SIGNALS))
+        signals = None if detached else stack.enter_context(anyio.open_signal_receiver(*passed_signals()))
         process = await start_command(argv, separate=False, cwd=cwd, detached=detached)
         try:
             async with anyio.create_task_group() as tg:
                 if signals is not None:
-                    tg.start_soon(pass_stop_signals, signals, process, stopping)
+                    tg.start_soon(pass_signals, signals, process, stopping)
                 with anyio.CancelScope() as reading:
                     if watch_stdout:
                         tg.start_soon(_when_reader_gone, process, gone, reading)
@@ -832,7 +812,7 @@ def run_budgeted(
         raise
     finally:
         copy.close()
-    status = captured.stopping.status(captured.returncode)
+    status = status_of(captured.returncode)
     if captured.reader_gone:
         return status, copy.path
     notes = [LEFT_OPEN] if captured.left_open else []
@@ -895,7 +875,7 @@ def report_run(
         returncode: the command's return code (-N when a signal N killed it).
         green: the command's baseline: its last green run weighs the output, and a run that
             exited 0 stores its own (None: no baseline).
-        stopping: the stop signal the run received (the last line says when it killed the command).
+        stopping: the stop signal the run received (a run stopped early stores no baseline).
         signals: a stop signal while the output is filtered stops the reading there (``StopSignals``):
             what was read is written, a line says where it stopped, and the last line comes as always.
 
@@ -935,17 +915,18 @@ def report_run(
                 failed=not passed,
             )
     stop = signals.received if signals is not None and done is not None else None
-    if returncode == 0 and green is not None and done is not None and done.changed is None and stop is None:
+    whole = done is not None and done.changed is None and stop is None and (stopping is None or stopping.signum is None)
+    if returncode == 0 and green is not None and whole:
         _save(green)  # (else part of it)
     lines, size = copy.counts(done if stop is None else None)
     if stop is not None and done is not None and done.stats.bytes < size:  # (else it had read it all)
         where_stopped = f"filtering stopped by {signal.Signals(stop).name} after line {done.stats.lines}"
         notes = [*notes, f"{where_stopped}: the rest is in the whole output only"]
-    status = (stopping or Stopping()).text(command, returncode)
+    status = exit_text(command, returncode)
     # the way to the whole output, without running CMD again, on the line an agent reads last
     where = f": {copy.path}" if copy.path is not None else " not kept"
     text = f"{status}; whole output ({counted(lines, 'line')}, {counted(size, 'byte')}){where}"
-    exit_status = (stopping or Stopping()).status(returncode)
+    exit_status = status_of(returncode)
     path = str(copy.path) if copy.path is not None else None
     said = [note for note in (*notes, copy.note()) if note]
     events = [marker_event(fmt, name, note) for note in said]

@@ -1,4 +1,4 @@
-"""Stop signals while an input is read: SIGINT, SIGTERM and SIGHUP end the reading between chunks.
+"""Stop signals while an input is read: SIGINT, SIGTERM, SIGHUP and SIGQUIT end the reading between chunks.
 
 Apart from the filtering stage (``batch``): ``run`` takes them before it knows whether its
 command's output needs a filter.
@@ -18,19 +18,26 @@ class _Stop(Exception):
 
 
 class StopSignals:
-    """SIGINT, SIGTERM and SIGHUP stop the input between chunks, never in the middle of one.
+    """SIGINT, SIGTERM, SIGHUP and SIGQUIT stop the input between chunks, never in the middle of one.
 
     The filter's state stays whole, so what was read is still decided and written; a signal
     that comes while waiting for input interrupts the wait (no bytes of that read are taken).
+    A signal ignored when we started (``nohup``, a shell's background job) stays ignored.
     """
 
-    STATUS: ClassVar[Mapping[int, int]] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+    STATUS: ClassVar[Mapping[int, int]] = {
+        signal.SIGINT: 130,
+        signal.SIGTERM: 143,
+        signal.SIGHUP: 129,
+        signal.SIGQUIT: 131,
+    }
 
     def __init__(self) -> None:
         self.received: int | None = None
         self.waiting = False
         for signum in self.STATUS:
-            signal.signal(signum, self._on_signal)
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.received = signum
