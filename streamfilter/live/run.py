@@ -80,6 +80,7 @@ __all__ = (
     "LEFT_OPEN",
     "MEMORY_BYTES",
     "RUNS_BYTES",
+    "RUN_FILE_BYTES",
     "SHORT_OUTPUT_BYTES",
     "Captured",
     "CommandError",
@@ -114,6 +115,9 @@ REPLY_SECONDS = 5.0  # send: after the run's end, how long the daemon gets to re
 MAX_REPLY_BYTES = 4096  # send: most bytes kept of a daemon's reply line not yet ended
 RECENT_SECONDS = 600.0  # a kept output written this recently is never evicted (its run may be filtering it)
 RUNS_BYTES = 256 << 20  # run --budget-tokens: the whole outputs kept in the state directory, in bytes
+# and one run's whole output, in bytes: past it the file goes, and the end of the output is held in
+# memory (``OutputCopy``), as after a full disk (a looping test printed 380 MB a second into it)
+RUN_FILE_BYTES = RUNS_BYTES // 2
 # report_run: a whole output this short is written as it is, the filter not even built: it is about
 # two summary lines (a budget's summary with its ref is 150 to 250 bytes), so filtering could save
 # the reader a few dozen tokens at most, and would hide lines
@@ -520,21 +524,29 @@ class OutputCopy:
     """The whole output of a run (``run --budget-tokens``, the MCP server's ``run``), copied from its
     pipe as it comes: what the report at its end is filtered from, and what ``expand`` reads later.
 
-    In a file (``create``) while it can be written; where none could be made, or once a write
-    fails (a full disk), in memory: the file's bytes so far and all after them, at most the last
-    ``memory_bytes`` (from a line start). The report is then filtered from memory, without refs,
-    and one line says that the whole output could not be kept, and why (``note``). The command
-    never waits for the copy, nor fails with it.
+    In a file (``create``) while it can be written; where none could be made, once a write fails
+    (a full disk), or once the output passes ``file_bytes`` (a file in the state directory, not a
+    ``--tee`` file the user named), in memory: the file's bytes so far and all after them, at most
+    the last ``memory_bytes`` (from a line start). The report is then filtered from memory, without
+    refs, and one line says that the whole output could not be kept, and why (``note``). The
+    command never waits for the copy, nor fails with it.
 
     Attributes:
         path: the file, or None (in memory).
         size, lines: of the whole output so far (an unterminated last line counts).
     """
 
-    def __init__(self, path: Path | None, problem: str | None = None, memory_bytes: int = MEMORY_BYTES) -> None:
-        """The copy in ``path`` (opened by ``open``; a finished run's file as it is), or in memory
-        (None) because of ``problem``."""
+    def __init__(
+        self,
+        path: Path | None,
+        problem: str | None = None,
+        memory_bytes: int = MEMORY_BYTES,
+        file_bytes: int | None = None,
+    ) -> None:
+        """The copy in ``path`` (opened by ``open``; a finished run's file as it is; at most
+        ``file_bytes``, None: no limit), or in memory (None) because of ``problem``."""
         self.path = path
+        self._file_bytes = file_bytes
         self.problem = problem  # why the whole output is not in a file
         self.moved: str | None = None  # where the file went instead of the state directory, and why
         self.size = 0
@@ -563,7 +575,7 @@ class OutputCopy:
             path = output_file(argv)
         except StreamfilterError as exc:
             return cls(None, str(exc))
-        copy = cls(path)
+        copy = cls(path, file_bytes=RUN_FILE_BYTES)
         if not path.is_relative_to(state_dir()):
             copy.moved = (
                 f"the state directory {state_dir()} cannot be written; the whole output is kept in {path.parent}"
@@ -594,6 +606,8 @@ class OutputCopy:
         self.size += len(data)
         self.lines += data.count(b"\n")
         self._last = data[-1:]
+        if self._fd >= 0 and self._file_bytes is not None and self.size > self._file_bytes:
+            self._to_memory(f"it passed the {self._file_bytes >> 20} MiB a run's file may take", self.size - len(data))
         if self._fd >= 0:
             written, failed = _write_fd(self._fd, data, self.size - len(data))
             if failed is None:

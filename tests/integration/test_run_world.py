@@ -413,6 +413,35 @@ def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) 
     assert "exited with status 3" in lines[-1]
 
 
+def test_an_output_past_the_file_cap_is_filtered_from_its_end_in_memory(tmp_path: Path) -> None:
+    # a looping test under an agent's hook printed 380 MB a second into runs/: one run's file takes
+    # at most RUN_FILE_BYTES (128 MiB), then the end of the output is held in memory, as on a full disk
+    script = (
+        "import sys\n"
+        "line = b'INFO step of the loop that never ends, printed again and again\\n'\n"
+        "block = line * 20000\n"
+        "for _ in range(140_000_000 // len(block)): sys.stdout.buffer.write(block)\n"
+        "sys.stdout.buffer.write(b'error: the loop gave up\\n'); sys.exit(4)\n"
+    )
+    done = subprocess.run(
+        [*SF, "run", "--budget-tokens", "300", "--", sys.executable, "-c", script],
+        capture_output=True,
+        env=_state(tmp_path),
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 4 and b"Traceback" not in done.stderr, done.stderr
+    lines = done.stdout.decode().splitlines()
+    assert "error: the loop gave up" in lines
+    (note,) = [line for line in lines if "could not be kept" in line]
+    assert "it passed the 128 MiB a run's file may take" in note and "the last 64 MiB are kept" in note
+    line = b"INFO step of the loop that never ends, printed again and again\n"
+    blocks = 140_000_000 // (len(line) * 20000)
+    size = blocks * 20000 * len(line) + len(b"error: the loop gave up\n")
+    assert lines[-1].endswith(f"status 4; whole output ({blocks * 20000 + 1} lines, {size} bytes) not kept]"), lines[-1]
+    assert not list((tmp_path / "state").rglob("*.log"))  # the file went
+
+
 # -- 7. a sandbox where only the project is writable -------------------------------------------------------------
 def test_a_sandbox_gets_no_file_in_the_working_directory(tmp_path: Path) -> None:
     project = tmp_path / "project"
