@@ -35,12 +35,13 @@ import fnmatch
 import json
 import os
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .approve import approves
-from .wrap import ConfigError, Rules, load_rules, rewrite, top_level
+from .approve import _other_names, _outside, _project_dirs, approves
+from .wrap import ConfigError, Rules, Wrap, load_rules, rewrite, top_level
 
 __all__ = ("AGENTS", "answer", "claude_rules_say", "executable_words", "render")
 
@@ -78,11 +79,15 @@ def _rule_matches(rule: str, command: str) -> bool:
     return command == pattern
 
 
-def claude_rules_say(command: str, cwd: str, env: Mapping[str, str]) -> str | None:
+def claude_rules_say(command: str, cwd: str, env: Mapping[str, str], wrap: Wrap | None = None) -> str | None:
     """What the user's Claude Code permission rules say of ``command``: ``deny``, ``ask`` or ``allow``
     (the first that matches, in that order, as Claude Code weighs them), or None when none does.
 
-    A ``cd DIR && CMD`` command is asked about each part; its ``cd`` parts need no rule.
+    A ``cd DIR && CMD`` command is asked about each part; a ``cd`` part into the project (its
+    repository, else ``cwd``) needs no rule. A deny or ask rule also holds for the command's words
+    as ``wrap`` (its rewrite) read them: quotes and spaces gone (``make 'publish'``), behind its
+    assignments, ``timeout``, ``env`` or a runner (``CI=1 make clean``), and under its other names
+    (``python -m pytest``); a rewritten command would no longer match it (helper-29).
     """
     rules: dict[str, list[str]] = {"deny": [], "ask": [], "allow": []}
     for path in _settings_files(cwd, env):
@@ -103,13 +108,27 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str]) -> str | No
     ends = sorted({b for _, b in segments} | set(pipes))
     parts = [command[a:b].strip() for a, b in zip(cuts, ends, strict=False) if command[a:b].strip()]
     parts = parts or [command.strip()]
+    named = list(parts)
+    if wrap is not None:
+        named += [" ".join(w) for w in (*wrap.parts, wrap.body, *_other_names(wrap.body)) if w]
     for kind in ("deny", "ask"):
-        if any(_rule_matches(r, p) for r in rules[kind] for p in parts):
+        if any(_rule_matches(r, p) for r in rules[kind] for p in named):
             return kind
-    asked = [p for p in parts if not p.startswith("cd ")]
+    here = Path(cwd or ".").resolve()
+    root = _project_dirs(here)[0].resolve()
+    asked = [p for p in parts if not _into_project(p, here, root)]
     if asked and all(any(_rule_matches(r, p) for r in rules["allow"]) for p in asked):
         return "allow"
     return None
+
+
+def _into_project(part: str, here: Path, root: Path) -> bool:
+    """Whether ``part`` is a ``cd`` into the project's folder ``root`` from ``here``."""
+    try:
+        words = shlex.split(part)
+    except ValueError:
+        return False
+    return words[:1] == ["cd"] and len(words) == 2 and not _outside(words[1], here, root)
 
 
 def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:
@@ -121,11 +140,11 @@ def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
     command = tool_input.get("command")
     if not isinstance(command, str) or tool_input.get("run_in_background"):
         return None  # (a background command's output is read later, in pieces)
-    said = claude_rules_say(command, str(payload.get("cwd") or ""), env)
-    if said in ("deny", "ask"):
-        return None
     wrap = rewrite(command, rules, executable, env)
     if wrap.command is None:
+        return None
+    said = claude_rules_say(command, str(payload.get("cwd") or ""), env, wrap)
+    if said in ("deny", "ask"):
         return None
     out: dict[str, Any] = {"hookEventName": "PreToolUse", "updatedInput": {**tool_input, "command": wrap.command}}
     # the user's rule approved the original; not an expansion or a changed PATH it did not show

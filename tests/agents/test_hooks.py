@@ -82,6 +82,44 @@ def test_claude_allows_only_what_the_users_rules_allow(tmp_path: Path) -> None:
     assert claude_rules_say("make | tail -5", str(project), env) == "allow"
 
 
+def test_claude_deny_and_ask_rules_hold_however_the_command_is_written(tmp_path: Path) -> None:
+    # helper-29: the rules were matched against the text, so `make  publish`, `make 'publish'`,
+    # `CI=1 make clean` and `timeout 60 make clean` were wrapped (and so approved, or the rule no
+    # longer matched the rewritten command); `cd /tmp && make` took no rule for its `cd`
+    env = _env(tmp_path)
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "web").mkdir()
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    rules = {
+        "allow": ["Bash(make:*)", "Bash(pytest:*)"],
+        "deny": ["Bash(make publish)", "Bash(make clean:*)", "Bash(pytest -p:*)"],
+        "ask": ["Bash(make deploy:*)"],
+    }
+    settings.write_text(json.dumps({"permissions": rules}))
+    for command in (
+        "make  publish",
+        "make 'publish'",
+        'make "deploy"',
+        "CI=1 make clean",
+        "timeout 60 make clean",
+        "env CI=1 make clean -j2",
+        "python3 -m pytest -p no:cacheprovider",
+    ):
+        out, _ = answer("claude", {**_claude_input(command, project), "permission_mode": "bypassPermissions"}, EXE, env)
+        assert out is None, command
+    out, _ = answer("claude", _claude_input("make test", project), EXE, env)
+    assert _check_claude_schema(out)["permissionDecision"] == "allow"
+    # a `cd` into the project needs no rule; one out of it does
+    assert claude_rules_say("cd web && make test", str(project), env) == "allow"
+    in_web = {**env, "CLAUDE_PROJECT_DIR": str(project)}
+    assert claude_rules_say(f"cd {project} && make test", str(project / "web"), in_web) == "allow"
+    assert claude_rules_say("cd /tmp && make test", str(project), env) is None
+    out, _ = answer("claude", _claude_input("cd /tmp && make", project), EXE, env)
+    assert "permissionDecision" not in _check_claude_schema(out)
+
+
 def test_claude_bypass_mode_allows_and_background_or_other_tools_are_left_alone(tmp_path: Path) -> None:
     env = _env(tmp_path)
     out, _ = answer("claude", {**_claude_input("make", tmp_path), "permission_mode": "bypassPermissions"}, EXE, env)
