@@ -524,12 +524,15 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     prints = _asks_for_prints(body)
     if prints is not None:
         return Wrap(None, f"{prints!r} asks for the command's own prints, which a green run's filter would cut")
-    # the command's own text after its assignments: quoting and expansions stay as written
+    # the command's own text, quoting and expansions as written; its assignments go to it through
+    # `env`, not to streamfilter's Python (helper-29: `PYTHONPATH=. pytest` in a checkout whose
+    # module shadows one streamfilter imports stopped it before the command ran)
     cut = _word_starts(text)[assigned] if assigned else 0
     run = [*executable, "run", "--budget-tokens", str(rules.budget_tokens)]
-    if rules.query:
-        run += ["--query", rules.query]
-    wrapped = f"{text[:cut]}{shlex.join(run)} -- {text[cut:]}" + (f" | {piped}" if piped else "")
+    if rules.query:  # (a query that starts with "-" would be read as an option: "--query -Werror")
+        run += [f"--query={rules.query}"] if rules.query.startswith("-") else ["--query", rules.query]
+    through = f"env {text[:cut]}" if cut else ""
+    wrapped = f"{shlex.join(run)} -- {through}{text[cut:]}" + (f" | {piped}" if piped else "")
     listed_path = any("/" in p[0] and words[0] == p[0] for p in rules.wrap)
     plain = (
         not any(ch in command for ch in "$`")

@@ -25,8 +25,8 @@ def _wrap(command: str, rules: Rules | None = None, env: dict[str, str] | None =
         ("npm test", f"{RUN} npm test"),
         ("pytest -q tests/test_cart.py", f"{RUN} pytest -q tests/test_cart.py"),
         ("python3 -m pytest -k 'cart and total'", f"{RUN} python3 -m pytest -k 'cart and total'"),
-        # assignments stay in front, with their quoting; expansions stay as written
-        ('CI=1 FOO="a b" pytest "$TESTS"', f'CI=1 FOO="a b" {RUN} pytest "$TESTS"'),
+        # assignments go to the command through env, with their quoting; expansions stay as written
+        ('CI=1 FOO="a b" pytest "$TESTS"', f'{RUN} env CI=1 FOO="a b" pytest "$TESTS"'),
         ("pytest $(git diff --name-only)", f"{RUN} pytest $(git diff --name-only)"),
         ("cd web && npm run build", f"cd web && {RUN} npm run build"),
         ("cd 'my app' && cd src && make -j8", f"cd 'my app' && cd src && {RUN} make -j8"),
@@ -153,7 +153,7 @@ def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) 
 
 def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alone() -> None:
     assert _wrap("pytest -q\n") == f"{RUN} pytest -q"
-    assert _wrap("STREAMFILTER_RAW=0 pytest") == f"STREAMFILTER_RAW=0 {RUN} pytest"
+    assert _wrap("STREAMFILTER_RAW=0 pytest") == f"{RUN} env STREAMFILTER_RAW=0 pytest"
 
 
 @pytest.mark.parametrize(
@@ -187,7 +187,7 @@ def test_only_a_plain_command_may_be_approved(command: str, plain: bool) -> None
         ("timeout 300 pytest", f"{RUN} timeout 300 pytest"),
         ("timeout -s KILL 5m make -j4", f"{RUN} timeout -s KILL 5m make -j4"),
         ("env FOO=1 pytest -x", f"{RUN} env FOO=1 pytest -x"),
-        ("CI=1 env -u DEBUG pytest", f"CI=1 {RUN} env -u DEBUG pytest"),
+        ("CI=1 env -u DEBUG pytest", f"{RUN} env CI=1 env -u DEBUG pytest"),
         ("source .venv/bin/activate && pytest -q", f"source .venv/bin/activate && {RUN} pytest -q"),
         (". venv/bin/activate && cd src && make", f". venv/bin/activate && cd src && {RUN} make"),
         ("npm run test:unit", f"{RUN} npm run test:unit"),
@@ -248,3 +248,22 @@ def test_a_wrapped_pipe_into_tail_runs_and_ends_on_the_status_line(tmp_path: Pat
     lines = done.stdout.splitlines()
     assert len(lines) == 3 and b"E: disk full" in done.stdout
     assert b"exited with status 3; whole output (401 lines" in lines[-1]
+
+
+def test_the_rewrite_runs_as_the_command_would_with_its_assignments_and_the_query(tmp_path: Path) -> None:
+    # helper-29: `PYTHONPATH=shadow pytest` set PYTHONPATH for streamfilter's own Python too, and a
+    # module there that shadows one it imports stopped it before the command ran; a query that
+    # starts with "-" (`query = "-Werror"`) was read as an option, and nothing ran
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "numpy.py").write_text('raise SystemExit("shadowed!")\n')
+    config = tmp_path / "hooks.toml"
+    config.write_text('wrap = ["sh"]\nquery = "-Werror"\n')
+    rules = load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
+    script = 'sh -c \'echo "PYTHONPATH is $PYTHONPATH"; echo "error: -Werror set"; exit 3\''
+    wrapped = rewrite(f"PYTHONPATH=shadow {script}", rules, [sys.executable, "-m", "streamfilter"], {}).command
+    assert wrapped is not None and "--query=-Werror" in wrapped
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(["sh", "-c", wrapped], cwd=tmp_path, capture_output=True, env=env, timeout=60, check=False)
+    assert done.returncode == 3 and b"shadowed" not in done.stderr, done.stderr
+    assert b"PYTHONPATH is shadow\n" in done.stdout and b"error: -Werror set\n" in done.stdout
