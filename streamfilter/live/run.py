@@ -35,6 +35,7 @@ import os
 import secrets
 import shlex
 import signal
+import stat
 import sys
 import time
 import uuid
@@ -311,6 +312,7 @@ class Tee:
 
     def __init__(self, path: str) -> None:
         self.path = str(Path(path).resolve())
+        _regular_or_none(path)
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         except OSError as exc:
@@ -329,6 +331,22 @@ class Tee:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _regular_or_none(path: str | Path) -> None:
+    """Check that a ``--tee`` file is a regular file or none yet: refs point into it, and
+    ``--budget-tokens`` filters what it reads back from it (``--tee /dev/null`` reported an empty
+    output, the error in it lost; a FIFO would block the open).
+
+    Raises:
+        NotStartedError: ``path`` is something else (a device, a FIFO, a directory).
+    """
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise NotStartedError(
+                f"cannot write --tee file {path}: not a regular file (refs point into it, and the whole "
+                "output is read back from it); CMD was not run"
+            )
 
 
 def _write_fd(fd: int, data: bytes, written: int) -> tuple[int, str | None]:
@@ -624,6 +642,8 @@ class OutputCopy:
             NotStartedError: it cannot be, and it was ``asked`` for (``--tee``).
         """
         assert self.path is not None
+        if asked:
+            _regular_or_none(self.path)
         try:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             fcntl.flock(self._fd, fcntl.LOCK_SH)

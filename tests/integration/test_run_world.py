@@ -369,18 +369,22 @@ def test_a_tee_file_that_cannot_be_made_is_not_taken_for_the_command_s_status(
     tmp_path: Path, budget: list[str]
 ) -> None:
     """``run`` exits 125, as ``env`` and ``timeout`` do when they fail themselves, without running
-    CMD: it exited 1, which read as CMD's own failure (a fresh-user helper's find)."""
+    CMD: it exited 1, which read as CMD's own failure (a fresh-user helper's find). A file that is
+    not a regular one neither: ``--tee /dev/null`` with a budget reported an empty output, the
+    error in it lost, and refs into it could not be read back (helper-29)."""
     marker = tmp_path / "ran"
-    done = subprocess.run(
-        [*SF, "run", *budget, "--tee", str(tmp_path / "missing" / "whole.log"), "--", "touch", str(marker)],
-        capture_output=True,
-        env=_state(tmp_path),
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 125 and not marker.exists()
-    assert done.stdout == b""
-    assert b"cannot write --tee file" in done.stderr and b"CMD was not run" in done.stderr
+    for tee, why in ((str(tmp_path / "missing" / "whole.log"), b"No such file"), ("/dev/null", b"not a regular file")):
+        done = subprocess.run(
+            [*SF, "run", *budget, "--tee", tee, "--", "touch", str(marker)],
+            capture_output=True,
+            env=_state(tmp_path),
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 125 and not marker.exists()
+        assert done.stdout == b""
+        assert b"cannot write --tee file" in done.stderr and b"CMD was not run" in done.stderr
+        assert why in done.stderr
 
 
 # -- 6. a full disk ----------------------------------------------------------------------------------------------
