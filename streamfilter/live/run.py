@@ -147,6 +147,8 @@ class CommandError(StreamfilterError):
 async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = None, detached: bool = False) -> Command:
     """Start ``argv`` in ``cwd``, its output to a pipe (stderr merged, or to a second pipe with
     ``separate``); ``detached``: see ``capture_command``."""
+    if not argv[0]:  # (exec looks for "" in each PATH folder, a directory: "permission denied")
+        raise CommandError(argv[0], "command not found", 127)
     try:
         command = Command(argv, separate, cwd, detached)
     except FileNotFoundError:

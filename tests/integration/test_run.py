@@ -158,6 +158,8 @@ def test_no_command_and_a_missing_command() -> None:
     assert run_cli("run").returncode == 2
     missing = run_cli("run", "--", "no-such-command-xyz")
     assert missing.returncode == 127 and b"command not found" in missing.stderr
+    empty = run_cli("run", "--", "")  # as a shell says of `""` (it was "permission denied", 126)
+    assert empty.returncode == 127 and b"command not found" in empty.stderr
 
 
 def test_a_directory_or_a_file_that_is_not_executable_as_the_command(tmp_path: Path) -> None:
