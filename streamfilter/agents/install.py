@@ -156,8 +156,10 @@ def plan(agent: str, path: Path, executable: Sequence[str], remove: bool = False
         else:
             entry = {"matcher": "Bash", "hooks": [{"type": "command", "command": command, "timeout": 30}]}
         hooks = doc.setdefault("hooks", {})
-        if not isinstance(hooks, dict) or not isinstance(hooks.setdefault(event, []), list):
-            raise InstallError(f"{path}: its hooks.{event} is not what the agent reads; it was left as it was")
+        if not isinstance(hooks, dict):
+            raise InstallError(f"{path}: its hooks is not an object, as the agent reads it; it was left as it was")
+        if not isinstance(hooks.setdefault(event, []), list):
+            raise InstallError(f"{path}: its hooks.{event} is not a list, as the agent reads it; it was left as it was")
         hooks[event].append(entry)
     if before is None and remove:
         return Change(path, None, None)

@@ -113,5 +113,10 @@ def test_hooks_of_a_shape_the_agent_does_not_read_are_an_error_not_a_traceback(t
     path.parent.mkdir()
     path.write_text('{"hooks": {"PreToolUse": {"matcher": "Bash"}}}')
     done = _cli("install", "claude", "--project", cwd=tmp_path, home=tmp_path)
-    assert done.returncode == 1 and "hooks.PreToolUse is not what the agent reads" in done.stderr
+    assert done.returncode == 1 and "its hooks.PreToolUse is not a list" in done.stderr
     assert "Traceback" not in done.stderr
+    # the key that is wrong is named (helper-29: `{"hooks": []}` blamed hooks.PreToolUse)
+    path.write_text('{"hooks": []}')
+    done = _cli("install", "claude", "--project", cwd=tmp_path, home=tmp_path)
+    assert done.returncode == 1 and "its hooks is not an object" in done.stderr and "PreToolUse" not in done.stderr
+    assert path.read_text() == '{"hooks": []}'
