@@ -248,6 +248,7 @@ class StreamFilter:
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
         self._tail_now = cfg.tail_lines
+        self._tail_at_settle = False  # this settle keeps the tail as at an end (``settle(tail_now=True)``)
         self._tail_reach = cfg.tail_lines  # the tail's T before a found failure shortens it (with a baseline)
         self._done = False
 
@@ -306,6 +307,7 @@ class StreamFilter:
         close_drop: bool = True,
         rest: bool = True,
         decide_before: int | None = None,
+        tail_now: bool = False,
     ) -> list[Run]:
         """The stream went quiet: decide every complete line now, and close the open runs.
 
@@ -341,6 +343,11 @@ class StreamFilter:
         its end): the T lines up to the first exit verdict of the last ``tail_lines``, or up to the
         last line when none is (``found_tail_lines`` once a failure was found: ``_found``).
 
+        With ``tail_now`` (and ``decide_before``, no ``hold_lines``, a tail), the stream may be
+        waiting for its reader (a prompt): the lines the tail rule keeps at an end are kept as if
+        the stream ended here (and its last ``LAST_LINES``), every line is decided, and an
+        unterminated last line is let out with them (kept unless it is weak: ``hits.weak_lines``).
+
         Decisions then depend on when the stream paused, not only on its bytes;
         ``feed`` and ``flush`` alone never call this.
 
@@ -355,10 +362,12 @@ class StreamFilter:
         if partial and rest and not hold_lines:
             self._let_rest_out(let_out, whole=False)
         before = decide_before
+        # (with no tail, nothing keeps the last line: it waits, as without tail_now)
+        self._tail_at_settle = tail_now and not hold_lines and before is not None and self.config.tail_lines > 0
         if not (partial and not hold_lines and self._splitter.pending_bytes > 0):
             return let_out + self._settle(False, hold_lines, close_drop, before=before)
         facts = self._facts_of(self._splitter.pending)
-        if facts.hits.shape[0]:  # protected: kept
+        if facts.hits.shape[0] or self._tail_at_settle:  # protected, or a tail line: kept
             return self._settle(True, hold_lines, close_drop, before=before)
         runs = self._settle(False, hold_lines, close_drop, close=False, before=before)
         # a query term in a line that continues (indented) a kept one: kept with its record
@@ -752,7 +761,7 @@ class StreamFilter:
         if weak.any():
             keep &= ~weak | p.hit[:n]
         last_keep, held = bool(keep[-1]), False
-        if before is not None and self._tracer is None:
+        if before is not None and self._tracer is None and not self._tail_at_settle:
             # the lines a settle would drop after the last one it keeps wait for what comes after
             # them (explaining, a batch is traced whole: all are decided)
             kept = np.flatnonzero(keep)
@@ -817,13 +826,15 @@ class StreamFilter:
         for none (``BatchFacts.tail``)."""
         cfg, p = self.config, self._p
         n, pending = int(keep.shape[0]), total - p.base
+        if self._tail_at_settle:  # (as at the stream's end: its last words, and the tail)
+            keep[max(0, n - LAST_LINES) :] = True
         kept = np.flatnonzero(keep)
         if not kept.shape[0] or cfg.tail_lines <= 0:
             return n, n
         end = self._tail_end(pending)
         reach = max(0, end - cfg.tail_lines)
         tail = max(0, end - min(cfg.tail_lines, cfg.found_tail_lines)) if self._found() else reach
-        tail_end = min(end, int(kept[-1]))  # (the lines after the last kept one wait)
+        tail_end = end if self._tail_at_settle else min(end, int(kept[-1]))  # (else the lines after it wait)
         if seen is None:
             reach = tail
         if reach >= tail_end:

@@ -430,6 +430,7 @@ async def run_command(
                 live = archived_stream(source, [out], stream_name, None, hold_tail=True, baseline=green.baseline)
             live.filter.collector = green.collector
             live.release_after = HOLD_SECONDS  # a pause shows the held lines up to the last kept (an error)
+            live.pause_shows_tail = True  # and the last ones (a prompt the command waits at)
             streams.append(live)
         stopping = Stopping()
         gone = anyio.Event()  # the reader of our stdout went away

@@ -84,6 +84,9 @@ class LiveStream:
             lines up to the last one a settle keeps are decided and written (an error before a hang
             is shown; those the tail rule would keep if the stream ended now are kept); the lines
             after it stay for the tail rule at the end. None (the default): held to the end.
+        pause_shows_tail: at that release, the lines the tail rule would keep if the stream ended
+            now are written too, an unterminated last line with them: a command quiet that long
+            may wait for its user (a prompt, "Continue? [y/N]").
 
     In ``text`` sinks, which streams may share, a stream that ends (or writes a marker) after
     an unterminated line gets a newline first, so the next output starts a line of its own; so
@@ -130,6 +133,7 @@ class LiveStream:
         self.on_written: Callable[[], None] | None = None
         self.on_green: Callable[[], None] | None = None
         self.release_after: float | None = None
+        self.pause_shows_tail = False
         self._released = False  # the held lines were let out at this quiet (``release_after``)
         self._fed_ends_line = True  # the last byte fed is a line end (or nothing was fed)
         self._last_kept = False  # the last run written was KEEP
@@ -236,7 +240,9 @@ class LiveStream:
             # quiet long enough: the lines up to the last kept one go (decide_before 0: none for their
             # age), those after it wait for the tail rule
             self._released = True
-            runs = self.filter.settle(partial=True, close_drop=stopped, rest=rest, decide_before=0)
+            runs = self.filter.settle(
+                partial=True, close_drop=stopped, rest=rest, decide_before=0, tail_now=self.pause_shows_tail
+            )
         else:
             runs = self.filter.settle(
                 partial=True, hold_lines=self._hold, close_drop=stopped, rest=rest, decide_before=self._held_before(now)

@@ -540,6 +540,36 @@ def test_a_short_output_before_a_pause_is_shown_while_the_command_runs(tmp_path:
     assert shown - float(printed.read_text()) < 5.0  # HOLD_SECONDS 3, and room for a loaded machine
 
 
+def test_a_prompt_the_command_waits_at_is_shown(tmp_path: Path) -> None:
+    """A command quiet for HOLD_SECONDS may wait for its user: the lines the tail rule would keep,
+    and an unterminated prompt, are shown then (helper-29: `Continue? [y/N]` and `Name? ` showed
+    only once the input came, the command looking hung)."""
+    script = "seq 1 300; printf 'Continue? [y/N] '; read answer; echo \"answered $answer\""
+    proc = subprocess.Popen(
+        [*SF, "run", "--", "sh", "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_state(tmp_path),
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    os.set_blocking(proc.stdout.fileno(), False)
+    seen = b""
+    deadline = time.monotonic() + 30
+    while b"Continue? [y/N] " not in seen and time.monotonic() < deadline and proc.poll() is None:
+        seen += proc.stdout.read() or b""
+        time.sleep(0.05)
+    assert proc.poll() is None and seen.endswith(b"299\n300\nContinue? [y/N] "), seen
+    os.set_blocking(proc.stdout.fileno(), True)
+    out, err = proc.communicate(b"y\n", timeout=30)
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+    lines = (seen + out).decode().splitlines()
+    assert "Continue? [y/N] answered y" in lines and " exited with status 0" in lines[-1], lines
+    dropped = [line for line in lines if line.startswith("[streamfilter: dropped lines ")]
+    assert dropped[-1].startswith("[streamfilter: dropped lines ") and "-276 " in dropped[-1]  # 277-300 shown
+
+
 def test_output_without_a_pause_is_decided_as_before(tmp_path: Path) -> None:
     # the same lines printed at once, or with a pause after the error: the error's context is the same,
     # and the lines after the pause are decided as without it (the tail rule at the end)

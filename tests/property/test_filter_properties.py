@@ -277,7 +277,9 @@ def test_each_piece_of_a_keep_run_split_at_the_cap_lists_its_own_windows_however
 ops = st.lists(
     st.one_of(
         st.tuples(st.just("feed"), st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6).map(b"".join)),
-        st.tuples(st.sampled_from(["settle", "settle-partial", "settle-open", "settle-hold"]), st.just(b"")),
+        st.tuples(
+            st.sampled_from(["settle", "settle-partial", "settle-open", "settle-hold", "settle-release"]), st.just(b"")
+        ),
         st.tuples(st.just("split"), st.sampled_from(FRAGMENTS)),
     ),
     max_size=40,
@@ -297,6 +299,8 @@ def run_live(steps: list[tuple[str, bytes]], config: FilterConfig) -> tuple[byte
             runs += sf.settle(close_drop=False)
         elif op == "settle-hold":  # as run does: the last lines wait for the exit status
             runs += sf.settle(hold_lines=3, close_drop=False)
+        elif op == "settle-release":  # as run does after 3 s of quiet: the tail and a prompt shown
+            runs += sf.settle(partial=True, close_drop=False, decide_before=0, tail_now=True)
         else:
             runs += sf.settle(partial=op == "settle-partial")
         data += chunk
