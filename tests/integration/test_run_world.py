@@ -495,16 +495,20 @@ def test_a_state_directory_that_cannot_be_written_still_gives_refs_that_expand(t
 
 
 # -- 8. an error shown while the command still runs --------------------------------------------------------------
-def _shown_while_running(script: str, wanted: bytes, tmp_path: Path, seconds: float) -> bytes:
-    """What ``run -- sh -c SCRIPT`` printed once ``wanted`` came (within ``seconds``); the test
-    fails if the command had ended by then."""
-    proc = subprocess.Popen(
+def _running(script: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    """``run -- sh -c SCRIPT`` in a session of its own, its stdin a pipe the test holds."""
+    return subprocess.Popen(
         [*SF, "run", "--", "sh", "-c", script],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=_state(tmp_path),
         start_new_session=True,
     )
+
+
+def _read_until(proc: subprocess.Popen[bytes], wanted: bytes, seconds: float) -> bytes:
+    """What ``proc`` printed once ``wanted`` came (within ``seconds``); the test fails if it had ended by then."""
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
     seen = b""
@@ -512,11 +516,20 @@ def _shown_while_running(script: str, wanted: bytes, tmp_path: Path, seconds: fl
     while wanted not in seen and time.monotonic() < deadline and proc.poll() is None:
         seen += proc.stdout.read() or b""
         time.sleep(0.05)
-    still_running = proc.poll() is None
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()
-    assert still_running and wanted in seen, seen
+    assert proc.poll() is None and wanted in seen, seen
+    os.set_blocking(proc.stdout.fileno(), True)
     return seen
+
+
+def _shown_while_running(script: str, wanted: bytes, tmp_path: Path, seconds: float) -> bytes:
+    """What ``run -- sh -c SCRIPT`` printed once ``wanted`` came (within ``seconds``); the test
+    fails if the command had ended by then."""
+    proc = _running(script, tmp_path)
+    try:
+        return _read_until(proc, wanted, seconds)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
 
 
 def test_an_error_before_a_pause_is_shown_while_the_command_runs(tmp_path: Path) -> None:
@@ -545,23 +558,9 @@ def test_a_prompt_the_command_waits_at_is_shown(tmp_path: Path) -> None:
     and an unterminated prompt, are shown then (helper-29: `Continue? [y/N]` and `Name? ` showed
     only once the input came, the command looking hung)."""
     script = "seq 1 300; printf 'Continue? [y/N] '; read answer; echo \"answered $answer\""
-    proc = subprocess.Popen(
-        [*SF, "run", "--", "sh", "-c", script],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_state(tmp_path),
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    os.set_blocking(proc.stdout.fileno(), False)
-    seen = b""
-    deadline = time.monotonic() + 30
-    while b"Continue? [y/N] " not in seen and time.monotonic() < deadline and proc.poll() is None:
-        seen += proc.stdout.read() or b""
-        time.sleep(0.05)
-    assert proc.poll() is None and seen.endswith(b"299\n300\nContinue? [y/N] "), seen
-    os.set_blocking(proc.stdout.fileno(), True)
+    proc = _running(script, tmp_path)
+    seen = _read_until(proc, b"Continue? [y/N] ", 30)
+    assert seen.endswith(b"299\n300\nContinue? [y/N] "), seen
     out, err = proc.communicate(b"y\n", timeout=30)
     assert proc.returncode == 0 and b"Traceback" not in err, err
     lines = (seen + out).decode().splitlines()
