@@ -108,10 +108,13 @@ def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def _outside(word: str, here: Path, root: Path) -> bool:
-    """Whether ``word`` (or an option's ``=VALUE``), read as a path from the folder ``here``, names a
-    place outside the project's folder ``root`` (``/tmp/x``, ``~/other``, ``../..``; not
-    ``/path/of/the/project``, as agents write ``cd`` to it)."""
+    """Whether ``word`` (or an option's ``=VALUE``, and a path after a ``:`` in it:
+    ``--cov-report=html:/etc``), read as a path from the folder ``here``, names a place outside the
+    project's folder ``root`` (``/tmp/x``, ``~/other``, ``../..``; not ``/path/of/the/project``, as
+    agents write ``cd`` to it)."""
     value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+    if word.startswith("-") and ":" in value:
+        return _outside(value.split(":", 1)[0], here, root) or _outside(value.split(":", 1)[1], here, root)
     if not value.startswith(("/", "~", ".")) and "/" not in value:
         return False  # a name in the folder, an option or a test id: inside
     return not (here / os.path.expanduser(value)).resolve().is_relative_to(root)

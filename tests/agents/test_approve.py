@@ -46,6 +46,7 @@ ASKED = [
     "env -i pytest",  # (an empty environment: another pytest, found without PATH)
     "env -u VIRTUAL_ENV -u PATH pytest",
     "env --unset=PATH pytest",
+    "pytest --cov-report=html:/etc",  # (a report written outside the project: helper-29)
 ]
 # commands that build, check or test the project in place
 IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "go test ./...", "npm test",
