@@ -117,7 +117,9 @@ _ENV_OPTIONS = (frozenset(("-i", "--ignore-environment")), frozenset(("-u", "--u
 # (patterns, not compiled ones: re compiles and caches one at its first use, and most commands use none)
 _DURATION = r"\d+(?:\.\d+)?[smhd]?"
 # the one pipe kept: into ``tail`` with a count (the output an agent asked for, then cut as it asked)
-_TAIL = r"tail(?: (?:-n ?\+?\d+|-\d+|--lines[= ]\+?\d+))?"
+# (not `tail -n +N`: from the filtered output's Nth line it would cut its first lines, a failure
+# kept there among them, where it cut the command's header from the raw output; helper-29)
+_TAIL = r"tail(?: (?:-n ?\d+|-\d+|--lines[= ]\d+))?"
 # a source part that a hook may vouch for: a virtual environment's activate script in the project
 _ACTIVATE = r"(?!/)(?!.*(?:^|/)\.\.(?:/|$))[\w./-]*bin/activate"
 

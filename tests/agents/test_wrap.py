@@ -51,6 +51,8 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("pytest | grep FAILED", "'|'"),
         ("pytest | tee log", "'|'"),
         ("pytest | tail -5 | head -1", "'|'"),
+        ("pytest | tail -n +5", "'|' into other than `tail -N`"),  # (its first filtered lines cut)
+        ("pytest | tail --lines=+5", "'|' into other than `tail -N`"),
         ("git log | tail -5", "not a build, test or lint command"),
         ("pytest -s", "'-s' asks for the command's own prints"),
         ("python -m pytest -x -sv tests", "'-sv' asks for the command's own prints"),
