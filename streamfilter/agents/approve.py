@@ -46,7 +46,16 @@ from pathlib import Path
 
 from .wrap import Rules, Wrap, starts
 
-__all__ = ("DEFAULT_APPROVED", "approves", "codex_rules_say", "cursor_rules_say", "what_it_approves")
+__all__ = (
+    "DEFAULT_APPROVED",
+    "approves",
+    "codex_rules_say",
+    "cursor_rules_say",
+    "outside",
+    "project_root",
+    "rule_words",
+    "what_it_approves",
+)
 
 # word prefixes of the commands that build, check or test the project in place
 DEFAULT_APPROVED: tuple[str, ...] = (
@@ -107,14 +116,14 @@ def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
     return []
 
 
-def _outside(word: str, here: Path, root: Path) -> bool:
+def outside(word: str, here: Path, root: Path) -> bool:
     """Whether ``word`` (or an option's ``=VALUE``, and a path after a ``:`` in it:
     ``--cov-report=html:/etc``), read as a path from the folder ``here``, names a place outside the
     project's folder ``root`` (``/tmp/x``, ``~/other``, ``../..``; not ``/path/of/the/project``, as
     agents write ``cd`` to it)."""
     value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
     if word.startswith("-") and ":" in value:
-        return _outside(value.split(":", 1)[0], here, root) or _outside(value.split(":", 1)[1], here, root)
+        return outside(value.split(":", 1)[0], here, root) or outside(value.split(":", 1)[1], here, root)
     if not value.startswith(("/", "~", ".")) and "/" not in value:
         return False  # a name in the folder, an option or a test id: inside
     return not (here / os.path.expanduser(value)).resolve().is_relative_to(root)
@@ -124,10 +133,10 @@ def _default_approves(wrap: Wrap, cwd: Path) -> bool:
     """Whether the built-in list approves ``wrap``, run in the folder ``cwd``: see the module docstring."""
     if wrap.runner or not any(starts(wrap.body, p.split()) for p in DEFAULT_APPROVED):
         return False
-    root = _project_dirs(cwd)[0].resolve()
+    root = project_root(cwd)
     here = cwd.resolve()
     for part in wrap.parts:  # each part's words are read from where the ``cd`` parts before it went
-        if any(_outside(w, here, root) for w in part[1:]):
+        if any(outside(w, here, root) for w in part[1:]):
             return False
         if part[:1] == ("cd",) and len(part) == 2:
             here = (here / os.path.expanduser(part[1])).resolve()
@@ -152,6 +161,18 @@ def _default_approves(wrap: Wrap, cwd: Path) -> bool:
         elif word not in targets:
             return False
     return True
+
+
+def project_root(cwd: Path) -> Path:
+    """The project's folder, resolved: ``cwd``'s repository root, else ``cwd`` (``_project_dirs``)."""
+    return _project_dirs(cwd)[0].resolve()
+
+
+def rule_words(wrap: Wrap) -> tuple[tuple[str, ...], ...]:
+    """The commands of ``wrap`` that a user's rule asking about or forbidding a command holds for:
+    each part the shell runs, the command behind ``timeout``, ``env`` or a runner (``timeout 30
+    pytest``: ``pytest``), and its other names (``_other_names``: ``python -m pytest``)."""
+    return tuple(dict.fromkeys((*wrap.parts, wrap.body, *_other_names(wrap.body))))
 
 
 def _project_dirs(cwd: Path) -> list[Path]:
@@ -284,11 +305,9 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
     """
     if wrap.command is None or not wrap.plain:
         return False
-    # the command behind ``timeout``, ``env`` or a runner is judged too, and under its other names:
     # a rule that asks about ``pytest`` or forbids it also holds for ``timeout 30 pytest`` and
     # ``python -m pytest``, which the built-in list approves
-    parts = tuple(dict.fromkeys((*wrap.parts, wrap.body, *_other_names(wrap.body))))
-    said = {"codex": codex_rules_say, "cursor": cursor_rules_say}[agent](parts, cwd, env)
+    said = {"codex": codex_rules_say, "cursor": cursor_rules_say}[agent](rule_words(wrap), cwd, env)
     if said in ("ask", "deny"):
         return False
     if (said == "allow" and wrap.simple) or (agent == "codex" and mode == "bypassPermissions"):

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .approve import _other_names, _outside, _project_dirs, approves
+from .approve import approves, outside, project_root, rule_words
 from .wrap import ConfigError, Rules, Wrap, load_rules, rewrite, top_level
 
 __all__ = ("AGENTS", "answer", "claude_rules_say", "executable_words", "render")
@@ -110,12 +110,12 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str], wrap: Wrap 
     parts = parts or [command.strip()]
     named = list(parts)
     if wrap is not None:
-        named += [" ".join(w) for w in (*wrap.parts, wrap.body, *_other_names(wrap.body)) if w]
+        named += [" ".join(w) for w in rule_words(wrap) if w]
     for kind in ("deny", "ask"):
         if any(_rule_matches(r, p) for r in rules[kind] for p in named):
             return kind
     here = Path(cwd or ".").resolve()
-    root = _project_dirs(here)[0].resolve()
+    root = project_root(here)
     asked = [p for p in parts if not _into_project(p, here, root)]
     if asked and all(any(_rule_matches(r, p) for r in rules["allow"]) for p in asked):
         return "allow"
@@ -128,7 +128,7 @@ def _into_project(part: str, here: Path, root: Path) -> bool:
         words = shlex.split(part)
     except ValueError:
         return False
-    return words[:1] == ["cd"] and len(words) == 2 and not _outside(words[1], here, root)
+    return words[:1] == ["cd"] and len(words) == 2 and not outside(words[1], here, root)
 
 
 def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:

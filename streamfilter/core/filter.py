@@ -248,7 +248,6 @@ class StreamFilter:
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
         self._tail_now = cfg.tail_lines
-        self._tail_at_settle = False  # this settle keeps the tail as at an end (``settle(tail_now=True)``)
         self._tail_reach = cfg.tail_lines  # the tail's T before a found failure shortens it (with a baseline)
         self._done = False
 
@@ -363,12 +362,12 @@ class StreamFilter:
             self._let_rest_out(let_out, whole=False)
         before = decide_before
         # (with no tail, nothing keeps the last line: it waits, as without tail_now)
-        self._tail_at_settle = tail_now and not hold_lines and before is not None and self.config.tail_lines > 0
+        tail = tail_now and not hold_lines and before is not None and self.config.tail_lines > 0
         if not (partial and not hold_lines and self._splitter.pending_bytes > 0):
-            return let_out + self._settle(False, hold_lines, close_drop, before=before)
+            return let_out + self._settle(False, hold_lines, close_drop, before=before, tail=tail)
         facts = self._facts_of(self._splitter.pending)
-        if facts.hits.shape[0] or self._tail_at_settle:  # protected, or a tail line: kept
-            return self._settle(True, hold_lines, close_drop, before=before)
+        if facts.hits.shape[0] or tail:  # protected, or a tail line: kept
+            return self._settle(True, hold_lines, close_drop, before=before, tail=tail)
         runs = self._settle(False, hold_lines, close_drop, close=False, before=before)
         # a query term in a line that continues (indented) a kept one: kept with its record
         if facts.tf.sum() and self._last_keep and int(facts.layout.indent[0]) > 0:
@@ -384,10 +383,11 @@ class StreamFilter:
         close: bool = True,
         whole: bool = False,
         before: int | None = None,
+        tail: bool = False,
     ) -> list[Run]:
         """``settle``, letting an unterminated last line out if ``force`` (without ``close``, the
         open runs stay open): up to its last whole UTF-8 character, unless ``whole`` (so a
-        character is never split between the line and its rest)."""
+        character is never split between the line and its rest); ``tail``: ``settle``'s ``tail_now``."""
         if self._done:
             return []
         forced = None
@@ -400,7 +400,7 @@ class StreamFilter:
             self._ingest(forced)
         self._assign(self._segmenter.close())
         self._score_windows(self._segmenter_closed)
-        runs = self._emit(final=False, settle=True, hold=hold_lines, before=before)
+        runs = self._emit(final=False, settle=True, hold=hold_lines, before=before, tail_now=tail)
         # a line let out unterminated: its run closes, its rest comes after it
         if close:
             self._runs.close(runs, close_drop or forced is not None)
@@ -661,11 +661,13 @@ class StreamFilter:
         self._scored = closed
 
     # -- decisions -----------------------------------------------------------------------
-    def _emit(self, final: bool, settle: bool = False, hold: int = 0, before: int | None = None) -> list[Run]:
+    def _emit(
+        self, final: bool, settle: bool = False, hold: int = 0, before: int | None = None, tail_now: bool = False
+    ) -> list[Run]:
         """Decide the pending lines whose look-ahead has come (all at the stream's end, ``final``; all
         complete ones but the last ``hold`` at a ``settle``, the dropped ones after the last kept one
-        and from stream index ``before`` on left undecided when it is given) and return the runs
-        that close."""
+        and from stream index ``before`` on left undecided when it is given, unless ``tail_now``:
+        ``settle``'s) and return the runs that close."""
         cfg, p = self.config, self._p
         total = p.base + p.ends.shape[0]
         if self._rater is not None:
@@ -753,7 +755,7 @@ class StreamFilter:
             results = result_lines(p.buf, p.ends[:n] - p.buf_start)
             keep |= results
         if before is not None and not final:
-            tail, tail_end = self._live_tail(keep, seen, novel, total)
+            tail, tail_end = self._live_tail(keep, seen, novel, total, tail_now)
         # an over-long line, or a line redrawn by carriage returns with no query term (a progress bar), is
         # kept only when it is itself a protected hit; as a window's member, context, head or
         # tail it is summarized
@@ -761,7 +763,7 @@ class StreamFilter:
         if weak.any():
             keep &= ~weak | p.hit[:n]
         last_keep, held = bool(keep[-1]), False
-        if before is not None and self._tracer is None and not self._tail_at_settle:
+        if before is not None and self._tracer is None and not tail_now:
             # the lines a settle would drop after the last one it keeps wait for what comes after
             # them (explaining, a batch is traced whole: all are decided)
             kept = np.flatnonzero(keep)
@@ -815,6 +817,7 @@ class StreamFilter:
         seen: npt.NDArray[np.bool_] | None,
         novel: npt.NDArray[np.bool_] | None,
         total: int,
+        now: bool,
     ) -> tuple[int, int]:
         """At a live settle (``decide_before``), keep in ``keep`` (shape ``(n,)``: the lines decided
         now) the lines the tail rule would keep if the stream ended now, of those before the last
@@ -822,11 +825,12 @@ class StreamFilter:
         (``tail_lines``, or ``found_tail_lines`` once a failure was found: ``_found``) up to the
         first exit verdict of the last ``tail_lines`` lines, or up to the last line when none is;
         with a baseline, those the green run did not print, and the novel lines of the whole reach
-        (``_mark_tail``). Returns the tail's ``(first, end)`` among the pending lines, ``(n, n)``
-        for none (``BatchFacts.tail``)."""
+        (``_mark_tail``); ``now``: as if the stream ended now (``settle``'s ``tail_now``), the tail
+        and the last ``LAST_LINES`` lines whatever is kept. Returns the tail's ``(first, end)`` among
+        the pending lines, ``(n, n)`` for none (``BatchFacts.tail``)."""
         cfg, p = self.config, self._p
         n, pending = int(keep.shape[0]), total - p.base
-        if self._tail_at_settle:  # (as at the stream's end: its last words, and the tail)
+        if now:  # (as at the stream's end: its last words, and the tail)
             keep[max(0, n - LAST_LINES) :] = True
         kept = np.flatnonzero(keep)
         if not kept.shape[0] or cfg.tail_lines <= 0:
@@ -834,7 +838,7 @@ class StreamFilter:
         end = self._tail_end(pending)
         reach = max(0, end - cfg.tail_lines)
         tail = max(0, end - min(cfg.tail_lines, cfg.found_tail_lines)) if self._found() else reach
-        tail_end = end if self._tail_at_settle else min(end, int(kept[-1]))  # (else the lines after it wait)
+        tail_end = end if now else min(end, int(kept[-1]))  # (else the lines after it wait)
         if seen is None:
             reach = tail
         if reach >= tail_end:

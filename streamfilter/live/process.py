@@ -37,12 +37,13 @@ from collections.abc import Sequence
 
 import anyio
 
+from .stops import STOP_SIGNALS, not_ignored
+
 __all__ = (
     "EXIT_GRACE_SECONDS",
     "GROUP_SIGNAL_SECONDS",
     "KILL_GRACE_SECONDS",
     "PASSED_SIGNALS",
-    "STOP_SIGNALS",
     "Command",
     "GroupWitness",
     "OutputPipe",
@@ -55,7 +56,6 @@ EXIT_GRACE_SECONDS = 0.5  # after the command's exit, how long its pipes are rea
 # a stop signal sent to us, how long it waits for the same sent to our whole group (``timeout`` sends
 # us one, then the group one: 12 to 18 ms later on a loaded machine), which the command gets itself
 GROUP_SIGNAL_SECONDS = 0.1
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 # what a wrapper passes on to its command: the stop signals, and those a program may use to be told
 # something (a dump, a log reopened), whose default action would kill the wrapper alone
 PASSED_SIGNALS = (*STOP_SIGNALS, signal.SIGUSR1, signal.SIGUSR2)
@@ -63,10 +63,8 @@ READ_BYTES = 1 << 16
 
 
 def passed_signals() -> tuple[signal.Signals, ...]:
-    """``PASSED_SIGNALS`` but those ignored now: a signal ignored when we started (``nohup``, a
-    shell's background job, ``trap '' INT``) stays ignored, by us and by the command, which inherits
-    that through exec as it would from the shell. Call it before taking any of them."""
-    return tuple(s for s in PASSED_SIGNALS if signal.getsignal(s) != signal.SIG_IGN)
+    """``PASSED_SIGNALS`` but those ignored now (``stops.not_ignored``)."""
+    return not_ignored(PASSED_SIGNALS)
 
 
 def _pending(fd: int) -> int:

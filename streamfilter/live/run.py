@@ -59,13 +59,12 @@ from .process import (
     EXIT_GRACE_SECONDS,
     GROUP_SIGNAL_SECONDS,
     KILL_GRACE_SECONDS,
-    STOP_SIGNALS,
     Command,
     OutputPipe,
     passed_signals,
     reader_gone,
 )
-from .stops import StopSignals
+from .stops import STOP_SIGNALS, StopSignals
 from .writes import flush_out, write_all
 
 if TYPE_CHECKING:

@@ -7,10 +7,19 @@ command's output needs a filter.
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import BinaryIO, ClassVar
 
-__all__ = ("StopSignals",)
+__all__ = ("STOP_SIGNALS", "StopSignals", "not_ignored")
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def not_ignored(signals: Iterable[signal.Signals]) -> tuple[signal.Signals, ...]:
+    """``signals`` but those ignored now: a signal ignored when we started (``nohup``, a shell's
+    background job, ``trap '' INT``) stays ignored, by us and by a command we start, which inherits
+    that through exec as it would from the shell. Call it before taking any of them."""
+    return tuple(s for s in signals if signal.getsignal(s) != signal.SIG_IGN)
 
 
 class _Stop(Exception):
@@ -25,19 +34,13 @@ class StopSignals:
     A signal ignored when we started (``nohup``, a shell's background job) stays ignored.
     """
 
-    STATUS: ClassVar[Mapping[int, int]] = {
-        signal.SIGINT: 130,
-        signal.SIGTERM: 143,
-        signal.SIGHUP: 129,
-        signal.SIGQUIT: 131,
-    }
+    STATUS: ClassVar[Mapping[int, int]] = {s: 128 + s for s in STOP_SIGNALS}  # (a shell's status)
 
     def __init__(self) -> None:
         self.received: int | None = None
         self.waiting = False
-        for signum in self.STATUS:
-            if signal.getsignal(signum) != signal.SIG_IGN:
-                signal.signal(signum, self._on_signal)
+        for signum in not_ignored(STOP_SIGNALS):
+            signal.signal(signum, self._on_signal)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.received = signum

@@ -29,6 +29,11 @@ def _state(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
 
 
+def _sf(args: list[str], tmp_path: Path, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """``streamfilter ARGS`` to its end (within ``timeout`` s), its state directory under ``tmp_path``."""
+    return subprocess.run([*SF, *args], capture_output=True, env=_state(tmp_path), timeout=timeout, check=False)
+
+
 def _finish(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:
     """Its output once it ends within ``timeout`` s; else its whole process group is killed and the test fails."""
     try:
@@ -351,13 +356,7 @@ def test_the_command_writes_to_a_pipe_and_the_whole_output_is_byte_exact(tmp_pat
         'for i in $(seq 1 60); do echo "gcc -c unit_$i.c"; done; '
         "echo 'unit_61.c:3:1: error: unknown type name foo' > /dev/stderr; exit 1"
     )
-    done = subprocess.run(
-        [*SF, "run", *budget, "--tee", str(tee), "--", "sh", "-c", script],
-        capture_output=True,
-        env=_state(tmp_path),
-        timeout=60,
-        check=False,
-    )
+    done = _sf(["run", *budget, "--tee", str(tee), "--", "sh", "-c", script], tmp_path, 60)
     assert done.returncode == 1
     expected = b"fifo\nfifo\n" + b"".join(b"gcc -c unit_%d.c\n" % i for i in range(1, 61))
     assert tee.read_bytes() == expected + b"unit_61.c:3:1: error: unknown type name foo\n"
@@ -374,13 +373,7 @@ def test_a_tee_file_that_cannot_be_made_is_not_taken_for_the_command_s_status(
     error in it lost, and refs into it could not be read back (helper-29)."""
     marker = tmp_path / "ran"
     for tee, why in ((str(tmp_path / "missing" / "whole.log"), b"No such file"), ("/dev/null", b"not a regular file")):
-        done = subprocess.run(
-            [*SF, "run", *budget, "--tee", tee, "--", "touch", str(marker)],
-            capture_output=True,
-            env=_state(tmp_path),
-            timeout=60,
-            check=False,
-        )
+        done = _sf(["run", *budget, "--tee", tee, "--", "touch", str(marker)], tmp_path, 60)
         assert done.returncode == 125 and not marker.exists()
         assert done.stdout == b""
         assert b"cannot write --tee file" in done.stderr and b"CMD was not run" in done.stderr
@@ -427,13 +420,7 @@ def test_an_output_past_the_file_cap_is_filtered_from_its_end_in_memory(tmp_path
         "for _ in range(140_000_000 // len(block)): sys.stdout.buffer.write(block)\n"
         "sys.stdout.buffer.write(b'error: the loop gave up\\n'); sys.exit(4)\n"
     )
-    done = subprocess.run(
-        [*SF, "run", "--budget-tokens", "300", "--", sys.executable, "-c", script],
-        capture_output=True,
-        env=_state(tmp_path),
-        timeout=300,
-        check=False,
-    )
+    done = _sf(["run", "--budget-tokens", "300", "--", sys.executable, "-c", script], tmp_path, 300)
     assert done.returncode == 4 and b"Traceback" not in done.stderr, done.stderr
     lines = done.stdout.decode().splitlines()
     assert "error: the loop gave up" in lines
@@ -578,13 +565,7 @@ def test_output_without_a_pause_is_decided_as_before(tmp_path: Path) -> None:
         script = (
             f"printf '{lines}'; echo 'main.c:12:5: error: expected ;'; {pause}echo 'make: *** [all] Error 1'; exit 2"
         )
-        done = subprocess.run(
-            [*SF, "run", "--no-baseline", "--", "sh", "-c", script],
-            capture_output=True,
-            env=_state(tmp_path),
-            timeout=60,
-            check=False,
-        )
+        done = _sf(["run", "--no-baseline", "--", "sh", "-c", script], tmp_path, 60)
         assert done.returncode == 2
         outputs.append(collections.Counter(line for line in done.stdout.decode().splitlines() if "ref" not in line))
     assert outputs[0] == outputs[1]
@@ -601,13 +582,7 @@ def test_every_line_is_accounted_for_however_the_output_is_paced(tmp_path: Path)
         "        sys.stdout.flush(); time.sleep(0.06)\n"
         "sys.exit(1)\n"
     )
-    done = subprocess.run(
-        [*SF, "run", "--format", "jsonl", "--", sys.executable, "-c", script],
-        capture_output=True,
-        env=_state(tmp_path),
-        timeout=120,
-        check=False,
-    )
+    done = _sf(["run", "--format", "jsonl", "--", sys.executable, "-c", script], tmp_path, 120)
     assert done.returncode == 1
     events = [json.loads(line) for line in done.stdout.splitlines()]
     runs = [e for e in events if e["event"] in ("keep", "drop")]
