@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from streamfilter.core.filter import FilterConfig, StreamFilter
+from streamfilter.core.hits import PRIOR_BEFORE
 from streamfilter.core.records import Run
 
 
@@ -96,13 +97,14 @@ def test_a_summary_counts_the_repeated_lines_with_query_terms_it_drops() -> None
 
 
 def test_a_line_of_a_priors_window_outside_what_it_keeps_says_so() -> None:
-    """cargo (21 crates compiled first): the prior's line 24 keeps the 2 lines before it, not the
-    lines of its window before those, which read ``beside-prior``, not ``weak-line`` (they are
+    """cargo (21 crates compiled first): the prior's line 24 keeps the ``PRIOR_BEFORE`` lines before
+    it, not the lines of its window before those, which read ``beside-prior``, not ``weak-line`` (they are
     neither over-long nor redrawn); its record starts more than ``PRIOR_HEAD`` lines above."""
     data = b"".join(b"   Compiling dep%d v0.2.0 (/tmp/fu22/proj/dep%d)\n" % (i, i) for i in range(21))
     data += (Path(__file__).resolve().parents[1] / "data" / "cargo-five-errors.log").read_bytes()
     sf = StreamFilter(FilterConfig(explain=True))
     runs = sf.feed(data) + sf.flush()
-    assert runs[0].decision == "drop" and runs[0].last_line == 21
+    last = 23 - PRIOR_BEFORE
+    assert runs[0].decision == "drop" and runs[0].last_line == last
     trace = runs[0].traces[-1]
-    assert (trace.reason, trace.hit_line, trace.last_line) == ("beside-prior", 24, 21)
+    assert (trace.reason, trace.hit_line, trace.last_line) == ("beside-prior", 24, last)
