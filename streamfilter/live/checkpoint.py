@@ -116,7 +116,9 @@ class CheckpointStore:
         self._locks.clear()
 
     def _file(self, source: str, path: str) -> Path:
-        key = hashlib.sha256(f"{source}\0{path}".encode()).hexdigest()[:16]
+        # (a name that is not UTF-8 holds surrogates for its bytes: hashed as those bytes, as a
+        # UTF-8 name is as its own)
+        key = hashlib.sha256(f"{source}\0{path}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
         return self.folder / f"{source}-{key}.json"
 
     def load(self, source: str, path: str) -> Checkpoint | None:

@@ -322,6 +322,29 @@ def test_B34_glob_reads_new_files_from_their_start_and_existing_ones_from_their_
     assert any(e.get("event") == "file.found" and e.get("path") == str(build) for e in live.logs())
 
 
+def test_a_file_whose_name_is_not_utf8_is_followed_and_its_checkpoint_resumed(tmp_path: Path) -> None:
+    # "caf\xe9.log" (Latin-1) under logs/*.log: its checkpoint's name hashed the path as UTF-8 text,
+    # and the surrogate that stands for \xe9 stopped the whole daemon (helper-30)
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    log = logs / os.fsdecode(b"caf\xe9.log")
+    log.write_bytes(b"hello\nERROR: it failed\n")
+    body = (
+        f'[defaults]\nstart_at = "beginning"\n[[source]]\nname = "w"\ntype = "file"\npath = "{logs}/*.log"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    live = start(tmp_path, body)
+    live.wait_for(lambda: "ERROR: it failed" in kept(live.events(out)), 10)
+    assert live.stop() == 0
+    with log.open("ab") as f:
+        f.write(b"ERROR: again failed\n")
+    second = start(tmp_path, body)
+    assert second.log_event("checkpoint.resumed")["offset"] == len(b"hello\nERROR: it failed\n")
+    second.wait_for(lambda: "ERROR: again failed" in kept(second.events(out)), 10)
+    assert second.stop() == 0
+    assert kept(second.events(out)).count("ERROR: it failed") == 1
+
+
 def test_a_file_rotated_to_a_name_the_glob_also_matches_is_not_read_again(tmp_path: Path) -> None:
     # logs/*.log, app.log renamed to app.1.log half-way: app.1.log was found by the glob and read
     # from byte 0 once the app.log follower left it, 100 of 200 lines twice (a fresh-user helper's find)
