@@ -14,12 +14,14 @@ import glob
 import os
 import signal
 import socket
+import stat
 import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import Listener, SocketAttribute, SocketListener, SocketStream, TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
@@ -145,11 +147,18 @@ async def _stdin_source(
 ) -> None:
     live = archived_stream(source, sinks, source.name, totals)
     fd = sys.stdin.fileno()
+    # a regular file or /dev/null (a service's stdin under systemd) cannot be waited on (epoll
+    # refuses them: EPERM), and is always readable
+    given = os.fstat(fd)
+    always = stat.S_ISREG(given.st_mode) or stat.S_ISBLK(given.st_mode)
+    waits = not (always or os.path.samestat(given, os.stat(os.devnull)))
     task_status.started()
     try:
         while True:
             due = live.due()
-            if due is not None:
+            if not waits:
+                await anyio.lowlevel.checkpoint()  # (the other sources and sinks go on between reads)
+            elif due is not None:
                 with anyio.move_on_after(max(0.0, due - time.monotonic())) as scope:
                     await anyio.wait_readable(fd)
                 if scope.cancelled_caught:

@@ -345,6 +345,29 @@ def test_a_file_whose_name_is_not_utf8_is_followed_and_its_checkpoint_resumed(tm
     assert kept(second.events(out)).count("ERROR: it failed") == 1
 
 
+@pytest.mark.parametrize("given", ["file", "devnull"])
+def test_a_stdin_source_reads_a_regular_file_or_dev_null(tmp_path: Path, given: str) -> None:
+    # systemd gives a service /dev/null, a shell `< build.log` a regular file: neither can be waited
+    # on (epoll refuses them), and the daemon stopped with "Operation not permitted" (helper-30)
+    log, out = tmp_path / "build.log", tmp_path / "out.jsonl"
+    log.write_bytes(b"".join(b"INFO %04d step ok\n" % i for i in range(3000)) + b"ERROR: the build failed\n")
+    body = (
+        f'[[source]]\nname = "in"\ntype = "stdin"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    with open(log if given == "file" else os.devnull, "rb") as stdin:
+        live = Live(tmp_path, "daemon", "--config", str(write_config(tmp_path, body)), stdin=stdin)
+        live.log_event("daemon.ready")
+        live.wait_for(lambda: any(e["event"] == "end" for e in live.events(out)), 10)
+        assert live.stop() == 0
+    events = live.events(out)
+    if given == "file":
+        assert "ERROR: the build failed" in kept(events)
+        assert sum(e["lines"] for e in runs(events)) == 3001
+    else:
+        assert runs(events) == [] and [e["lines"] for e in events if e["event"] == "end"] == [0]
+
+
 def test_a_file_rotated_to_a_name_the_glob_also_matches_is_not_read_again(tmp_path: Path) -> None:
     # logs/*.log, app.log renamed to app.1.log half-way: app.1.log was found by the glob and read
     # from byte 0 once the app.log follower left it, 100 of 200 lines twice (a fresh-user helper's find)
