@@ -662,8 +662,13 @@ def _check_conflicts(check: _Checker, sources: list[SourceConfig], sinks: list[S
     for i, sink in enumerate(sinks):
         if sink.type != "file":
             continue
+        # as written and through the symlinks on the way (a sink in a linked folder that a glob
+        # reads by its other name); realpath keeps a glob's magic as a name of its own
+        written, real = sink.path, os.path.realpath(sink.path)
         for j, source in enumerate(sources):
-            if source.type == "file" and fnmatch.fnmatch(sink.path, source.path):
+            if source.type == "file" and (
+                fnmatch.fnmatch(written, source.path) or fnmatch.fnmatch(real, os.path.realpath(source.path))
+            ):
                 raise check.fail(
                     f"sink[{i - 1}].path", f"{sink.path} is read by source[{j}] (the daemon would read its own output)"
                 )

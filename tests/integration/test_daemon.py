@@ -185,6 +185,22 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
             assert done.stdout == b""
 
 
+def test_a_sink_in_a_linked_folder_that_a_source_reads_is_refused(tmp_path: Path) -> None:
+    # lnk -> logs: a sink at lnk/out.txt passed the check that logs/out.txt fails, and the daemon
+    # read its own output back, the same failure line again and again (helper-30)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (tmp_path / "lnk").symlink_to(logs)
+    config = write_config(
+        tmp_path,
+        f'[[source]]\ntype = "file"\npath = "{logs}/*"\nsinks = ["o"]\n'
+        f'[[sink]]\nname = "o"\ntype = "file"\npath = "{tmp_path}/lnk/out.txt"\n',
+    )
+    done = run_cli("check-config", str(config))
+    assert done.returncode == 78
+    assert b"sink[0].path: " + f"{tmp_path}/lnk/out.txt is read by source[0]".encode() in done.stderr
+
+
 def test_a_source_or_sink_that_cannot_be_opened_is_named_with_its_path_and_the_reason(tmp_path: Path) -> None:
     """These pass check-config (the paths may exist later), which warns of the missing directory; the
     daemon says which one failed, exit 1."""
