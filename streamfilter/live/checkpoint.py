@@ -20,7 +20,7 @@ from pathlib import Path
 from ..core.errors import StreamfilterError
 from ..core.words import counted
 
-__all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "ReadPosition", "fingerprint")
+__all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "ReadPosition", "UnreadableCheckpoint", "fingerprint")
 
 HEAD_BYTES = 1024
 TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in place
@@ -29,6 +29,19 @@ TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in 
 def fingerprint(head: bytes) -> str:
     """SHA-256 (hex) of a file's first bytes."""
     return hashlib.sha256(head).hexdigest()
+
+
+class UnreadableCheckpoint(StreamfilterError):
+    """A checkpoint's file is there but cannot be read back (cut short, edited, unreadable).
+
+    Attributes:
+        file: the checkpoint's file.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, file: Path, reason: str) -> None:
+        super().__init__(f"checkpoint {file} cannot be read back: {reason}")
+        self.file, self.reason = file, reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +135,19 @@ class CheckpointStore:
         return self.folder / f"{source}-{key}.json"
 
     def load(self, source: str, path: str) -> Checkpoint | None:
-        """The checkpoint of ``path`` in ``source``, or None (none, or unreadable)."""
+        """The checkpoint of ``path`` in ``source``, or None when none was saved.
+
+        Raises:
+            UnreadableCheckpoint: its file is there but is not a checkpoint (cut short, edited) or
+                cannot be read.
+        """
+        file = self._file(source, path)
         try:
-            data = json.loads(self._file(source, path).read_text())
-            return Checkpoint(**data)
-        except (OSError, ValueError, TypeError):
+            return Checkpoint(**json.loads(file.read_text()))
+        except FileNotFoundError:
             return None
+        except (OSError, ValueError, TypeError) as e:
+            raise UnreadableCheckpoint(file, str(e)) from None
 
     def save(self, source: str, checkpoint: Checkpoint) -> None:
         """Write ``checkpoint`` atomically (a temporary file renamed over it; none is left when

@@ -50,7 +50,7 @@ from watchfiles._rust_notify import WatchfilesRustInternalError  # (not re-expor
 
 from ..core.records import Run
 from ._logging import get_logger
-from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, ReadPosition, fingerprint
+from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, ReadPosition, UnreadableCheckpoint, fingerprint
 from .config import SourceConfig, glob_directory
 from .expand import ref_of
 from .sinks import Sink
@@ -190,7 +190,10 @@ class FileFollower:
         fd: int | None = None
         try:
             if self.checkpoints is not None:
-                self._checkpoint = self.checkpoints.load(self.source.name, self.path)
+                try:
+                    self._checkpoint = self.checkpoints.load(self.source.name, self.path)
+                except UnreadableCheckpoint as e:  # (read as if none was saved: its start_at says where from)
+                    self._log.warning("checkpoint.unreadable", file=str(e.file), reason=e.reason)
             self._resume_rotated()
             while True:
                 opened = self._next.pop(0) if self._next else self._open()

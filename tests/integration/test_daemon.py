@@ -435,6 +435,23 @@ def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
     assert kept(second.events(out)).count("ERROR job failed") == 1
 
 
+def test_a_checkpoint_cut_short_is_warned_of_and_the_file_read_as_if_none_was_saved(tmp_path: Path) -> None:
+    # a checkpoint cut to 20 bytes was ignored without a word and the whole file output again (helper-30)
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = file_to_jsonl(log, out, "")
+    log.write_bytes(b"INFO one\nERROR two failed\n")
+    live = start(tmp_path, body)
+    live.wait_for(lambda: any(e["event"] == "keep" for e in live.events(out)), 10)
+    assert live.stop() == 0
+    (saved,) = (tmp_path / "state" / "streamfilter" / "checkpoints").glob("app-*.json")
+    saved.write_bytes(saved.read_bytes()[:20])
+    second = start(tmp_path, body)
+    warned = second.log_event("checkpoint.unreadable")
+    assert warned["file"] == str(saved) and warned["level"] == "warning"
+    second.wait_for(lambda: kept(second.events(out)).count("ERROR two failed") == 2, 10)  # start_at "beginning"
+    assert second.stop() == 0
+
+
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_a_restart_inside_a_line_goes_on_with_its_rest_not_a_new_line(tmp_path: Path, how: int) -> None:
     """Stopped (SIGTERM: the line is written as it is) or killed (the line was let out at a
