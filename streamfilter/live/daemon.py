@@ -267,9 +267,12 @@ class _Running:
             task_status.started()
 
     def stop(self) -> None:
-        """Stop every source; each writes what it holds (see ``FileFollower.run``)."""
+        """Stop every source; each writes what it holds (see ``FileFollower.run``), but to a sink
+        waiting for room (a full disk), which gives up."""
         for files in self.files:
             files.stop_watching()
+        for sink in self.sinks.values():
+            sink.stopping()
         self.scope.cancel()
 
 

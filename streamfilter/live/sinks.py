@@ -8,6 +8,7 @@ queue, and one whose queue overflows gets a last line saying so and is disconnec
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -40,6 +41,7 @@ __all__ = (
 
 LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last line
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
+FULL_RETRY_SECONDS = 1.0  # a file sink on a full disk tries its write again this often
 # all but tab and newline, and a carriage return before a newline (or at the end): a lone one
 # would let a line's later text overwrite its start on screen ("ERROR: x\rok   "); and the marks
 # that reorder the text shown after them (bidirectional overrides and isolates: "Trojan source")
@@ -106,6 +108,9 @@ class Sink:
         """``send`` the output of ``stream``; ``key`` names it within the stream (``START-END``, the
         byte range of the runs in it, or ``EVENT@OFFSET``), for a sink that de-duplicates (nats)."""
         await self.send(data)
+
+    def stopping(self) -> None:
+        """The daemon is stopping: a sink that waits for room gives up (``FileSink``)."""
 
     async def aclose(self) -> None:
         """Flush and release the sink."""
@@ -223,30 +228,51 @@ class StdoutSink(Sink):
 
 
 class FileSink(Sink):
-    """A file, opened for appending (created with mode 0600 if missing). Writes are flushed per send.
+    """A file, opened for appending (created with mode 0600 if missing). Each send is written whole
+    before it returns: on a full disk (ENOSPC, EDQUOT) it waits and tries again every
+    ``FULL_RETRY_SECONDS``, so its sources wait (backpressure) instead of the daemon stopping
+    (``sink.full`` is logged once, ``sink.resumed`` when the write went through), until the
+    daemon stops (``stopping``).
 
     Raises:
-        OSError: the file cannot be opened.
+        OSError: the file cannot be opened; ``send``: another write error.
+        StreamfilterError: ``send``: the disk is still full when the daemon stops (what was not
+            written is read again after a restart: its checkpoints were not advanced).
     """
 
     def __init__(self, config: SinkConfig) -> None:
         super().__init__(config)
         self.path = config.path
-        fd = os.open(config.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        self._file = os.fdopen(fd, "ab")
-        self.fresh = os.fstat(fd).st_size == 0  # appending after a restart or reload: not fresh
+        self._fd = os.open(config.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.fresh = os.fstat(self._fd).st_size == 0  # appending after a restart or reload: not fresh
+        self._stopping = anyio.Event()
 
     async def send(self, data: bytes) -> None:
-        self._file.write(data)
-        self._file.flush()
+        view, full_since = memoryview(data), None
+        while view:
+            try:
+                view = view[os.write(self._fd, view) :]  # (a full disk may take part of it first)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                if self._stopping.is_set():  # (a stream's writes are shielded from the stop: give up here)
+                    raise StreamfilterError(
+                        f"sink {self.name!r}: cannot write {self.path} while stopping: {exc.strerror}; what it "
+                        "did not take is read again after a restart"
+                    ) from None
+                if full_since is None:
+                    full_since = time.monotonic()
+                    get_logger().warning("sink.full", sink=self.name, path=self.path, error=exc.strerror)
+                with anyio.move_on_after(FULL_RETRY_SECONDS):
+                    await self._stopping.wait()
+        if full_since is not None:
+            get_logger().info("sink.resumed", sink=self.name, waited_seconds=round(time.monotonic() - full_since, 3))
 
-    @property
-    def position(self) -> int:
-        """Bytes in the file so far."""
-        return self._file.tell()
+    def stopping(self) -> None:
+        self._stopping.set()
 
     async def aclose(self) -> None:
-        self._file.close()
+        os.close(self._fd)
 
 
 class SubscriberSink(Sink):

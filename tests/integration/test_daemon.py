@@ -452,6 +452,37 @@ def test_a_checkpoint_cut_short_is_warned_of_and_the_file_read_as_if_none_was_sa
     assert second.stop() == 0
 
 
+def test_a_file_sink_on_a_full_disk_makes_its_source_wait_and_the_daemon_goes_on(tmp_path: Path) -> None:
+    # /dev/full refuses every write with ENOSPC, as a full disk does: the daemon stopped with "No space
+    # left on device", every source with it, where a sink that cannot take output should make them wait
+    log, other, out = tmp_path / "app.log", tmp_path / "other.log", tmp_path / "out.jsonl"
+    log.write_bytes(b"INFO start\nERROR: it failed\n")
+    other.write_bytes(b"ERROR: elsewhere failed\n")
+    body = (
+        f'[defaults]\nstart_at = "beginning"\n'
+        f'[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nsinks = ["full"]\n'
+        f'[[source]]\nname = "other"\ntype = "file"\npath = "{other}"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "full"\ntype = "file"\npath = "/dev/full"\nformat = "jsonl"\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    live = start(tmp_path, body)
+    assert live.log_event("sink.full")["path"] == "/dev/full"
+    live.wait_for(lambda: "ERROR: elsewhere failed" in kept(live.events(out)), 10)  # the other source goes on
+    time.sleep(1.5)
+    assert live.proc.poll() is None
+    assert not any(e.get("event") == "daemon.failed" for e in live.logs())
+    # stopping, it gives up on the full sink at once, says so, and the checkpoint stays before it
+    started = time.monotonic()
+    assert live.stop() == 1
+    assert time.monotonic() - started < 5
+    assert b"sink 'full': cannot write /dev/full while stopping: No space left on device" in live.err_path.read_bytes()
+    assert b"Traceback" not in live.err_path.read_bytes()
+    again = start(tmp_path, body)
+    opened = again.wait_for(lambda: [e for e in again.logs() if e.get("event") == "source.opened"], 10)
+    assert {e["source"]: e["offset"] for e in opened} == {"app": 0, "other": other.stat().st_size}
+    again.stop(signal.SIGKILL)
+
+
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_a_restart_inside_a_line_goes_on_with_its_rest_not_a_new_line(tmp_path: Path, how: int) -> None:
     """Stopped (SIGTERM: the line is written as it is) or killed (the line was let out at a
