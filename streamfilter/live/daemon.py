@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import resource
 import signal
 import socket
 import stat
@@ -291,6 +292,7 @@ async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> i
             names it, its path or address, and why; ``SocketInUseError`` for a taken socket),
             or the metrics address cannot be listened on.
     """
+    _more_open_files()
     totals = Totals()
     if not config.metrics:
         return await _run(config, stop, totals)
@@ -303,6 +305,19 @@ async def run_daemon(config: DaemonConfig, stop: anyio.Event | None = None) -> i
         return await _run(config, stop, totals)
     finally:
         metrics.close()
+
+
+def _more_open_files() -> None:
+    """Raise the soft limit of open files to the hard one: a followed file holds a descriptor
+    while it is followed, and a glob over a folder where job logs pile up passes the usual soft
+    limit of 1024 (systemd's default) long before the hard one (as systemd.exec(5) advises for a
+    program that needs more, and uses no select())."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):  # (an unlimited hard limit is over the kernel's nr_open)
+            get_logger().info("daemon.open_files_limit", soft=soft, hard=hard)
 
 
 async def _run(config: DaemonConfig, stop: anyio.Event | None, totals: Totals) -> int:

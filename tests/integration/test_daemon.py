@@ -7,9 +7,12 @@ import hashlib
 import itertools
 import json
 import os
+import resource
 import signal
 import socket
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from tests.live.proc import Live
+from tests.live.proc import Live, jsonl_events
 
 
 def write_config(tmp: Path, body: str) -> Path:
@@ -382,6 +385,41 @@ def test_a_stdin_source_reads_a_regular_file_or_dev_null(tmp_path: Path, given: 
         assert sum(e["lines"] for e in runs(events)) == 3001
     else:
         assert runs(events) == [] and [e["lines"] for e in events if e["event"] == "end"] == [0]
+
+
+def test_a_glob_over_more_files_than_the_soft_limit_of_open_files_follows_every_one(tmp_path: Path) -> None:
+    # each followed file holds a descriptor: with a soft limit of 64 (systemd's default is 1024, where
+    # job logs pile up in thousands), files past it were skipped for good, "Too many open files" (helper-30)
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    for i in range(150):
+        (logs / f"job{i:03d}.log").write_bytes(b"ERROR: job %d failed\n" % i)
+    body = (
+        f'[defaults]\nstart_at = "beginning"\n[[source]]\nname = "ci"\ntype = "file"\npath = "{logs}/*.log"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    config = write_config(tmp_path, body)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 1024:
+        pytest.skip(f"the hard limit of open files here is {hard}")
+    err = tmp_path / "err.log"
+    with err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamfilter", "daemon", "--config", str(config)],
+            stderr=stderr,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard)),
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and kept(jsonl_events(out)).count("failed") < 150:
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(20) == 0
+    assert kept(jsonl_events(out)).count("failed") == 150
+    assert b"file.unreadable" not in err.read_bytes()
 
 
 def test_a_file_rotated_to_a_name_the_glob_also_matches_is_not_read_again(tmp_path: Path) -> None:

@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 
+def jsonl_events(path: Path) -> list[dict[str, Any]]:
+    """The whole JSON lines of ``path`` so far (none if it is not there yet)."""
+    data = path.read_bytes() if path.exists() else b""
+    data = data[: data.rfind(b"\n") + 1]  # (a line the process is still writing is not whole yet)
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
 class Live:
     """``python -m streamfilter ARGS`` started now; read its output while it runs."""
 
@@ -45,9 +52,7 @@ class Live:
         return self.out_path.read_bytes()
 
     def events(self, path: Path | None = None) -> list[dict[str, Any]]:
-        data = (path or self.out_path).read_bytes() if (path or self.out_path).exists() else b""
-        data = data[: data.rfind(b"\n") + 1]  # (a line the process is still writing is not whole yet)
-        return [json.loads(line) for line in data.splitlines() if line.strip()]
+        return jsonl_events(path or self.out_path)
 
     def logs(self) -> list[dict[str, Any]]:
         out = []
