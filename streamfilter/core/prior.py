@@ -55,6 +55,7 @@ __all__ = (
     "NEAR_TOKENS",
     "N_FEATURES",
     "REACH",
+    "SEEN_CAP",
     "STRUCTURE_GROUPS",
     "STRUCTURE_NAMES",
     "LineFeatures",
@@ -937,16 +938,21 @@ def shape_hashes(
     return result
 
 
+# a shape's count is kept up to this (each use bins it or compares it at 100 or less): one byte a
+# hash, 64 KiB a counter, where int64 counts took 512 KiB (a daemon has several a followed file)
+SEEN_CAP = 255
+
+
 class ShapeCounter:
-    """How many earlier lines of a stream had each line's shape hash (a fixed table of counts, so
-    memory does not grow with the stream; hashes that collide share a count)."""
+    """How many earlier lines of a stream had each line's shape hash, up to ``SEEN_CAP`` (a fixed
+    table of counts, so memory does not grow with the stream; hashes that collide share a count)."""
 
     def __init__(self) -> None:
-        self._counts = np.zeros(1 << SHAPE_BITS, dtype=np.int64)
+        self._counts = np.zeros(1 << SHAPE_BITS, dtype=np.uint8)
 
     def seen(self, hashes: Int64Array) -> Int64Array:
-        """Shape ``(n,)``: for each of the next ``n`` lines' hashes, the earlier lines with that hash;
-        then counts them."""
+        """Shape ``(n,)``: for each of the next ``n`` lines' hashes, the earlier lines with that hash
+        (those before these lines counted up to ``SEEN_CAP``); then counts them."""
         n = hashes.shape[0]
         if n == 0:
             return np.zeros(0, dtype=np.int64)
@@ -958,5 +964,6 @@ class ShapeCounter:
         before = np.empty(n, dtype=np.int64)
         before[order] = rank
         before += self._counts[hashes]
-        self._counts[ordered[group_start]] += size  # (each hash once)
+        first = ordered[group_start]  # (each hash once)
+        self._counts[first] = np.minimum(self._counts[first] + size, SEEN_CAP)
         return before

@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 import streamfilter.core.hits as hits_module
 import streamfilter.core.prior as prior
 from streamfilter.core.filter import FilterConfig, StreamFilter
-from streamfilter.core.prior import N_FEATURES, STRUCTURE_NAMES, PriorModel, ShapeCounter, default_model
+from streamfilter.core.prior import (
+    N_FEATURES,
+    SEEN_CAP,
+    STRUCTURE_NAMES,
+    PriorModel,
+    ShapeCounter,
+    default_model,
+)
 from streamfilter.core.records import Run
 from streamfilter.core.segment import line_layout
 from streamfilter.core.tokens import token_table
@@ -372,6 +379,14 @@ def test_shape_counter_counts_earlier_lines_across_batches() -> None:
     second = counter.seen(np.asarray([5, 9, 7, 5], dtype=np.int64))
     assert first.tolist() == [0, 0, 1]
     assert second.tolist() == [2, 0, 1, 3]
+
+
+def test_shape_counter_keeps_counts_up_to_its_cap_and_exact_within_a_batch() -> None:
+    # (one byte a hash: a daemon has three counters a followed file; every use bins counts at 100 or less)
+    counter = ShapeCounter()
+    assert counter.seen(np.full(300, 5, dtype=np.int64)).tolist() == list(range(300))
+    assert counter.seen(np.asarray([5, 5, 6], dtype=np.int64)).tolist() == [SEEN_CAP, SEEN_CAP + 1, 0]
+    assert counter.seen(np.asarray([5], dtype=np.int64)).tolist() == [SEEN_CAP]
 
 
 def test_a_small_training_run_end_to_end(tmp_path: Path) -> None:
