@@ -25,7 +25,7 @@ import pytest
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from streamfilter.live.nats.link import ensure_stream, partition_of
+from streamfilter.live.nats.link import CONTROL, OFFSET, RUN, ensure_stream, partition_of
 from streamfilter.live.nats.sink import PART, Parts
 from tests.conftest import run_cli
 from tests.live.nats import NatsServer, free_port, worker_config
@@ -325,6 +325,42 @@ async def test_a_stream_whose_output_is_not_taken_stops_no_other_and_sigterm_sto
     assert worker.stop(timeout=30) == 0
     assert time.monotonic() - began < 20  # (its write waits SETTLE_SECONDS, 10 s, at most)
     assert any(e["event"] == "stream.unpublished" and e["stream"] == stuck for e in worker.logs())
+
+
+@pytest.mark.anyio
+async def test_sigterm_while_the_server_is_away_stops_the_worker_cleanly(tmp_path: Path, server: NatsServer) -> None:
+    """A worker stopped while its server is gone cannot drain its connections (nats-py raises
+    ConnectionReconnectingError): that crashed it with a traceback and status 1. It says what it
+    could not do and exits 0 within about 20 s (docs/fleet.md); what it did not ack is delivered
+    again to the next owner."""
+    worker = start_worker(tmp_path, server.url)
+    wait_balanced([worker], PARTITIONS)
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    # a run that has not ended: its last lines wait for its end (the tail rule), their message unacked
+    start = {"type": "run-start", "run": "away-1", "command": "make"}
+    await js.publish("logs.away-1", json.dumps(start).encode(), headers={CONTROL: "run-start", OFFSET: "0"})
+    data = "".join(f"step {i} ok\n" for i in range(100)).encode()
+    await js.publish("logs.away-1", data, headers={OFFSET: "0", RUN: "away-1"})
+    await nc.close()
+    worker.wait_for(lambda: any(e["event"] == "run.started" for e in worker.logs()), what="the run's start")
+    server.proc.kill()
+    server.proc.wait()
+    lost = {"streamfilter source fleet", "streamfilter sink out"}
+
+    def disconnected() -> bool:
+        return lost <= {e.get("connection") for e in worker.logs() if e["event"] == "nats.disconnected"}
+
+    worker.wait_for(disconnected, what="both connections lost")
+    began = time.monotonic()
+    code = worker.stop(timeout=40)
+    took = time.monotonic() - began
+    err = worker.err_path.read_text()
+    assert code == 0, err[-3000:]
+    assert took < 20, took  # (the run's last write waits SETTLE_SECONDS, 10 s, at most)
+    undrained = {e["connection"] for e in worker.logs() if e["event"] == "nats.drain_failed"}
+    assert lost <= undrained, undrained
+    assert "ConnectionReconnectingError" not in err
 
 
 @pytest.mark.anyio

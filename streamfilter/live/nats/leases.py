@@ -23,6 +23,7 @@ import nats.js.errors
 from nats.js.kv import KeyValue
 
 from .._logging import get_logger
+from .link import drain_and_close
 
 __all__ = ("LEASE_MARGIN_SECONDS", "Lease", "LeaseKeeper")
 
@@ -88,11 +89,12 @@ class LeaseKeeper:
         asyncio.run(self._renew_all())
 
     async def _renew_all(self) -> None:
+        name = f"streamfilter leases {self.ident}"
         nc = None
         while not self._stop.is_set():
             try:
                 if nc is None or nc.is_closed:
-                    nc = await nats.connect(servers=self.servers, name=f"streamfilter leases {self.ident}")
+                    nc = await nats.connect(servers=self.servers, name=name)
                 kv = await nc.jetstream().key_value(self.bucket)
                 await kv.put(f"workers.{self.ident}", b"")
                 with self._lock:
@@ -101,8 +103,8 @@ class LeaseKeeper:
             except (OSError, TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
                 self._log.warning("leases.unavailable", error=str(exc) or repr(exc))
             await asyncio.to_thread(self._stop.wait, self.lease_seconds / 3)  # (a close ends the wait)
-        if nc is not None and not nc.is_closed:
-            await nc.close()
+        if nc is not None:
+            await drain_and_close(nc, name)
 
     async def _renew(self, kv: KeyValue, number: int, lease: Lease) -> None:
         key, me = f"partition.{number}", self.ident.encode()

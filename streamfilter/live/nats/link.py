@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import anyio
 import nats
@@ -34,6 +34,7 @@ __all__ = (
     "STREAM_ID",
     "Turn",
     "connect",
+    "drain_and_close",
     "ensure_stream",
     "partition_of",
     "subject_token",
@@ -45,6 +46,20 @@ RUN = "Streamfilter-Run"  # a data message of a run: its id (the data waits for 
 POSITION = "Streamfilter-"  # + Next-Byte, Next-Line, Rest-Line, Rest-Kept, Seq, Run, Ended: on output
 STREAM_ID = re.compile(r"[A-Za-z0-9_-]+")  # a stream id is one subject token
 CONNECT_SECONDS = 5.0
+DRAIN_SECONDS = 5.0  # at a stop, the longest a connection's drain may take (then it is closed)
+CLOSE_SECONDS = 3.0  # ...and its close (nats-py waits up to 2 s for a reconnect under way to end)
+# what nats-py raises when a connection cannot be drained, flushed or closed because the server is
+# away: the connection is lost (reconnecting), closing or closed, a flush is not answered (its
+# TimeoutErrors are the builtin's), or the socket's last write fails
+CONNECTION_LOST = (
+    OSError,
+    TimeoutError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionDrainingError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.OutboundBufferLimitError,
+    nats.errors.StaleConnectionError,
+)
 SLOW_LOG_SECONDS = 10.0  # a subscription's dropped messages are logged this often at most (with their count)
 _FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193  # FNV-1a, 32 bits
 
@@ -157,6 +172,31 @@ async def connect(servers: Sequence[str], name: str) -> Client:
         raise StreamfilterError(
             f"cannot connect to NATS at {', '.join(servers)}: {exc or type(exc).__name__}"
         ) from None
+
+
+async def drain_and_close(client: Client, name: str) -> None:
+    """At a stop: drain ``client`` (its subscriptions' pending messages handled, what it published
+    and acked sent) and close it. When the server is away (the drain fails, or takes longer than
+    ``DRAIN_SECONDS``) that cannot be done: it is logged (``nats.drain_failed``, with the connection's
+    ``name``) and the connection closed all the same. Nothing is lost: the messages a worker did not
+    ack are delivered again. Errors other than a lost connection's are raised.
+    """
+    if client.is_closed:
+        return
+    error = ""
+    with anyio.move_on_after(DRAIN_SECONDS) as drained:
+        try:
+            await client.drain()
+        except CONNECTION_LOST as exc:
+            error = str(exc) or type(exc).__name__
+    if drained.cancelled_caught:
+        error = f"not drained within {DRAIN_SECONDS:g} s"
+    if error:
+        hint = "the server is away; the messages not acked are delivered again"
+        get_logger().warning("nats.drain_failed", connection=name, error=error, hint=hint)
+    if not client.is_closed:  # (a failed drain leaves it open, trying to reconnect for good)
+        with anyio.move_on_after(CLOSE_SECONDS), suppress(*CONNECTION_LOST):
+            await client.close()
 
 
 async def ensure_stream(js: JetStreamContext, name: str, subjects: list[str], work_queue: bool) -> None:

@@ -35,7 +35,7 @@ from ...core.errors import StreamfilterError
 from .._logging import get_logger
 from ..config import SinkConfig
 from ..sinks import Positioned, Sink
-from .link import POSITION, Turn, connect, ensure_stream, subject_token
+from .link import POSITION, Turn, connect, drain_and_close, ensure_stream, subject_token
 
 __all__ = ("PART", "NatsSink", "Parts", "PublishFailed")
 
@@ -234,7 +234,7 @@ class NatsSink(Sink):
         return {name[len(POSITION) :].lower(): value for name, value in headers.items() if name.startswith(POSITION)}
 
     async def aclose(self) -> None:
-        """Flush what is published and close the connection."""
-        if self._nc is not None and not self._nc.is_closed:
-            with anyio.move_on_after(PUBLISH_SECONDS):
-                await self._nc.drain()
+        """Flush what is published and close the connection (a server that is away is logged:
+        ``link.drain_and_close``)."""
+        if self._nc is not None:
+            await drain_and_close(self._nc, f"streamfilter sink {self.name}")

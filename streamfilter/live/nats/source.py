@@ -61,7 +61,7 @@ from ..sinks import Sink
 from ..stream import ArchivedStream
 from ..totals import Totals
 from .leases import Lease, LeaseKeeper
-from .link import CONTROL, OFFSET, RUN, Turn, connect, ensure_stream
+from .link import CONTROL, OFFSET, RUN, Turn, connect, drain_and_close, ensure_stream
 from .sink import NatsSink, PublishFailed
 
 __all__ = ("LeaseExpired", "NatsStream", "message_lines", "serve_nats_source")
@@ -724,7 +724,8 @@ async def serve_nats_source(
     Raises:
         StreamfilterError: the servers cannot be reached, or the stream cannot be made.
     """
-    nc = await connect(source.servers, f"streamfilter source {source.name}")
+    name = f"streamfilter source {source.name}"
+    nc = await connect(source.servers, name)
     try:
         js = nc.jetstream()
         await ensure_stream(js, source.stream, [f"{source.subject}.*.*"], work_queue=True)
@@ -749,5 +750,5 @@ async def serve_nats_source(
             with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
                 await worker.stop()
     finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5.0):
-            await nc.drain()
+        with anyio.CancelScope(shield=True):
+            await drain_and_close(nc, name)
