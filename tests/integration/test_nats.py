@@ -11,6 +11,7 @@ import json
 import random
 import signal
 import string
+import subprocess
 import sys
 import time
 import urllib.request
@@ -255,6 +256,32 @@ async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Pat
     away = run_cli("send", "--nats", f"nats://127.0.0.1:{free_port()}", "--stream", "x", "--", "true")
     assert away.returncode == 1 and b"cannot connect to NATS" in away.stderr
     assert worker.stop() == 0
+
+
+def test_send_nats_that_loses_its_server_mid_run_filters_the_rest_here_and_exits_with_its_status(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    # its connection's close failed too ("Connection lost"): exit 1 instead of the command's 3, and
+    # the output filtered here had no end (helper-31)
+    worker = start_worker(tmp_path, server.url)
+    wait_balanced([worker], PARTITIONS)
+    gate = tmp_path / "gate"
+    script = (
+        f"echo first step ok; while [ ! -e {gate} ]; do sleep 0.05; done; "
+        "for i in $(seq 1 50); do echo step $i ok; done; echo 'error: late failed'; exit 3"
+    )
+    argv = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--stream", "job-9"]
+    argv += ["--partitions", str(PARTITIONS), "--"]
+    proc = subprocess.Popen([*argv, "sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # (connected, its first line published)
+    server.proc.kill()
+    server.proc.wait()
+    gate.touch()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert b"the NATS server was lost" in err and b"error: Connection lost" not in err
+    assert b"error: late failed" in out and b"exit" in out.splitlines()[-1].lower()
+    assert worker.stop(timeout=40) == 0
 
 
 @pytest.mark.anyio

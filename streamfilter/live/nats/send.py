@@ -30,7 +30,7 @@ from ...core.words import counted
 from ..envelope import SUCCESS_TAIL_LINES, exit_text, status_of
 from ..run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
 from ..stream import LiveStream
-from .link import CONTROL, OFFSET, RUN, connect, partition_of
+from .link import CONNECTION_LOST, CONTROL, OFFSET, RUN, connect, partition_of
 
 __all__ = ("send_to_nats",)
 
@@ -159,7 +159,12 @@ async def send_to_nats(
             except _Lost as exc:
                 sys.stderr.write(f"streamfilter: warning: the run's end (status) could not be published: {exc}\n")
     finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(PUBLISH_SECONDS):
+        # (a server lost mid-run fails the close too: the loss is said below, the output filtered here)
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(PUBLISH_SECONDS),
+            contextlib.suppress(*CONNECTION_LOST),
+        ):
             await nc.close()
     if here is not None:
         await here.end(here.filter.config.tail_lines if returncode != 0 else SUCCESS_TAIL_LINES)
