@@ -2,8 +2,8 @@
 
 Every sink takes already rendered bytes (``output.render``) in its own format, in order.
 ``send`` applies backpressure: it returns once the bytes are written (stdout, file) or queued
-(subscribers). A slow subscriber never blocks the others or the sources: each has a bounded
-queue, and one whose queue overflows gets a last line saying so and is disconnected.
+(subscribers). Each subscriber has a bounded queue; one that stops reading holds the others and
+the sources up for at most ``ROOM_SECONDS``, then gets a last line saying so and is disconnected.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ __all__ = (
 )
 
 LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last line
+# how long a send waits for room in a subscriber's full queue before dropping it: its writer may
+# not have had a turn yet (a burst fills a queue within one event loop iteration) or its reader
+# may not have been scheduled; a reader that takes nothing for this long is not reading
+ROOM_SECONDS = 1.0
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
 FULL_RETRY_SECONDS = 1.0  # a file sink on a full disk tries its write again this often
 # all but tab and newline, and a carriage return before a newline (or at the end): a lone one
@@ -278,9 +282,12 @@ class FileSink(Sink):
 class SubscriberSink(Sink):
     """A unix socket that subscribers connect to; each gets the events sent after it connected.
 
-    Each subscriber has a queue of ``queue_events`` sends; when a send finds it full, the
-    subscriber gets a final line (a JSONL ``subscriber.dropped`` event or a text line) and is
-    disconnected, and a ``subscriber.dropped`` log event names the sink.
+    Each subscriber has a queue of ``queue_events`` sends. A send that finds queues full waits
+    up to ``ROOM_SECONDS`` in all for room in them, its sources waiting with it (backpressure: a
+    burst is not taken for a reader falling behind; a reader slower than the sources slows them).
+    A subscriber whose queue stays full that long gets a final line (a JSONL
+    ``subscriber.dropped`` event or a text line) and is disconnected, and a
+    ``subscriber.dropped`` log event names the sink.
 
     Raises:
         SocketInUseError, OSError: see ``unix.bind_unix``.
@@ -298,6 +305,7 @@ class SubscriberSink(Sink):
         self._scopes: dict[int, anyio.CancelScope] = {}
         self._dropped: set[int] = set()
         self._next = 0
+        self._lock = anyio.Lock()
         self._log = get_logger().bind(sink=config.name)
 
     async def start(self) -> None:
@@ -327,13 +335,28 @@ class SubscriberSink(Sink):
         self._dropped.discard(ident)
 
     async def send(self, data: bytes) -> None:
-        for ident, queue in list(self._queues.items()):
+        async with self._lock:  # one send at a time: a send that waits keeps its place in every queue
+            full: list[tuple[int, MemoryObjectSendStream[bytes]]] = []
+            for ident, queue in list(self._queues.items()):
+                try:
+                    queue.send_nowait(data)
+                except anyio.WouldBlock:
+                    full.append((ident, queue))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    self._queues.pop(ident, None)
             try:
-                queue.send_nowait(data)
-            except anyio.WouldBlock:
-                self._drop(ident, queue)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._queues.pop(ident, None)
+                with anyio.move_on_after(ROOM_SECONDS):  # (one deadline for all: stuck ones cost it once)
+                    while full:
+                        ident, queue = full[0]
+                        try:
+                            await queue.send(data)
+                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            self._queues.pop(ident, None)
+                        del full[0]
+            finally:  # (a send cancelled while it waits too: no subscriber goes on past a write it lacks)
+                for ident, queue in full:
+                    if self._queues.get(ident) is queue:  # (not one that went away meanwhile)
+                        self._drop(ident, queue)
 
     def _last_line(self) -> bytes:
         what = f"subscriber too slow: its queue of {counted(self.queue_events, 'event')} is full; disconnected"

@@ -1,0 +1,76 @@
+"""A unix-socket sink with a real daemon subprocess, real files and a real subscriber."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from tests.integration.test_daemon import connect_unix, runs, start
+
+
+def distinct_word(n: int) -> bytes:
+    """A word of consonants for ``n``: failure lines that differ in words, not in numbers (a
+    number's shape repeats, and repeated shapes are dropped), so most of them are kept."""
+    word = b""
+    while True:
+        word += b"bcdfghjklmnpqrstvwxz"[n % 20 : n % 20 + 1]
+        n //= 20
+        if not n:
+            return word
+
+
+def test_a_subscriber_reading_as_fast_as_it_can_gets_every_event_of_a_burst(tmp_path: Path) -> None:
+    # a user's find: with queue_events = 64, a reader in a tight recv() loop was dropped as too
+    # slow, a burst of sends filling its queue before its writer task had a turn
+    out, sub = tmp_path / "out.jsonl", tmp_path / "sub.sock"
+    logs = [tmp_path / f"app{i}.log" for i in range(3)]
+    sources = ""
+    for i, log in enumerate(logs):
+        log.touch()
+        sources += f'[[source]]\nname = "app{i}"\ntype = "file"\npath = "{log}"\nsinks = ["out", "sub"]\n'
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "failure"\n{sources}'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+        f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "jsonl"\nqueue_events = 16\n',
+    )
+    reader = connect_unix(sub)
+    live.log_event("subscriber.connected")
+    received = bytearray()
+
+    def read() -> None:
+        while chunk := reader.recv(1 << 16):
+            received.extend(chunk)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    lines, block = 50_000, 5_000
+    files = [log.open("ab", buffering=0) for log in logs]
+    for first in range(0, lines, block):  # the three files appended to in turn, at full speed
+        for n, file in enumerate(files):
+            file.write(
+                b"".join(
+                    b"ERROR failure in %s of app%d\n" % (distinct_word(i), n)
+                    if i % 10 == 0
+                    else b"INFO step %d of app%d done\n" % (i, n)
+                    for i in range(first, first + block)
+                )
+            )
+    for file in files:
+        file.close()
+
+    def all_written() -> bool:  # every line of every file is in the file sink's runs
+        events = live.events(out)
+        return all(sum(e["lines"] for e in runs(events, f"app{i}")) == lines for i in range(3))
+
+    live.wait_for(all_written, 60, "every line in the file sink")
+    expected = out.read_bytes()
+    live.wait_for(lambda: len(received) >= len(expected) or not thread.is_alive(), 30, "the subscriber's events")
+    assert not [e for e in live.logs() if e.get("event") == "subscriber.dropped"]
+    assert b"too slow" not in received
+    assert sorted(received.splitlines()) == sorted(expected.splitlines())  # every event, none twice
+    assert len(runs([json.loads(line) for line in expected.splitlines()])) > 5000  # (a burst of them)
+    assert live.stop() == 0
+    thread.join(10)
+    reader.close()
