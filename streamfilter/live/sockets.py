@@ -10,6 +10,7 @@ Reading waits while the sinks are full, so backpressure reaches the peer (its se
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
@@ -288,13 +289,16 @@ async def _reply_stop(conn: SocketStream, received: int) -> None:
 
 
 def _peer(conn: SocketStream) -> str:
+    """``HOST:PORT`` of a TCP peer, ``unix`` for a unix socket's (or its path when it has one);
+    ``tcp`` for a TCP peer that reset the connection before its address was read."""
+    unix = conn.extra(SocketAttribute.family) == socket.AF_UNIX
     try:
         address = conn.extra(SocketAttribute.remote_address)
-    except anyio.TypedAttributeLookupError:
-        return "unix"
+    except (anyio.TypedAttributeLookupError, OSError):
+        return "unix" if unix else "tcp"
     if isinstance(address, tuple):
         return f"{address[0]}:{address[1]}"
-    return str(address) or "unix"
+    return str(address) or ("unix" if unix else "tcp")
 
 
 def _warn_cut(log: FilteringBoundLogger, cap: LineCap, stream: str, peer: str) -> None:

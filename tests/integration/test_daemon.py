@@ -11,6 +11,7 @@ import resource
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -1080,6 +1081,13 @@ def test_a_tcp_source_on_port_0_logs_the_port_it_got(tmp_path: Path) -> None:
     with socket.create_connection((host, int(port))) as client:
         client.sendall(b"ERROR: over tcp\n")
     live.wait_for(lambda: "ERROR: over tcp" in kept(live.events(out)), 10)
+    # a peer that resets its connection at once has no address left to read: it was logged as "unix"
+    for _ in range(5):
+        with socket.create_connection((host, int(port))) as client:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    opened = live.wait_for(lambda: [e for e in live.logs() if e.get("event") == "connection.opened"][5:] or None, 10)
+    peers = [e["peer"] for e in live.logs() if e.get("event") == "connection.opened"]
+    assert opened and "unix" not in peers and all(p.startswith("127.0.0.1:") or p == "tcp" for p in peers), peers
     assert live.stop() == 0
 
 
