@@ -169,7 +169,7 @@ class SinkConfig:
         path: the file or socket path.
         format: ``text`` or ``jsonl``.
         queue_events: per-subscriber queue (``unix``), in events; a subscriber whose queue
-            overflows is told so and disconnected.
+            stays full for ``sinks.ROOM_SECONDS`` (it is not reading) is told so and disconnected.
         mode: permission bits of a subscriber socket.
         group: the group id a subscriber socket is given when it is made (None: the daemon's own).
         raw: ``stdout`` on a terminal: write control bytes as they are (default: escaped).
