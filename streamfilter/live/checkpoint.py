@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -148,6 +149,25 @@ class CheckpointStore:
             return None
         except (OSError, ValueError, TypeError) as e:
             raise UnreadableCheckpoint(file, str(e)) from None
+
+    def load_all(self, source: str) -> list[Checkpoint]:
+        """Every checkpoint ``source`` has, of any path (a glob's files that are gone too), in no
+        particular order. One that cannot be read back is left out: its path's follower warns of it.
+
+        Raises:
+            OSError: the checkpoints' directory cannot be listed.
+        """
+        # (a name is the source's and a 16-digit key: another source whose name starts with this
+        # one's, "app-x", has more before its key)
+        own = re.compile(rf"{re.escape(source)}-[0-9a-f]{{16}}\.json")
+        found = []
+        for file in self.folder.iterdir():
+            if own.fullmatch(file.name):
+                try:
+                    found.append(Checkpoint(**json.loads(file.read_text())))
+                except (OSError, ValueError, TypeError):
+                    continue
+        return found
 
     def save(self, source: str, checkpoint: Checkpoint) -> None:
         """Write ``checkpoint`` atomically (a temporary file renamed over it; none is left when

@@ -22,8 +22,12 @@ names now:
 
 A checkpoint names the file being read (device, inode). If the path names another file when the
 daemon starts (rotated while it was down), the checkpointed file is looked for in the path's
-directory (``app.log.1``); found, and still the same file, the rest of it is read first, then
-the path's file as after a rotation. A rotated file that was compressed, moved elsewhere or
+directory (``app.log.2``, one scan at the source's start: ``rotated_since``); found, and still
+the same file, the rest of it is read first, then the path's later generations there (rotated
+names modified after it, oldest first: ``app.log.1``; compressed ones are warned of, not read),
+then the path's file, each as after a rotation. A file rotated to a name a glob source follows
+too (``app.1.log`` for ``*.log``) is resumed by that name's follower instead, from the
+checkpoint (``RotatedWhileDown``). A rotated file that was compressed, moved elsewhere or
 deleted cannot be found: the path's file is read from its start (``checkpoint.stale``).
 
 Changes are noticed from directory events (watchfiles, on the parent directory, so a replaced
@@ -38,6 +42,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Sequence
@@ -91,6 +96,134 @@ MAX_LATE_FILES = 4  # late readers per followed path at once (open descriptors)
 MAX_QUEUED_FILES = 8
 MAX_LEFT_FILES = 1024  # files left after a rotation, remembered per source (the oldest forgotten first)
 PSEUDO_FILES = ("/proc/", "/sys/")  # their sizes read 0 whatever they hold
+# a rotated name's suffix, after the path's name or before its extension: numbered (``.1``) or dated
+# (``-20261206``, ``.2026-12-06``, ``-2026120614``, ``-20261206-1765000000``: logrotate's dateext)
+ROTATION_SUFFIX = re.compile(r"(?:[._-]\d+)+")
+NUMBERED_DIGITS = 7  # a one-number suffix of fewer digits is a count (``.1``: the newest), not a date
+COMPRESSED_NAMES = (".gz", ".bz2", ".xz", ".zst")
+COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")  # gzip, bzip2, xz, zstd
+
+
+def rotation_rank(name: str, base: str) -> int | None:
+    """Whether the file name ``name`` is a rotated name of the file name ``base``: ``base`` and a
+    suffix (``app.log.1``, ``app.log-20261206``), or the suffix before ``base``'s extension
+    (``app.1.log``, logrotate's ``extension``), maybe then a compression extension (``.gz``).
+
+    Returns:
+        None if it is not; else a number that orders names of equal modification times, higher
+        newer: minus the count of a numbered one (``.1`` is newer than ``.2``), the digits of a
+        dated one.
+    """
+    for compressed in COMPRESSED_NAMES:
+        if name.endswith(compressed):
+            name = name.removesuffix(compressed)
+            break
+    stem, ext = os.path.splitext(base)
+    for head, tail in ((base, ""), (stem, ext)) if ext else ((base, ""),):
+        if len(name) > len(head) + len(tail) and name.startswith(head) and name.endswith(tail):
+            suffix = name[len(head) : len(name) - len(tail)]
+            if ROTATION_SUFFIX.fullmatch(suffix):
+                numbers = re.findall(r"\d+", suffix)
+                if len(numbers) == 1 and len(numbers[0]) < NUMBERED_DIGITS:
+                    return -int(numbers[0])
+                return int("".join(numbers))
+    return None
+
+
+def is_compressed(path: str) -> bool:
+    """Whether the file ``path`` is compressed: by its name, or by its first bytes (gzip, bzip2,
+    xz, zstd); False if it cannot be read."""
+    if path.endswith(COMPRESSED_NAMES):
+        return True
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        return os.pread(fd, 8, 0).startswith(COMPRESSED_MAGIC)
+    finally:
+        os.close(fd)
+
+
+def rotated_since(
+    saved: Checkpoint, entries: Sequence[os.DirEntry[str]], now: tuple[int, int] | None
+) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+    """The files a path was rotated to while the daemon was down, from one scan of its directory.
+
+    Args:
+        saved: the path's checkpoint, whose file the path no longer names.
+        entries: the path's directory, scanned once.
+        now: the file (device, inode) the path names now, or None.
+
+    Returns:
+        The files to read, oldest first, each its name and ``stat``: the checkpointed file under
+        its new name (``app.log.2``), then the path's later generations, the regular files of
+        rotated names modified after it (by number when the times are equal: ``app.log.1``), each
+        inode once, the path's own file not among them; none when the checkpointed file is not
+        there, or is not it any more (its first bytes changed). And the names of the later ones
+        that are compressed, left out (they are not read).
+    """
+    base = os.path.basename(saved.path)
+    checkpointed: tuple[tuple[int, int], str, os.stat_result] | None = None
+    rotated: list[tuple[tuple[int, int], str, os.stat_result]] = []
+    for entry in entries:
+        rank = rotation_rank(entry.name, base)
+        if entry.inode() != saved.ino and rank is None:
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue  # (gone since the scan)
+        key = (info.st_mtime_ns, rank or 0)
+        if (info.st_dev, info.st_ino) == (saved.dev, saved.ino):
+            checkpointed = (key, entry.path, info)
+        elif (info.st_dev, info.st_ino) != now and rank is not None:
+            rotated.append((key, entry.path, info))
+    if checkpointed is None or not _still(saved, checkpointed[1]):
+        return [], []
+    files, compressed = [checkpointed[1:]], []
+    seen = {(saved.dev, saved.ino)}
+    for key, name, info in sorted(rotated, key=lambda r: r[0]):
+        if key <= checkpointed[0] or (info.st_dev, info.st_ino) in seen:
+            continue  # older (read before the checkpoint), or a second name of one file
+        seen.add((info.st_dev, info.st_ino))
+        if is_compressed(name):
+            compressed.append(name)
+        else:
+            files.append((name, info))
+    return files, compressed
+
+
+def _still(saved: Checkpoint, name: str) -> bool:
+    """Whether the file ``name`` is still the file ``saved`` names (same inode and first bytes, not shorter)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        return saved.mismatch(fd) is None
+    finally:
+        os.close(fd)
+
+
+class RotatedWhileDown:
+    """What a source's checkpoints say was rotated while the daemon was down, found once at its
+    start (``FileSource._rotated_while_down``), for its followers to take.
+
+    Attributes:
+        queued: per followed path, the files it reads before the file it names now, oldest
+            first: each one's name, (device, inode), and the byte offset it is read from (the
+            checkpoint's in the checkpointed file, 0 in a later generation).
+        handed: per file (device, inode) under a name another path of the source (a glob)
+            follows, the checkpoint that path resumes it from (one at byte 0 for a later
+            generation).
+    """
+
+    def __init__(self) -> None:
+        self.queued: dict[str, list[tuple[str, tuple[int, int], int]]] = {}
+        self.handed: dict[tuple[int, int], Checkpoint] = {}
 
 
 class LeftFiles:
@@ -131,6 +264,9 @@ class FileFollower:
             reached by two paths of one source (a symlink to another matched file) is read once.
         left: the source's record of files its followers left after a rotation (``LeftFiles``):
             a file found there goes on where the follower that left it stopped.
+        restart: what the source's checkpoints say was rotated while the daemon was down
+            (``RotatedWhileDown``): the path's rotated files to read first, and the checkpoint
+            of a file another path was rotated to this one's name from.
     """
 
     def __init__(
@@ -144,6 +280,7 @@ class FileFollower:
         totals: Totals | None = None,
         claim: Callable[[tuple[int, int], FileFollower], bool] | None = None,
         left: LeftFiles | None = None,
+        restart: RotatedWhileDown | None = None,
     ) -> None:
         self.path = path
         self.source = source
@@ -154,6 +291,7 @@ class FileFollower:
         self.totals = totals
         self.claim = claim
         self.left = left
+        self.restart = restart
         self._line0 = 1  # the stream's line number of the current file's first line
         self.current: tuple[int, int] | None = None  # (device, inode) of the file being read
         self.stream: LiveStream | None = None
@@ -224,29 +362,23 @@ class FileFollower:
 
     # -- opening -------------------------------------------------------------------------
     def _resume_rotated(self) -> None:
-        """Queue the checkpointed file first if the path was rotated away from it while the daemon
-        was down and it is still in the path's directory under another name (``app.log.1``), so
-        the rest of it is read before the file the path names now."""
-        saved = self._checkpoint
-        if saved is None:
-            return
-        try:
-            now = os.stat(self.path)
-            if (now.st_dev, now.st_ino) == (saved.dev, saved.ino):
-                return
-        except FileNotFoundError:
-            pass  # rotated, and no new file yet
-        except OSError:
-            return
-        for name in self._names_of(saved.ino):
+        """Queue the files the path was rotated to while the daemon was down, found at the
+        source's start (``RotatedWhileDown``), so they are read before the file the path names
+        now: the rest of the checkpointed file (``app.log.2``), then each later generation
+        (``app.log.1``), oldest first; then the path's file, queued too (each queued file is read
+        until quiet, as after a rotation)."""
+        queued = self.restart.queued.pop(self.path, []) if self.restart is not None else []
+        for name, file, offset in queued:
             opened = self._open(name)
             if opened is None:
                 continue
-            if saved.mismatch(opened[0]) is None:
-                self._log.info("checkpoint.rotated_file", file=name, offset=saved.offset)
-                self._next.append(opened)
-                return
-            os.close(opened[0])
+            if (opened[1].st_dev, opened[1].st_ino) != file:  # (renamed again since the scan)
+                os.close(opened[0])
+                continue
+            self._log.info("checkpoint.rotated_file", file=name, offset=offset)
+            self._next.append(opened)
+        if self._next and (opened := self._open()) is not None:
+            self._next.append(opened)
 
     def _names_of(self, ino: int) -> list[str]:
         """The paths in the followed path's directory of the file with inode ``ino`` (``app.log.1``
@@ -307,13 +439,22 @@ class FileFollower:
         offset, line = 0, 1
         rest_of: tuple[int, bool] | None = None
         saved = self._checkpoint
+        handed = self.restart.handed.pop((info.st_dev, info.st_ino), None) if self.restart is not None else None
+        if handed is not None and (saved is None or saved.mismatch(fd) is not None):
+            saved = handed  # another path's file, rotated to this name while the daemon was down
         if saved is not None:
             why = saved.mismatch(fd)
             if why is None:
                 offset, line = saved.offset, saved.line
                 # written up to inside a line: the bytes up to its end are its rest, not a new line
                 rest_of = (saved.rest_line, saved.rest_kept) if saved.rest_line else None
-                self._log.info("checkpoint.resumed", offset=offset, line=line, inside_line=saved.rest_line or None)
+                self._log.info(
+                    "checkpoint.resumed",
+                    offset=offset,
+                    line=line,
+                    inside_line=saved.rest_line or None,
+                    rotated_from=saved.path if saved.path != self.path else None,
+                )
             else:
                 self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
         elif self.at_startup and self.source.start_at == "end":
@@ -610,6 +751,7 @@ class FileSource:
         self.magic = glob.has_magic(source.path)
         self.followers: dict[str, FileFollower] = {}
         self._left = LeftFiles()
+        self._restart = RotatedWhileDown()
         self._log = get_logger().bind(source=source.name)
         self._stop = anyio.Event()  # the current directory watch's stop event
         self._watch_failed = ""  # why the directory watch last failed (logged once per cause)
@@ -620,7 +762,9 @@ class FileSource:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Open what exists, start watching, then report started and follow until cancelled."""
-        for path in self._matches():
+        matches = self._matches()
+        self._restart = self._rotated_while_down(set(matches))  # (before any follower opens a file)
+        for path in matches:
             self._add(path, at_startup=True)
         if not self.magic and self.source.path not in self.followers:
             self._add(self.source.path, at_startup=False)
@@ -650,7 +794,16 @@ class FileSource:
     def _add(self, path: str, at_startup: bool) -> None:
         name = f"{self.source.name}:{path}" if self.magic else self.source.name
         follower = FileFollower(
-            path, self.source, name, self.sinks, self.checkpoints, at_startup, self.totals, self._claim, self._left
+            path,
+            self.source,
+            name,
+            self.sinks,
+            self.checkpoints,
+            at_startup,
+            self.totals,
+            self._claim,
+            self._left,
+            self._restart,
         )
         self.followers[path] = follower
         if not at_startup and os.path.exists(path):  # (a missing path is followed until it appears)
@@ -660,6 +813,64 @@ class FileSource:
         elif not os.path.exists(path):
             self._log.info("file.missing", path=path, hint="waiting for it to appear")
         self._tg.start_soon(follower.run)
+
+    def _rotated_while_down(self, matches: set[str]) -> RotatedWhileDown:
+        """Find, from the source's checkpoints, the files its paths were rotated to while the
+        daemon was down (``rotated_since``; each directory scanned once): a file under a name the
+        source follows too (a glob's ``app.1.log``) is handed to that name's follower, the others
+        are queued for the path's. A file that is one path's checkpointed file and another's
+        later generation goes on from the checkpoint; one checkpointed by two paths (a kill
+        between their saves), from the further one."""
+        restart = RotatedWhileDown()
+        if self.checkpoints is None:
+            return restart
+        try:
+            saved_all = self.checkpoints.load_all(self.source.name)
+        except OSError as exc:  # (each follower then warns of its own checkpoint's trouble)
+            self._log.warning("checkpoint.unreadable", file=str(self.checkpoints.folder), reason=str(exc))
+            return restart
+        scans: dict[str, list[os.DirEntry[str]]] = {}
+        found: list[tuple[Checkpoint, list[tuple[str, os.stat_result]]]] = []
+        for saved in saved_all:
+            try:
+                info = os.stat(saved.path)
+                now: tuple[int, int] | None = (info.st_dev, info.st_ino)
+            except FileNotFoundError:
+                now = None  # rotated, and no new file yet
+            except OSError:
+                continue
+            if now == (saved.dev, saved.ino):
+                continue  # not rotated: resumed by its path's follower
+            directory = os.path.dirname(saved.path)
+            if directory not in scans:
+                try:
+                    with os.scandir(directory) as entries:
+                        scans[directory] = list(entries)
+                except OSError:
+                    scans[directory] = []
+            files, compressed = rotated_since(saved, scans[directory], now)
+            if compressed:
+                self._log.warning("checkpoint.rotated_compressed", path=saved.path, files=compressed, read=False)
+            if files:
+                found.append((saved, files))
+        checkpointed: dict[tuple[int, int], Checkpoint] = {}
+        for saved, _ in found:
+            other = checkpointed.get((saved.dev, saved.ino))
+            if other is None or other.offset < saved.offset:
+                checkpointed[(saved.dev, saved.ino)] = saved
+        taken: set[tuple[int, int]] = set()
+        for saved, files in found:
+            for name, info in files:
+                file = (info.st_dev, info.st_ino)
+                start = checkpointed.get(file, Checkpoint(saved.path, *file, 0, fingerprint(b""), 0, 1))
+                if file in taken or start.path != saved.path:
+                    continue  # queued already, or another path's checkpointed file
+                taken.add(file)
+                if name in matches:
+                    restart.handed[file] = start
+                else:
+                    restart.queued.setdefault(saved.path, []).append((name, file, start.offset))
+        return restart
 
     def _claim(self, file: tuple[int, int], follower: FileFollower) -> bool:
         """Whether no other follower of this source is reading ``file`` (device, inode)."""

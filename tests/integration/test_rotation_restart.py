@@ -1,0 +1,133 @@
+"""A daemon restarted after its file was rotated while it was down: every line once, across both lives."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_daemon import file_to_jsonl, kept, runs, start
+
+
+def lines(generation: str, first: int, count: int) -> bytes:
+    """``count`` numbered lines of a generation, each one unique (``gen2 0007``)."""
+    return b"".join(b"%s %04d\n" % (generation.encode(), i) for i in range(first, first + count))
+
+
+def test_a_file_rotated_twice_while_down_has_every_generation_read_once_oldest_first(tmp_path: Path) -> None:
+    """Down (killed): gen1 got more lines and became app.log.1, gen2 was written to app.log, then
+    app.log.1 -> app.log.2, app.log -> app.log.1 and gen3 to app.log. The rest of gen1 was read, then
+    gen3: gen2, with its failure line, was never read (a fresh user's find: 1,608 of 9,000 lines lost)."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = file_to_jsonl(log, out, 'protect = ["gen"]\ntail_lines = 0\n')
+    log.write_bytes(lines("gen1", 0, 50))
+    live = start(tmp_path, body)
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 50, 10)
+    time.sleep(0.3)  # (the checkpoint after the write)
+    live.stop(signal.SIGKILL)
+    with log.open("ab") as f:
+        f.write(lines("gen1", 50, 10))
+    log.rename(tmp_path / "app.log.1")
+    log.write_bytes(lines("gen2", 0, 20) + b"gen2 ERROR: the failure in the middle generation\n")
+    (tmp_path / "app.log.1").rename(tmp_path / "app.log.2")
+    log.rename(tmp_path / "app.log.1")
+    log.write_bytes(lines("gen3", 0, 30))
+    second = start(tmp_path, body)
+    second.wait_for(lambda: "gen3 0029" in kept(second.events(out)), 15)
+    assert second.stop() == 0
+    text = kept(second.events(out))
+    every = [*lines("gen1", 0, 60).decode().splitlines(), *lines("gen2", 0, 20).decode().splitlines()]
+    every += ["gen2 ERROR: the failure in the middle generation", *lines("gen3", 0, 30).decode().splitlines()]
+    assert [line for line in every if text.count(line + "\n") != 1] == []
+    assert text.index("gen1 0059") < text.index("gen2 0000") < text.index("gen2 ERROR") < text.index("gen3 0000")
+    numbered = sorted((e["first_line"], e["last_line"]) for e in runs(second.events(out)))
+    assert numbered[0][0] == 1 and numbered[-1][1] == 111  # one stream: 60 + 21 + 30 lines, each once
+    for (_, last), (first, _) in itertools.pairwise(numbered):
+        assert first == last + 1
+    queued = [e["file"] for e in second.logs() if e.get("event") == "checkpoint.rotated_file"]
+    assert queued == [str(tmp_path / "app.log.2"), str(tmp_path / "app.log.1")]
+
+
+def test_compressed_and_older_generations_are_not_read_and_equal_times_go_by_number(tmp_path: Path) -> None:
+    """Later generations are the path's rotated names modified after the checkpointed file (by
+    number when the times are equal): a compressed one is warned of as not read, an older one
+    (there before the checkpoint) is not read again."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = file_to_jsonl(log, out, 'protect = ["gen"]\ntail_lines = 0\n')
+    older = tmp_path / "app.log.4"
+    older.write_bytes(lines("gen0", 0, 5))
+    log.write_bytes(lines("gen1", 0, 5))
+    live = start(tmp_path, body)
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 5, 10)
+    assert live.stop() == 0
+    with log.open("ab") as f:
+        f.write(lines("gen1", 5, 5))
+    log.rename(tmp_path / "app.log.3")
+    (tmp_path / "app.log.2.gz").write_bytes(gzip.compress(lines("gen2", 0, 5)))
+    (tmp_path / "app.log.1").write_bytes(gzip.compress(lines("gen3", 0, 5)))  # (compressed, by its bytes)
+    (tmp_path / "app.log-20261206").write_bytes(lines("gen4", 0, 5))  # (a date: newer than .1 at an equal time)
+    log.write_bytes(lines("gen5", 0, 5))
+    same = time.time_ns()
+    for name in ("app.log.4", "app.log.3", "app.log.2.gz", "app.log.1", "app.log-20261206"):
+        os.utime(tmp_path / name, ns=(same, same))
+    second = start(tmp_path, body)
+    second.wait_for(lambda: "gen5 0004" in kept(second.events(out)), 15)
+    assert second.stop() == 0
+    logs = second.logs()
+    assert [e["file"] for e in logs if e.get("event") == "checkpoint.rotated_file"] == [
+        str(tmp_path / "app.log.3"),
+        str(tmp_path / "app.log-20261206"),
+    ]
+    (skipped,) = [e for e in logs if e.get("event") == "checkpoint.rotated_compressed"]
+    assert skipped["files"] == [str(tmp_path / "app.log.2.gz"), str(tmp_path / "app.log.1")]
+    assert skipped["level"] == "warning"
+    text = kept(second.events(out))
+    assert "gen0" not in text
+    expected = [*lines("gen1", 0, 10).decode().splitlines(), *lines("gen4", 0, 5).decode().splitlines()]
+    expected += lines("gen5", 0, 5).decode().splitlines()
+    assert [line for line in expected if text.count(line + "\n") != 1] == []
+    assert text.index("gen1 0009") < text.index("gen4 0000") < text.index("gen5 0000")
+
+
+@pytest.mark.parametrize("start_at", ["beginning", "end"])
+def test_a_glob_resumes_a_file_rotated_while_down_to_a_name_it_also_matches(tmp_path: Path, start_at: str) -> None:
+    """``logs/*.log``, app.log renamed to app.1.log while the daemon was down: app.1.log was read
+    from byte 0 (``start_at = "beginning"``: its first lines twice) or from its end (``"end"``: the
+    lines written while down lost), as a file without a checkpoint; it goes on from app.log's."""
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    log = logs / "app.log"
+    body = (
+        f'[defaults]\nstart_at = "{start_at}"\nprotect = ["gen"]\ntail_lines = 0\n'
+        f'[[source]]\nname = "ci"\ntype = "file"\npath = "{logs}/*.log"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    log.write_bytes(b"")
+    live = start(tmp_path, body)
+    live.log_event("source.opened")
+    with log.open("ab") as f:
+        f.write(lines("gen1", 0, 30))
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 30, 10)
+    assert live.stop() == 0
+    with log.open("ab") as f:
+        f.write(lines("gen1", 30, 20))
+    log.rename(logs / "app.1.log")
+    log.write_bytes(lines("gen2", 0, 25))
+    second = start(tmp_path, body)
+    second.wait_for(lambda: "gen2 0024" in kept(second.events(out)) and "gen1 0049" in kept(second.events(out)), 15)
+    time.sleep(1.5)  # (a rescan, and any late read of app.1.log from its start)
+    assert second.stop() == 0
+    events = second.events(out)
+    text = kept(events)
+    expected = [*lines("gen1", 0, 50).decode().splitlines(), *lines("gen2", 0, 25).decode().splitlines()]
+    assert [line for line in expected if text.count(line + "\n") != 1] == []
+    # app.1.log's stream goes on with app.log's line numbers, from the checkpoint's offset
+    (resumed,) = [e for e in second.logs() if e.get("event") == "checkpoint.resumed"]
+    assert resumed["path"] == str(logs / "app.1.log") and resumed["rotated_from"] == str(log)
+    assert resumed["line"] == 31
+    assert [(e["first_line"], e["last_line"]) for e in runs(events, f"ci:{logs}/app.1.log")] == [(31, 50)]
