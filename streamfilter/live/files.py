@@ -90,6 +90,7 @@ ROTATE_WAIT_SECONDS = 5.0
 # file it never reopens has its later lines lost
 LATE_QUIET_SECONDS = 60.0
 MAX_LATE_FILES = 4  # late readers per followed path at once (open descriptors)
+LINE_END_SECONDS = 1.0  # how long a late reader's start waits for the end of the line being written
 # files queued behind the one being read (open descriptors): a path replaced faster than each
 # file goes quiet would otherwise queue them without bound; past this, the path is opened
 # again once the queue has drained (the files in between are not read)
@@ -553,12 +554,24 @@ class FileFollower:
         capped = now < last_change + ROTATE_QUIET_SECONDS
         self._rotation = {"old_ino": os.fstat(fd).st_ino, "late_bytes": late, "waited_seconds": round(now - seen, 3)}
         if capped and self._late is not None and self._late_files < MAX_LATE_FILES:
-            # still written to: read on beside the new file, by a descriptor of its own
+            # still written to: read on beside the new file, by a descriptor of its own, from a
+            # line's start (the line being written is ended here once its end comes, within
+            # LINE_END_SECONDS: a line cut in two streams is two lines, neither the message)
+            await self._read_to_line_end(fd, now + LINE_END_SECONDS)
             self._late_files += 1
             self._late.start_soon(self._read_late, os.dup(fd), self._pos.offset)
             self._rotation["late_reader"] = True
         elif capped:
             self._rotation["capped"] = True
+
+    async def _read_to_line_end(self, fd: int, deadline: float) -> None:
+        """Read the rest of the line the file was read up to inside of, if its end is written by
+        ``deadline`` (``time.monotonic()`` seconds)."""
+        while self._pos.offset and os.pread(fd, 1, self._pos.offset - 1) != b"\n":
+            if not await self._read(fd, to_line_end=True):
+                if time.monotonic() >= deadline:
+                    return
+                await anyio.sleep(ACTIVE_POLL_SECONDS)  # (it is being written: its end is near)
 
     async def _read_late(self, fd: int, offset: int) -> None:
         """Read a rotated file that is still written to, from ``offset`` (bytes), as a stream of its own
@@ -634,8 +647,9 @@ class FileFollower:
             return
         self._next.append(opened)
 
-    async def _read(self, fd: int) -> int:
-        """Read what the file has past the offset; return the byte count (0: nothing new).
+    async def _read(self, fd: int, to_line_end: bool = False) -> int:
+        """Read what the file has past the offset (``to_line_end``: up to the first line end in
+        it, none if there is none); return the byte count (0: nothing new).
 
         The file is checked for truncation or a rewrite in place after the read, so a rewrite
         racing the read never puts a fragment of new content into the old generation; a new
@@ -643,6 +657,8 @@ class FileFollower:
         """
         assert self.stream is not None
         data = os.pread(fd, READ_BYTES, self._pos.offset)
+        if to_line_end:
+            data = data[: data.find(b"\n") + 1]
         change = self._pos.change(fd)
         if change is not None:
             await self._new_generation(fd, *change)

@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -631,6 +632,33 @@ def test_a_writer_that_never_reopens_its_rotated_log_loses_nothing(tmp_path: Pat
     lines = text_out.read_text().splitlines()
     label = next(i for i, line in enumerate(lines) if line.startswith("==> app@"))
     assert any(line.startswith("late line") for line in lines[label:])
+
+
+def test_a_late_reader_starts_at_a_lines_start(tmp_path: Path) -> None:
+    """A writer still writing to its renamed log, a few bytes at a time: the path's stream read up
+    to inside a line when it moved to the new file, and the late reader went on from there, one
+    line cut in two streams (helper-30: "...items=949" in one, "369" in the other)."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    log.write_bytes(b"")
+    live = start(tmp_path, file_to_jsonl(log, out, 'protect = ["item"]\ntail_lines = 0\n'))
+    written = 0
+    with log.open("ab", buffering=0) as old:
+        log.rename(tmp_path / "app.log.1")
+        log.write_bytes(b"new item\n")
+        end = time.monotonic() + 7  # past the 5 s the path's stream waits for the renamed file
+        while time.monotonic() < end:
+            line = b"item %05d done\n" % written
+            for k in range(0, len(line), 4):  # (its end comes last: most of the time inside a line)
+                old.write(line[k : k + 4])
+                time.sleep(0.004)
+            written += 1
+    live.wait_for(lambda: kept(live.events(out)).count("done") == written, 20)
+    assert live.log_event("file.rotated")["late_reader"] is True
+    assert live.stop() == 0
+    for stream in {e["source"] for e in runs(live.events(out))}:
+        text = kept(live.events(out), stream)
+        whole = [re.fullmatch(r"item \d{5} done|new item", line) for line in text.splitlines()]
+        assert all(whole), (stream, text[:200], text[-200:])
 
 
 def test_restart_after_a_rotation_while_down_reads_the_rest_of_the_rotated_file_first(tmp_path: Path) -> None:
