@@ -250,27 +250,34 @@ class FileSink(Sink):
         self._fd = os.open(config.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self.fresh = os.fstat(self._fd).st_size == 0  # appending after a restart or reload: not fresh
         self._stopping = anyio.Event()
+        self._lock = anyio.Lock()
 
     async def send(self, data: bytes) -> None:
-        view, full_since = memoryview(data), None
-        while view:
-            try:
-                view = view[os.write(self._fd, view) :]  # (a full disk may take part of it first)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-                    raise
-                if self._stopping.is_set():  # (a stream's writes are shielded from the stop: give up here)
-                    raise StreamfilterError(
-                        f"sink {self.name!r}: cannot write {self.path} while stopping: {exc.strerror}; what it "
-                        "did not take is read again after a restart"
-                    ) from None
-                if full_since is None:
-                    full_since = time.monotonic()
-                    get_logger().warning("sink.full", sink=self.name, path=self.path, error=exc.strerror)
-                with anyio.move_on_after(FULL_RETRY_SECONDS):
-                    await self._stopping.wait()
-        if full_since is not None:
-            get_logger().info("sink.resumed", sink=self.name, waited_seconds=round(time.monotonic() - full_since, 3))
+        async with self._lock:  # (one send at a time: a send that waits for room is undone whole)
+            view, full_since = memoryview(data), None
+            while view:
+                try:
+                    view = view[os.write(self._fd, view) :]  # (a full disk may take part of it first)
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                        raise
+                    if self._stopping.is_set():  # (a stream's writes are shielded from the stop: give up here)
+                        # the part written goes: a restart writes it whole, not after half an event
+                        part = len(data) - len(view)
+                        if part:
+                            os.ftruncate(self._fd, os.fstat(self._fd).st_size - part)
+                        raise StreamfilterError(
+                            f"sink {self.name!r}: cannot write {self.path} while stopping: {exc.strerror}; what "
+                            "it did not take is read again after a restart"
+                        ) from None
+                    if full_since is None:
+                        full_since = time.monotonic()
+                        get_logger().warning("sink.full", sink=self.name, path=self.path, error=exc.strerror)
+                    with anyio.move_on_after(FULL_RETRY_SECONDS):
+                        await self._stopping.wait()
+            if full_since is not None:
+                waited = round(time.monotonic() - full_since, 3)
+                get_logger().info("sink.resumed", sink=self.name, waited_seconds=waited)
 
     def stopping(self) -> None:
         self._stopping.set()

@@ -371,7 +371,9 @@ class LiveStream:
         if not runs:
             return
         # the position moves before the sinks are written: a sink that records it (nats) writes
-        # the position its output reaches
+        # the position its output reaches; a write that fails moves it back, so no checkpoint
+        # passes what a sink did not take (a full disk at a stop)
+        before = (self.emitted_line, self.emitted_byte, self._last_kept)
         self.emitted_line = runs[-1].last_line + 1
         self.emitted_byte = runs[-1].end_byte
         self._last_kept = runs[-1].decision == "keep"
@@ -388,7 +390,11 @@ class LiveStream:
                 if sink.format == "text":
                     data = self._line_start(sink) + data
                     sink.open_line = self if not data.endswith(b"\n") else None
-                await sink.send_from(self, data, key)
+                try:
+                    await sink.send_from(self, data, key)
+                except BaseException:
+                    self.emitted_line, self.emitted_byte, self._last_kept = before
+                    raise
         if self._totals is not None:
             done = time.monotonic()
             while self._arrived and self._arrived[0][0] <= self.emitted_byte:

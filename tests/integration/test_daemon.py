@@ -523,6 +523,40 @@ def test_a_file_sink_on_a_full_disk_makes_its_source_wait_and_the_daemon_goes_on
     again.stop(signal.SIGKILL)
 
 
+@pytest.mark.parametrize("fmt", ["text", "jsonl"])
+def test_a_stop_on_a_full_disk_leaves_no_part_of_a_write_and_a_restart_writes_every_line_once(
+    tmp_path: Path, fmt: str
+) -> None:
+    # a small tmpfs, nearly full: a text sink's checkpoint passed the write the disk did not take (a
+    # restart wrote nothing more: 241 of 3000 lines), and a JSONL sink kept half an event that the
+    # restart's whole one was glued to (helper-34)
+    mnt, log, out = tmp_path / "mnt", tmp_path / "app.log", tmp_path / "mnt" / "out"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        (mnt / "filler").write_bytes(bytes(190 << 10))
+        body = file_to_jsonl(log, out, 'protect = ["ID-"]\n').replace('format = "jsonl"', f'format = "{fmt}"')
+        log.write_bytes(b"")
+        live = start(tmp_path, body)
+        log.write_bytes(b"".join(b"ID-%d info compiling module %d\n" % (i, i) for i in range(3000)))
+        live.log_event("sink.full")
+        assert live.stop() == 1
+        written = out.read_bytes()
+        assert not written or written.endswith(b"\n")  # (no part of the write it gave up)
+        (mnt / "filler").unlink()
+        again = start(tmp_path, body)
+        again.wait_for(lambda: out.read_bytes().count(b"ID-2999 ") == 1, 10)
+        assert again.stop() == 0
+        data = out.read_bytes()
+        if fmt == "jsonl":
+            data = kept(jsonl_events(out)).encode()
+        ids = re.findall(rb"^ID-(\d+) ", data, re.M)
+        assert sorted(int(i) for i in ids) == list(range(3000))
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_a_restart_inside_a_line_goes_on_with_its_rest_not_a_new_line(tmp_path: Path, how: int) -> None:
     """Stopped (SIGTERM: the line is written as it is) or killed (the line was let out at a
