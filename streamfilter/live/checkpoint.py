@@ -144,7 +144,7 @@ class CheckpointStore:
         """
         file = self._file(source, path)
         try:
-            return Checkpoint(**json.loads(file.read_text()))
+            return _checked(Checkpoint(**json.loads(file.read_text())))
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError) as e:
@@ -164,7 +164,7 @@ class CheckpointStore:
         for file in self.folder.iterdir():
             if own.fullmatch(file.name):
                 try:
-                    found.append(Checkpoint(**json.loads(file.read_text())))
+                    found.append(_checked(Checkpoint(**json.loads(file.read_text()))))
                 except (OSError, ValueError, TypeError):
                     continue
         return found
@@ -184,6 +184,23 @@ class CheckpointStore:
         except OSError:
             tmp.unlink(missing_ok=True)  # (a full disk leaves it empty)
             raise
+
+
+def _checked(checkpoint: Checkpoint) -> Checkpoint:
+    """``checkpoint`` if each field has its type and a count none is negative (an edited file
+    could hold ``"offset": "x"`` or ``-5``).
+
+    Raises:
+        ValueError: a field that is not so (named).
+    """
+    for name, kind in (("path", str), ("head_sha", str), ("rest_kept", bool)):
+        if not isinstance(getattr(checkpoint, name), kind):
+            raise ValueError(f"{name} is not a {kind.__name__}")
+    for name in ("dev", "ino", "head_len", "offset", "line", "rest_line"):
+        value = getattr(checkpoint, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} is not a count: {value!r}")
+    return checkpoint
 
 
 class ReadPosition:

@@ -484,12 +484,18 @@ def test_a_checkpoint_cut_short_is_warned_of_and_the_file_read_as_if_none_was_sa
     live.wait_for(lambda: any(e["event"] == "keep" for e in live.events(out)), 10)
     assert live.stop() == 0
     (saved,) = (tmp_path / "state" / "streamfilter" / "checkpoints").glob("app-*.json")
-    saved.write_bytes(saved.read_bytes()[:20])
-    second = start(tmp_path, body)
-    warned = second.log_event("checkpoint.unreadable")
-    assert warned["file"] == str(saved) and warned["level"] == "warning"
-    second.wait_for(lambda: kept(second.events(out)).count("ERROR two failed") == 2, 10)  # start_at "beginning"
-    assert second.stop() == 0
+    good = json.loads(saved.read_bytes())
+    # cut short; then edited by hand: these stopped the daemon (TypeError, "Invalid argument", helper-34)
+    edits = ({"offset": "x"}, {"offset": -5}, {"line": None})
+    texts = [saved.read_text()[:20]] + [json.dumps({**good, **edit}) for edit in edits]
+    for n, text in enumerate(texts, start=2):
+        saved.write_text(text)
+        second = start(tmp_path, body)
+        warned = second.log_event("checkpoint.unreadable")
+        assert warned["file"] == str(saved) and warned["level"] == "warning"
+        # start_at "beginning": read again
+        second.wait_for(lambda: kept(jsonl_events(out)).count("ERROR two failed") == n, 10)  # noqa: B023
+        assert second.stop() == 0
 
 
 def test_a_file_sink_on_a_full_disk_makes_its_source_wait_and_the_daemon_goes_on(tmp_path: Path) -> None:
