@@ -147,6 +147,11 @@ async def _stdin_source(
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     live = archived_stream(source, sinks, source.name, totals)
+    if sys.stdin is None:  # (started with its standard input closed: fd 0 may be another file now)
+        get_logger().warning("source.stdin_closed", source=source.name, hint="it reads nothing")
+        task_status.started()
+        await live.end()
+        return
     fd = sys.stdin.fileno()
     # a regular file or /dev/null (a service's stdin under systemd) cannot be waited on (epoll
     # refuses them: EPERM), and is always readable

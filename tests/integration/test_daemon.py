@@ -424,6 +424,31 @@ def test_a_glob_over_more_files_than_the_soft_limit_of_open_files_follows_every_
     assert b"file.unreadable" not in err.read_bytes()
 
 
+def test_a_stdin_source_with_standard_input_closed_reads_nothing_and_says_so(tmp_path: Path) -> None:
+    # `daemon --config sf.toml <&-`: an AttributeError from sys.stdin, None (helper-34)
+    out = tmp_path / "out.jsonl"
+    body = (
+        f'[[source]]\nname = "in"\ntype = "stdin"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    err = tmp_path / "err.log"
+    with err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamfilter", "daemon", "--config", str(write_config(tmp_path, body))],
+            stderr=stderr,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+            preexec_fn=lambda: os.close(0),
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(e["event"] == "end" for e in jsonl_events(out)):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0, err.read_text()
+    assert [e["lines"] for e in jsonl_events(out) if e["event"] == "end"] == [0]
+    assert b"source.stdin_closed" in err.read_bytes()
+
+
 def test_a_file_rotated_to_a_name_the_glob_also_matches_is_not_read_again(tmp_path: Path) -> None:
     # logs/*.log, app.log renamed to app.1.log half-way: app.1.log was found by the glob and read
     # from byte 0 once the app.log follower left it, 100 of 200 lines twice (a fresh-user helper's find)
