@@ -285,6 +285,9 @@ class FileFollower:
             elif real.startswith(PSEUDO_FILES):
                 # its size reads 0 whatever it holds: every read would look like a truncation
                 reason = "a /proc or /sys file (its size is not known, so it cannot be followed)"
+            elif any(sink.file == (info.st_dev, info.st_ino) for sink in self.sinks):
+                # (a symlink made to it at run time: the config's check sees only paths)
+                reason = "the source's own output (a sink writes it): it would be read back for ever"
         if reason is None and self.claim is not None and not self.claim((info.st_dev, info.st_ino), self):
             reason = "the same file as another path of this source (read there)"
         if reason is not None:

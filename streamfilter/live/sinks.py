@@ -93,6 +93,8 @@ class Sink:
             the first ``==> NAME <==`` needs no blank line before it.
         text_refs: how a text sink read from its start writes refs (``expand.TextRefs``: a
             source named once in a row); None where a reader may come in between (a subscriber).
+        file: the (device, inode) of the file it writes (a file sink), or None: a source does
+            not read its own sinks' files.
     """
 
     def __init__(self, config: SinkConfig) -> None:
@@ -103,6 +105,7 @@ class Sink:
         self.last_stream: str | None = None
         self.fresh = True
         self.text_refs: TextRefs | None = TextRefs()
+        self.file: tuple[int, int] | None = None
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` (whole rendered events), waiting while the sink is full."""
@@ -248,7 +251,9 @@ class FileSink(Sink):
         super().__init__(config)
         self.path = config.path
         self._fd = os.open(config.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        self.fresh = os.fstat(self._fd).st_size == 0  # appending after a restart or reload: not fresh
+        info = os.fstat(self._fd)
+        self.fresh = info.st_size == 0  # appending after a restart or reload: not fresh
+        self.file = (info.st_dev, info.st_ino)
         self._stopping = anyio.Event()
         self._lock = anyio.Lock()
 

@@ -206,6 +206,26 @@ def test_a_sink_in_a_linked_folder_that_a_source_reads_is_refused(tmp_path: Path
     assert b"sink[0].path: " + f"{tmp_path}/lnk/out.txt is read by source[0]".encode() in done.stderr
 
 
+def test_a_symlink_made_to_a_sink_at_run_time_is_not_followed(tmp_path: Path) -> None:
+    # logs/*.log and a sink at logs/filtered.txt pass the check; `ln -s filtered.txt logs/x.log`
+    # then fed the daemon its own output, one failure line 52 times in 6 s (helper-34)
+    logs, out = tmp_path / "logs", tmp_path / "logs" / "filtered.txt"
+    logs.mkdir()
+    (logs / "app.log").write_bytes(b"ERROR: failed one\n")
+    live = start(
+        tmp_path,
+        f'[defaults]\nstart_at = "beginning"\n[[source]]\nname = "ci"\ntype = "file"\npath = "{logs}/*.log"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\n',
+    )
+    live.wait_for(lambda: out.exists() and b"ERROR: failed one" in out.read_bytes(), 10)
+    (logs / "x.log").symlink_to("filtered.txt")
+    refused = live.wait_for(lambda: [e for e in live.logs() if e.get("event") == "file.refused"], 10)
+    assert "own output" in refused[0]["reason"]
+    time.sleep(1.5)
+    assert live.stop() == 0
+    assert out.read_bytes().count(b"ERROR: failed one") == 1
+
+
 def test_a_source_or_sink_that_cannot_be_opened_is_named_with_its_path_and_the_reason(tmp_path: Path) -> None:
     """These pass check-config (the paths may exist later), which warns of the missing directory; the
     daemon says which one failed, exit 1."""
