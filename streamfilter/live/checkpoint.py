@@ -144,7 +144,7 @@ class CheckpointStore:
         """
         file = self._file(source, path)
         try:
-            return _checked(Checkpoint(**json.loads(file.read_text())))
+            return _read(file)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError) as e:
@@ -164,7 +164,7 @@ class CheckpointStore:
         for file in self.folder.iterdir():
             if own.fullmatch(file.name):
                 try:
-                    found.append(_checked(Checkpoint(**json.loads(file.read_text()))))
+                    found.append(_read(file))
                 except (OSError, ValueError, TypeError):
                     continue
         return found
@@ -186,13 +186,16 @@ class CheckpointStore:
             raise
 
 
-def _checked(checkpoint: Checkpoint) -> Checkpoint:
-    """``checkpoint`` if each field has its type and a count none is negative (an edited file
+def _read(file: Path) -> Checkpoint:
+    """The checkpoint in ``file``, each field of its type and no count negative (an edited file
     could hold ``"offset": "x"`` or ``-5``).
 
     Raises:
-        ValueError: a field that is not so (named).
+        OSError: it cannot be read.
+        ValueError, TypeError: it is not a checkpoint (not JSON, a key missing or unknown, a
+            field that is not of its type, named).
     """
+    checkpoint = Checkpoint(**json.loads(file.read_text()))
     for name, kind in (("path", str), ("head_sha", str), ("rest_kept", bool)):
         if not isinstance(getattr(checkpoint, name), kind):
             raise ValueError(f"{name} is not a {kind.__name__}")

@@ -46,6 +46,14 @@ def file_to_jsonl(log: Path, out: Path, defaults: str) -> str:
     )
 
 
+def glob_to_jsonl(logs: Path, out: Path, defaults: str = 'start_at = "beginning"\n') -> str:
+    """A config with one file source ``ci`` on ``logs/*.log`` and a JSONL file sink."""
+    return (
+        f'[defaults]\n{defaults}[[source]]\nname = "ci"\ntype = "file"\npath = "{logs}/*.log"\n'
+        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+
+
 def runs(events: list[dict[str, Any]], stream: str | None = None) -> list[dict[str, Any]]:
     return [e for e in events if e["event"] in ("keep", "drop") and (stream is None or e["source"] == stream)]
 
@@ -370,10 +378,7 @@ def test_a_file_whose_name_is_not_utf8_is_followed_and_its_checkpoint_resumed(tm
     logs.mkdir()
     log = logs / os.fsdecode(b"caf\xe9.log")
     log.write_bytes(b"hello\nERROR: it failed\n")
-    body = (
-        f'[defaults]\nstart_at = "beginning"\n[[source]]\nname = "w"\ntype = "file"\npath = "{logs}/*.log"\n'
-        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
-    )
+    body = glob_to_jsonl(logs, out)
     live = start(tmp_path, body)
     live.wait_for(lambda: "ERROR: it failed" in kept(live.events(out)), 10)
     assert live.stop() == 0
@@ -416,10 +421,7 @@ def test_a_glob_over_more_files_than_the_soft_limit_of_open_files_follows_every_
     logs.mkdir()
     for i in range(150):
         (logs / f"job{i:03d}.log").write_bytes(b"ERROR: job %d failed\n" % i)
-    body = (
-        f'[defaults]\nstart_at = "beginning"\n[[source]]\nname = "ci"\ntype = "file"\npath = "{logs}/*.log"\n'
-        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
-    )
+    body = glob_to_jsonl(logs, out)
     config = write_config(tmp_path, body)
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard < 1024:
@@ -476,11 +478,7 @@ def test_a_file_rotated_to_a_name_the_glob_also_matches_is_not_read_again(tmp_pa
     logs.mkdir()
     log = logs / "app.log"
     log.write_bytes(b"")
-    live = start(
-        tmp_path,
-        f'[defaults]\nstart_at = "beginning"\n[[source]]\nname = "ci"\ntype = "file"\npath = "{logs}/*.log"\n'
-        f'sinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n',
-    )
+    live = start(tmp_path, glob_to_jsonl(logs, out))
     with log.open("ab", buffering=0) as f:
         f.write(b"".join(b"L%06d worker ok\n" % i for i in range(1, 101)))
     live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 100, 10)

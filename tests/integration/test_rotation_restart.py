@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_daemon import file_to_jsonl, kept, runs, start
+from tests.integration.test_daemon import file_to_jsonl, glob_to_jsonl, kept, runs, start
 
 
 def lines(generation: str, first: int, count: int) -> bytes:
@@ -102,11 +102,7 @@ def test_a_glob_resumes_a_file_rotated_while_down_to_a_name_it_also_matches(tmp_
     logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
     logs.mkdir()
     log = logs / "app.log"
-    body = (
-        f'[defaults]\nstart_at = "{start_at}"\nprotect = ["gen"]\ntail_lines = 0\n'
-        f'[[source]]\nname = "ci"\ntype = "file"\npath = "{logs}/*.log"\nsinks = ["out"]\n'
-        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
-    )
+    body = glob_to_jsonl(logs, out, f'start_at = "{start_at}"\nprotect = ["gen"]\ntail_lines = 0\n')
     log.write_bytes(b"")
     live = start(tmp_path, body)
     live.log_event("source.opened")
