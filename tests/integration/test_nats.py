@@ -127,11 +127,12 @@ def events_of(messages: list[tuple[dict[str, str], bytes]]) -> list[dict[str, An
     return [json.loads(line) for _, data in messages for line in data.splitlines()]
 
 
-def check_covered(stream: str, data: bytes, events: list[dict[str, Any]], failures: list[int]) -> None:
-    """Every input line exactly once, in order (KEEP verbatim, DROP counted); failure lines kept."""
+def check_covered(stream: str, data: bytes, events: list[dict[str, Any]], failures: list[int], start: int = 0) -> None:
+    """Every input line from byte ``start`` on (its lines counted from 1 there) exactly once, in
+    order (KEEP verbatim, DROP counted); failure lines kept."""
     runs = [e for e in events if e["event"] in ("keep", "drop")]
     assert runs, stream
-    offset, line = 0, 1
+    offset, line = start, 1
     kept: list[tuple[int, int]] = []
     for run in runs:
         assert run["start_byte"] == offset, (stream, run, offset)
@@ -146,10 +147,10 @@ def check_covered(stream: str, data: bytes, events: list[dict[str, Any]], failur
             assert run["bytes"] == run["end_byte"] - run["start_byte"], (stream, run)
         offset, line = run["end_byte"], run["last_line"] + 1
     assert offset == len(data), (stream, offset, len(data))
-    assert line == data.count(b"\n") + 1, (stream, line)
-    for start in failures:
-        end = data.index(b"\n", start) + 1
-        assert any(a <= start and end <= b for a, b in kept), (stream, data[start:end])
+    assert line == data.count(b"\n", start) + 1, (stream, line)
+    for failure in failures:
+        end = data.index(b"\n", failure) + 1
+        assert any(a <= failure and end <= b for a, b in kept), (stream, data[failure:end])
 
 
 def make_stream(rng: random.Random, n_lines: int) -> tuple[bytes, list[int], int]:
@@ -514,6 +515,65 @@ async def test_lines_without_offsets_left_unacked_by_an_owner_come_before_newer_
     await nc.close()
     check_covered(sid, data, events, [data.index(b"error: module_300.c")])
     assert worker.stop() == 0
+
+
+@pytest.mark.anyio
+async def test_a_run_that_moves_to_a_worker_without_a_nats_sink_goes_on_at_its_first_message(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    """A worker writing to a file sink was killed mid-run: it had acked the run-start and the first
+    messages. The next owner held the run's data back for a run-start that never came again, wrote
+    nothing, and left the rest in the work queue for good (helper-34). Now it goes on at the first
+    message it gets, says so, and applies the run's end. Here the test is the killed owner."""
+    sid = "moved-run"
+    p = partition_of(sid, PARTITIONS)
+    rng = random.Random(41)
+    data, failures, status = make_stream(rng, 800)
+    status = status or 1
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    await ensure_stream(js, "STREAMFILTER", ["logs.*.*"], work_queue=True)
+    start = {"type": "run-start", "run": sid, "command": "make", "cwd": "/src"}
+    await js.publish(f"logs.{sid}", json.dumps(start).encode(), headers={CONTROL: "run-start", OFFSET: "0"})
+    offsets = list(range(0, len(data), 1000))
+    for offset in offsets:
+        await js.publish(f"logs.{sid}", data[offset : offset + 1000], headers={OFFSET: str(offset), RUN: sid})
+    end = {"type": "run-end", "run": sid, "status": status}
+    await js.publish(f"logs.{sid}", json.dumps(end).encode(), headers={CONTROL: "run-end", OFFSET: str(len(data))})
+    config = ConsumerConfig(
+        durable_name=f"streamfilter-{p}",
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL,
+        ack_wait=60,
+        max_ack_pending=256,
+        max_deliver=-1,
+    )
+    owner = await js.subscribe(f"logs.{p}.*", durable=config.durable_name, stream="STREAMFILTER", config=config)
+    for _ in range(1 + 20):  # the run-start and 20 KB written and acked, 3 more delivered when it died
+        await (await owner.next_msg(timeout=10)).ack_sync()
+    for _ in range(3):
+        await owner.next_msg(timeout=10)
+    await owner.unsubscribe()
+    await nc.close()
+    out = tmp_path / "out.jsonl"
+    config_path = tmp_path / "file-sink.toml"
+    config_path.write_text(
+        f'[[source]]\nname = "fleet"\ntype = "nats"\nservers = ["{server.url}"]\npartitions = {PARTITIONS}\n'
+        'lease_seconds = 3\nack_wait_seconds = 2\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    worker = Live(tmp_path, "daemon", "--config", str(config_path), env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    worker.log_event("daemon.ready", timeout=20)
+    worker.wait_for(lambda: out.exists() and b'"exit"' in out.read_bytes(), what="the run's exit event", timeout=30)
+    assert worker.stop() == 0
+    events = [json.loads(line) for line in out.read_bytes().splitlines()]
+    resumed = events[0]
+    assert resumed["event"] == "resumed" and resumed["offset"] == offsets[20] and resumed["line"] is None, resumed
+    assert "line numbers count from 1 here" in resumed["text"]
+    check_covered(sid, data, events, [f for f in failures if f >= offsets[20]], start=offsets[20])
+    assert [e["status"] for e in events if e["event"] == "exit"] == [status]
+    assert events[-1]["event"] == "exit"
+    assert all(e.get("run") == sid for e in events[1:]), events[1]
 
 
 @pytest.mark.anyio

@@ -154,6 +154,19 @@ def message_lines(payload: bytes, kind: str) -> bytes:
     return payload if payload.endswith(b"\n") else payload + b"\n"
 
 
+def _moved_at(headers: dict[str, str]) -> int | None:
+    """The offset a stream goes on from when this, its first message on a worker that knows no
+    position for it, is not at its start: data past byte 0, or a run's data without its run-start
+    (unacked messages come in order, so those before it were acked by another worker); else None."""
+    if CONTROL in headers or OFFSET not in headers:
+        return None
+    try:
+        offset = int(headers[OFFSET])
+    except ValueError:
+        return None  # (refused as it is placed)
+    return offset if offset > 0 or (offset == 0 and RUN in headers) else None
+
+
 class _Stream:
     """One stream id's messages, taken in offset order by its own task."""
 
@@ -170,6 +183,7 @@ class _Stream:
         self.unfed_bytes = 0
         self.unfed_since = 0.0  # (time.monotonic()) when the first of them was placed
         self.before_start: list[Msg] = []  # a run's data delivered before its run-start (delivered again)
+        self.located = False  # where its bytes start here is known (an output's position, a first message)
         self.run_fields: dict[str, Any] | None = None
         self.ended = False
         self.last = time.monotonic()
@@ -271,6 +285,7 @@ class _Stream:
         position = await worker.last_position(self.sid)
         if position is None:
             return
+        self.located = True
         if position.get("ended") == "1":
             self.ended = True
             return
@@ -291,6 +306,25 @@ class _Stream:
         await live.marker(text, "resumed", offset=self.received, line=line, worker=worker.ident)
         worker.totals.moved[self.source.name] = worker.totals.moved.get(self.source.name, 0) + 1
         worker.log.info("stream.resumed", stream=self.sid, offset=self.received, line=line)
+
+    async def _go_on_at(self, offset: int, run: str | None) -> None:
+        """Start at ``offset``, a moved stream's first message here, its ``run`` started elsewhere
+        (no nats sink says where its output had got to: docs/fleet.md, "Guarantees")."""
+        worker = self.partition.worker
+        self.received = offset
+        name = printable(run)[:64] or self.sid if run is not None else None
+        if name is not None:
+            self.run_fields = {"run": name, "command": None, "cwd": None, "query": None}
+        live = self._open(1, offset)
+        text = (
+            f"stream {self.sid} went on on worker {worker.ident} at byte {offset}, the first message it got; "
+            "no nats sink says where its output had got to, so lines the last worker wrote may come again, "
+            "and line numbers count from 1 here"
+            + (f"; run {name} started elsewhere: the source's query applies" if name is not None else "")
+        )
+        await live.marker(text, "resumed", offset=offset, line=None, worker=worker.ident)
+        worker.totals.moved[self.source.name] = worker.totals.moved.get(self.source.name, 0) + 1
+        worker.log.info("stream.resumed", stream=self.sid, offset=offset, line=None)
 
     def _open(self, line: int = 1, offset: int = 0, rest_of: tuple[int, bool] | None = None) -> NatsStream:
         """The live stream, from ``line`` and byte ``offset``; archived (for refs) from a start only."""
@@ -333,6 +367,11 @@ class _Stream:
             await msg.ack()
             return
         headers = msg.headers or {}
+        if not self.located:
+            self.located = True
+            offset = _moved_at(headers)
+            if offset is not None:
+                await self._go_on_at(offset, headers.get(RUN))
         if RUN in headers and self.run_fields is None and CONTROL not in headers:
             self.before_start.append(msg)  # its run's query and tail rule come with the run-start
             return
