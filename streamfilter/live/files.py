@@ -214,7 +214,9 @@ class FileFollower:
                     continue
                 fd, info = opened
                 self.current = (info.st_dev, info.st_ino)
-                self._start(fd, info)
+                note = self._start(fd, info)
+                if note is not None and self.stream is not None:
+                    await self.stream.marker(note, offset=0)
                 await self._follow(fd)
                 if not os.fstat(fd).st_nlink:
                     self.current = None  # deleted: its inode may be given to a new file once closed
@@ -299,8 +301,9 @@ class FileFollower:
         self._missing_logged = False
         return fd, info
 
-    def _start(self, fd: int, info: os.stat_result) -> None:
-        """Where to read the newly opened file from, and its stream."""
+    def _start(self, fd: int, info: os.stat_result) -> str | None:
+        """Where to read the newly opened file from, and its stream; a note for the output when
+        the checkpointed file was truncated or rewritten in place while the daemon was down."""
         if self.stream is not None:  # rotation: the same stream goes on in the new file
             log = self._log.warning if self._rotation.get("capped") else self._log.info
             log("file.rotated", ino=info.st_ino, **self._rotation)
@@ -311,8 +314,9 @@ class FileFollower:
             self._base += self._pos.offset - offset
             self._line0 = self.stream.emitted_line - line + 1
             self._set_position(fd, offset)
-            return
+            return None
         offset, line = 0, 1
+        note = None
         rest_of: tuple[int, bool] | None = None
         saved = self._checkpoint
         handed = self.restart.handed.pop((info.st_dev, info.st_ino), None) if self.restart is not None else None
@@ -333,6 +337,8 @@ class FileFollower:
                 )
             else:
                 self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
+                if why != "another inode":  # (the same file, not a new one at the path: say so, as when running)
+                    note = f"{self.path} changed while the daemon was down: {why}; reading it again from byte 0"
         elif self.at_startup and self.source.start_at == "end":
             offset = info.st_size
         else:
@@ -342,6 +348,7 @@ class FileFollower:
         self._line0 = 1
         self.stream = self._new_stream(line, offset, rest_of)
         self._log.info("source.opened", offset=offset, line=line, ino=info.st_ino)
+        return note
 
     def _resume_left(self, info: os.stat_result) -> tuple[int, int]:
         """``(offset, line)`` to read the file ``info`` from: where another path of the source left

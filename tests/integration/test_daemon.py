@@ -801,6 +801,34 @@ def test_B03_stale_checkpoint_for_a_reused_inode_is_not_resumed(tmp_path: Path) 
     assert "NEW-1 short" in kept(second.events(out))
 
 
+def test_a_file_truncated_while_the_daemon_was_down_is_read_again_with_a_marker(tmp_path: Path) -> None:
+    """The same file, truncated and written again while the daemon was down: it is read from byte 0,
+    and the output says why, as for a truncation while running. Before, the new lines started again
+    at line 1 with nothing to say so (helper-30)."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = file_to_jsonl(log, out, 'query = "NEW"\n')
+    log.write_bytes(b"".join(b"OLD-%02d padding padding padding padding padding\n" % i for i in range(1, 41)))
+    inode = log.stat().st_ino
+    live = start(tmp_path, body)
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 40, 10)
+    assert live.stop() == 0
+    with log.open("r+b") as f:  # (the same inode: copytruncate, or `: > app.log`, then new lines)
+        f.truncate(0)
+        f.write(b"".join(b"NEW-%d short\n" % n for n in range(1, 6)))
+    assert log.stat().st_ino == inode
+    second = start(tmp_path, body)
+    assert "shorter" in second.log_event("checkpoint.stale")["reason"]
+    second.wait_for(lambda: sum(e["lines"] for e in runs(second.events(out))) == 45, 10)
+    assert second.stop() == 0
+    events = second.events(out)
+    markers = [e for e in events if e["event"] == "marker"]
+    assert len(markers) == 1 and "changed while the daemon was down" in markers[0]["text"], markers
+    assert "shorter than the checkpoint offset" in markers[0]["text"]
+    after = events[events.index(markers[0]) + 1 :]
+    new = runs(after)
+    assert new[0]["start_byte"] == 0 and new[0]["first_line"] == 1 and new[-1]["end_byte"] == log.stat().st_size
+
+
 def test_B35_symlink_out_of_the_roots_is_refused(tmp_path: Path) -> None:
     """B35: roots, checked on the opened fd (the terminal escaping: tests/cases/test_live_cases.py)."""
     allowed, outside = tmp_path / "allowed", tmp_path / "outside"
