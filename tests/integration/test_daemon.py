@@ -157,6 +157,13 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
         '[[source]]\ntype = "socket"\n': "source[0].type: must be one of file, unix, tcp, stdin",
         '[defaults]\nstart_at = "middle"\n' + file: "defaults.start_at: must be one of beginning, end, not 'middle'",
         '[defaults]\nsinks = ["nope"]\n' + file: "defaults.sinks[0]: no sink named 'nope'",
+        # a key of a source or a sink, put in a table that has none: said as such (helper-34)
+        '[defaults]\nmode = "0660"\n' + file: (
+            "defaults.mode: unknown key here: it is a key of a [[source]] or a [[sink]] of type unix"
+        ),
+        '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "file"\npath = "/o.jsonl"\nstart_at = "end"\n': (
+            "sink[0].start_at: unknown key here: it is a key of a [[source]] of type file"
+        ),
         file + "sinks = []\n": "source[0].sinks: is empty: the output would go nowhere",
         '[defaults]\nidle_seconds = -1\n[[source]]\ntype = "stdin"\n': "defaults.idle_seconds: must be more than 0",
         file + "poll_seconds = 1e300\n": "source[0].poll_seconds: must be more than 0 and at most 86400",
