@@ -290,11 +290,13 @@ class FileFollower:
             elif any(sink.file == (info.st_dev, info.st_ino) for sink in self.sinks):
                 # (a symlink made to it at run time: the config's check sees only paths)
                 reason = "the source's own output (a sink writes it): it would be read back for ever"
+        log = self._log.warning
         if reason is None and self.claim is not None and not self.claim((info.st_dev, info.st_ino), self):
             reason = "the same file as another path of this source (read there)"
+            log = self._log.info  # (a rotation to a name the glob matches: nothing is wrong)
         if reason is not None:
             if self._refused != (info.st_dev, info.st_ino):
-                self._log.warning("file.refused", reason=reason, roots=list(self.source.roots))
+                log("file.refused", reason=reason, roots=list(self.source.roots))
                 self._refused = (info.st_dev, info.st_ino)
             os.close(fd)
             return None
