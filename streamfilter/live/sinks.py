@@ -44,6 +44,7 @@ LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last l
 # not have had a turn yet (a burst fills a queue within one event loop iteration) or its reader
 # may not have been scheduled; a reader that takes nothing for this long is not reading
 ROOM_SECONDS = 1.0
+CLOSE_SECONDS = 5.0  # at a stop, how long subscribers get to take what is queued for them (their streams' ends)
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
 FULL_RETRY_SECONDS = 1.0  # a file sink on a full disk tries its write again this often
 # all but tab and newline, and a carriage return before a newline (or at the end): a lone one
@@ -315,6 +316,7 @@ class SubscriberSink(Sink):
         self._tg = task_group
         self._queues: dict[int, MemoryObjectSendStream[bytes]] = {}
         self._scopes: dict[int, anyio.CancelScope] = {}
+        self._none_left = anyio.Event()  # set when the last subscriber went (``aclose`` waits for it)
         self._dropped: set[int] = set()
         self._next = 0
         self._lock = anyio.Lock()
@@ -331,8 +333,11 @@ class SubscriberSink(Sink):
         ident, self._next = self._next, self._next + 1
         self._queues[ident] = send
         self._log.info("subscriber.connected", subscriber=ident)
-        with anyio.CancelScope() as scope:
+        # shielded: at a stop, what is queued (the streams' end events) is still written (``aclose``)
+        with anyio.CancelScope(shield=True) as scope:
             self._scopes[ident] = scope
+            if self._none_left.is_set():  # (one came after all had gone)
+                self._none_left = anyio.Event()
             try:
                 async with stream, receive:
                     async for data in receive:
@@ -345,6 +350,8 @@ class SubscriberSink(Sink):
         self._queues.pop(ident, None)
         self._scopes.pop(ident, None)
         self._dropped.discard(ident)
+        if not self._scopes:
+            self._none_left.set()
 
     async def send(self, data: bytes) -> None:
         async with self._lock:  # one send at a time: a send that waits keeps its place in every queue
@@ -395,9 +402,15 @@ class SubscriberSink(Sink):
         self._tg.start_soon(cut_off)
 
     async def aclose(self) -> None:
+        """Stop taking subscribers; each gets what is queued for it, for ``CLOSE_SECONDS`` in all."""
         for queue in self._queues.values():
             await queue.aclose()
         self._queues.clear()
+        if self._scopes:
+            with anyio.move_on_after(CLOSE_SECONDS):
+                await self._none_left.wait()
+        for scope in list(self._scopes.values()):
+            scope.cancel()
         listener = getattr(self, "_listener", None)
         if listener is not None:
             await listener.aclose()

@@ -1069,6 +1069,40 @@ def test_slow_subscriber_is_dropped_and_others_get_everything(tmp_path: Path) ->
     assert live.stop() == 0
 
 
+def test_a_subscriber_gets_every_event_up_to_the_end_at_a_stop(tmp_path: Path) -> None:
+    """At SIGTERM the streams' last events (their end) were queued for a unix-socket subscriber and
+    the daemon stopped before writing them (helper-34): what was queued is written before it closes."""
+    sock, sub, log = tmp_path / "in.sock", tmp_path / "sub.sock", tmp_path / "app.log"
+    log.write_bytes(b"")
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "failure"\nidle_seconds = 600\n'
+        f'[[source]]\nname = "in"\ntype = "unix"\npath = "{sock}"\nsinks = ["sub"]\n'
+        f'[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nsinks = ["sub"]\n'
+        f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "jsonl"\n',
+    )
+    reader = connect_unix(sub)
+    live.wait_for(lambda: any(e.get("event") == "subscriber.connected" for e in live.logs()), 5)
+    with log.open("ab") as f:  # (a subscriber gets what is sent after it connected)
+        f.write(b"".join(b"INFO %04d step ok\n" % i for i in range(300)) + b"ERROR failure here\n")
+    with connect_unix(sock) as client:
+        client.sendall(b"".join(b"peer %04d ok\n" % i for i in range(200)) + b"peer failure\n")
+        time.sleep(0.5)  # (read, and their lines after the failure held: idle_seconds)
+        live.proc.send_signal(signal.SIGTERM)
+        assert live.proc.wait(30) == 0
+    reader.settimeout(10)
+    received = bytearray()
+    while chunk := reader.recv(1 << 20):
+        received += chunk
+    events = [json.loads(line) for line in received.splitlines()]
+    ends = [e["source"] for e in events if e["event"] == "end"]
+    assert len(ends) == 2, events[-3:]
+    lines = {
+        src: sum(e["lines"] for e in events if e["event"] in ("keep", "drop") and e["source"] == src) for src in ends
+    }
+    assert sorted(lines.values()) == [201, 301], lines
+
+
 # -- signals ---------------------------------------------------------------------------------------
 def test_sighup_with_a_bad_config_keeps_the_old_one_and_a_good_one_is_taken(tmp_path: Path) -> None:
     log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
