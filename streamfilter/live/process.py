@@ -358,15 +358,25 @@ class Command:
 
     def got_directly(self, signum: int) -> bool:
         """Whether the stop signal ``signum`` that we received reached it directly: it was sent to our
-        whole process group, which it shares (a ``detached`` command does not). Where the group's
-        signals cannot be seen (``GroupWitness.saw``), a SIGINT while we are in a terminal's foreground
-        group is taken for the terminal's."""
-        if self._witness is None:
+        whole process group, which it shares (a ``detached`` command does not, nor one that made a
+        group of its own: ``timeout``, ``setsid``). Where the group's signals cannot be seen
+        (``GroupWitness.saw``), a SIGINT while we are in a terminal's foreground group is taken for
+        the terminal's."""
+        if self._witness is None or not self._in_our_group():
             return False
         saw = self._witness.saw(signum)
         if saw is None:
             return signum == signal.SIGINT and _terminal_sent_it()
         return saw
+
+    def _in_our_group(self) -> bool:
+        """Whether it is (still) in our process group; True once it has exited (nothing to pass on)."""
+        if self._popen.returncode is not None:
+            return True
+        try:
+            return os.getpgid(self.pid) == os.getpgrp()
+        except OSError:  # (gone)
+            return True
 
     async def stop(
         self, signum: int = signal.SIGTERM, group: bool = False, grace: float = KILL_GRACE_SECONDS, sent: bool = False

@@ -318,6 +318,30 @@ def test_a_command_that_handles_a_stop_signal_and_exits_0_exits_0(
     _cleaned_up_and_exited_0(proc, out, err)
 
 
+LEAVES_THE_GROUP = """
+import os, pathlib, sys, time
+os.setpgrp()  # as coreutils' timeout does (and any command that calls setpgid or setsid)
+pathlib.Path(sys.argv[1]).touch()
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_group_signal_reaches_a_command_that_left_the_group(
+    tmp_path: Path, budget: list[str], signum: signal.Signals
+) -> None:
+    # run passed on no signal sent to its whole group, taking the command for a member; a command
+    # that made a group of its own (`timeout 300 pytest`, which the agents' hook wraps) never got
+    # it and ran to its end (helper-35)
+    began = tmp_path / "began"
+    proc = _started(["run", *budget, "--", sys.executable, "-c", LEAVES_THE_GROUP, str(began)], began, _state(tmp_path))
+    os.killpg(proc.pid, signum)
+    out, err = _finish(proc, 15)
+    assert proc.returncode == 128 + signum, (out, err)
+    assert f"was killed by signal {signum}".encode() in out, out
+
+
 @pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
 def test_a_terminal_s_ctrl_c_reaches_the_command_once(tmp_path: Path, budget: list[str]) -> None:
     # ^C goes to the terminal's foreground process group: run's and the command's
