@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from .defaults import DEFAULT_BUDGET_TOKENS
+from .defaults import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 
 __all__ = (
     "BUILTIN",
@@ -244,8 +244,9 @@ def load_rules(env: Mapping[str, str]) -> Rules:
     if not isinstance(use_builtin, bool):
         raise ConfigError(f"{path}: builtin must be true or false")
     budget = doc.get("budget_tokens", DEFAULT_BUDGET_TOKENS)
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
-        raise ConfigError(f"{path}: budget_tokens must be a whole number of at least 1")
+    if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= MAX_BUDGET_TOKENS:
+        # (past run's maximum, every wrapped command would fail as a usage error without running)
+        raise ConfigError(f"{path}: budget_tokens must be a whole number from 1 to {MAX_BUDGET_TOKENS}")
     query = doc.get("query")
     if query is not None and (not isinstance(query, str) or not query.split()):
         raise ConfigError(f"{path}: query must be a string of words")

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from streamfilter.agents.defaults import MAX_BUDGET_TOKENS
 from streamfilter.agents.wrap import ConfigError, Rules, load_rules, rewrite
+from streamfilter.core.settings import MAX_COUNT
 
 EXE = ["/opt/sf/bin/streamfilter"]
 RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
@@ -123,6 +125,7 @@ def test_the_config_file_is_found_under_xdg_config_home(tmp_path: Path) -> None:
     [
         ("budget_token = 500\n", "unknown key 'budget_token'"),
         ("budget_tokens = 0\n", "budget_tokens must be a whole number"),
+        ("budget_tokens = 99999999999999999\n", "budget_tokens must be a whole number from 1 to 1099511627776"),
         ('wrap = "make"\n', "wrap must be a list"),
         ("builtin = 1\n", "builtin must be true or false"),
         ('query = " "\n', "query must be a string of words"),
@@ -134,6 +137,10 @@ def test_a_config_file_with_a_typo_is_an_error_that_names_it(tmp_path: Path, tex
     config.write_text(text)
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
+
+
+def test_the_hooks_largest_budget_is_the_one_run_takes() -> None:
+    assert MAX_BUDGET_TOKENS == MAX_COUNT
 
 
 def test_the_config_file_shown_in_the_docs_is_one_the_hooks_accept(tmp_path: Path) -> None:
