@@ -30,7 +30,7 @@ import numpy as np
 from ..core.baseline import MAX_SHAPES, Baseline, ShapeCollector
 from ..core.errors import InputError
 from ..core.lines import LineSplitter
-from .expand import state_dir
+from .expand import state_dir, state_dirs
 
 __all__ = (
     "MAGIC",
@@ -88,7 +88,8 @@ class BaselineStore:
     """
 
     def __init__(self, folder: Path | None = None, cap: int = MAX_BASELINES) -> None:
-        self.folder = folder or state_dir() / "baselines"
+        # (the state directory, or a temporary one under a home directory that is not there)
+        self.folder = folder or [*state_dirs(), state_dir()][0] / "baselines"
         self.cap = cap
 
     def path(self, command: str, cwd: str) -> Path:

@@ -118,14 +118,23 @@ def evict(path: Path) -> bool:
 
 
 def state_dirs() -> list[Path]:
-    """Where state may go, in order: ``state_dir()``, then, where that cannot be written (a sandboxed
+    """Where state may go, in order: ``state_dir()`` (not under a home directory that is not there),
+    then, where that cannot be written (a sandboxed
     agent), ``streamfilter-UID`` in each temporary directory as ``tempfile`` finds them, without its
     last resort, the working directory (in a sandbox where only the project is writable, the
     repository)."""
     dirs = [os.environ[name] for name in ("TMPDIR", "TEMP", "TMP") if os.environ.get(name)]
     dirs += [d for d in ("/tmp", "/var/tmp", "/usr/tmp") if d not in dirs]
     temporary = [Path(os.path.abspath(d)) / f"streamfilter-{os.getuid()}" for d in dirs if os.path.isdir(d)]
-    return [state_dir(), *temporary]
+    return temporary if _homeless() else [state_dir(), *temporary]
+
+
+def _homeless() -> bool:
+    """Whether ``state_dir()`` is under a home directory that is not there (``/nonexistent``, Debian's
+    ``nobody``): it is not made, parents and all."""
+    if os.environ.get("STATE_DIRECTORY") or os.path.isabs(os.environ.get("XDG_STATE_HOME", "")):
+        return False
+    return not Path.home().is_dir()
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +261,8 @@ def remember_source(source: str, directory: Path | None = None) -> bool:
     under the state directory (``directory``, default ``state_dir()``): one small file a source,
     the least recently named past ``RECENT_SOURCES`` removed. Whether it is remembered: not when
     the folder cannot be written (``TextRefs`` then writes the output's refs whole)."""
+    if directory is None and _homeless():
+        return False
     folder = (directory or state_dir()) / "sources"
     path = folder / hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     try:

@@ -505,6 +505,27 @@ def test_a_state_directory_that_cannot_be_written_still_gives_refs_that_expand(t
     assert b"archive.elsewhere" in done.stderr
 
 
+def test_a_home_that_is_not_there_is_not_made(tmp_path: Path) -> None:
+    """HOME=/nonexistent (Debian's nobody): run made it, parents and all, for its state directory;
+    state goes to the temporary directory instead, as for a state directory that cannot be written
+    (helper-35)."""
+    home = tmp_path / "nonexistent" / "x"
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_STATE_HOME", "STATE_DIRECTORY")}
+    env |= {"HOME": str(home), "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    script = 'for i in $(seq 1 300); do echo "step $i ok"; done; echo "error: boom"; exit 1'
+    done = subprocess.run([*SF, "run", "--", "sh", "-c", script], capture_output=True, env=env, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert not (tmp_path / "nonexistent").exists()
+    first = done.stdout.decode().splitlines()[0]
+    ref = first.rsplit(" ref ", 1)[1].rstrip("]")
+    assert ref.startswith(str(tmp_path / "tmp")), ref
+    back = subprocess.run([*SF, "expand", ref], capture_output=True, env=env, timeout=60, check=False)
+    assert back.returncode == 0 and back.stdout.startswith(b"step 1 ok\n"), back.stderr
+    passed = subprocess.run([*SF, "run", "--", "true"], capture_output=True, env=env, timeout=60, check=False)
+    assert passed.returncode == 0 and not (tmp_path / "nonexistent").exists()  # (its baseline is kept elsewhere)
+
+
 # -- 8. an error shown while the command still runs --------------------------------------------------------------
 def _running(script: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     """``run -- sh -c SCRIPT`` in a session of its own, its stdin a pipe the test holds."""
