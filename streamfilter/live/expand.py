@@ -22,6 +22,7 @@ the ref's CRC-32.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -210,39 +211,63 @@ class Archive:
         fcntl.flock(self._file.fileno(), fcntl.LOCK_SH)
         self.archived = 0  # bytes written so far
         self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
+        self._made_room = False  # the other archives were evicted for room on a full disk (once)
 
     def write(self, chunk: bytes) -> None:
-        """Append the next bytes of the stream (while under the per-stream limit, and no write failed)."""
+        """Append the next bytes of the stream (while under the per-stream limit, and no write failed).
+        On a full disk the older half of the other archives (by bytes) is removed, once a stream, and
+        the write tried again: a stream archived after a full one still gets refs."""
         take = memoryview(chunk)[: max(0, self.limit - self.archived)]
-        try:
-            while take and self.failed is None:
+        while take and self.failed is None:
+            try:
                 n = self._file.write(take) or 0
-                take = take[n:]
-                self.archived += n
-                Archive._written += n
-        except OSError as exc:
-            self.failed = exc.strerror or str(exc)
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not self._made_room:
+                    self._made_room = True  # (once: a disk full of other files is not ours to empty)
+                    if self._evict(self._archived_bytes() // 2):
+                        continue
+                self.failed = exc.strerror or str(exc)
+                return
+            take = take[n:]
+            self.archived += n
+            Archive._written += n
 
     def covers(self, end: int) -> bool:
         """Whether the stream's bytes up to ``end`` are archived."""
         return end <= self.archived
 
     def close(self) -> None:
-        """Flush and close the archive file."""
+        """Flush and close the archive file; removed when it holds nothing (no ref points into it)."""
         self._file.close()
+        if not self.archived:
+            with contextlib.suppress(OSError):
+                os.unlink(self._file.name)
 
-    def _evict(self, room: int) -> None:
+    def _sizes(self) -> list[tuple[float, int, Path]]:
+        """The archive files: (modification time, bytes, path) each."""
         sizes = []
         for entry in self.folder.glob("stdin-*.log"):
             with contextlib.suppress(FileNotFoundError):  # (evicted meanwhile by another process)
                 stat = entry.stat()
                 sizes.append((stat.st_mtime, stat.st_size, entry))
+        return sizes
+
+    def _archived_bytes(self) -> int:
+        return sum(size for _, size, _ in self._sizes())
+
+    def _evict(self, room: int) -> bool:
+        """Remove the oldest archive files until the others take at most ``room`` bytes (not one a
+        stream still writes, ``evict``); whether any was removed."""
+        sizes = self._sizes()
         total = sum(size for _, size, _ in sizes)
+        removed = False
         for _, size, old in sorted(sizes, key=lambda s: s[0]):
             if total <= room:
                 break
             if evict(old):
                 total -= size
+                removed = True
+        return removed
 
 
 def ref_of(source: str, run: Run, base: int = 0) -> str:

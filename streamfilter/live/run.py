@@ -573,6 +573,35 @@ def _evict(path: Path) -> bool:
     return evict(path)
 
 
+def _moved_copy(argv: Sequence[str], folder: Path, old: Path, written: int, rest: bytes) -> tuple[Path, int]:
+    """A new ``output_file`` in ``folder`` holding the first ``written`` bytes of ``old``, then
+    ``rest``; its path and a descriptor open for writing, with a shared lock held (``OutputCopy``).
+
+    Raises:
+        OSError: it cannot be made or written (it is removed).
+    """
+    path = _output_file(argv, folder, RUNS_BYTES)
+    fd = -1
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        with open(old, "rb") as handle:
+            done = 0
+            while done < written and (chunk := handle.read(min(READ_BYTES, written - done))):
+                done, why = _write_fd(fd, chunk, done)
+                if why is not None:
+                    raise OSError(why)
+        why = _write_fd(fd, rest, 0)[1]
+        if why is not None:
+            raise OSError(why)
+    except OSError:
+        if fd >= 0:
+            os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    return path, fd
+
+
 class OutputCopy:
     """The whole output of a run (``run --budget-tokens``, the MCP server's ``run``), copied from its
     pipe as it comes: what the report at its end is filtered from, and what ``expand`` reads later.
@@ -611,6 +640,7 @@ class OutputCopy:
         self._held_bytes = 0
         self._lost_bytes = 0  # the output's first bytes, not held
         self._lost_lines = 0
+        self._argv: list[str] | None = None  # a file of ``output_file``'s: where it may move (``_move``)
 
     @classmethod
     def create(cls, argv: Sequence[str], tee_path: str | None = None) -> OutputCopy:
@@ -629,6 +659,7 @@ class OutputCopy:
         except StreamfilterError as exc:
             return cls(None, str(exc))
         copy = cls(path, file_bytes=RUN_FILE_BYTES)
+        copy._argv = list(argv)
         if not path.is_relative_to(state_dir()):
             copy.moved = (
                 f"the state directory {state_dir()} cannot be written; the whole output is kept in {path.parent}"
@@ -667,9 +698,35 @@ class OutputCopy:
             written, failed = _write_fd(self._fd, data, self.size - len(data))
             if failed is None:
                 return
+            rest = data[written - (self.size - len(data)) :]
+            if self._move(failed, written, rest):
+                return
             self._to_memory(f"{failed} in {self.path} after {counted(written, 'byte')}", written)
-            data = data[written - (self.size - len(data)) :]
+            data = rest
         self._hold(data)
+
+    def _move(self, failed: str, written: int, rest: bytes) -> bool:
+        """The file's write failed (a full disk): go on in a new file in a later folder of
+        ``state_dirs()`` (the temporary directory), with the ``written`` bytes copied there, then
+        ``rest``. Whether it could (not for a ``--tee`` file, which the user named)."""
+        if self._argv is None or self.path is None:
+            return False
+        old, dirs = self.path, state_dirs()
+        here = next((i for i, d in enumerate(dirs) if old.is_relative_to(d)), len(dirs))
+        reasons = [f"{failed} in {old.parent}"]
+        for where in dirs[here + 1 :]:
+            try:
+                path, fd = _moved_copy(self._argv, where / "runs", old, written, rest)
+            except OSError as exc:
+                reasons.append(f"{exc.strerror or exc} in {where / 'runs'}")
+                continue
+            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                old.unlink()
+            self._fd, self.path = fd, path
+            self.moved = f"{'; '.join(reasons)}: the whole output is kept in {path.parent}"
+            return True
+        return False
 
     def counts(self, done: Filtered | None) -> tuple[int, int]:
         """Lines (an unterminated last one included) and bytes of the whole output: as the report

@@ -420,7 +420,7 @@ def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) 
         done = subprocess.run(
             [*SF, "run", *budget, "--", "sh", "-c", script],
             capture_output=True,
-            env={**os.environ, "XDG_STATE_HOME": str(full)},
+            env={**os.environ, "XDG_STATE_HOME": str(full), "TMPDIR": str(tmp_path)},
             timeout=120,
             check=False,
         )
@@ -429,9 +429,47 @@ def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) 
     assert done.returncode == 3 and b"Traceback" not in done.stderr, done.stderr
     lines = done.stdout.decode().splitlines()
     assert "error: the final step failed" in lines and "INFO compiling unit 40000 of the big module" in lines
-    (note,) = [line for line in lines if "could not be kept" in line]
+    # a plain run's archive stops where the disk did; a budgeted run's whole output moves to the
+    # temporary directory (test_a_full_state_directory_makes_room_or_moves_to_the_temporary_directory)
+    (note,) = [line for line in lines if ("kept in" if budget else "could not be kept") in line]
     assert "No space left on device" in note
     assert "exited with status 3" in lines[-1]
+
+
+def test_a_full_state_directory_makes_room_or_moves_to_the_temporary_directory(tmp_path: Path) -> None:
+    """A run that filled the state directory's disk left its archive there, and every later run's
+    archive then failed at once: no refs until someone cleaned up by hand. A budgeted run's whole
+    output went to memory although the temporary directory could be written (helper-35). Now the
+    older archives make room, and the whole output moves to the temporary directory."""
+    full, tmp = tmp_path / "full", tmp_path / "tmp"
+    full.mkdir()
+    tmp.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(full)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"a small filesystem cannot be mounted here: {mounted.stderr.decode().strip()}")
+    env = {**os.environ, "XDG_STATE_HOME": str(full), "TMPDIR": str(tmp)}
+
+    def run(budget: list[str], lines: int) -> subprocess.CompletedProcess[bytes]:
+        script = f'for i in $(seq 1 {lines}); do echo "INFO compiling unit $i"; done; echo "error: boom"; exit 3'
+        return subprocess.run(
+            [*SF, "run", *budget, "--", "sh", "-c", script], capture_output=True, env=env, timeout=120
+        )
+
+    try:
+        big, small, budgeted = run([], 40000), run([], 3000), run(["--budget-tokens", "300"], 40000)
+        archives = sorted((full / "streamfilter" / "archive").iterdir())
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
+    assert [done.returncode for done in (big, small, budgeted)] == [3, 3, 3]
+    first = small.stdout.decode().splitlines()[0]
+    assert first.startswith("[streamfilter: dropped lines 1-") and " ref stdin-" in first, first
+    assert len(archives) == 1 and archives[0].stem in first  # the big run's archive made room for it
+    lines = budgeted.stdout.decode().splitlines()
+    assert "error: boom" in lines and not [line for line in lines if "could not be kept" in line]
+    (moved,) = [line for line in lines if "the whole output is kept in" in line]
+    assert "No space left on device" in moved and str(tmp / f"streamfilter-{os.getuid()}" / "runs") in moved
+    kept = Path(lines[-1].rsplit("): ", 1)[1].rstrip("]"))
+    assert kept.read_bytes() == b"".join(b"INFO compiling unit %d\n" % i for i in range(1, 40001)) + b"error: boom\n"
 
 
 def test_an_output_past_the_file_cap_is_filtered_from_its_end_in_memory(tmp_path: Path) -> None:
