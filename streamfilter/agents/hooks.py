@@ -223,6 +223,11 @@ def answer(agent: str, payload: object, executable: Sequence[str], env: Mapping[
     empty: dict[str, Any] | None = {} if agent == "cursor" else None
     if not isinstance(payload, dict):
         return empty, "the hook's input is not a JSON object: the command is left as it was"
+    tool_input = payload.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    # (Claude's and Codex's shell tool is "Bash", one of Cursor's)
+    if payload.get("tool_name") in _CURSOR_SHELL_TOOLS and not isinstance(command, (str, list)):
+        return empty, "the hook's input names a shell tool without a command (tool_input.command): left as it was"
     try:
         rules = load_rules(env)
     except ConfigError as exc:

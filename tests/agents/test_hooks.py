@@ -187,6 +187,12 @@ def test_the_hook_program_answers_on_stdout_and_never_stops_the_agent(tmp_path: 
     assert (done.returncode, done.stdout) == (0, b"") and b"not a JSON object" in done.stderr
     done = _hook("cursor", b"", env)
     assert (done.returncode, done.stdout) == (0, b"{}\n")
+    # a shell tool's call without a command: left alone, and said (helper-35)
+    for payload in ({"tool_name": "Bash"}, {"tool_name": "Bash", "tool_input": {"command": 42}}):
+        done = _hook("claude", json.dumps(payload).encode(), env)
+        assert (done.returncode, done.stdout) == (0, b"") and b"without a command" in done.stderr, done.stderr
+    done = _hook("claude", json.dumps({"tool_name": "Read", "tool_input": {"file_path": "x"}}).encode(), env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")  # (not a shell tool: nothing to say)
     # a config file with a typo: left alone, and the note names the file and the key
     (tmp_path / "config" / "streamfilter").mkdir(parents=True)
     (tmp_path / "config" / "streamfilter" / "hooks.toml").write_text("budget = 5\n")
