@@ -103,8 +103,9 @@ FilePath = Annotated[
 RefText = Annotated[
     str,
     Field(
-        description="The ref after `ref ` in a summary line, SOURCE:START-END:CRC; a short one, "
-        "@START-END:CRC, needs the SOURCE of the full ref above it in the same output put in front."
+        description="The ref after `ref ` in a summary line, SOURCE:START-END:CRC, or a short one, "
+        "@START-END:CRC, as printed (read against the sources outputs named lately; if that fails, put "
+        "the SOURCE of the full ref above it in the same output in front)."
     ),
 ]
 ContextLines = Annotated[
