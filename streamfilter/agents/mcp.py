@@ -371,17 +371,22 @@ def tail_sink(
     A JSONL event is the source's when its ``source`` field names one of its streams. In a text
     sink that other sources write to too (``shared``), the daemon names the stream before each
     switch (``==> STREAM <==``): the lines under the source's streams' names are its own (those
-    name lines included), lines before the first name in the part read are no one's. A text sink
-    only this source writes to is all its own.
+    name lines included, not the blank line written before each), lines before the first name in
+    the part read are no one's. A text sink only this source writes to is all its own.
 
     Raises:
         OSError: the file cannot be opened or read (FileNotFoundError: not written yet).
     """
     found: list[bytes] = []
     pending: list[bytes] = []  # a text sink's lines since the name line above them, newest first
+    gap = False  # the line above a name line: the blank line the daemon writes before it
     for line in _lines_from_end(sink.path, scan_bytes):
         if len(found) >= count:
             break
+        if gap:
+            gap = False
+            if not line:
+                continue
         if sink.format == "jsonl":
             try:
                 event = json.loads(line)
@@ -401,7 +406,7 @@ def tail_sink(
                 found += pending
                 if len(found) < count:
                     found.append(line)
-            pending = []
+            pending, gap = [], True
     return found[:count][::-1]
 
 

@@ -368,6 +368,8 @@ async def test_streams_and_read_give_one_sources_recent_output(tmp_path: Path) -
     shown = text_of(text)
     assert "ERROR app failed: disk full" in shown and "other" not in shown.replace("==> app <==", "")
     assert "==> app <==" in shown
+    # the blank line the daemon writes before each name line is not one of the source's (helper-35)
+    assert (tmp_path / "out.txt").read_text().count("\n\n==> ") >= 2 and "\n\n" not in shown
     assert [s["count"] for s in facts(both)["sinks"]] == [3, 3]
     assert json.loads(facts(last)["sinks"][0]["text"])["event"] == "end"
     assert (
