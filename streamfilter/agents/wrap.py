@@ -311,7 +311,9 @@ def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[
             pipes.append(i)
             i += 1
             continue
-        if ch in "|;&<>(){}\n":
+        if ch in "<>" or command.startswith("&>", i):  # (its output goes elsewhere, or its input comes from it)
+            return segments, f"a redirection, {command[i : i + 2] if command[i + 1 : i + 2] in '<>&' else ch!r}"
+        if ch in "|;&(){}\n":
             if ch in "{}" and not _word_alone(command, i):
                 i += 1
                 continue

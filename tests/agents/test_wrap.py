@@ -66,8 +66,11 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("pytest -q | tail -30 && echo ok", "command: here `pytest -q | tail -30` comes before `echo ok`"),
         ("pytest -q && echo ok", "here `pytest -q` comes before `echo ok`"),
         ("timeout pytest", "not a build, test or lint command"),
-        ("make > build.log", "'>'"),
-        ("make 2> errors.log", "'>'"),
+        ("make > build.log", "a redirection, '>'"),
+        ("make 2> errors.log", "a redirection, '>'"),
+        ("pytest &>/dev/null", "a redirection, '&>'"),  # (it said "'&'", helper-35)
+        ("pytest >> log", "a redirection, '>>'"),
+        ("make < input", "a redirection, '<'"),
         ("cargo test; echo done", "';'"),
         ("npm test || true", "'|'"),
         ("pytest &", "'&'"),
