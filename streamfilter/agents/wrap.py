@@ -474,6 +474,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     if env.get(RAW_VARIABLE, "") not in ("", "0"):
         return Wrap(None, f"{RAW_VARIABLE} is set in the hook's environment")
     command = command.rstrip()  # (a trailing newline is not a second command)
+    if "'" not in command:  # a line continuation is nothing to the shell (but inside single quotes)
+        command = command.replace("\\\n", "")
     pipes: list[int] = []
     segments, operator = top_level(command, pipes)
     if operator is not None:

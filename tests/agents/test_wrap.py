@@ -166,6 +166,10 @@ def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) 
 def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alone() -> None:
     assert _wrap("pytest -q\n") == f"{RUN} pytest -q"
     assert _wrap("STREAMFILTER_RAW=0 pytest") == f"{RUN} env STREAMFILTER_RAW=0 pytest"
+    # nor a line continuation (it said "cannot read it as shell words (No escaped character)", helper-35)
+    assert _wrap("pytest -q \\\n  | tail -3") == f"{RUN} pytest -q | tail -3"
+    assert _wrap("pytest -q \\\n  tests/") == f"{RUN} pytest -q   tests/"
+    assert _wrap("pytest -k 'a\\\nb'") == f"{RUN} pytest -k 'a\\\nb'"  # (in single quotes: the shell keeps it)
 
 
 @pytest.mark.parametrize(
