@@ -42,6 +42,7 @@ from ._logging import get_logger
 
 __all__ = (
     "ARCHIVE_BYTES",
+    "ARCHIVE_FILES",
     "RECENT_SOURCES",
     "REF_NOTE",
     "Archive",
@@ -60,6 +61,9 @@ __all__ = (
 # said once per text output, before its first ref (``TextRefs.note``)
 REF_NOTE = "to see them: streamfilter expand REF (an @REF is in the file named before)"
 ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest files are evicted
+# and at most this many files (a socket source's thousands of short connections, each a file: the
+# folder is listed at each eviction)
+ARCHIVE_FILES = 4096
 RECENT_SOURCES = 64  # sources of text outputs remembered for their short refs; the least recent are forgotten
 _REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
 # a path's backslashes, control characters and bytes that are not UTF-8 (``os.fsdecode``'s
@@ -177,7 +181,8 @@ class Archive:
         directory: the state directory (``state_dir()``), or where state goes when it cannot be
             written (``state_dirs``); files go to ``archive/`` in it.
         cap_bytes: most bytes of all archived streams together; when a new stream starts,
-            the oldest archive files are removed until the others fit in half the cap (not
+            the oldest archive files are removed until the others fit in half the cap and are
+            fewer than ``cap_files`` (not
             one whose stream is still archived, ``evict``; the folder is scanned at most every
             ``EVICT_SECONDS`` per process, or after a quarter of the cap was written), and one
             stream stops being archived (its later refs are not given) at half the cap.
@@ -192,14 +197,14 @@ class Archive:
     _last_scan: ClassVar[float] = -1e9
     _written: ClassVar[int] = 0
 
-    def __init__(self, directory: Path, cap_bytes: int = ARCHIVE_BYTES) -> None:
+    def __init__(self, directory: Path, cap_bytes: int = ARCHIVE_BYTES, cap_files: int = ARCHIVE_FILES) -> None:
         self.folder = directory / "archive"
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.limit = cap_bytes // 2
         now = time.monotonic()
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
-            self._evict(cap_bytes - self.limit)
+            self._evict(cap_bytes - self.limit, cap_files - 1)
         # decimal, not hex: a summary's token estimate then does not vary with the name's letters
         name = f"stdin-{time.time_ns()}-{os.getpid()}"
         path = self.folder / f"{name}.log"
@@ -255,17 +260,17 @@ class Archive:
     def _archived_bytes(self) -> int:
         return sum(size for _, size, _ in self._sizes())
 
-    def _evict(self, room: int) -> bool:
-        """Remove the oldest archive files until the others take at most ``room`` bytes (not one a
-        stream still writes, ``evict``); whether any was removed."""
+    def _evict(self, room: int, files: int | None = None) -> bool:
+        """Remove the oldest archive files until the others take at most ``room`` bytes and are at
+        most ``files`` (not one a stream still writes, ``evict``); whether any was removed."""
         sizes = self._sizes()
-        total = sum(size for _, size, _ in sizes)
+        total, count = sum(size for _, size, _ in sizes), len(sizes)
         removed = False
         for _, size, old in sorted(sizes, key=lambda s: s[0]):
-            if total <= room:
+            if total <= room and (files is None or count <= files):
                 break
             if evict(old):
-                total -= size
+                total, count = total - size, count - 1
                 removed = True
         return removed
 

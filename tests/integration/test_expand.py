@@ -245,6 +245,20 @@ def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(
     assert (tmp_path / "archive" / f"{newer.source}.log").stat().st_size == 500
 
 
+def test_archive_keeps_at_most_its_cap_of_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 1,500 short socket connections left 1,508 archive files: the cap was of bytes only (helper-30)
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path))
+    monkeypatch.setattr(Archive, "EVICT_SECONDS", -1.0)  # (each new stream scans the folder)
+    made = []
+    for i in range(6):
+        archive = Archive(tmp_path, cap_files=3)
+        archive.write(b"line %d\n" % i)
+        archive.close()
+        made.append(tmp_path / "archive" / f"{archive.source}.log")
+    assert sorted((tmp_path / "archive").iterdir()) == sorted(p for p in made if p.exists())
+    assert sum(p.exists() for p in made) == 3 and made[-1].exists() and not made[0].exists()
+
+
 def test_ref_round_trips_through_text() -> None:
     for path in ("/a:b/c.log", "/a\nb\\x0ac\x7f.log", "C:\\logs\\x.log", os.fsdecode(b"/x\xff\xc3\xa9.log")):
         ref = Ref(path, 10, 20, f"{zlib.crc32(b'x'):08x}")
