@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,6 +26,9 @@ __all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "ReadPosition", "Unrea
 
 HEAD_BYTES = 1024
 TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in place
+# a checkpoint not written for this long whose path is gone is removed at a start: a glob's dated
+# files (app-20261206.log) each leave one, and every start reads them all (``load_all``)
+FORGET_SECONDS = 30 * 86400.0
 
 
 def fingerprint(head: bytes) -> str:
@@ -153,6 +157,7 @@ class CheckpointStore:
     def load_all(self, source: str) -> list[Checkpoint]:
         """Every checkpoint ``source`` has, of any path (a glob's files that are gone too), in no
         particular order. One that cannot be read back is left out: its path's follower warns of it.
+        One whose path is gone and that was not written for ``FORGET_SECONDS`` is removed.
 
         Raises:
             OSError: the checkpoints' directory cannot be listed.
@@ -164,7 +169,11 @@ class CheckpointStore:
         for file in self.folder.iterdir():
             if own.fullmatch(file.name):
                 try:
-                    found.append(_read(file))
+                    saved = _read(file)
+                    if time.time() - file.stat().st_mtime > FORGET_SECONDS and not os.path.lexists(saved.path):
+                        file.unlink()
+                        continue
+                    found.append(saved)
                 except (OSError, ValueError, TypeError):
                     continue
         return found
