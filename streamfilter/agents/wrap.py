@@ -256,13 +256,19 @@ def load_rules(env: Mapping[str, str]) -> Rules:
     return Rules((builtin if use_builtin else ()) + wrap, skip, budget, query, approve, use_builtin)
 
 
+# a backslash-newline after an even number of backslashes (none, or escaped ones): the shell's
+# line continuation, outside single quotes and comments
+_CONTINUATION = re.compile(r"(?<!\\)((?:\\\\)*)\\\n")
+
+
 def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[int, int]], str | None]:
     """Split ``command`` at its top-level ``&&``: the segments' (start, end) character offsets, or
     the first other shell operator found outside quotes (then the segments are not complete).
 
     Quotes, backslashes, ``$(...)``, ``${...}`` and backquotes are skipped as the shell reads them;
     ``2>&1`` is not an operator here, and neither is a pipe ``|`` when ``pipes`` is given: its
-    offset is appended to ``pipes`` instead.
+    offset is appended to ``pipes`` instead. A comment ends the command (a line after it is a
+    second line, whatever ends the comment: a backslash does not continue it).
     """
     segments: list[tuple[int, int]] = []
     start, i, n = 0, 0, len(command)
@@ -299,6 +305,10 @@ def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[
             if depth:
                 return segments, "an unclosed substitution"
             continue
+        if ch == "#" and (i == 0 or command[i - 1] in " \t"):  # a comment: to its line's end, continuations too
+            if "\n" in command[i:]:
+                return segments, "a second line"
+            break
         if command.startswith("2>&1", i) and (i == 0 or command[i - 1] in " \t"):
             i += 4
             continue
@@ -474,8 +484,10 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     if env.get(RAW_VARIABLE, "") not in ("", "0"):
         return Wrap(None, f"{RAW_VARIABLE} is set in the hook's environment")
     command = command.rstrip()  # (a trailing newline is not a second command)
-    if "'" not in command:  # a line continuation is nothing to the shell (but inside single quotes)
-        command = command.replace("\\\n", "")
+    if "'" not in command and "#" not in command:
+        # a line continuation is nothing to the shell; not in single quotes, nor at a comment's end,
+        # nor after an escaped backslash (``a\\`` then a newline: two lines)
+        command = _CONTINUATION.sub(r"\1", command)
     pipes: list[int] = []
     segments, operator = top_level(command, pipes)
     if operator is not None:
@@ -493,7 +505,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     sourced_plain = True
     for a, b in leading:  # "cd DIR && CMD": CMD runs where it would have; "source FILE && CMD": as set up
         try:
-            words = shlex.split(command[a:b])
+            words = shlex.split(command[a:b], comments=True)
         except ValueError as exc:
             return Wrap(None, f"cannot read it as shell words ({exc})")
         if len(words) != 2 or words[0] not in ("cd", "source", "."):
@@ -502,7 +514,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         parts.append(tuple(words))
     text = command[start:end].strip()
     try:
-        words = shlex.split(text)
+        words = shlex.split(text, comments=True)
     except ValueError as exc:
         return Wrap(None, f"cannot read it as shell words ({exc})")
     assigned = 0

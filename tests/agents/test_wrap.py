@@ -170,6 +170,23 @@ def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alon
     assert _wrap("pytest -q \\\n  | tail -3") == f"{RUN} pytest -q | tail -3"
     assert _wrap("pytest -q \\\n  tests/") == f"{RUN} pytest -q   tests/"
     assert _wrap("pytest -k 'a\\\nb'") == f"{RUN} pytest -k 'a\\\nb'"  # (in single quotes: the shell keeps it)
+    assert _wrap("pytest -k a\\\\\\\n  tests/") == f"{RUN} pytest -k a\\\\  tests/"  # (an escaped one, then one)
+    assert _wrap("pytest -q  # the unit tests") == f"{RUN} pytest -q  # the unit tests"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "pytest -q # run the tests \\\nrm -rf build",  # (a backslash does not continue a comment)
+        "pytest -k a\\\\\nrm -rf build",  # (an escaped backslash, then the line's end)
+        "pytest -q # note\nrm -rf build",
+    ],
+)
+def test_a_second_line_behind_a_comment_or_an_escaped_backslash_is_a_second_line(command: str) -> None:
+    # the hook read them as one line and approved "pytest ... rm -rf build" for Codex and Cursor
+    # (helper-36)
+    wrap = rewrite(command, load_rules({"HOME": "/nonexistent"}), EXE, {})
+    assert wrap.command is None and wrap.why == "not one simple command (a second line)", wrap
 
 
 @pytest.mark.parametrize(
