@@ -216,7 +216,7 @@ class FileFollower:
                 self.current = (info.st_dev, info.st_ino)
                 note = self._start(fd, info)
                 if note is not None and self.stream is not None:
-                    await self.stream.marker(note, offset=0)
+                    await self.stream.marker(note[0], offset=note[1])
                 await self._follow(fd)
                 if not os.fstat(fd).st_nlink:
                     self.current = None  # deleted: its inode may be given to a new file once closed
@@ -303,9 +303,10 @@ class FileFollower:
         self._missing_logged = False
         return fd, info
 
-    def _start(self, fd: int, info: os.stat_result) -> str | None:
-        """Where to read the newly opened file from, and its stream; a note for the output when
-        the checkpointed file was truncated or rewritten in place while the daemon was down."""
+    def _start(self, fd: int, info: os.stat_result) -> tuple[str, int] | None:
+        """Where to read the newly opened file from, and its stream; a marker for the output (its
+        text and offset: how far the file had been read) when the checkpointed file was
+        truncated or rewritten in place while the daemon was down."""
         if self.stream is not None:  # rotation: the same stream goes on in the new file
             log = self._log.warning if self._rotation.get("capped") else self._log.info
             log("file.rotated", ino=info.st_ino, **self._rotation)
@@ -340,7 +341,8 @@ class FileFollower:
             else:
                 self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
                 if why != "another inode":  # (the same file, not a new one at the path: say so, as when running)
-                    note = f"{self.path} changed while the daemon was down: {why}; reading it again from byte 0"
+                    text = f"{self.path} changed while the daemon was down: {why}; reading it again from byte 0"
+                    note = (text, saved.offset)
         elif self.at_startup and self.source.start_at == "end":
             offset = info.st_size
         else:

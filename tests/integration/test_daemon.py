@@ -834,6 +834,9 @@ def test_a_file_truncated_while_the_daemon_was_down_is_read_again_with_a_marker(
     markers = [e for e in events if e["event"] == "marker"]
     assert len(markers) == 1 and "changed while the daemon was down" in markers[0]["text"], markers
     assert "shorter than the checkpoint offset" in markers[0]["text"]
+    assert markers[0]["offset"] == 40 * len(
+        b"OLD-01 padding padding padding padding padding\n"
+    )  # (how far it was read)
     after = events[events.index(markers[0]) + 1 :]
     new = runs(after)
     assert new[0]["start_byte"] == 0 and new[0]["first_line"] == 1 and new[-1]["end_byte"] == log.stat().st_size
