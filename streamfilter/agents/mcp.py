@@ -25,7 +25,7 @@ import os
 import re
 import signal
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Annotated, Any
 
 import anyio
@@ -377,16 +377,13 @@ def tail_sink(
     Raises:
         OSError: the file cannot be opened or read (FileNotFoundError: not written yet).
     """
+    lines = _lines_from_end(sink.path, scan_bytes)
+    if sink.format == "text" and shared:
+        return _shared_tail(lines, source, count)
     found: list[bytes] = []
-    pending: list[bytes] = []  # a text sink's lines since the name line above them, newest first
-    gap = False  # the line above a name line: the blank line the daemon writes before it
-    for line in _lines_from_end(sink.path, scan_bytes):
+    for line in lines:
         if len(found) >= count:
             break
-        if gap:
-            gap = False
-            if not line:
-                continue
         if sink.format == "jsonl":
             try:
                 event = json.loads(line)
@@ -394,19 +391,49 @@ def tail_sink(
                 continue
             if isinstance(event, dict) and _of_source(str(event.get("source", "")), source):
                 found.append(line)
-        elif not shared:
-            found.append(line)
         else:
-            label = _LABEL.fullmatch(line)
-            if label is None:
-                if len(found) + len(pending) < count:  # (older ones would be past the count)
-                    pending.append(line)
-                continue
-            if _of_source(label[1].decode("utf-8", "surrogateescape"), source):
-                found += pending
-                if len(found) < count:
-                    found.append(line)
-            pending, gap = [], True
+            found.append(line)
+    return found[:count][::-1]
+
+
+def _shared_tail(lines: Iterable[bytes], source: str, count: int) -> list[bytes]:
+    """``tail_sink`` of a text sink several sources write to, from its ``lines`` newest first. A
+    line that looks like a name line is one when the line above it is blank (the daemon writes one
+    before each) or there is none (the file's first): a source's own ``==> other <==`` line is its
+    text, not a switch."""
+    found: list[bytes] = []
+    pending: list[bytes] = []  # the lines since the name line above them, newest first
+    name: bytes | None = None  # a name line read, the line above it not yet
+
+    def settle(real: bool) -> None:
+        nonlocal pending
+        assert name is not None
+        if not real:
+            if len(found) + len(pending) < count:  # (older ones would be past the count)
+                pending.append(name)
+            return
+        label = _LABEL.fullmatch(name)
+        assert label is not None
+        if _of_source(label[1].decode("utf-8", "surrogateescape"), source):
+            found.extend(pending)
+            if len(found) < count:
+                found.append(name)
+        pending = []
+
+    for line in lines:
+        if len(found) >= count:
+            break
+        if name is not None:
+            settle(real=not line)
+            name = None
+            if not line:
+                continue  # (the blank line before the name line)
+        if _LABEL.fullmatch(line):
+            name = line
+        elif len(found) + len(pending) < count:
+            pending.append(line)
+    if name is not None and len(found) < count:
+        settle(real=True)
     return found[:count][::-1]
 
 

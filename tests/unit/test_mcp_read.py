@@ -35,7 +35,7 @@ def test_no_more_than_the_scan_limit_is_read(tmp_path: Path) -> None:
 def test_a_shared_text_sink_gives_the_lines_under_the_sources_stream_names(tmp_path: Path) -> None:
     data = (
         b"before any name\n"
-        b"==> app <==\na1\na2\n"
+        b"\n==> app <==\na1\na2\n"
         b"\n==> other <==\no1\n"
         b"\n==> appx <==\nx1\n"  # another source whose name starts with "app"
         b"\n==> app:/logs/b.log <==\nb1\nb2\n"  # one file of app's glob
@@ -53,6 +53,16 @@ def test_a_shared_text_sink_gives_the_lines_under_the_sources_stream_names(tmp_p
     ]
     assert tail_sink(sink, "app", 3, shared=True) == [b"==> app:/logs/b.log <==", b"b1", b"b2"]
     assert tail_sink(sink, "other", 2, shared=True) == [b"==> other <==", b"o2"]
+
+
+def test_a_line_of_a_sources_text_that_looks_like_a_name_line_is_its_text(tmp_path: Path) -> None:
+    # a log that holds tail's output: its "==> beta <==" gave its next lines to beta, and alphabet
+    # read only name lines (helper-36); the daemon's name lines have a blank line above them
+    data = b"==> alpha <==\na1\n\n==> alphabet <==\nx1\n==> beta <==\nfake line of alphabet's\n\n==> beta <==\nb1\n"
+    sink = sink_file(tmp_path, data)
+    assert tail_sink(sink, "beta", 10, shared=True) == [b"==> beta <==", b"b1"]
+    assert tail_sink(sink, "alphabet", 3, shared=True) == [b"x1", b"==> beta <==", b"fake line of alphabet's"]
+    assert tail_sink(sink, "alpha", 10, shared=True) == [b"==> alpha <==", b"a1"]  # (the file's first line)
 
 
 def test_a_jsonl_sink_gives_the_sources_events(tmp_path: Path) -> None:
