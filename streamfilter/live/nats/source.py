@@ -740,7 +740,8 @@ class _Worker:
     async def stop(self) -> None:
         """Once the partitions' tasks are done (their streams wrote what they held), free their leases
         for the other workers at once, and leave the pool."""
-        self.keeper.close()
+        # (the renewal thread may take up to lease_seconds to end: the daemon's other sources go on)
+        await anyio.to_thread.run_sync(self.keeper.close)
         for partition in list(self.held.values()):
             await self._release(partition)
         self.held.clear()
