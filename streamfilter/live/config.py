@@ -288,7 +288,7 @@ class _Checker:
                 close = difflib.get_close_matches(name, sorted(allowed), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(sorted(allowed))}"
                 owners = [t for t, keys in (("[[source]]", _SOURCE_KEYS), ("[[sink]]", _SINK_KEYS)) if name in keys]
-                if owners and not close:  # ("mode" in [defaults]: a key of another table, not a typo)
+                if owners:  # ("mode" in [defaults]: a key of another table, not a typo)
                     kinds = sorted({*_KEY_TYPES.get(name, ()), *_SINK_KEY_TYPES.get(name, ())})
                     whose = f" of type {' or '.join(kinds)}" if kinds else ""
                     hint = f" here: it is a key of a {' or a '.join(owners)}{whose}"

@@ -161,6 +161,10 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
         '[defaults]\nmode = "0660"\n' + file: (
             "defaults.mode: unknown key here: it is a key of a [[source]] or a [[sink]] of type unix"
         ),
+        # (it said "did you mean 'section_lines'?", helper-36)
+        "[defaults]\nbaselines = false\n" + file: (
+            "defaults.baselines: unknown key here: it is a key of a [[source]] of type tcp or unix"
+        ),
         '[[source]]\ntype = "stdin"\n[[sink]]\nname = "o"\ntype = "file"\npath = "/o.jsonl"\nstart_at = "end"\n': (
             "sink[0].start_at: unknown key here: it is a key of a [[source]] of type file"
         ),
