@@ -395,7 +395,7 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
     finds it) and ``archive.elsewhere`` is logged; ``(None, no refs)`` with a logged warning if
     none can be. The first DROP run past the archived bytes (the per-stream limit) logs
     ``archive.full`` once."""
-    reasons: list[str] = []
+    reasons = [f"{state_dir()}: the home directory {Path.home()} is not there"] if _homeless() else []
     for where in state_dirs():
         try:
             archive = Archive(where)

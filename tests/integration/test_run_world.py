@@ -558,6 +558,7 @@ def test_a_home_that_is_not_there_is_not_made(tmp_path: Path) -> None:
     first = done.stdout.decode().splitlines()[0]
     ref = first.rsplit(" ref ", 1)[1].rstrip("]")
     assert ref.startswith(str(tmp_path / "tmp")), ref
+    assert b"archive.elsewhere" in done.stderr and b"is not there" in done.stderr  # (said, helper-36)
     back = subprocess.run([*SF, "expand", ref], capture_output=True, env=env, timeout=60, check=False)
     assert back.returncode == 0 and back.stdout.startswith(b"step 1 ok\n"), back.stderr
     passed = subprocess.run([*SF, "run", "--", "true"], capture_output=True, env=env, timeout=60, check=False)
