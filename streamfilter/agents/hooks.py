@@ -225,8 +225,9 @@ def answer(agent: str, payload: object, executable: Sequence[str], env: Mapping[
         return empty, "the hook's input is not a JSON object: the command is left as it was"
     tool_input = payload.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    # (Claude's and Codex's shell tool is "Bash", one of Cursor's)
-    if payload.get("tool_name") in _CURSOR_SHELL_TOOLS and not isinstance(command, (str, list)):
+    # (Claude's and Codex's shell tool is "Bash", one of Cursor's; only Codex's command may be a list)
+    kinds = (str, list) if agent == "codex" else str
+    if payload.get("tool_name") in _CURSOR_SHELL_TOOLS and not isinstance(command, kinds):
         return empty, "the hook's input names a shell tool without a command (tool_input.command): left as it was"
     try:
         rules = load_rules(env)

@@ -188,7 +188,11 @@ def test_the_hook_program_answers_on_stdout_and_never_stops_the_agent(tmp_path: 
     done = _hook("cursor", b"", env)
     assert (done.returncode, done.stdout) == (0, b"{}\n")
     # a shell tool's call without a command: left alone, and said (helper-35)
-    for payload in ({"tool_name": "Bash"}, {"tool_name": "Bash", "tool_input": {"command": 42}}):
+    for payload in (
+        {"tool_name": "Bash"},
+        {"tool_name": "Bash", "tool_input": {"command": 42}},
+        {"tool_name": "Bash", "tool_input": {"command": ["pytest", "-q"]}},  # (Codex's may be; helper-36)
+    ):
         done = _hook("claude", json.dumps(payload).encode(), env)
         assert (done.returncode, done.stdout) == (0, b"") and b"without a command" in done.stderr, done.stderr
     done = _hook("claude", json.dumps({"tool_name": "Read", "tool_input": {"file_path": "x"}}).encode(), env)
