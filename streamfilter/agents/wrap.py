@@ -258,6 +258,7 @@ def load_rules(env: Mapping[str, str]) -> Rules:
 
 # a backslash-newline after an even number of backslashes (none, or escaped ones): the shell's
 # line continuation, outside single quotes and comments
+_REDIRECTION = re.compile(r"&?[<>]+&?")  # its operator: "&>>", ">&", "<"
 _CONTINUATION = re.compile(r"(?<!\\)((?:\\\\)*)\\\n")
 
 
@@ -322,7 +323,8 @@ def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[
             i += 1
             continue
         if ch in "<>" or command.startswith("&>", i):  # (its output goes elsewhere, or its input comes from it)
-            return segments, f"a redirection, {command[i : i + 2] if command[i + 1 : i + 2] in '<>&' else ch!r}"
+            found = _REDIRECTION.match(command, i)
+            return segments, f"a redirection, {found[0] if found else ch!r}"
         if ch in "|;&(){}\n":
             if ch in "{}" and not _word_alone(command, i):
                 i += 1

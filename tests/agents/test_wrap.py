@@ -70,6 +70,7 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("make 2> errors.log", "a redirection, '>'"),
         ("pytest &>/dev/null", "a redirection, '&>'"),  # (it said "'&'", helper-35)
         ("pytest >> log", "a redirection, '>>'"),
+        ("pytest &>> log", "a redirection, '&>>'"),  # (it said '&>', helper-36)
         ("make < input", "a redirection, '<'"),
         ("cargo test; echo done", "';'"),
         ("npm test || true", "'|'"),
