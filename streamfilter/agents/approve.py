@@ -49,6 +49,7 @@ from .wrap import Rules, Wrap, starts
 __all__ = (
     "DEFAULT_APPROVED",
     "approves",
+    "cd_outside",
     "codex_rules_say",
     "cursor_rules_say",
     "outside",
@@ -81,14 +82,33 @@ _GRADLE = frozenset(("build", "test", "check", "assemble", "classes", "testClass
 # a program of targets: the only targets the built-in list approves
 _TARGETS = {"make": _MAKE, "mvn": _MVN, "./mvnw": _MVN, "gradle": _GRADLE, "./gradlew": _GRADLE,
             "rake": frozenset(("test", "spec"))}  # fmt: skip
-# options that load code or configuration from elsewhere: never in a built-in approval
+# options that run other code or load code or configuration from elsewhere: never in a built-in
+# approval. A long one also under the abbreviations getopt takes (``--eva``), a short one also in a
+# cluster (``-sE...``); go's flags have one dash and take ``=`` (helper-37 found each of these)
 _FOREIGN = {
-    "pytest": ("-p", "-o", "--override-ini"),
+    "pytest": ("-p", "-o", "--override-ini", "-c", "--config-file", "--rootdir", "--confcutdir"),
     "make": ("-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir", "--eval", "-E"),
-    "cargo": ("--config", "-Z"),
+    "cargo": ("--config", "-Z", "--manifest-path"),
+    "node": ("--import", "-r", "--require", "--loader", "--experimental-loader", "-e", "--eval", "-p", "--print"),
+    "go": ("-exec", "-toolexec", "-vettool", "-overlay", "-modfile", "-C"),
+    "deno": ("-A", "--allow-all", "--allow-run", "--allow-ffi", "--config", "-c", "--import-map"),
+    "jest": ("-c", "--config", "--globalSetup", "--globalTeardown", "--setupFiles", "--testRunner", "--rootDir"),
+    "mypy": ("--python-executable", "--config-file", "--custom-typeshed-dir"),
+    "npm": ("--script-shell", "--prefix", "-C", "--userconfig", "--globalconfig", "--node-options"),
+    "pnpm": ("--script-shell", "--prefix", "-C", "--dir"),
+    "yarn": ("--cwd",),
+    "tsc": ("-p", "--project"),
+    "mvn": ("-f", "--file", "-s", "--settings", "-gs", "--global-settings"),
+    "./mvnw": ("-f", "--file", "-s", "--settings", "-gs", "--global-settings"),
+    "gradle": ("-p", "--project-dir", "-I", "--init-script", "-c", "--settings-file", "-b", "--build-file"),
+    "./gradlew": ("-p", "--project-dir", "-I", "--init-script", "-c", "--settings-file", "-b", "--build-file"),
+    "unittest": ("-s", "--start-directory", "-t", "--top-level-directory"),
 }
-# make variables that change what runs the recipes
-_MAKE_RISKY = frozenset(("SHELL", ".SHELLFLAGS", "MAKEFILES", "MAKEFLAGS", "MAKE"))
+_ONE_DASH = frozenset(("go",))  # programs whose long flags have one dash (``-exec``)
+_CLUSTERS = frozenset(("make", "pytest", "unittest", "deno"))  # programs that take short options in clusters
+# make variables that change what runs the recipes (any assignment: ``=``, ``:=``, ``+=``, ``?=``, ``!=``)
+_MAKE_RISKY = frozenset(("SHELL", ".SHELLFLAGS", "MAKEFILES", "MAKEFLAGS", "MAKE", "MFLAGS"))
+_ASSIGNMENT = re.compile(r"([^=:+?!\s]+)\s*(?::{1,3}|\+|\?|!)?=")  # a make variable's name and its operator
 _CODEX_STRICTNESS = {"allow": 0, "prompt": 1, "forbidden": 2}
 
 
@@ -117,46 +137,84 @@ def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def outside(word: str, here: Path, root: Path) -> bool:
-    """Whether ``word`` (or an option's ``=VALUE``, and a path after a ``:`` in it:
-    ``--cov-report=html:/etc``), read as a path from the folder ``here``, names a place outside the
-    project's folder ``root`` (``/tmp/x``, ``~/other``, ``../..``; not ``/path/of/the/project``, as
-    agents write ``cd`` to it)."""
+    """Whether ``word`` (or an option's ``=VALUE``, a short option's value glued to it, ``-C..``,
+    and a path after a ``:`` in it: ``--cov-report=html:/etc``), read as a path from the folder
+    ``here``, names a place outside the project's folder ``root`` (``/tmp/x``, ``~/other``,
+    ``../..``, ``~-``; not ``/path/of/the/project``, as agents write ``cd`` to it)."""
     value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+    if value is word and word.startswith("-") and not word.startswith("--"):
+        glued = re.search(r"[/.~]", word)  # (-sC/abs/dir, -qc../x.ini, -f../Makefile)
+        value = word[glued.start() :] if glued else ""
     if word.startswith("-") and ":" in value:
         return outside(value.split(":", 1)[0], here, root) or outside(value.split(":", 1)[1], here, root)
+    if value.startswith(("~-", "~+")):
+        return True  # (the shell's last folder or its current one: not known here)
     if not value.startswith(("/", "~", ".")) and "/" not in value:
         return False  # a name in the folder, an option or a test id: inside
     return not (here / os.path.expanduser(value)).resolve().is_relative_to(root)
 
 
-def _default_approves(wrap: Wrap, cwd: Path) -> bool:
-    """Whether the built-in list approves ``wrap``, run in the folder ``cwd``: see the module docstring."""
+def cd_outside(folder: str, here: Path, root: Path, env: Mapping[str, str]) -> bool:
+    """Whether ``cd FOLDER`` run in ``here`` may leave the project's folder ``root``: ``cd -`` (the
+    last folder), a relative folder under a ``CDPATH`` (the shell looks there first), or
+    ``outside``."""
+    if folder == "-" or (env.get("CDPATH") and not folder.startswith(("/", "~", "."))):
+        return True
+    return outside(folder, here, root)
+
+
+def _foreign(program: str, args: Sequence[str]) -> bool:
+    """Whether an argument of ``program`` is one of its ``_FOREIGN`` options, spelt whole, with its
+    value, abbreviated (a long option) or in a cluster of short ones."""
+    options = _FOREIGN.get(program, ())
+    dashes = "-" if program in _ONE_DASH else "--"
+    longs = [f for f in options if f.startswith(dashes) and len(f) > 2]
+    shorts = [f for f in options if len(f) == 2]
+    for word in args:
+        name = word.split("=", 1)[0]
+        if not word.startswith("-") or word == "--":
+            continue
+        if name in options or any(len(name) > len(dashes) + 1 and f.startswith(name) for f in longs):
+            return True
+        if word.startswith("--") or program in _ONE_DASH:
+            continue
+        if any(word.startswith(f) for f in shorts):
+            return True  # (its value glued: -f../Makefile)
+        if program in _CLUSTERS and {f[1] for f in shorts} & set(word[1:]):
+            return True  # (in a cluster, -sE..., -qc...: any letter of the word, to be safe)
+    return False
+
+
+def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
+    """Whether the built-in list approves ``wrap``, run in the folder ``cwd`` with the environment
+    ``env``: see the module docstring."""
     if wrap.runner or not any(starts(wrap.body, p.split()) for p in DEFAULT_APPROVED):
         return False
+    if any("://" in w for part in wrap.parts for w in part):
+        return False  # (a URL: code from elsewhere, deno test https://...)
     root = project_root(cwd)
     here = cwd.resolve()
     for part in wrap.parts:  # each part's words are read from where the ``cd`` parts before it went
-        if any(outside(w, here, root) for w in part[1:]):
-            return False
         if part[:1] == ("cd",) and len(part) == 2:
+            if cd_outside(part[1], here, root, env):
+                return False
             here = (here / os.path.expanduser(part[1])).resolve()
+        elif any(outside(w, here, root) for w in part[1:]):
+            return False
     words = (_other_names(wrap.body) or [wrap.body])[0]  # (python -m pytest, py.test: as pytest; gmake: as make)
     program = words[0] if words[0].startswith("./") else os.path.basename(words[0])
     args = words[1:]
-    foreign = _FOREIGN.get(program, ())
-    if any(
-        w == f or (w.startswith(f) and not w.startswith("--")) or w.startswith(f + "=") for w in args for f in foreign
-    ):
+    if _foreign(program, args):
         return False
     targets = _TARGETS.get(program)
     if targets is None:
         return True
     for word in args:
-        name, is_assignment, value = word.partition("=")
+        assigned = _ASSIGNMENT.match(word)
         if word.startswith("-") or word.isdigit():
             continue  # an option (-j, -k, -DskipTests) or a count (-j 4)
-        if is_assignment:
-            if name in _MAKE_RISKY or "/" in value:
+        if assigned:
+            if assigned[1] in _MAKE_RISKY or "/" in word[assigned.end() :]:
                 return False
         elif word not in targets:
             return False
@@ -314,7 +372,7 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
         return True
     if any(starts(list(wrap.parts[-1]), p) or starts(list(wrap.body), p) for p in rules.approve):
         return True
-    return rules.builtin_approve and _default_approves(wrap, Path(cwd))
+    return rules.builtin_approve and _default_approves(wrap, Path(cwd), env)
 
 
 def what_it_approves(agent: str, hooks_file: Path) -> str:

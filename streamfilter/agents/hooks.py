@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .approve import approves, outside, project_root, rule_words
+from .approve import approves, cd_outside, project_root, rule_words
 from .wrap import ConfigError, Rules, Wrap, load_rules, rewrite, top_level
 
 __all__ = ("AGENTS", "answer", "claude_rules_say", "executable_words", "render")
@@ -116,19 +116,19 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str], wrap: Wrap 
             return kind
     here = Path(cwd or ".").resolve()
     root = project_root(here)
-    asked = [p for p in parts if not _into_project(p, here, root)]
+    asked = [p for p in parts if not _into_project(p, here, root, env)]
     if asked and all(any(_rule_matches(r, p) for r in rules["allow"]) for p in asked):
         return "allow"
     return None
 
 
-def _into_project(part: str, here: Path, root: Path) -> bool:
-    """Whether ``part`` is a ``cd`` into the project's folder ``root`` from ``here``."""
+def _into_project(part: str, here: Path, root: Path, env: Mapping[str, str]) -> bool:
+    """Whether ``part`` is a ``cd`` into the project's folder ``root`` from ``here`` (``cd_outside``)."""
     try:
         words = shlex.split(part)
     except ValueError:
         return False
-    return words[:1] == ["cd"] and len(words) == 2 and not outside(words[1], here, root)
+    return words[:1] == ["cd"] and len(words) == 2 and not cd_outside(words[1], here, root, env)
 
 
 def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:
