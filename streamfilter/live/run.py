@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import fcntl
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import stat
 import sys
@@ -149,7 +151,14 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
     if not argv[0]:  # (exec looks for "" in each PATH folder, a directory: "permission denied")
         raise CommandError(argv[0], "command not found", 127)
     try:
-        command = Command(argv, separate, cwd, detached)
+        try:
+            command = Command(argv, separate, cwd, detached)
+        except OSError as exc:
+            if exc.errno != errno.ENOEXEC:
+                raise
+            # an executable without a #! line is a shell script to execvp and to the shells (POSIX)
+            found = argv[0] if os.sep in argv[0] else shutil.which(argv[0]) or argv[0]
+            command = Command(["/bin/sh", found, *argv[1:]], separate, cwd, detached)
     except FileNotFoundError:
         raise CommandError(argv[0], "command not found", 127) from None
     except PermissionError:

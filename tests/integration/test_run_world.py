@@ -543,6 +543,18 @@ def test_a_state_directory_that_cannot_be_written_still_gives_refs_that_expand(t
     assert b"archive.elsewhere" in done.stderr
 
 
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_an_executable_script_without_a_shebang_runs_as_a_shell_script(tmp_path: Path, budget: list[str]) -> None:
+    # bash and env run it with the shell (execvp's ENOEXEC rule); run said "Exec format error" and
+    # exited 1 without its output (helper-37)
+    script = tmp_path / "show.sh"
+    script.write_text('echo "hello $1"; exit 4\n')
+    script.chmod(0o755)
+    done = _sf(["run", *budget, "--", str(script), "world"], tmp_path, 60)
+    assert done.returncode == 4, done.stderr
+    assert done.stdout.decode().splitlines()[0] == "hello world"
+
+
 def test_a_home_that_is_not_there_is_not_made(tmp_path: Path) -> None:
     """HOME=/nonexistent (Debian's nobody): run made it, parents and all, for its state directory;
     state goes to the temporary directory instead, as for a state directory that cannot be written
