@@ -258,6 +258,8 @@ def load_rules(env: Mapping[str, str]) -> Rules:
 
 # a backslash-newline after an even number of backslashes (none, or escaped ones): the shell's
 # line continuation, outside single quotes and comments
+_ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_READ_ONLY = frozenset(("BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLOPTS", "UID"))  # bash's, always
 _REDIRECTION = re.compile(r"&?[<>]+&?")  # its operator: "&>>", ">&", "<"
 _CONTINUATION = re.compile(r"(?<!\\)((?:\\\\)*)\\\n")
 
@@ -325,6 +327,8 @@ def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[
         if ch in "<>" or command.startswith("&>", i):  # (its output goes elsewhere, or its input comes from it)
             found = _REDIRECTION.match(command, i)
             return segments, f"a redirection, {found[0] if found else ch!r}"
+        if ch == "\r":  # (a word's byte to the shell, a space to shlex: the two would read other words)
+            return segments, "a carriage return"
         if ch in "|;&(){}\n":
             if ch in "{}" and not _word_alone(command, i):
                 i += 1
@@ -520,10 +524,14 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     except ValueError as exc:
         return Wrap(None, f"cannot read it as shell words ({exc})")
     assigned = 0
-    while assigned < len(words) and "=" in words[assigned] and words[assigned].split("=")[0].isidentifier():
+    raw_starts = _word_starts(text)
+    # an assignment as the shell reads one: NAME= written plainly ('CI'=1 is a command's name)
+    while assigned < len(words) and _ASSIGNMENT_WORD.match(text, raw_starts[assigned]):
         name, _, value = words[assigned].partition("=")
         if name == RAW_VARIABLE and value not in ("", "0"):
             return Wrap(None, f"it asks for its raw output ({RAW_VARIABLE}=...)")
+        if name in _READ_ONLY:
+            return Wrap(None, f"{name} is read-only in bash: the command would not run")
         assigned += 1
     assignments = words[:assigned]
     simple = not assigned and not piped and "2>&1" not in words

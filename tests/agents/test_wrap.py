@@ -71,6 +71,13 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("pytest &>/dev/null", "a redirection, '&>'"),  # (it said "'&'", helper-35)
         ("pytest >> log", "a redirection, '>>'"),
         ("pytest &>> log", "a redirection, '&>>'"),  # (it said '&>', helper-36)
+        # what bash reads otherwise than a word split would (helper-37): a command named CI=1, a
+        # read-only variable that stops the command, a carriage return inside a word
+        ("'CI'=1 pytest -q", "not a build, test or lint command"),
+        ('"CI=1" pytest', "not a build, test or lint command"),
+        ("CI\\=1 pytest", "not a build, test or lint command"),
+        ("UID=0 pytest", "UID is read-only in bash"),
+        ("pytest\rtouch pwned", "a carriage return"),
         ("make < input", "a redirection, '<'"),
         ("cargo test; echo done", "';'"),
         ("npm test || true", "'|'"),
