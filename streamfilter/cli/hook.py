@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agents.approve import approves
-from ..agents.hooks import AGENTS, answer, executable_words, render
+from ..agents.hooks import AGENTS, answer, claude_rules_say, executable_words, render
 from ..agents.wrap import ConfigError, load_rules, rewrite
 
 if TYPE_CHECKING:
@@ -63,6 +63,10 @@ def main(argv: Sequence[str]) -> int:
     wrap = rewrite(args.command, rules, executable, env)
     sys.stdout.write(f"wrapped: {wrap.command}\n" if wrap.command else f"left alone: {wrap.why}\n")
     if wrap.command:  # (Codex and Cursor take a rewrite only as an approval: approve.approves)
+        said_claude = claude_rules_say(args.command, os.getcwd(), env, wrap)
+        if said_claude in ("deny", "ask"):  # (Claude Code's own rules win: the hook leaves it to them)
+            what = "deny it" if said_claude == "deny" else "ask about it"
+            sys.stdout.write(f"claude: your permission rules {what}, so left alone\n")
         for agent in ("codex", "cursor"):
             said = (
                 "approved, so wrapped"

@@ -216,6 +216,14 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
     )
     done = subprocess.run([*run, "npm test | head"], capture_output=True, env=env, check=False, timeout=60)
     assert done.stdout == b"left alone: not one simple command ('|' into other than `tail -N`)\n"
+    # Claude Code's rules that deny or ask: its hook leaves the command to them, and explain says
+    # so; it said "wrapped" alone (helper-37)
+    project = tmp_path / "proj"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Bash(npm test:*)"]}}')
+    env["CLAUDE_PROJECT_DIR"] = str(project)
+    done = subprocess.run([*run, "npm test"], capture_output=True, env=env, check=False, timeout=60, cwd=project)
+    assert b"\nclaude: your permission rules deny it, so left alone\n" in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex", "cursor"])
