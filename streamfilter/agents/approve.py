@@ -185,6 +185,23 @@ def _foreign(program: str, args: Sequence[str]) -> bool:
     return False
 
 
+def _walk(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> list[tuple[tuple[str, ...], Path]] | None:
+    """The parts of ``wrap`` but its ``cd`` parts, each with the folder it runs in (from ``cwd``,
+    where the ``cd`` parts before it went); None when a ``cd`` part may leave the project
+    (``cd_outside``)."""
+    root = project_root(cwd)
+    here = cwd.resolve()
+    walked = []
+    for part in wrap.parts:
+        if part[:1] == ("cd",) and len(part) == 2:
+            if cd_outside(part[1], here, root, env):
+                return None
+            here = (here / os.path.expanduser(part[1])).resolve()
+        else:
+            walked.append((part, here))
+    return walked
+
+
 def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     """Whether the built-in list approves ``wrap``, run in the folder ``cwd`` with the environment
     ``env``: see the module docstring."""
@@ -192,15 +209,11 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
         return False
     if any("://" in w for part in wrap.parts for w in part):
         return False  # (a URL: code from elsewhere, deno test https://...)
+    walked = _walk(wrap, cwd, env)
     root = project_root(cwd)
-    here = cwd.resolve()
-    for part in wrap.parts:  # each part's words are read from where the ``cd`` parts before it went
-        if part[:1] == ("cd",) and len(part) == 2:
-            if cd_outside(part[1], here, root, env):
-                return False
-            here = (here / os.path.expanduser(part[1])).resolve()
-        elif any(outside(w, here, root) for w in part[1:]):
-            return False
+    # each part's words are read from where the ``cd`` parts before it went
+    if walked is None or any(outside(w, here, root) for part, here in walked for w in part[1:]):
+        return False
     words = (_other_names(wrap.body) or [wrap.body])[0]  # (python -m pytest, py.test: as pytest; gmake: as make)
     program = words[0] if words[0].startswith("./") else os.path.basename(words[0])
     args = words[1:]
@@ -371,7 +384,7 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
     if (said == "allow" and wrap.simple) or (agent == "codex" and mode == "bypassPermissions"):
         return True
     if any(starts(list(wrap.parts[-1]), p) or starts(list(wrap.body), p) for p in rules.approve):
-        return True
+        return _walk(wrap, Path(cwd), env) is not None  # (the list names commands, not a folder to run them in)
     return rules.builtin_approve and _default_approves(wrap, Path(cwd), env)
 
 

@@ -241,6 +241,10 @@ def test_the_users_approve_list_and_builtin_false(agent: str, tmp_path: Path) ->
     assert _approved(agent, "make deploy", tmp_path, env)
     assert _approved(agent, "npm install", tmp_path, env)
     assert not _approved(agent, "pip install x", tmp_path, env)
+    # the list names commands, not a folder to run them in: a cd out of the project is not in it (helper-37)
+    (tmp_path / "elsewhere").mkdir()
+    assert not _approved(agent, f"cd {tmp_path / 'elsewhere'} && make deploy", tmp_path / "project", env)
+    assert not _approved(agent, "cd - && npm install", tmp_path, env)
     config.write_text('builtin = false\nwrap = ["pytest"]\n')
     assert not _approved(agent, "pytest", tmp_path, env)  # wrapped only when approved: left alone
 
