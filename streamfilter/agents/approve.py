@@ -22,15 +22,18 @@ plain command (``wrap.Wrap.plain``) only when one of these already allows it wit
    the command it runs behind ``timeout``, ``env`` or a runner (``timeout 30 pytest``: ``pytest``)
    or the same command under another name (``_other_names``); a Cursor deny rule with arguments
    holds for the commands its words begin;
-2. the user's ``approve`` list in ``hooks.toml`` (word prefixes);
+2. the user's ``approve`` list in ``hooks.toml`` (word prefixes), where its ``cd`` parts stay in
+   the project;
 3. the built-in list, ``DEFAULT_APPROVED`` (unless ``builtin = false``): commands that build,
    check or test the project in place, with no runner (``uv run`` syncs, ``npx`` downloads), no
    path outside the project (its repository's folder, else the working directory) in any word or
-   ``cd`` (``/tmp/x``, ``~/other``, ``../..``; ``cd /path/of/the/project`` is in it), no plugin or
-   configuration loaded from elsewhere (``pytest -p``, ``make -f``, ``cargo --config``) and, for a
-   program of targets (``make``, ``mvn``, ``gradle``, ``rake``), only the targets of
-   ``_TARGETS`` (``make deploy`` is not one). No install (``pip install``, ``npm ci``), no
-   container or infrastructure command, no CI log (``gh run view``: it reads the network).
+   ``cd`` (``/tmp/x``, ``~/other``, ``../..``, a symlink out of it; ``cd /path/of/the/project`` is
+   in it), only options known to be harmless for the tool (``_SAFE``: an allow list, as every list
+   of options to refuse missed a way to run code), arguments the shell passes as they are (no
+   braces, globs, ``$`` or ``=``: ``_PLAIN``), no URL, no watcher and, for a program of targets
+   (``make``, ``ninja``, ``mvn``, ``gradle``, ``rake``, ``sbt``), only the targets of ``_TARGETS``
+   (``make deploy`` is not one). No install (``pip install``, ``npm ci``), no container or
+   infrastructure command, no CI log (``gh run view``: it reads the network).
 
 Every other command is left alone, to the agent's own approval.
 """
@@ -80,35 +83,57 @@ _MAKE = frozenset(("all", "build", "test", "tests", "check", "lint", "compile", 
 _MVN = frozenset(("validate", "compile", "test-compile", "test", "package", "verify", "clean"))
 _GRADLE = frozenset(("build", "test", "check", "assemble", "classes", "testClasses", "compileJava", "clean"))
 # a program of targets: the only targets the built-in list approves
-_TARGETS = {"make": _MAKE, "mvn": _MVN, "./mvnw": _MVN, "gradle": _GRADLE, "./gradlew": _GRADLE,
-            "rake": frozenset(("test", "spec"))}  # fmt: skip
-# options that run other code or load code or configuration from elsewhere: never in a built-in
-# approval. A long one also under the abbreviations getopt takes (``--eva``), a short one also in a
-# cluster (``-sE...``); go's flags have one dash and take ``=`` (helper-37 found each of these)
-_FOREIGN = {
-    "pytest": ("-p", "-o", "--override-ini", "-c", "--config-file", "--rootdir", "--confcutdir"),
-    "make": ("-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir", "--eval", "-E"),
-    "cargo": ("--config", "-Z", "--manifest-path"),
-    "node": ("--import", "-r", "--require", "--loader", "--experimental-loader", "-e", "--eval", "-p", "--print"),
-    "go": ("-exec", "-toolexec", "-vettool", "-overlay", "-modfile", "-C"),
-    "deno": ("-A", "--allow-all", "--allow-run", "--allow-ffi", "--config", "-c", "--import-map"),
-    "jest": ("-c", "--config", "--globalSetup", "--globalTeardown", "--setupFiles", "--testRunner", "--rootDir"),
-    "mypy": ("--python-executable", "--config-file", "--custom-typeshed-dir"),
-    "npm": ("--script-shell", "--prefix", "-C", "--userconfig", "--globalconfig", "--node-options"),
-    "pnpm": ("--script-shell", "--prefix", "-C", "--dir"),
-    "yarn": ("--cwd",),
-    "tsc": ("-p", "--project"),
-    "mvn": ("-f", "--file", "-s", "--settings", "-gs", "--global-settings"),
-    "./mvnw": ("-f", "--file", "-s", "--settings", "-gs", "--global-settings"),
-    "gradle": ("-p", "--project-dir", "-I", "--init-script", "-c", "--settings-file", "-b", "--build-file"),
-    "./gradlew": ("-p", "--project-dir", "-I", "--init-script", "-c", "--settings-file", "-b", "--build-file"),
-    "unittest": ("-s", "--start-directory", "-t", "--top-level-directory"),
-}
-_ONE_DASH = frozenset(("go",))  # programs whose long flags have one dash (``-exec``)
-_CLUSTERS = frozenset(("make", "pytest", "unittest", "deno"))  # programs that take short options in clusters
-# make variables that change what runs the recipes (any assignment: ``=``, ``:=``, ``+=``, ``?=``, ``!=``)
-_MAKE_RISKY = frozenset(("SHELL", ".SHELLFLAGS", "MAKEFILES", "MAKEFLAGS", "MAKE", "MFLAGS"))
-_ASSIGNMENT = re.compile(r"([^=:+?!\s]+)\s*(?::{1,3}|\+|\?|!)?=")  # a make variable's name and its operator
+_TARGETS = {"make": _MAKE, "gmake": _MAKE, "ninja": _MAKE, "mvn": _MVN, "gradle": _GRADLE,
+            "rake": frozenset(("test", "spec")), "sbt": frozenset(("test", "compile"))}  # fmt: skip
+# the options the built-in list approves after a listed command's words, by its tool: an allow
+# list, as a list of what to refuse missed ways to run code (make --eva=, node --experimental_loader,
+# ctest --test-command, pylint --init-hook, helper-37 and 38). Exact words, then a pattern of
+# options with a value; an option's separate value is an argument like any other
+_VERBOSE = frozenset(("-q", "-qq", "-v", "-vv", "-vvv", "--quiet", "--verbose"))  # (every tool's)
+_SAFE: dict[str, tuple[frozenset[str], str]] = {
+    tool: (frozenset(words.split()), pattern)
+    for tool, words, pattern in (
+        ("pytest", "-x --exitfirst -k -m -n -l --showlocals --lf --last-failed --ff --failed-first --nf --new-first"
+         " --sw --stepwise --co --collect-only --no-header --disable-warnings --strict-markers --runxfail",
+         r"--tb=\w+|--maxfail=\d+|--durations=\d+|-r[a-zA-Z]+|-n\d+"),
+        ("unittest", "-f --failfast -b --buffer -k discover", ""),
+        ("mypy", "--strict --pretty --show-error-codes --no-incremental --ignore-missing-imports -p -m"
+         " --check-untyped-defs --warn-unused-ignores --no-error-summary", ""),
+        ("pyright", "--warnings --stats", ""),
+        ("ruff", "--statistics --show-fixes --diff --no-fix", r"--output-format=\w+|--(?:select|ignore)=[A-Z0-9,]+"),
+        ("flake8", "--count --statistics --show-source", r"--max-line-length=\d+|--(?:select|ignore)=[A-Z0-9,]+"),
+        ("pylint", "", r"--(?:disable|enable)=[A-Za-z0-9,-]+|-j\d+"),
+        ("black", "--diff", ""),
+        ("manage.py", "--parallel --keepdb --failfast", ""),
+        ("jest", "--ci --runInBand -i --silent --bail", r"--maxWorkers=\d+%?"),
+        ("tsc", "--noEmit --pretty", ""),
+        ("eslint", "", r"--max-warnings=\d+"),
+        ("make", "-k --keep-going -s --silent -j", r"-j\d+|--jobs=\d+"),
+        ("gmake", "-k --keep-going -s --silent -j", r"-j\d+|--jobs=\d+"),
+        ("cmake", "-j --parallel --config", r"-j\d+"),
+        ("ninja", "-j -k", r"-j\d+"),
+        ("meson", "-C", ""),
+        ("ctest", "--output-on-failure -j -V -VV --rerun-failed -R -E -N", r"-j\d+"),
+        ("cargo", "--workspace --all --all-targets --all-features --no-default-features --release --locked --frozen"
+         " -p --package --lib --bins --tests --no-fail-fast --features -j --test --bench --doc --check --",
+         r"-j\d+|--jobs=\d+|--test-threads=\d+"),
+        ("go", "-race -short -run -timeout -cover -p -tags -failfast -json -bench -benchmem",
+         r"-count=\d+|-p=\d+|-timeout=\w+|-cpu=\d+"),
+        ("shellcheck", "-x -S -s", ""),
+        ("mvn", "-B --batch-mode -e -X -T -U -o --offline -DskipTests -DskipITs -pl --projects -am --also-make"
+         " -fae -ff", r"-T\d+C?"),
+        ("gradle", "--no-daemon --info --stacktrace --offline --parallel --continue", ""),
+        ("dotnet", "-c --configuration --no-restore --no-build --nologo", ""),
+        ("swift", "-c --configuration --parallel", ""),
+        ("rspec", "--fail-fast", ""),
+        ("phpunit", "--filter --stop-on-failure --testdox", ""),
+        ("mix", "--failed --trace --warnings-as-errors", ""),
+    )
+}  # fmt: skip
+_SAME_TOOL = {"./mvnw": "mvn", "./gradlew": "gradle", "py.test": "pytest", "./manage.py": "manage.py"}
+# an argument the shell passes as it is (no expansion: braces, globs, $, ~) and that no make or
+# environment assignment is (no "="); spaces only where it was quoted
+_PLAIN = re.compile(r"[A-Za-z0-9_@%+:,./ -]+")
 _CODEX_STRICTNESS = {"allow": 0, "prompt": 1, "forbidden": 2}
 
 
@@ -149,40 +174,19 @@ def outside(word: str, here: Path, root: Path) -> bool:
         return outside(value.split(":", 1)[0], here, root) or outside(value.split(":", 1)[1], here, root)
     if value.startswith(("~-", "~+")):
         return True  # (the shell's last folder or its current one: not known here)
-    if not value.startswith(("/", "~", ".")) and "/" not in value:
-        return False  # a name in the folder, an option or a test id: inside
+    # (a name in the folder too: a symlink out of the project is outside, helper-38)
     return not (here / os.path.expanduser(value)).resolve().is_relative_to(root)
 
 
 def cd_outside(folder: str, here: Path, root: Path, env: Mapping[str, str]) -> bool:
     """Whether ``cd FOLDER`` run in ``here`` may leave the project's folder ``root``: ``cd -`` (the
     last folder), a relative folder under a ``CDPATH`` (the shell looks there first), or
-    ``outside``."""
+    ``outside``; a folder the shell would expand (``{../x,}``, ``*``) is taken as outside."""
     if folder == "-" or (env.get("CDPATH") and not folder.startswith(("/", "~", "."))):
         return True
+    if not _PLAIN.fullmatch(folder.removeprefix("~")):
+        return True  # (braces or a glob: the shell picks the folder, cd {../x,})
     return outside(folder, here, root)
-
-
-def _foreign(program: str, args: Sequence[str]) -> bool:
-    """Whether an argument of ``program`` is one of its ``_FOREIGN`` options, spelt whole, with its
-    value, abbreviated (a long option) or in a cluster of short ones."""
-    options = _FOREIGN.get(program, ())
-    dashes = "-" if program in _ONE_DASH else "--"
-    longs = [f for f in options if f.startswith(dashes) and len(f) > 2]
-    shorts = [f for f in options if len(f) == 2]
-    for word in args:
-        name = word.split("=", 1)[0]
-        if not word.startswith("-") or word == "--":
-            continue
-        if name in options or any(len(name) > len(dashes) + 1 and f.startswith(name) for f in longs):
-            return True
-        if word.startswith("--") or program in _ONE_DASH:
-            continue
-        if any(word.startswith(f) for f in shorts):
-            return True  # (its value glued: -f../Makefile)
-        if program in _CLUSTERS and {f[1] for f in shorts} & set(word[1:]):
-            return True  # (in a cluster, -sE..., -qc...: any letter of the word, to be safe)
-    return False
 
 
 def _walk(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> list[tuple[tuple[str, ...], Path]] | None:
@@ -209,29 +213,36 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
         return False
     if any("://" in w for part in wrap.parts for w in part):
         return False  # (a URL: code from elsewhere, deno test https://...)
+    if any("watch" in w.lower() for w in wrap.body):
+        return False  # (npm run test:watch: under a budget nothing shows until it ends, which it never does)
     walked = _walk(wrap, cwd, env)
     root = project_root(cwd)
     # each part's words are read from where the ``cd`` parts before it went
     if walked is None or any(outside(w, here, root) for part, here in walked for w in part[1:]):
         return False
-    words = (_other_names(wrap.body) or [wrap.body])[0]  # (python -m pytest, py.test: as pytest; gmake: as make)
-    program = words[0] if words[0].startswith("./") else os.path.basename(words[0])
-    args = words[1:]
-    if _foreign(program, args):
-        return False
-    targets = _TARGETS.get(program)
-    if targets is None:
-        return True
-    for word in args:
-        assigned = _ASSIGNMENT.match(word)
-        if word.startswith("-") or word.isdigit():
-            continue  # an option (-j, -k, -DskipTests) or a count (-j 4)
-        if assigned:
-            if assigned[1] in _MAKE_RISKY or "/" in word[assigned.end() :]:
-                return False
-        elif word not in targets:
+    prefix = next(p.split() for p in DEFAULT_APPROVED if starts(wrap.body, p.split()))
+    tool = _tool(prefix)
+    safe, pattern = _SAFE.get(tool, (frozenset(), ""))
+    targets = _TARGETS.get(tool)
+    for word in wrap.body[len(prefix) :]:
+        if word.startswith("-"):
+            if word not in safe and word not in _VERBOSE and not (pattern and re.fullmatch(pattern, word)):
+                return False  # (an option not known to be harmless: left to the agent)
+        elif not _PLAIN.fullmatch(word) or (targets is not None and not word.isdigit() and word not in targets):
             return False
-    return True
+    # (the other parts' words too: source FILE; the options were checked above)
+    return all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
+
+
+def _tool(prefix: Sequence[str]) -> str:
+    """The tool a listed command's words name: ``python -m pytest`` is ``pytest``, ``python
+    manage.py test`` is ``manage.py``, ``bundle exec rspec`` is ``rspec``."""
+    if len(prefix) > 2 and (_PYTHON.fullmatch(prefix[0]) or prefix[0] == "bundle") and prefix[1] in ("-m", "exec"):
+        return prefix[2]
+    if len(prefix) > 1 and _PYTHON.fullmatch(prefix[0]):
+        return os.path.basename(prefix[1])
+    name = prefix[0] if prefix[0].startswith("./") else os.path.basename(prefix[0])
+    return _SAME_TOOL.get(name, name)
 
 
 def project_root(cwd: Path) -> Path:
@@ -403,8 +414,8 @@ def what_it_approves(agent: str, hooks_file: Path) -> str:
         f"  - the commands listed in `approve` in {hooks_file};\n"
         f"  - commands that build, check or test the project in place: {listed}, and the npm and pnpm "
         "scripts build, test, lint, typecheck, check (no installs, no runner such as uv run or npx, no path "
-        "outside the project, no pytest -p, make -f or cargo --config; make, mvn, gradle and rake only "
-        "with build and test targets).\n"
+        "outside the project, only options known to be harmless such as -q, -x, -k, -j; make, mvn, gradle "
+        "and rake only with build and test targets).\n"
         "Every other command is left alone, for you to approve as before. A rule of yours that asks about a "
         "command or forbids it always wins.\n"
     )

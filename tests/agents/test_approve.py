@@ -75,12 +75,40 @@ ASKED = [
     "cd - && make",
     "cd ~- && make",
     "pytest ~-/tests",
+    # what helper-38 then had approved (the list of options to refuse became a list to allow)
+    "node --test '--experimental_loader=data:text/javascript,1'",
+    "node --test '--test-reporter=data:text/javascript,1'",
+    "ctest --build-and-test src bld --test-command touch pwned",
+    "ctest -S script.cmake",
+    "cmake --build bld -- -E 'pwn:;touch pwned'",
+    "cmake --build . --target install",
+    "ninja install",
+    "meson test --wrapper=x",
+    "make test 'PYTHON=touch pwned;'",
+    "make test GNUMAKEFLAGS=-i",
+    "pylint --init-hook='1' m.py",
+    "cd {../outside,} && make",
+    "pytest {-p,xdist}",
+    "cd * && make",
+    "go test --exec=x",
+    "go build -ldflags=-extld=x",
+    "deno test -W",
+    "dotnet build -p:PreBuildEvent=x",
+    "sbt test publish",
+    "mypy --install-types --non-interactive",
+    "npm run test:watch",
+    "npm test -- -w",
+    "jest --watchAll=true",
+    "pytest -f",
+    "python -m pytest --pdb",
 ]
 # commands that build, check or test the project in place
 IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "go test ./...", "npm test",
             "npm run test:unit", "cd web && npm run build", "mvn -q test", "./gradlew check", "timeout 300 pytest",
             "pytest -q 2>&1 | tail -30", "source .venv/bin/activate && pytest", "mvn -DskipTests package",
-            "go test -count=1 -race ./...", "make -j4 test", "pytest -x -k test_parse tests"]  # fmt: skip
+            "go test -count=1 -race ./...", "make -j4 test", "pytest -x -k test_parse tests",
+            "pytest -q -k 'not slow' tests", "cargo test --workspace -- --test-threads=1", "cmake --build build -j 8",
+            "ctest --output-on-failure", "ruff check .", "mypy --strict src", "dotnet test -c Release"]  # fmt: skip
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -141,6 +169,10 @@ def test_a_cd_is_in_place_when_it_stays_in_the_project(agent: str, tmp_path: Pat
     for command in (f"cd {tmp_path / 'elsewhere'} && make", "cd ../.. && make", f"cd {project}/../elsewhere && make",
                     "cd .. && pytest ../elsewhere"):  # fmt: skip
         assert not _approved(agent, command, cwd, env), command
+    # a name in the folder that is a symlink out of it is outside (helper-38)
+    (project / "ext").symlink_to(tmp_path / "elsewhere")
+    assert not _approved(agent, "cd ext && make", project, env)
+    assert not _approved(agent, "pytest ext", project, env)
     # with a CDPATH the shell looks for a relative folder there first (helper-37)
     assert not _approved(agent, "cd web && make", project, {**env, "CDPATH": str(tmp_path / "elsewhere")})
     assert _approved(agent, "cd ./web && make", project, {**env, "CDPATH": str(tmp_path / "elsewhere")})
