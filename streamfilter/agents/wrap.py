@@ -258,6 +258,7 @@ def load_rules(env: Mapping[str, str]) -> Rules:
 
 # a backslash-newline after an even number of backslashes (none, or escaped ones): the shell's
 # line continuation, outside single quotes and comments
+_BLANKS = " \t\n"  # what the shell takes for space between words
 _ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _READ_ONLY = frozenset(("BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLOPTS", "UID"))  # bash's, always
 _REDIRECTION = re.compile(r"&?[<>]+&?")  # its operator: "&>>", ">&", "<"
@@ -489,7 +490,9 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     """
     if env.get(RAW_VARIABLE, "") not in ("", "0"):
         return Wrap(None, f"{RAW_VARIABLE} is set in the hook's environment")
-    command = command.rstrip()  # (a trailing newline is not a second command)
+    # (a trailing newline is not a second command; only the shell's blanks: Python's strip also
+    # takes \r, \f, a no-break space, which are a word's bytes to bash, helper-38)
+    command = command.rstrip(_BLANKS)
     if "'" not in command and "#" not in command:
         # a line continuation is nothing to the shell; not in single quotes, nor at a comment's end,
         # nor after an escaped backslash (``a\\`` then a newline: two lines)
@@ -518,7 +521,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
             return _joined(command, leading, (start, end), a)
         sourced_plain = sourced_plain and (words[0] == "cd" or bool(re.fullmatch(_ACTIVATE, words[1])))
         parts.append(tuple(words))
-    text = command[start:end].strip()
+    text = command[start:end].strip(_BLANKS)
     try:
         words = shlex.split(text, comments=True)
     except ValueError as exc:
@@ -532,6 +535,10 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
             return Wrap(None, f"it asks for its raw output ({RAW_VARIABLE}=...)")
         if name in _READ_ONLY:
             return Wrap(None, f"{name} is read-only in bash: the command would not run")
+        raw = text[raw_starts[assigned] : raw_starts[assigned + 1] if assigned + 1 < len(raw_starts) else len(text)]
+        if any(ch in raw for ch in "$`{*?[~"):
+            # behind env it is an argument: split, globbed and brace-expanded where an assignment is not
+            return Wrap(None, f"its assignment {name}=... would be expanded otherwise behind env")
         assigned += 1
     assignments = words[:assigned]
     simple = not assigned and not piped and "2>&1" not in words
@@ -571,7 +578,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     )
     parts.append(tuple(words))
     return Wrap(
-        f"{command[:start].rstrip()} {wrapped}" if start else wrapped,
+        f"{command[:start].rstrip(_BLANKS)} {wrapped}" if start else wrapped,
         "wrapped",
         plain,
         tuple(parts),

@@ -78,6 +78,12 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("CI\\=1 pytest", "not a build, test or lint command"),
         ("UID=0 pytest", "UID is read-only in bash"),
         ("pytest\rtouch pwned", "a carriage return"),
+        # bash's blanks are spaces, tabs and newlines: Python's strip took these too (helper-38)
+        ("pytest\r", "a carriage return"),
+        ("\u00a0pytest", "not a build, test or lint command"),
+        # an assignment's value is not split, globbed or brace-expanded; behind env it would be
+        ("PYTHONPATH=$PWD pytest --version", "PYTHONPATH=... would be expanded otherwise behind env"),
+        ("FOO={a,b} pytest", "FOO=... would be expanded otherwise behind env"),
         ("make < input", "a redirection, '<'"),
         ("cargo test; echo done", "';'"),
         ("npm test || true", "'|'"),
@@ -207,7 +213,7 @@ def test_a_second_line_behind_a_comment_or_an_escaped_backslash_is_a_second_line
         ("pytest `id`", False),
         ('pytest -k "$NAME"', False),
         ("/tmp/evil/pytest", False),
-        ("PATH=/tmp/evil:$PATH pytest", False),
+        ("PATH=/tmp/evil pytest", False),
         ("LD_PRELOAD=/tmp/x.so make", False),
         ("BASH_ENV=/tmp/x make", False),
     ],
