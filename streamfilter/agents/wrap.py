@@ -219,7 +219,8 @@ def load_rules(env: Mapping[str, str]) -> Rules:
     """The built-in rules, changed by the user's TOML file when it exists (``config_path``).
 
     Raises:
-        ConfigError: the file is not valid TOML, or has an unknown key (a typo) or a value of the wrong type.
+        ConfigError: the file is not valid TOML, or has an unknown key (a typo) or a value of the wrong
+            type; or ``STREAMFILTER_HOOKS_CONFIG`` names a file that is not there.
     """
     path = config_path(env)
     builtin = tuple(tuple(x.split()) for x in BUILTIN)
@@ -227,6 +228,8 @@ def load_rules(env: Mapping[str, str]) -> Rules:
         with open(path, "rb") as handle:
             text = handle.read()
     except FileNotFoundError:
+        if env.get("STREAMFILTER_HOOKS_CONFIG"):  # (named by the user: a typo in it dropped their rules)
+            raise ConfigError(f"{path}: no such file (STREAMFILTER_HOOKS_CONFIG names it)") from None
         return Rules(builtin)
     except OSError as exc:
         raise ConfigError(f"{path}: {exc}") from None

@@ -156,6 +156,13 @@ def test_a_config_file_with_a_typo_is_an_error_that_names_it(tmp_path: Path, tex
         load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
 
 
+def test_a_config_file_named_by_the_environment_that_is_not_there_is_an_error(tmp_path: Path) -> None:
+    # a typo in STREAMFILTER_HOOKS_CONFIG silently dropped the user's rules (builtin = false, helper-38)
+    with pytest.raises(ConfigError, match="no such file"):
+        load_rules({"STREAMFILTER_HOOKS_CONFIG": str(tmp_path / "hoks.toml")})
+    assert load_rules({"HOME": str(tmp_path)}).budget_tokens == 4000  # (the default place: optional)
+
+
 def test_the_hooks_largest_budget_is_the_one_run_takes() -> None:
     assert MAX_BUDGET_TOKENS == MAX_COUNT
 
