@@ -72,7 +72,7 @@ DEFAULT_APPROVED: tuple[str, ...] = (
     "prettier --check",
     "next build", "vite build",
     "make", "gmake", "cmake --build", "ninja", "meson compile", "meson test", "ctest",
-    "cargo build", "cargo test", "cargo check", "cargo clippy", "cargo nextest", "cargo doc", "cargo bench",
+    "cargo build", "cargo test", "cargo check", "cargo clippy", "cargo nextest run", "cargo doc", "cargo bench",
     "cargo fmt --check", "go build", "go test", "go vet", "golangci-lint run", "shellcheck",
     "mvn", "./mvnw", "gradle", "./gradlew", "sbt test", "sbt compile", "dotnet build", "dotnet test",
     "swift build", "swift test", "rspec", "bundle exec rspec", "rake", "phpunit", "vendor/bin/phpunit",
@@ -114,8 +114,9 @@ _SAFE: dict[str, tuple[frozenset[str], str]] = {
         ("ninja", "-j -k", r"-j\d+"),
         ("meson", "-C", ""),
         ("ctest", "--output-on-failure -j -V -VV --rerun-failed -R -E -N", r"-j\d+"),
-        ("cargo", "--workspace --all --all-targets --all-features --no-default-features --release --locked --frozen"
-         " -p --package --lib --bins --tests --no-fail-fast --features -j --test --bench --doc --check --",
+        ("cargo", "--workspace --all --all-targets --all-features --no-default-features --release --locked"
+         " --frozen -p --package --lib --bins --tests --no-fail-fast --features -j --test --bench --doc --check --"
+         " --test-threads",
          r"-j\d+|--jobs=\d+|--test-threads=\d+"),
         ("go", "-race -short -run -timeout -cover -p -tags -failfast -json -bench -benchmem",
          r"-count=\d+|-p=\d+|-timeout=\w+|-cpu=\d+"),
@@ -130,15 +131,21 @@ _SAFE: dict[str, tuple[frozenset[str], str]] = {
         ("mix", "--failed --trace --warnings-as-errors", ""),
     )
 }  # fmt: skip
+_SIDE_EFFECT = re.compile(r"publish|deploy|release|push|upload|install|fix|serve|start|dev", re.IGNORECASE)
+# the options of _SAFE that take the next word as their value
+_VALUED = frozenset(
+    "-k -m -n -p -j -T -C -R -E -S -s -c --package -pl --projects --config --configuration --features --test"
+    " --bench --filter -run -timeout -tags -bench --test-threads".split()
+)
 _SAME_TOOL = {"./mvnw": "mvn", "./gradlew": "gradle", "py.test": "pytest", "./manage.py": "manage.py"}
 # an argument the shell passes as it is (no expansion: braces, globs, $, ~) and that no make or
 # environment assignment is (no "="); spaces only where it was quoted
-_PLAIN = re.compile(r"[A-Za-z0-9_@%+:,./ -]+")
+_PLAIN = re.compile(r"[A-Za-z0-9_%+:,./ -]+")  # (not @: pytest @FILE, mypy @FILE read arguments from it)
 _CODEX_STRICTNESS = {"allow": 0, "prompt": 1, "forbidden": 2}
 
 
 _PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
-_OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make"}
+_OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make", "mvnw": "mvn", "gradlew": "gradle"}
 _SCRIPT_RUNNERS = ("npm", "pnpm", "yarn", "bun")
 
 
@@ -149,16 +156,22 @@ def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
     if not words:
         return []
     program, rest = os.path.basename(words[0]), tuple(words[1:])
+    names: list[tuple[str, ...]] = []
     if _PYTHON.fullmatch(program) and rest[:1] == ("-m",) and len(rest) > 1:
-        return [rest[1:]]
-    if program in _OTHER_PROGRAM:
-        return [(_OTHER_PROGRAM[program], *rest)]
-    if program in _SCRIPT_RUNNERS:
+        names.append(rest[1:])
+    elif program in _OTHER_PROGRAM:
+        names.append((_OTHER_PROGRAM[program], *rest))
+    elif program in _SCRIPT_RUNNERS:
         if rest[:1] in (("t",), ("tst",)):
-            return [(program, "test", *rest[1:])]
-        if rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
-            return [(program, *rest[1:])]
-    return []
+            names.append((program, "test", *rest[1:]))
+        elif rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
+            names.append((program, *rest[1:]))
+    # and without its options: a rule on "make test" holds for "make -s test" (helper-39)
+    for name in [tuple(words), *names]:
+        bare = tuple(w for w in name if not w.startswith("-"))
+        if bare != name:
+            names.append(bare)
+    return names
 
 
 def outside(word: str, here: Path, root: Path) -> bool:
@@ -174,8 +187,11 @@ def outside(word: str, here: Path, root: Path) -> bool:
         return outside(value.split(":", 1)[0], here, root) or outside(value.split(":", 1)[1], here, root)
     if value.startswith(("~-", "~+")):
         return True  # (the shell's last folder or its current one: not known here)
-    # (a name in the folder too: a symlink out of the project is outside, helper-38)
-    return not (here / os.path.expanduser(value)).resolve().is_relative_to(root)
+    # (a name in the folder too: a symlink out of the project is outside, helper-38); and read as
+    # cd and most tools read it, ".." taken off the words before it: a/../.. past a symlink a
+    # (helper-39)
+    path = here / os.path.expanduser(value)
+    return not (path.resolve().is_relative_to(root) and Path(os.path.normpath(path)).is_relative_to(root))
 
 
 def cd_outside(folder: str, here: Path, root: Path, env: Mapping[str, str]) -> bool:
@@ -215,8 +231,12 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
         return False  # (a URL: code from elsewhere, deno test https://...)
     if any("watch" in w.lower() for w in wrap.body):
         return False  # (npm run test:watch: under a budget nothing shows until it ends, which it never does)
+    if any(_SIDE_EFFECT.search(w) for w in wrap.body if ":" in w and not w.startswith("-")):
+        return False  # (a script group's member: npm run build:publish is no build, helper-39)
     walked = _walk(wrap, cwd, env)
     root = project_root(cwd)
+    if _config_above(root, env):
+        return False
     # each part's words are read from where the ``cd`` parts before it went
     if walked is None or any(outside(w, here, root) for part, here in walked for w in part[1:]):
         return False
@@ -224,14 +244,38 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     tool = _tool(prefix)
     safe, pattern = _SAFE.get(tool, (frozenset(), ""))
     targets = _TARGETS.get(tool)
+    value = False  # the word is an option's value (mvn -pl core), not a target
     for word in wrap.body[len(prefix) :]:
         if word.startswith("-"):
             if word not in safe and word not in _VERBOSE and not (pattern and re.fullmatch(pattern, word)):
                 return False  # (an option not known to be harmless: left to the agent)
-        elif not _PLAIN.fullmatch(word) or (targets is not None and not word.isdigit() and word not in targets):
+            value = word in _VALUED
+        elif not _PLAIN.fullmatch(word) or (
+            targets is not None and not value and not word.isdigit() and word not in targets
+        ):
             return False
+        else:
+            value = False
     # (the other parts' words too: source FILE; the options were checked above)
     return all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
+
+
+# files and folders that tools read from the folders above a project (a parent's package.json when
+# the project has none, every .cargo/config.toml up to /, a pytest.ini or conftest.py for its
+# rootdir, .mvn/jvm.config, go.work, MSBuild's Directory.Build.*): one above the project, which
+# anyone who may write there (/tmp) could have put, leaves the command to the agent (helper-39)
+_READ_FROM_ABOVE = (
+    "package.json", ".cargo", "pytest.ini", "conftest.py", "tox.ini", "setup.cfg", "pyproject.toml", ".mvn",
+    "go.work", "Directory.Build.props", "Directory.Build.targets", "Gemfile", "Rakefile", "eslint.config.js",
+    ".eslintrc.js", ".eslintrc.json", ".prettierrc", "jest.config.js", "babel.config.js", ".babelrc",
+)  # fmt: skip
+
+
+def _config_above(root: Path, env: Mapping[str, str]) -> bool:
+    """Whether a folder above the project's ``root`` (but the home folder, the user's own) holds
+    one of ``_READ_FROM_ABOVE``."""
+    home = Path(env.get("HOME") or Path.home()).resolve()
+    return any((folder / name).exists() for folder in root.parents if folder != home for name in _READ_FROM_ABOVE)
 
 
 def _tool(prefix: Sequence[str]) -> str:
@@ -285,7 +329,10 @@ def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, 
             import ast  # (only when there are rules to read: the hook runs before every command)
 
             try:
-                tree = ast.parse(path.read_text())
+                text = path.read_text()
+                if re.search(r"\bprefix_rule\b(?!\s*\()", text):
+                    return "ask"  # (prefix_rule under another name: deny = prefix_rule, helper-39)
+                tree = ast.parse(text)
                 calls = [
                     n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "prefix_rule"
                 ]

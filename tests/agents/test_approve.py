@@ -101,6 +101,13 @@ ASKED = [
     "jest --watchAll=true",
     "pytest -f",
     "python -m pytest --pdb",
+    # and what helper-39 then had approved: arguments read from a file, a sub-command that
+    # downloads, a script group's member that publishes or fixes
+    "pytest -q @args.txt",
+    "mypy m.py @args",
+    "cargo nextest self update",
+    "npm run build:publish",
+    "npm run lint:fix",
 ]
 # commands that build, check or test the project in place
 IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "go test ./...", "npm test",
@@ -108,7 +115,8 @@ IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "
             "pytest -q 2>&1 | tail -30", "source .venv/bin/activate && pytest", "mvn -DskipTests package",
             "go test -count=1 -race ./...", "make -j4 test", "pytest -x -k test_parse tests",
             "pytest -q -k 'not slow' tests", "cargo test --workspace -- --test-threads=1", "cmake --build build -j 8",
-            "ctest --output-on-failure", "ruff check .", "mypy --strict src", "dotnet test -c Release"]  # fmt: skip
+            "ctest --output-on-failure", "ruff check .", "mypy --strict src", "dotnet test -c Release",
+            "mvn -pl core -am test", "cargo test -- --test-threads 1", "cargo nextest run"]  # fmt: skip
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -169,6 +177,11 @@ def test_a_cd_is_in_place_when_it_stays_in_the_project(agent: str, tmp_path: Pat
     for command in (f"cd {tmp_path / 'elsewhere'} && make", "cd ../.. && make", f"cd {project}/../elsewhere && make",
                     "cd .. && pytest ../elsewhere"):  # fmt: skip
         assert not _approved(agent, command, cwd, env), command
+    # ".." after a symlink in the project, read as cd reads it, past the project (helper-39)
+    (project / "x" / "y").mkdir(parents=True)
+    (project / "a").symlink_to(project / "x" / "y")
+    assert not _approved(agent, "cd a/../.. && make test", project, env)
+    assert not _approved(agent, "pytest -q a/../../t.py", project, env)
     # a name in the folder that is a symlink out of it is outside (helper-38)
     (project / "ext").symlink_to(tmp_path / "elsewhere")
     assert not _approved(agent, "cd ext && make", project, env)
@@ -210,9 +223,32 @@ def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
     # bypassPermissions asks about nothing: all but what a rule asks about or forbids
     assert _codex("npm install left-pad", tmp_path, env, mode="bypassPermissions") is not None
     assert _codex("cargo test", tmp_path, env, mode="bypassPermissions") is None
+    # a rule holds for the command with options between its words, and for ./mvnw as mvn (helper-39)
+    (rules / "words.rules").write_text(
+        'prefix_rule(pattern = ["make", "test"], decision = "prompt")\n'
+        'prefix_rule(pattern = ["mvn", "package"], decision = "forbidden")\n'
+    )
+    for command in ("make -s test", "make -j4 test", "mvn -B package", "./mvnw package"):
+        assert not _approved("codex", command, tmp_path, env), command
+    (rules / "words.rules").unlink()
     # a rules file it cannot read may forbid anything: nothing is approved
     (rules / "broken.rules").write_text("prefix_rule(pattern = [\n")
     assert not _approved("codex", "pytest -q", tmp_path, env)
+    # nor one that names prefix_rule otherwise (helper-39)
+    (rules / "broken.rules").write_text('deny = prefix_rule\ndeny(pattern = ["pytest"], decision = "forbidden")\n')
+    assert not _approved("codex", "pytest -q", tmp_path, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_tools_file_in_a_folder_above_the_project_leaves_it_to_the_agent(agent: str, tmp_path: Path) -> None:
+    # npm, cargo, pytest and mvn read files from the folders above a project (a parent's
+    # package.json, .cargo/config.toml, pytest.ini, .mvn): helper-39 ran code from there
+    above, project = tmp_path / "shared", tmp_path / "shared" / "proj"
+    (project / ".git").mkdir(parents=True)
+    env = _env(tmp_path)
+    assert _approved(agent, "npm test", project, env)
+    (above / "package.json").write_text('{"scripts": {"test": "touch pwned"}}')
+    assert not _approved(agent, "npm test", project, env)
 
 
 def test_codex_project_rules_allow_only_in_a_trusted_project(tmp_path: Path) -> None:
