@@ -83,7 +83,7 @@ _MAKE = frozenset(("all", "build", "test", "tests", "check", "lint", "compile", 
 _MVN = frozenset(("validate", "compile", "test-compile", "test", "package", "verify", "clean"))
 _GRADLE = frozenset(("build", "test", "check", "assemble", "classes", "testClasses", "compileJava", "clean"))
 # a program of targets: the only targets the built-in list approves
-_TARGETS = {"make": _MAKE, "gmake": _MAKE, "ninja": _MAKE, "mvn": _MVN, "gradle": _GRADLE,
+_TARGETS = {"make": _MAKE, "ninja": _MAKE, "mvn": _MVN, "gradle": _GRADLE,
             "rake": frozenset(("test", "spec")), "sbt": frozenset(("test", "compile"))}  # fmt: skip
 # the options the built-in list approves after a listed command's words, by its tool: an allow
 # list, as a list of what to refuse missed ways to run code (make --eva=, node --experimental_loader,
@@ -109,7 +109,6 @@ _SAFE: dict[str, tuple[frozenset[str], str]] = {
         ("tsc", "--noEmit --pretty", ""),
         ("eslint", "", r"--max-warnings=\d+"),
         ("make", "-k --keep-going -s --silent -j", r"-j\d+|--jobs=\d+"),
-        ("gmake", "-k --keep-going -s --silent -j", r"-j\d+|--jobs=\d+"),
         ("cmake", "-j --parallel --config", r"-j\d+"),
         ("ninja", "-j -k", r"-j\d+"),
         ("meson", "-C", ""),
@@ -137,7 +136,7 @@ _VALUED = frozenset(
     "-k -m -n -p -j -T -C -R -E -S -s -c --package -pl --projects --config --configuration --features --test"
     " --bench --filter -run -timeout -tags -bench --test-threads".split()
 )
-_SAME_TOOL = {"./mvnw": "mvn", "./gradlew": "gradle", "py.test": "pytest", "./manage.py": "manage.py"}
+_SAME_TOOL = {"./mvnw": "mvn", "./gradlew": "gradle", "py.test": "pytest", "gmake": "make", "./manage.py": "manage.py"}
 # an argument the shell passes as it is (no expansion: braces, globs, $, ~) and that no make or
 # environment assignment is (no "="); spaces only where it was quoted
 _PLAIN = re.compile(r"[A-Za-z0-9_%+:,./ -]+")  # (not @: pytest @FILE, mypy @FILE read arguments from it)
@@ -175,22 +174,14 @@ def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def outside(word: str, here: Path, root: Path) -> bool:
-    """Whether ``word`` (or an option's ``=VALUE``, a short option's value glued to it, ``-C..``,
-    and a path after a ``:`` in it: ``--cov-report=html:/etc``), read as a path from the folder
-    ``here``, names a place outside the project's folder ``root`` (``/tmp/x``, ``~/other``,
-    ``../..``, ``~-``; not ``/path/of/the/project``, as agents write ``cd`` to it)."""
-    value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
-    if value is word and word.startswith("-") and not word.startswith("--"):
-        glued = re.search(r"[/.~]", word)  # (-sC/abs/dir, -qc../x.ini, -f../Makefile)
-        value = word[glued.start() :] if glued else ""
-    if word.startswith("-") and ":" in value:
-        return outside(value.split(":", 1)[0], here, root) or outside(value.split(":", 1)[1], here, root)
-    if value.startswith(("~-", "~+")):
+    """Whether ``word``, read as a path from the folder ``here``, names a place outside the
+    project's folder ``root`` (``/tmp/x``, ``~/other``, ``../..``, ``~-``, a name in the folder that
+    is a symlink out of it; not ``/path/of/the/project``, as agents write ``cd`` to it)."""
+    if word.startswith(("~-", "~+")):
         return True  # (the shell's last folder or its current one: not known here)
-    # (a name in the folder too: a symlink out of the project is outside, helper-38); and read as
-    # cd and most tools read it, ".." taken off the words before it: a/../.. past a symlink a
-    # (helper-39)
-    path = here / os.path.expanduser(value)
+    # read as the file system reads it (a symlink out of the project, helper-38) and as cd and most
+    # tools read it, ".." taking off the word before it: a/../.. past a symlink a (helper-39)
+    path = here / os.path.expanduser(word)
     return not (path.resolve().is_relative_to(root) and Path(os.path.normpath(path)).is_relative_to(root))
 
 
@@ -205,11 +196,10 @@ def cd_outside(folder: str, here: Path, root: Path, env: Mapping[str, str]) -> b
     return outside(folder, here, root)
 
 
-def _walk(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> list[tuple[tuple[str, ...], Path]] | None:
+def _walk(wrap: Wrap, cwd: Path, root: Path, env: Mapping[str, str]) -> list[tuple[tuple[str, ...], Path]] | None:
     """The parts of ``wrap`` but its ``cd`` parts, each with the folder it runs in (from ``cwd``,
-    where the ``cd`` parts before it went); None when a ``cd`` part may leave the project
-    (``cd_outside``)."""
-    root = project_root(cwd)
+    where the ``cd`` parts before it went); None when a ``cd`` part may leave the project's folder
+    ``root`` (``cd_outside``)."""
     here = cwd.resolve()
     walked = []
     for part in wrap.parts:
@@ -225,7 +215,8 @@ def _walk(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> list[tuple[tuple[str
 def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     """Whether the built-in list approves ``wrap``, run in the folder ``cwd`` with the environment
     ``env``: see the module docstring."""
-    if wrap.runner or not any(starts(wrap.body, p.split()) for p in DEFAULT_APPROVED):
+    prefix = next((p.split() for p in DEFAULT_APPROVED if starts(wrap.body, p.split())), None)
+    if wrap.runner or prefix is None:
         return False
     if any("://" in w for part in wrap.parts for w in part):
         return False  # (a URL: code from elsewhere, deno test https://...)
@@ -233,14 +224,15 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
         return False  # (npm run test:watch: under a budget nothing shows until it ends, which it never does)
     if any(_SIDE_EFFECT.search(w) for w in wrap.body if ":" in w and not w.startswith("-")):
         return False  # (a script group's member: npm run build:publish is no build, helper-39)
-    walked = _walk(wrap, cwd, env)
     root = project_root(cwd)
     if _config_above(root, env):
         return False
-    # each part's words are read from where the ``cd`` parts before it went
-    if walked is None or any(outside(w, here, root) for part, here in walked for w in part[1:]):
+    walked = _walk(wrap, cwd, root, env)
+    # each part's words are read from where the ``cd`` parts before it went (an option is checked below)
+    if walked is None or any(
+        outside(w, here, root) for part, here in walked for w in part[1:] if not w.startswith("-")
+    ):
         return False
-    prefix = next(p.split() for p in DEFAULT_APPROVED if starts(wrap.body, p.split()))
     tool = _tool(prefix)
     safe, pattern = _SAFE.get(tool, (frozenset(), ""))
     targets = _TARGETS.get(tool)
@@ -442,7 +434,8 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
     if (said == "allow" and wrap.simple) or (agent == "codex" and mode == "bypassPermissions"):
         return True
     if any(starts(list(wrap.parts[-1]), p) or starts(list(wrap.body), p) for p in rules.approve):
-        return _walk(wrap, Path(cwd), env) is not None  # (the list names commands, not a folder to run them in)
+        # (the list names commands, not a folder to run them in)
+        return _walk(wrap, Path(cwd), project_root(Path(cwd)), env) is not None
     return rules.builtin_approve and _default_approves(wrap, Path(cwd), env)
 
 

@@ -259,12 +259,12 @@ def load_rules(env: Mapping[str, str]) -> Rules:
     return Rules((builtin if use_builtin else ()) + wrap, skip, budget, query, approve, use_builtin)
 
 
-# a backslash-newline after an even number of backslashes (none, or escaped ones): the shell's
-# line continuation, outside single quotes and comments
 _BLANKS = " \t\n"  # what the shell takes for space between words
 _ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _READ_ONLY = frozenset(("BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLOPTS", "UID"))  # bash's, always
 _REDIRECTION = re.compile(r"&?[<>]+&?")  # its operator: "&>>", ">&", "<"
+# a backslash-newline after an even number of backslashes (none, or escaped ones): the shell's
+# line continuation, outside single quotes and comments
 _CONTINUATION = re.compile(r"(?<!\\)((?:\\\\)*)\\\n")
 
 
@@ -566,7 +566,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     # the command's own text, quoting and expansions as written; its assignments go to it through
     # `env`, not to streamfilter's Python (helper-29: `PYTHONPATH=. pytest` in a checkout whose
     # module shadows one streamfilter imports stopped it before the command ran)
-    cut = _word_starts(text)[assigned] if assigned else 0
+    cut = raw_starts[assigned] if assigned else 0
     run = [*executable, "run", "--budget-tokens", str(rules.budget_tokens)]
     if rules.query:  # (a query that starts with "-" would be read as an option: "--query -Werror")
         run += [f"--query={rules.query}"] if rules.query.startswith("-") else ["--query", rules.query]

@@ -229,7 +229,7 @@ class Archive:
             except OSError as exc:
                 if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not self._made_room:
                     self._made_room = True  # (once: a disk full of other files is not ours to empty)
-                    if self._evict(self._archived_bytes() // 2):
+                    if self._evict(None):
                         continue
                 self.failed = exc.strerror or str(exc)
                 return
@@ -248,23 +248,17 @@ class Archive:
             with contextlib.suppress(OSError):
                 os.unlink(self._file.name)
 
-    def _sizes(self) -> list[tuple[float, int, Path]]:
-        """The archive files: (modification time, bytes, path) each."""
+    def _evict(self, room: int | None, files: int | None = None) -> bool:
+        """Remove the oldest archive files until the others take at most ``room`` bytes (None: half
+        the bytes they take now) and are at most ``files`` (not one a stream still writes,
+        ``evict``); whether any was removed."""
         sizes = []
         for entry in self.folder.glob("stdin-*.log"):
             with contextlib.suppress(FileNotFoundError):  # (evicted meanwhile by another process)
                 stat = entry.stat()
                 sizes.append((stat.st_mtime, stat.st_size, entry))
-        return sizes
-
-    def _archived_bytes(self) -> int:
-        return sum(size for _, size, _ in self._sizes())
-
-    def _evict(self, room: int, files: int | None = None) -> bool:
-        """Remove the oldest archive files until the others take at most ``room`` bytes and are at
-        most ``files`` (not one a stream still writes, ``evict``); whether any was removed."""
-        sizes = self._sizes()
         total, count = sum(size for _, size, _ in sizes), len(sizes)
+        room = total // 2 if room is None else room
         removed = False
         for _, size, old in sorted(sizes, key=lambda s: s[0]):
             if total <= room and (files is None or count <= files):

@@ -340,7 +340,7 @@ class FileFollower:
                 )
             else:
                 self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
-                if why != "another inode":  # (the same file, not a new one at the path: say so, as when running)
+                if (info.st_dev, info.st_ino) == (saved.dev, saved.ino):  # (the same file, not a new one: say so)
                     text = f"{self.path} changed while the daemon was down: {why}; reading it again from byte 0"
                     note = (text, saved.offset)
         elif self.at_startup and self.source.start_at == "end":

@@ -303,6 +303,12 @@ class _Stream:
             f"stream {self.sid} resumed on worker {worker.ident} at byte {self.received} (line {line}), "
             "where its output had got to; its decisions from here are this worker's"
         )
+        await self._resumed(live, text, line)
+
+    async def _resumed(self, live: NatsStream, text: str, line: int | None) -> None:
+        """Say that the stream goes on here, at byte ``received`` and ``line`` (None: not known):
+        a ``resumed`` event, the moved count, a log event."""
+        worker = self.partition.worker
         await live.marker(text, "resumed", offset=self.received, line=line, worker=worker.ident)
         worker.totals.moved[self.source.name] = worker.totals.moved.get(self.source.name, 0) + 1
         worker.log.info("stream.resumed", stream=self.sid, offset=self.received, line=line)
@@ -322,9 +328,7 @@ class _Stream:
             "and line numbers count from 1 here"
             + (f"; run {name} started elsewhere: the source's query applies" if name is not None else "")
         )
-        await live.marker(text, "resumed", offset=offset, line=None, worker=worker.ident)
-        worker.totals.moved[self.source.name] = worker.totals.moved.get(self.source.name, 0) + 1
-        worker.log.info("stream.resumed", stream=self.sid, offset=offset, line=None)
+        await self._resumed(live, text, None)
 
     def _open(self, line: int = 1, offset: int = 0, rest_of: tuple[int, bool] | None = None) -> NatsStream:
         """The live stream, from ``line`` and byte ``offset``; archived (for refs) from a start only."""
