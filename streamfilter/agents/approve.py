@@ -44,8 +44,9 @@ import fnmatch
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .wrap import Rules, Wrap, starts
 
@@ -75,7 +76,7 @@ DEFAULT_APPROVED: tuple[str, ...] = (
     "cargo build", "cargo test", "cargo check", "cargo clippy", "cargo nextest run", "cargo doc", "cargo bench",
     "cargo fmt --check", "go build", "go test", "go vet", "golangci-lint run", "shellcheck",
     "mvn", "./mvnw", "gradle", "./gradlew", "sbt test", "sbt compile", "dotnet build", "dotnet test",
-    "swift build", "swift test", "rspec", "bundle exec rspec", "rake", "phpunit", "vendor/bin/phpunit",
+    "swift build", "swift test", "rspec", "rake", "phpunit", "vendor/bin/phpunit",
     "mix test", "mix compile", "rebar3 eunit", "rebar3 ct", "rebar3 compile",
 )  # fmt: skip
 
@@ -106,7 +107,7 @@ _SAFE: dict[str, tuple[frozenset[str], str]] = {
         ("black", "--diff", ""),
         ("manage.py", "--parallel --keepdb --failfast", ""),
         ("jest", "--ci --runInBand -i --silent --bail", r"--maxWorkers=\d+%?"),
-        ("tsc", "--noEmit --pretty", ""),
+        ("tsc", "--noEmit --pretty -p --project", ""),
         ("eslint", "", r"--max-warnings=\d+"),
         ("make", "-k --keep-going -s --silent -j", r"-j\d+|--jobs=\d+"),
         ("cmake", "-j --parallel --config", r"-j\d+"),
@@ -115,7 +116,7 @@ _SAFE: dict[str, tuple[frozenset[str], str]] = {
         ("ctest", "--output-on-failure -j -V -VV --rerun-failed -R -E -N", r"-j\d+"),
         ("cargo", "--workspace --all --all-targets --all-features --no-default-features --release --locked"
          " --frozen -p --package --lib --bins --tests --no-fail-fast --features -j --test --bench --doc --check --"
-         " --test-threads",
+         " --test-threads -D -W -A",
          r"-j\d+|--jobs=\d+|--test-threads=\d+"),
         ("go", "-race -short -run -timeout -cover -p -tags -failfast -json -bench -benchmem",
          r"-count=\d+|-p=\d+|-timeout=\w+|-cpu=\d+"),
@@ -131,11 +132,18 @@ _SAFE: dict[str, tuple[frozenset[str], str]] = {
     )
 }  # fmt: skip
 _SIDE_EFFECT = re.compile(r"publish|deploy|release|push|upload|install|fix|serve|start|dev", re.IGNORECASE)
-# the options of _SAFE that take the next word as their value
-_VALUED = frozenset(
-    "-k -m -n -p -j -T -C -R -E -S -s -c --package -pl --projects --config --configuration --features --test"
-    " --bench --filter -run -timeout -tags -bench --test-threads".split()
-)
+# the options of _SAFE that take the next word as their value, by tool: that word is neither a
+# target nor a name (a number after make -j or ninja -k is read as a number: make's -s and -k take
+# none, so make -s install was read as the value of -s and approved, helper-40)
+_VALUED: dict[str, frozenset[str]] = {
+    tool: frozenset(words.split())
+    for tool, words in (
+        ("pytest", "-k -m -n"), ("unittest", "-k"), ("mypy", "-p -m"), ("ctest", "-R -E"), ("meson", "-C"),
+        ("cargo", "-p --package --features --test --bench --test-threads"), ("go", "-run -timeout -p -tags -bench"),
+        ("shellcheck", "-S -s"), ("mvn", "-T -pl --projects"), ("dotnet", "-c --configuration"),
+        ("swift", "-c --configuration"), ("phpunit", "--filter"), ("cmake", "--config"), ("tsc", "-p --project"),
+    )
+}  # fmt: skip
 _SAME_TOOL = {"./mvnw": "mvn", "./gradlew": "gradle", "py.test": "pytest", "gmake": "make", "./manage.py": "manage.py"}
 # an argument the shell passes as it is (no expansion: braces, globs, $, ~) and that no make or
 # environment assignment is (no "="); spaces only where it was quoted
@@ -235,31 +243,69 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
         return False
     tool = _tool(prefix)
     safe, pattern = _SAFE.get(tool, (frozenset(), ""))
-    targets = _TARGETS.get(tool)
+    targets, valued = _TARGETS.get(tool), _VALUED.get(tool, frozenset())
     value = False  # the word is an option's value (mvn -pl core), not a target
+    names = []  # the words that are neither options nor their values
     for word in wrap.body[len(prefix) :]:
         if word.startswith("-"):
             if word not in safe and word not in _VERBOSE and not (pattern and re.fullmatch(pattern, word)):
                 return False  # (an option not known to be harmless: left to the agent)
-            value = word in _VALUED
+            value = word in valued
         elif not _PLAIN.fullmatch(word) or (
             targets is not None and not value and not word.isdigit() and word not in targets
         ):
             return False
         else:
+            if not value:
+                names.append(word)
             value = False
+    if not _names_in_project(tool, names, walked[-1][1] if walked else cwd.resolve()):
+        return False
     # (the other parts' words too: source FILE; the options were checked above)
     return all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
 
 
-# files and folders that tools read from the folders above a project (a parent's package.json when
-# the project has none, every .cargo/config.toml up to /, a pytest.ini or conftest.py for its
-# rootdir, .mvn/jvm.config, go.work, MSBuild's Directory.Build.*): one above the project, which
-# anyone who may write there (/tmp) could have put, leaves the command to the agent (helper-39)
-_READ_FROM_ABOVE = (
-    "package.json", ".cargo", "pytest.ini", "conftest.py", "tox.ini", "setup.cfg", "pyproject.toml", ".mvn",
-    "go.work", "Directory.Build.props", "Directory.Build.targets", "Gemfile", "Rakefile", "eslint.config.js",
-    ".eslintrc.js", ".eslintrc.json", ".prettierrc", "jest.config.js", "babel.config.js", ".babelrc",
+def _names_in_project(tool: str, names: Sequence[str], here: Path) -> bool:
+    """Whether the names a tool is given name the project's own code, for the tools that take a
+    module or a package by its name, not by its path (helper-40): a dotted test name of unittest or
+    Django's ``manage.py test`` is imported (``python -m unittest antigravity`` opened a browser,
+    ``http.server.test`` served the folder), so its first part must be a module or a package in
+    ``here``, the folder it runs in; go's packages are import paths unless they start with ``.``
+    (``go test all`` or ``std`` tests every dependency or the standard library)."""
+    if tool in ("unittest", "manage.py"):
+        heads = [n.split(".")[0] for n in names if n != "discover" and "/" not in n and not n.endswith(".py")]
+        return all(h and ((here / f"{h}.py").is_file() or (here / h).is_dir()) for h in heads)
+    if tool == "go":
+        return all(n.startswith(".") or n.endswith(".go") for n in names)
+    return True
+
+
+# files and folders that the tools of DEFAULT_APPROVED read from the folders above a project (a
+# parent's package.json when the project has none, every .cargo/config.toml up to /, pytest's
+# rootdir files, .mvn/jvm.config, go.work, MSBuild's Directory.Build.*, Gradle's settings, a
+# toolchain file): one above the project, which anyone who may write there (/tmp) could have put,
+# leaves the command to the agent (helper-39; .pytest.ini and .flake8 plugins ran, helper-40).
+# Each name, then the names made of it and each extension a tool reads it with
+_CONFIG_EXTENSIONS = ("", ".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".json", ".json5", ".yml", ".yaml", ".toml")
+_READ_FROM_ABOVE = frozenset(
+    (
+        *(
+            f"{name}{ext}"
+            for name in ("eslint.config", ".eslintrc", "prettier.config", ".prettierrc", "jest.config", "babel.config",
+                         ".babelrc", "vitest.config", "vite.config", "next.config", ".golangci", ".shellcheckrc")
+            for ext in _CONFIG_EXTENSIONS
+        ),
+        "pytest.ini", ".pytest.ini", "conftest.py", "tox.ini", "setup.cfg", "pyproject.toml", ".flake8",
+        ".pylintrc", "pylintrc", "mypy.ini", ".mypy.ini", "pyrightconfig.json", "ruff.toml", ".ruff.toml",
+        "package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "pnpm-workspace.yaml", "bunfig.toml",
+        "tsconfig.json", "deno.json", "deno.jsonc", ".babelrc",
+        ".cargo", "Cargo.toml", "rust-toolchain", "rust-toolchain.toml", "clippy.toml", ".clippy.toml",
+        "rustfmt.toml", ".rustfmt.toml", "go.work", "go.mod", ".mvn", "settings.gradle", "settings.gradle.kts",
+        "gradle.properties", "Directory.Build.props", "Directory.Build.targets", "Directory.Build.rsp",
+        "Directory.Packages.props", "global.json", "NuGet.Config", "nuget.config", "Package.swift",
+        "Gemfile", "Rakefile", "rakefile", "Rakefile.rb", "rakefile.rb", ".rspec", "phpunit.xml",
+        "phpunit.xml.dist", "composer.json", "mix.exs", "rebar.config", "CMakePresets.json",
+    )
 )  # fmt: skip
 
 
@@ -267,13 +313,20 @@ def _config_above(root: Path, env: Mapping[str, str]) -> bool:
     """Whether a folder above the project's ``root`` (but the home folder, the user's own) holds
     one of ``_READ_FROM_ABOVE``."""
     home = Path(env.get("HOME") or Path.home()).resolve()
-    return any((folder / name).exists() for folder in root.parents if folder != home for name in _READ_FROM_ABOVE)
+    for folder in root.parents:
+        if folder != home:
+            try:
+                if not _READ_FROM_ABOVE.isdisjoint(os.listdir(folder)):  # (one listing a folder, not a stat a name)
+                    return True
+            except OSError:
+                continue  # (a folder it may not list: nor may the tools)
+    return False
 
 
 def _tool(prefix: Sequence[str]) -> str:
     """The tool a listed command's words name: ``python -m pytest`` is ``pytest``, ``python
-    manage.py test`` is ``manage.py``, ``bundle exec rspec`` is ``rspec``."""
-    if len(prefix) > 2 and (_PYTHON.fullmatch(prefix[0]) or prefix[0] == "bundle") and prefix[1] in ("-m", "exec"):
+    manage.py test`` is ``manage.py``."""
+    if len(prefix) > 2 and _PYTHON.fullmatch(prefix[0]) and prefix[1] == "-m":
         return prefix[2]
     if len(prefix) > 1 and _PYTHON.fullmatch(prefix[0]):
         return os.path.basename(prefix[1])
@@ -338,14 +391,35 @@ def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, 
                 if decision == "allow" and not may_allow:
                     continue
                 for said, part in zip(decisions, parts, strict=True):
-                    if len(part) >= len(pattern) and all(
-                        w == p or (isinstance(p, list) and w in p) for w, p in zip(part, pattern, strict=False)
-                    ):
+                    if _holds(pattern, part, _same_codex_word, among=decision != "allow"):
                         said.append(_CODEX_STRICTNESS[decision])
     if any(max(said, default=0) > 0 for said in decisions):
         return "ask"
     asked = [said for said, part in zip(decisions, parts, strict=True) if part[:1] != ("cd",)]
     return "allow" if asked and all(asked) else None
+
+
+def _same_codex_word(word: str, pattern: object) -> bool:
+    """Whether a command's word is what a Codex rule's pattern names at its place (a word, or a
+    list of the words it may be)."""
+    return word == pattern or (isinstance(pattern, list) and word in pattern)
+
+
+def _holds(
+    pattern: Sequence[object], part: Sequence[str], same: Callable[[str, Any], bool], among: bool = False
+) -> bool:
+    """Whether a user's rule of the words ``pattern`` holds for a command's words ``part``: they
+    begin with the rule's words (``same(word, rule's word)``), or, for a rule that asks about or
+    forbids a command (``among``), the first word is the rule's and its other words come in order
+    among the rest: a rule on ``make install`` holds for ``make -C . install`` and ``make -j 4
+    install``, whose options take values (helper-40). Asking about more than the rule names only
+    leaves a command to the agent; an approval stays as narrow as the rule."""
+    if len(part) >= len(pattern) and all(same(w, p) for w, p in zip(part, pattern, strict=False)):
+        return True
+    if not among or not part or not pattern or not same(part[0], pattern[0]):
+        return False
+    rest = iter(part[1:])
+    return all(any(same(w, p) for w in rest) for p in pattern[1:])  # (in order: rest is consumed)
 
 
 def _trusted(config: Path) -> set[Path]:
@@ -406,9 +480,9 @@ def cursor_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str,
                 words.pop()
             if not words:
                 return True
-            if len(part) >= len(words) and matches(part[0], [words[0]]):
-                if all(fnmatch.fnmatchcase(w, p) for w, p in zip(part[1:], words[1:], strict=False)):
-                    return True
+            # (the first word as matches() reads it: by its name too, ./bin/make as make)
+            if matches(part[0], [words[0]]) and _holds(words, [words[0], *part[1:]], fnmatch.fnmatchcase, True):
+                return True
         return False
 
     if any(denied(part) for part in parts if part):

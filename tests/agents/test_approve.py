@@ -108,6 +108,20 @@ ASKED = [
     "cargo nextest self update",
     "npm run build:publish",
     "npm run lint:fix",
+    # and helper-40: a make option that takes no value took the target for its value, a test name
+    # that is any importable module, a go package that is not the project's
+    "make -s install",
+    "make -k deploy",
+    "make -j publish",
+    "gmake -s install",
+    "python3 -m unittest antigravity",
+    "python3 -m unittest http.server.test",
+    "python -m unittest tempfile.mkdtemp",
+    "python manage.py test http.server",
+    "go test all",
+    "go test std",
+    "go test -run X net/http",
+    "go build golang.org/x/tools/cmd/stringer",
 ]
 # commands that build, check or test the project in place
 IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "go test ./...", "npm test",
@@ -116,7 +130,9 @@ IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "
             "go test -count=1 -race ./...", "make -j4 test", "pytest -x -k test_parse tests",
             "pytest -q -k 'not slow' tests", "cargo test --workspace -- --test-threads=1", "cmake --build build -j 8",
             "ctest --output-on-failure", "ruff check .", "mypy --strict src", "dotnet test -c Release",
-            "mvn -pl core -am test", "cargo test -- --test-threads 1", "cargo nextest run"]  # fmt: skip
+            "mvn -pl core -am test", "cargo test -- --test-threads 1", "cargo nextest run",
+            "cargo clippy -- -D warnings", "tsc -p tsconfig.json", "go test -run TestParse ./...", "make -j 4 test",
+            "ninja -k 0 test"]  # fmt: skip
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -224,12 +240,21 @@ def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
     assert _codex("npm install left-pad", tmp_path, env, mode="bypassPermissions") is not None
     assert _codex("cargo test", tmp_path, env, mode="bypassPermissions") is None
     # a rule holds for the command with options between its words, and for ./mvnw as mvn (helper-39)
+    (rules / "more.rules").unlink()  # (its rule on make would ask about every make)
+    assert _approved("codex", "make -s test", tmp_path, env)
     (rules / "words.rules").write_text(
         'prefix_rule(pattern = ["make", "test"], decision = "prompt")\n'
         'prefix_rule(pattern = ["mvn", "package"], decision = "forbidden")\n'
     )
     for command in ("make -s test", "make -j4 test", "mvn -B package", "./mvnw package"):
         assert not _approved("codex", command, tmp_path, env), command
+    # and with options that take a value between its words (helper-40: these were approved)
+    (rules / "words.rules").write_text(
+        'prefix_rule(pattern = ["make"])\nprefix_rule(pattern = ["make", "install"], decision = "forbidden")\n'
+    )
+    for command in ("make -C . install", "make -f Makefile install", "make -j 4 install", "make --directory . install"):
+        assert not _approved("codex", command, tmp_path, env), command
+    assert _approved("codex", "make -C . test", tmp_path, env)  # (the allow rule: its words begin it)
     (rules / "words.rules").unlink()
     # a rules file it cannot read may forbid anything: nothing is approved
     (rules / "broken.rules").write_text("prefix_rule(pattern = [\n")
@@ -240,15 +265,40 @@ def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("agent", ["codex", "cursor"])
-def test_a_tools_file_in_a_folder_above_the_project_leaves_it_to_the_agent(agent: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [("npm test", "package.json"), ("pytest -q", ".pytest.ini"), ("flake8", ".flake8"), ("eslint", "eslint.config.mjs"),
+     ("./gradlew check", "settings.gradle.kts"), ("cargo test", "rust-toolchain.toml"), ("tsc", "tsconfig.json")],
+)  # fmt: skip
+def test_a_tools_file_in_a_folder_above_the_project_leaves_it_to_the_agent(
+    agent: str, command: str, name: str, tmp_path: Path
+) -> None:
     # npm, cargo, pytest and mvn read files from the folders above a project (a parent's
-    # package.json, .cargo/config.toml, pytest.ini, .mvn): helper-39 ran code from there
+    # package.json, .cargo/config.toml, pytest.ini, .mvn): helper-39 ran code from there, and
+    # helper-40 from a parent's .pytest.ini and .flake8
     above, project = tmp_path / "shared", tmp_path / "shared" / "proj"
     (project / ".git").mkdir(parents=True)
     env = _env(tmp_path)
-    assert _approved(agent, "npm test", project, env)
-    (above / "package.json").write_text('{"scripts": {"test": "touch pwned"}}')
-    assert not _approved(agent, "npm test", project, env)
+    assert _approved(agent, command, project, env)
+    (above / name).write_text("")
+    assert not _approved(agent, command, project, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_test_name_is_approved_when_it_is_the_projects_module(agent: str, tmp_path: Path) -> None:
+    # unittest and Django import a dotted test name: only the project's own (helper-40)
+    env = _env(tmp_path)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "test_one.py").write_text("")
+    for command in ("python -m unittest tests.test_parse", "python3 -m unittest test_one.TestOne.test_a",
+                    "python -m unittest tests/test_parse.py", "python manage.py test tests",
+                    "python -m unittest"):  # fmt: skip
+        assert _approved(agent, command, tmp_path, env), command
+    for command in ("python -m unittest other.test_x", "python -m unittest json.tool", "./manage.py test string"):
+        assert not _approved(agent, command, tmp_path, env), command
+    # from the folder a cd went to
+    (tmp_path / "sub").mkdir()
+    assert not _approved(agent, "cd sub && python -m unittest test_one", tmp_path, env)
 
 
 def test_codex_project_rules_allow_only_in_a_trusted_project(tmp_path: Path) -> None:
@@ -290,6 +340,14 @@ def test_cursor_permissions_allow_and_deny(tmp_path: Path) -> None:
         json.dumps({"permissions": {"allow": [], "deny": ["Shell(go test)"]}})
     )
     assert _approved("cursor", "go build ./...", tmp_path, env)  # (a rule on go test leaves go build)
+    # a deny rule holds with options that take a value between its words (helper-40)
+    (tmp_path / "config" / "cursor" / "cli-config.json").write_text(
+        json.dumps({"permissions": {"allow": ["Shell(make)"], "deny": ["Shell(make install)"]}})
+    )
+    for command in ("make -C . install", "make -f Makefile install", "make -j 4 install"):
+        assert not _approved("cursor", command, tmp_path, env), command
+    assert _approved("cursor", "make -C . test", tmp_path, env)
+    (tmp_path / "config" / "cursor" / "cli-config.json").unlink()
     project = tmp_path / "repo"
     (project / ".git").mkdir(parents=True)
     (project / ".cursor").mkdir()
