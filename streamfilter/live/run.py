@@ -156,11 +156,17 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
         except OSError as exc:
             if exc.errno != errno.ENOEXEC:
                 raise
-            # an executable without a #! line is a shell script to execvp and to the shells (POSIX)
+            # an executable without a #! line is a shell script to execvp and to the shells (POSIX),
+            # but not a binary for another machine: its lines would run as commands (helper-41)
             found = argv[0] if os.sep in argv[0] else shutil.which(argv[0]) or argv[0]
+            if await _binary(found, cwd):
+                raise CommandError(argv[0], "cannot execute binary file: Exec format error", 126) from None
             command = Command(["/bin/sh", found, *argv[1:]], separate, cwd, detached)
     except FileNotFoundError:
-        raise CommandError(argv[0], "command not found", 127) from None
+        # the file is there, its #! interpreter is not: bash's words, and its status
+        there = os.sep in argv[0] and await anyio.Path(cwd or ".", argv[0]).is_file()
+        reason = "cannot execute: required file not found" if there else "command not found"
+        raise CommandError(argv[0], reason, 127) from None
     except PermissionError:
         # exec of a directory fails with EACCES too: say which it is, as bash does
         folder = os.sep in argv[0] and await anyio.Path(argv[0]).is_dir()
@@ -168,6 +174,17 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
         raise CommandError(argv[0], reason, 126) from None
     await command.connect()
     return command
+
+
+async def _binary(path: str, cwd: str | None) -> bool:
+    """Whether the file ``path`` (from ``cwd``) is binary as bash tells one: a NUL byte before the
+    first line end in its first 80 bytes; False when it cannot be read."""
+    try:
+        async with await anyio.open_file(anyio.Path(cwd or ".", path), "rb") as file:
+            head = await file.read(80)
+    except OSError:
+        return False
+    return b"\0" in head.split(b"\n", 1)[0]
 
 
 class Stopping:

@@ -555,6 +555,26 @@ def test_an_executable_script_without_a_shebang_runs_as_a_shell_script(tmp_path:
     assert done.stdout.decode().splitlines()[0] == "hello world"
 
 
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_a_binary_for_another_machine_is_not_run_as_a_shell_script(tmp_path: Path, budget: list[str]) -> None:
+    # exec says ENOEXEC for it too: its lines ran as shell commands and run exited 0 (helper-41);
+    # bash and dash refuse a file with a NUL byte in its first line, status 126
+    binary = tmp_path / "armbin"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00\n" + f"touch {tmp_path / 'ran'}\n".encode())
+    binary.chmod(0o755)
+    done = _sf(["run", *budget, "--", str(binary)], tmp_path, 60)
+    assert done.returncode == 126, done.stderr
+    assert b"cannot execute binary file: Exec format error" in done.stdout + done.stderr
+    assert not (tmp_path / "ran").exists()
+    # a script whose #! interpreter is not there: bash's words, 127 (it said "command not found")
+    script = tmp_path / "bad.sh"
+    script.write_text("#!/nonexistent/interp\necho hi\n")
+    script.chmod(0o755)
+    done = _sf(["run", *budget, "--", str(script)], tmp_path, 60)
+    assert done.returncode == 127, done.stderr
+    assert b"cannot execute: required file not found" in done.stdout + done.stderr
+
+
 def test_a_home_that_is_not_there_is_not_made(tmp_path: Path) -> None:
     """HOME=/nonexistent (Debian's nobody): run made it, parents and all, for its state directory;
     state goes to the temporary directory instead, as for a state directory that cannot be written
