@@ -667,6 +667,7 @@ class OutputCopy:
         self._lost_bytes = 0  # the output's first bytes, not held
         self._lost_lines = 0
         self._argv: list[str] | None = None  # a file of ``output_file``'s: where it may move (``_move``)
+        self._named = False  # the ``--tee`` file the user named: kept whatever it holds
 
     @classmethod
     def create(cls, argv: Sequence[str], tee_path: str | None = None) -> OutputCopy:
@@ -678,6 +679,7 @@ class OutputCopy:
         """
         if tee_path:
             copy = cls(Path(tee_path).resolve())
+            copy._named = True
             copy.open(asked=True)
             return copy
         try:
@@ -775,7 +777,9 @@ class OutputCopy:
 
     def _to_memory(self, why: str, written: int = 0) -> None:
         """Go on in memory from here: the file's ``written`` bytes are read back (the last
-        ``memory_bytes`` of them), and the file, which holds part of the output, removed."""
+        ``memory_bytes`` of them), and the file, which holds part of the output, removed, but a
+        ``--tee`` file the user named: it keeps its first ``written`` bytes, as ``cmd | tee``'s
+        would (it was removed, helper-41)."""
         self.problem = why
         if self._fd >= 0:
             os.close(self._fd)
@@ -784,8 +788,9 @@ class OutputCopy:
             with contextlib.suppress(OSError), open(self.path, "rb") as handle:
                 while chunk := handle.read(min(READ_BYTES, written - handle.tell())):
                     self._hold(chunk)
-            with contextlib.suppress(OSError):
-                self.path.unlink()
+            if not self._named:
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
             self.path = None
 
     def close(self) -> None:

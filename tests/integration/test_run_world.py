@@ -436,6 +436,34 @@ def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) 
     assert "exited with status 3" in lines[-1]
 
 
+def test_a_tee_file_on_a_full_disk_keeps_what_it_holds(tmp_path: Path) -> None:
+    """With a budget, the --tee file is the whole output's copy: on a full disk the copy goes on in
+    memory, and the user's file was removed with the 512 KiB it held (helper-41). It stays, as
+    ``cmd | tee``'s would, and the line that says why names where it stopped."""
+    full = tmp_path / "full"
+    full.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(full)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"a small filesystem cannot be mounted here: {mounted.stderr.decode().strip()}")
+    try:
+        script = 'for i in $(seq 1 40000); do echo "INFO compiling unit $i"; done; echo "error: boom"; exit 3'
+        done = subprocess.run(
+            [*SF, "run", "--budget-tokens", "300", "--tee", str(full / "tee.log"), "--", "sh", "-c", script],
+            capture_output=True,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "TMPDIR": str(tmp_path)},
+            timeout=120,
+            check=False,
+        )
+        kept = (full / "tee.log").read_bytes()
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
+    assert done.returncode == 3, done.stderr
+    whole = b"".join(b"INFO compiling unit %d\n" % i for i in range(1, 40001)) + b"error: boom\n"
+    assert len(kept) > 100_000 and whole.startswith(kept)
+    (note,) = [line for line in done.stdout.decode().splitlines() if "could not be kept" in line]
+    assert "No space left on device" in note and f"after {len(kept)} bytes" in note, note
+
+
 def test_a_full_state_directory_makes_room_or_moves_to_the_temporary_directory(tmp_path: Path) -> None:
     """A run that filled the state directory's disk left its archive there, and every later run's
     archive then failed at once: no refs until someone cleaned up by hand. A budgeted run's whole
