@@ -4,6 +4,7 @@ shown while it runs. Each test is one way a wrapper could change what the comman
 from __future__ import annotations
 
 import collections
+import contextlib
 import fcntl
 import itertools
 import json
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -405,14 +406,22 @@ def test_a_tee_file_that_cannot_be_made_is_not_taken_for_the_command_s_status(
 
 
 # -- 6. a full disk ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
-def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) -> None:
-    full = tmp_path / "full"
-    full.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(full)], capture_output=True)
+@contextlib.contextmanager
+def _small_disk(folder: Path, size: str) -> Iterator[Path]:
+    """``folder``, made a tmpfs of ``size`` (``512k``) while the block runs; skips without mount."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"a small filesystem cannot be mounted here: {mounted.stderr.decode().strip()}")
     try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) -> None:
+    with _small_disk(tmp_path / "full", "512k") as full:
         script = (
             'for i in $(seq 1 40000); do echo "INFO compiling unit $i of the big module"; done; '  # 1.7 MB
             "echo 'error: the final step failed'; exit 3"
@@ -424,8 +433,6 @@ def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) 
             timeout=120,
             check=False,
         )
-    finally:
-        subprocess.run(["umount", str(full)], check=True)
     assert done.returncode == 3 and b"Traceback" not in done.stderr, done.stderr
     lines = done.stdout.decode().splitlines()
     assert "error: the final step failed" in lines and "INFO compiling unit 40000 of the big module" in lines
@@ -440,12 +447,7 @@ def test_a_tee_file_on_a_full_disk_keeps_what_it_holds(tmp_path: Path) -> None:
     """With a budget, the --tee file is the whole output's copy: on a full disk the copy goes on in
     memory, and the user's file was removed with the 512 KiB it held (helper-41). It stays, as
     ``cmd | tee``'s would, and the line that says why names where it stopped."""
-    full = tmp_path / "full"
-    full.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(full)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"a small filesystem cannot be mounted here: {mounted.stderr.decode().strip()}")
-    try:
+    with _small_disk(tmp_path / "full", "512k") as full:
         script = 'for i in $(seq 1 40000); do echo "INFO compiling unit $i"; done; echo "error: boom"; exit 3'
         done = subprocess.run(
             [*SF, "run", "--budget-tokens", "300", "--tee", str(full / "tee.log"), "--", "sh", "-c", script],
@@ -455,8 +457,6 @@ def test_a_tee_file_on_a_full_disk_keeps_what_it_holds(tmp_path: Path) -> None:
             check=False,
         )
         kept = (full / "tee.log").read_bytes()
-    finally:
-        subprocess.run(["umount", str(full)], check=True)
     assert done.returncode == 3, done.stderr
     whole = b"".join(b"INFO compiling unit %d\n" % i for i in range(1, 40001)) + b"error: boom\n"
     assert len(kept) > 100_000 and whole.startswith(kept)
@@ -470,11 +470,7 @@ def test_a_full_state_directory_makes_room_or_moves_to_the_temporary_directory(t
     output went to memory although the temporary directory could be written (helper-35). Now the
     older archives make room, and the whole output moves to the temporary directory."""
     full, tmp = tmp_path / "full", tmp_path / "tmp"
-    full.mkdir()
     tmp.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(full)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"a small filesystem cannot be mounted here: {mounted.stderr.decode().strip()}")
     env = {**os.environ, "XDG_STATE_HOME": str(full), "TMPDIR": str(tmp)}
 
     def run(budget: list[str], lines: int) -> subprocess.CompletedProcess[bytes]:
@@ -483,11 +479,9 @@ def test_a_full_state_directory_makes_room_or_moves_to_the_temporary_directory(t
             [*SF, "run", *budget, "--", "sh", "-c", script], capture_output=True, env=env, timeout=120
         )
 
-    try:
+    with _small_disk(full, "256k"):
         big, small, budgeted = run([], 40000), run([], 3000), run(["--budget-tokens", "300"], 40000)
         archives = sorted((full / "streamfilter" / "archive").iterdir())
-    finally:
-        subprocess.run(["umount", str(full)], check=True)
     assert [done.returncode for done in (big, small, budgeted)] == [3, 3, 3]
     first = small.stdout.decode().splitlines()[0]
     assert first.startswith("[streamfilter: dropped lines 1-") and " ref stdin-" in first, first
