@@ -10,9 +10,11 @@ passes over the same bytes:
    filter runs again with the chosen line ranges (``Selection``) as its decisions:
    every other line is in a DROP run and its summary, so accounting stays exact.
 
-Order of choice: the last test result line kept (``results.RESULT_LINE``: pytest's ``79 failed, 1
-passed in 0.97s``, cargo's ``test result:``) first, alone, whatever the budget (a run's verdict:
-the units of 79 failures had spent every budget before the last lines' turn), its unit left to be
+Order of choice: the last test result line kept that reports failed tests, else the last
+(``results.RESULT_LINE``, ``results.reports_failure``: pytest's ``79 failed, 1 passed in 0.97s``,
+cargo's ``test result:``, node's ``# fail 1``, not the ``# todo 0`` after it) first, alone,
+whatever the budget (a run's verdict: the units of 79 failures had spent every budget before the
+last lines' turn), its unit left to be
 weighed like any other (counted as chosen, the unit of pytest's last ``FAILED`` lines took one of
 their shape's ``MAX_PER_SHAPE`` and was never weighed again: a distinct failure's line in it was
 dropped while 29 like ones were kept); with no such line, in a failed command's own output
@@ -74,7 +76,7 @@ import numpy.typing as npt
 
 from .normalize import strip_ansi
 from .records import Run
-from .results import result_lines
+from .results import reports_failure, result_lines
 from .signatures import DEFAULT_SIGNATURES, LEAD_IN, LEAD_LINES
 from .summarize import line_shapes
 
@@ -310,7 +312,8 @@ class UnitPool:
         self.units: list[Unit] = []
         self._held = 0
         self.lines = 0  # lines of the stream seen
-        self.verdict: int | None = None  # the last result line kept (1-based), if any
+        self.verdict: int | None = None  # the last result line kept that reports failed tests, else the last (1-based)
+        self._verdict_failed = False
         self.last_solid = 0  # the last line kept that holds more than blanks (1-based; 0: none)
 
     def add(self, runs: list[Run]) -> None:
@@ -437,7 +440,15 @@ class UnitPool:
             key = shapes[0] if shapes else 0
             n_bytes = int(ends[b - 1]) - lo
             found = np.flatnonzero(result_lines(run.data[lo : int(ends[b - 1])], ends[a:b] - lo))
-            if found.shape[0]:
+            # the last that reports failed tests, else the last: node's counts end "# todo 0", a
+            # go run's "ok pkg" comes after "FAIL pkg" (the verdict chosen alone said so, helper-41)
+            begins = [int(ends[a + i - 1]) if a + i else 0 for i in found.tolist()]
+            failing = [
+                i for i, at in zip(found.tolist(), begins, strict=True) if reports_failure(run.data[at : ends[a + i]])
+            ]
+            if failing:
+                self.verdict, self._verdict_failed = first + failing[-1], True
+            elif found.shape[0] and not self._verdict_failed:
                 self.verdict = first + int(found[-1])
             if solid.any():
                 self.last_solid = first + int(np.flatnonzero(solid)[-1])

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("RESULT_LINE", "result_lines")
+__all__ = ("RESULT_LINE", "reports_failure", "result_lines")
 
 _RESULTS = (
     rb"test result: ",  # cargo, per test target
@@ -40,6 +40,18 @@ _RESULTS = (
 RESULT_LINE = re.compile(rb"(?m)^[ \t]*(?:" + b"|".join(_RESULTS) + rb")")
 
 BoolArray = npt.NDArray[np.bool_]
+# a result line that reports failed tests: a count of them not 0, or the runner's word for it
+_FAILED = re.compile(
+    rb"(?i)\b[1-9]\d* (?:tests? )?(?:failed|failing|failures?|errors?)\b|\b(?:fail|failed|failures|errors)[:=]? +[1-9]"
+    rb"|^[ \t]*FAIL\b|test result: FAILED|Results: FAILURE|Failed! "
+)
+
+
+def reports_failure(line: bytes) -> bool:
+    """Whether a result line (``RESULT_LINE``) reports failed tests: pytest's ``1 failed, 3 passed
+    in 0.5s``, node's ``# fail 1``, go's ``FAIL pkg``, surefire's ``Failures: 0, Errors: 2``; not
+    ``# fail 0`` nor ``# todo 0``."""
+    return _FAILED.search(line) is not None
 
 
 def result_lines(data: bytes | bytearray, ends: npt.NDArray[np.int64]) -> BoolArray:

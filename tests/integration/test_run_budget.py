@@ -232,6 +232,30 @@ def test_a_green_run_keeps_every_test_targets_result_line(tmp_path: Path) -> Non
     assert b"test tests::case_7 ... ok" not in done.stdout  # still terse: the passing tests are summarized
 
 
+NODE_TAP = (
+    "for i in $(seq 1 3000); do echo \"ok $i - adds $i\"; echo '  ---'; echo '  duration_ms: 0.1'; echo '  ...'; done; "
+    "echo 'not ok 3001 - sum is wrong'; echo '  ---'; echo \"  error: 'Expected values to be strictly equal'\"; "
+    "echo '  ...'; echo '1..3001'; echo '# tests 3001'; echo '# suites 0'; echo '# pass 3000'; echo '# fail 1'; "
+    "echo '# cancelled 0'; echo '# skipped 0'; echo '# todo 0'; echo '# duration_ms 812.5'; exit 1"
+)
+GO_PACKAGES = (
+    "echo '--- FAIL: TestTotal (0.00s)'; echo '    cart_test.go:12: got 4, want 3'; echo FAIL; "
+    "printf 'FAIL\\texample.com/shop/cart\\t0.012s\\n'; "
+    "for p in $(seq 1 40); do printf 'ok  \\texample.com/shop/pkg%d\\t0.0%02ds\\n' $p $p; done; exit 1"
+)
+
+
+def test_a_small_budget_keeps_the_result_line_that_reports_the_failure(tmp_path: Path) -> None:
+    """Under a small budget the verdict is kept alone: the last result line, which was node's
+    ``# todo 0`` (its ``# fail 1`` dropped) and a later go package's ``ok`` (helper-41)."""
+    node = run_cli("run", "--budget-tokens", "100", "--", "sh", "-c", NODE_TAP, env=_state(tmp_path))
+    assert node.returncode == 1
+    assert b"\n# fail 1\n" in node.stdout, node.stdout.decode()
+    go = run_cli("run", "--budget-tokens", "100", "--", "sh", "-c", GO_PACKAGES, env=_state(tmp_path))
+    assert go.returncode == 1
+    assert b"\nFAIL\texample.com/shop/cart\t0.012s\n" in go.stdout, go.stdout.decode()
+
+
 PARAMETRIZED_FAILURES = (
     "import pytest\n\n\n"
     '@pytest.mark.parametrize("n", range(30))\n'

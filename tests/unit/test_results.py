@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from streamfilter.core.filter import FilterConfig, StreamFilter
-from streamfilter.core.results import result_lines
+from streamfilter.core.results import reports_failure, result_lines
 
 
 def lines_of(*lines: bytes) -> tuple[bytes, np.ndarray]:
@@ -130,3 +130,34 @@ def test_a_failed_tap_suite_does_not_keep_the_next_passing_suite_as_its_context(
     kept = b"".join(r.data for r in runs if r.decision == "keep")
     assert b"not ok 11 - formatTable\n  ---\n" in kept and b"  error: '1 subtests failed'\n  ...\n" in kept
     assert b"parses integers" not in kept and b"# Subtest: parseQuantity" not in kept
+
+
+@pytest.mark.parametrize(
+    ("line", "failed"),
+    [
+        (b"79 failed, 1 passed in 0.94s", True),
+        (b"== 3 passed in 0.10s ==", False),
+        (b"test result: FAILED. 1 passed; 2 failed; 0 ignored", True),
+        (b"test result: ok. 43 passed; 0 failed; 0 ignored", False),
+        (b"FAIL\texample.com/shop/cart\t0.012s", True),
+        (b"ok  \texample.com/shop/tax\t(cached)", False),
+        (b"# fail 1", True),
+        (b"# fail 0", False),
+        (b"# todo 0", False),
+        ("ℹ fail 2".encode(), True),
+        (b"Tests:       1 failed, 2 passed, 3 total", True),
+        (b"[INFO] Tests run: 8, Failures: 0, Errors: 2, Skipped: 0", True),
+        (b"[INFO] Tests run: 8, Failures: 0, Errors: 0, Skipped: 0", False),
+        (b"67% tests passed, 1 tests failed out of 3", True),
+        (b"100% tests passed, 0 tests failed out of 5", False),
+        (b"Failed!  - Failed:     1, Passed:    12", True),
+        (b"12 examples, 1 failure", True),
+        (b"12 examples, 0 failures", False),
+        (b"  2 failing", True),
+        (b"Results: FAILURE (12 tests, 11 successes, 1 failures, 0 skipped)", True),
+    ],
+)
+def test_a_result_line_that_reports_failed_tests_is_told(line: bytes, failed: bool) -> None:
+    data, ends = lines_of(line)
+    assert result_lines(data, ends).tolist() == [True]
+    assert reports_failure(line) is failed
