@@ -212,6 +212,8 @@ class Archive:
         self.source = name if directory == state_dir() else str(path)
         # unbuffered: ``archived`` counts the bytes in the file
         self._file: BinaryIO = open(path, "xb", buffering=0)
+        info = os.fstat(self._file.fileno())
+        self._id = (info.st_dev, info.st_ino)  # (``gone``)
         # held until ``close``: no other stream's archive evicts this one while it is written
         fcntl.flock(self._file.fileno(), fcntl.LOCK_SH)
         self.archived = 0  # bytes written so far
@@ -240,6 +242,15 @@ class Archive:
     def covers(self, end: int) -> bool:
         """Whether the stream's bytes up to ``end`` are archived."""
         return end <= self.archived
+
+    def gone(self) -> bool:
+        """Whether the archive file is no longer at its path (removed with the state directory
+        while its stream ran, helper-41): the refs into it cannot be read back."""
+        try:
+            info = os.stat(self._file.name)
+        except OSError:
+            return True
+        return (info.st_dev, info.st_ino) != self._id
 
     def close(self) -> None:
         """Flush and close the archive file; removed when it holds nothing (no ref points into it)."""

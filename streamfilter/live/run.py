@@ -530,7 +530,12 @@ def _copy_notes(tee: Tee | None, streams: Sequence[LiveStream]) -> list[str]:
         notes.append(f"the whole output could not be kept in {tee.path}: {tee.failed}; no refs past byte {tee.written}")
     for live in streams:
         archive = getattr(live, "archive", None)
-        if isinstance(archive, Archive) and archive.failed is not None:
+        if not isinstance(archive, Archive):
+            continue
+        if archive.archived and archive.gone():
+            folder = archive.folder
+            notes.append(f"the whole output's file in {folder} was removed while CMD ran: no ref can be read back")
+        elif archive.failed is not None:
             notes.append(
                 f"the whole output could not be kept in {archive.folder}: {archive.failed}; "
                 f"no refs past byte {archive.archived}"
@@ -601,7 +606,8 @@ def _evict(path: Path) -> bool:
 
 def _moved_copy(argv: Sequence[str], folder: Path, old: Path, written: int, rest: bytes) -> tuple[Path, int]:
     """A new ``output_file`` in ``folder`` holding the first ``written`` bytes of ``old``, then
-    ``rest``; its path and a descriptor open for writing, with a shared lock held (``OutputCopy``).
+    ``rest``; its path and a descriptor open for reading and writing, with a shared lock held
+    (``OutputCopy``).
 
     Raises:
         OSError: it cannot be made or written (it is removed).
@@ -609,7 +615,7 @@ def _moved_copy(argv: Sequence[str], folder: Path, old: Path, written: int, rest
     path = _output_file(argv, folder, RUNS_BYTES)
     fd = -1
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDWR | os.O_TRUNC | os.O_CLOEXEC)  # (read back by ``_to_memory``)
         fcntl.flock(fd, fcntl.LOCK_SH)
         with open(old, "rb") as handle:
             done = 0
@@ -706,7 +712,8 @@ class OutputCopy:
         if asked:
             _regular_or_none(self.path)
         try:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            # (read and write: ``_to_memory`` reads it back through the descriptor, the file gone or not)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             fcntl.flock(self._fd, fcntl.LOCK_SH)
         except OSError as exc:
             if asked:
@@ -782,19 +789,31 @@ class OutputCopy:
         would (it was removed, helper-41)."""
         self.problem = why
         if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                done = 0
+                while done < written and (chunk := os.pread(self._fd, min(READ_BYTES, written - done), done)):
+                    self._hold(chunk)
+                    done += len(chunk)
             os.close(self._fd)
             self._fd = -1
         if self.path is not None:
-            with contextlib.suppress(OSError), open(self.path, "rb") as handle:
-                while chunk := handle.read(min(READ_BYTES, written - handle.tell())):
-                    self._hold(chunk)
             if not self._named:
                 with contextlib.suppress(OSError):
                     self.path.unlink()
             self.path = None
 
     def close(self) -> None:
-        """The run ended: release the file (its lock too)."""
+        """The run ended: release the file (its lock too). A file no longer at its path (removed
+        with the state directory while the command ran, helper-41) is read back into memory first:
+        the report could not read it, nor a ref."""
+        if self._fd >= 0 and self.path is not None:
+            try:
+                now, info = os.stat(self.path), os.fstat(self._fd)
+                gone = (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino)
+            except OSError:
+                gone = True
+            if gone:
+                self._to_memory(f"{self.path} was removed while the command ran", self.size)
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

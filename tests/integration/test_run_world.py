@@ -443,6 +443,34 @@ def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) 
     assert "exited with status 3" in lines[-1]
 
 
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_a_state_directory_removed_while_the_command_runs_is_said(tmp_path: Path, budget: list[str]) -> None:
+    """The state directory removed mid-run: a plain run printed refs into its unlinked archive,
+    none readable, with no word of it; a budgeted run lost the whole report ("No such file or
+    directory", helper-41). Now the plain run says its refs cannot be read back, and the budgeted
+    one filters the output from memory and says why."""
+    state = tmp_path / "state"
+    script = (
+        'for i in $(seq 1 300); do echo "step $i ok"; done; sleep 0.5; rm -rf "$XDG_STATE_HOME"; '
+        'for i in $(seq 1 300); do echo "step $i again"; done; echo "error: boom"; exit 1'
+    )
+    done = subprocess.run(
+        [*SF, "run", "--no-baseline", *budget, "--", "sh", "-c", script],
+        capture_output=True,
+        env={**os.environ, "XDG_STATE_HOME": str(state), "TMPDIR": str(tmp_path)},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.decode().splitlines()
+    assert "error: boom" in lines and "exited with status 1" in lines[-1]
+    if budget:
+        assert "was removed while the command ran): filtered from memory, without refs" in lines[-2]
+        assert " ref " not in done.stdout.decode()
+    else:
+        assert lines[-2].endswith("was removed while CMD ran: no ref can be read back]"), lines[-2]
+
+
 def test_a_tee_file_on_a_full_disk_keeps_what_it_holds(tmp_path: Path) -> None:
     """With a budget, the --tee file is the whole output's copy: on a full disk the copy goes on in
     memory, and the user's file was removed with the 512 KiB it held (helper-41). It stays, as
