@@ -846,6 +846,22 @@ class StreamFilter:
         _mark_tail(keep, seen, novel, reach, min(tail, tail_end), tail_end)
         return reach, tail_end
 
+    @property
+    def tail_hold(self) -> int:
+        """The last pending lines a stream whose end applies the tail rule (a command's run) leaves
+        undecided at a settle (``settle``'s ``hold_lines``): those the tail rule may still keep.
+        ``tail_lines``; once a failure was found (``_found``: the tail is then at most
+        ``found_tail_lines``), with no baseline (whose tail reaches ``tail_lines`` back for the lines
+        the green run never printed), the lines from ``found_tail_lines`` before the first exit
+        verdict among the last ``tail_lines`` (a later end's tail ends at that verdict or after
+        it), and at least the last ``LAST_LINES``."""
+        cfg = self.config
+        if self._novelty is not None or not self._found():
+            return cfg.tail_lines
+        pending = int(self._p.ends.shape[0])
+        held = pending - self._tail_end(pending) + min(cfg.tail_lines, cfg.found_tail_lines)
+        return min(cfg.tail_lines, max(held, LAST_LINES))
+
     def _found(self) -> bool:
         """A signature that shows what failed protected a line, or the prior rated one at
         ``PRIOR_SURE``: the tail need only show how the run ended (``found_tail_lines``)."""

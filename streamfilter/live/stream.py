@@ -69,8 +69,9 @@ class LiveStream:
         start_line, start_byte: where the stream resumes (see ``StreamFilter``).
         totals: where the stream's counts are added, under ``totals_key``.
         extra: fields added to every JSONL object of the stream (e.g. a run id).
-        hold_tail: a command's run: settling leaves the last ``tail_lines`` lines undecided,
-            so the tail rule at its end (faithful on failure) still has them (see ``release_after``).
+        hold_tail: a command's run: settling leaves the last lines the tail rule may still keep
+            undecided (``StreamFilter.tail_hold``), so the tail rule at its end (faithful on
+            failure) still has them (see ``release_after``).
         baseline: the line shapes of the command's last green run (``StreamFilter``).
 
     Attributes:
@@ -129,7 +130,7 @@ class LiveStream:
         self._fed_byte = start_byte  # stream offset just past the last byte fed
         self._arrived: deque[tuple[int, float]] = deque()  # (end offset, time) of chunks not yet all written
         self.extra = extra
-        self._hold = config.tail_lines if hold_tail else 0
+        self._hold_tail = hold_tail
         self.on_written: Callable[[], None] | None = None
         self.on_green: Callable[[], None] | None = None
         self.release_after: float | None = None
@@ -174,7 +175,13 @@ class LiveStream:
         if self._last >= self._since + self.timing.max_delay_seconds:
             self._unsettled = False
             before = self._held_before(self._last)
-            await self._write(self.filter.settle(hold_lines=self._hold, close_drop=False, decide_before=before))
+            await self._write(self.filter.settle(hold_lines=self._held(), close_drop=False, decide_before=before))
+
+    def _held(self) -> int:
+        """The last lines a settle leaves undecided: a command's run holds those its end's tail
+        rule may still keep (``StreamFilter.tail_hold``: 3 once a failure was found, not 25, so a
+        slow suite's first failure shows as it goes on, helper-41)."""
+        return self.filter.tail_hold if self._hold_tail else 0
 
     def _held_before(self, now: float) -> int:
         """Stream index before which every line is decided at a settle now: those fed
@@ -185,7 +192,7 @@ class LiveStream:
 
     def _held_due(self) -> float | None:
         """When the oldest line a settle left undecided is to be decided, or None when none is."""
-        if self.filter.undecided_lines <= self._hold:
+        if self.filter.undecided_lines <= self._held():
             return None
         decided = self._start_line - 1 + self.filter.stats.lines - self.filter.undecided_lines  # (lines before it)
         for lines, at in self._fed_lines:
@@ -195,7 +202,7 @@ class LiveStream:
 
     def _release_due(self) -> float | None:
         """When the held lines are let out (``release_after``), or None."""
-        if self.release_after is None or not self._hold or self._released:
+        if self.release_after is None or not self._hold_tail or self._released:
             return None
         if not (self.filter.undecided_lines or self.filter.held_bytes):
             return None
@@ -244,8 +251,9 @@ class LiveStream:
                 partial=True, close_drop=stopped, rest=rest, decide_before=0, tail_now=self.pause_shows_tail
             )
         else:
+            before = self._held_before(now)
             runs = self.filter.settle(
-                partial=True, hold_lines=self._hold, close_drop=stopped, rest=rest, decide_before=self._held_before(now)
+                partial=True, hold_lines=self._held(), close_drop=stopped, rest=rest, decide_before=before
             )
         if old:
             runs += self.filter.close_drop()
@@ -311,7 +319,8 @@ class LiveStream:
         """Decide and write the complete lines held, as a pause would, the stream going on
         elsewhere (a NATS stream handed to another worker): its open DROP run is closed, its
         unterminated last line (and a run's last ``tail_lines``) left undecided."""
-        await self._write(self.filter.settle(hold_lines=self._hold))
+        # (all of a run's tail_lines: the next owner's filter has not seen the failure found here)
+        await self._write(self.filter.settle(hold_lines=self.filter.config.tail_lines if self._hold_tail else 0))
 
     def position(self) -> dict[str, str]:
         """Where the written output ends, for a reader to go on from: ``next-byte``, ``next-line``

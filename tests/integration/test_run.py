@@ -535,3 +535,34 @@ def test_node_tests_counts_stay_with_its_plan_when_a_pause_splits_them(tmp_path:
     done = _run_in(tmp_path, "sh", "-c", script)
     assert done.returncode == 1
     assert b"\n1..62\n# tests 62\n# suites 0\n# pass 60\n# fail 2\n" in done.stdout
+
+
+SLOW_SUITE = """
+import sys, time
+print("collecting ... " + "x" * 600, flush=True)
+print("FAILED tests/test_x.py::test_two - AssertionError: assert 2 != 2", flush=True)
+for i in range(60):
+    time.sleep(0.1)
+    print(f"tests/test_slow.py::test_slow[{i}] PASSED", flush=True)
+    with open(sys.argv[1], "a") as progress:
+        progress.write(f"{i}\\n")
+print("==== 1 failed, 60 passed in 6.1s ====", flush=True)
+sys.exit(1)
+"""
+
+
+def test_a_failure_found_early_shows_while_the_command_goes_on(tmp_path: Path) -> None:
+    """A run holds its last lines for the tail rule at its end; once a failure signature has kept a
+    line that tail is 3 lines, but 25 were held: a slow suite's first FAILED line showed 25 tests
+    later, 15 s on a line every 0.6 s (helper-41). It shows within a few lines now."""
+    progress = tmp_path / "progress"
+    live = Live(tmp_path, "run", "--no-baseline", "--", sys.executable, "-c", SLOW_SUITE, str(progress),
+                env={"XDG_STATE_HOME": str(tmp_path / "state")})  # fmt: skip
+    deadline = time.monotonic() + 60
+    while b"FAILED tests/test_x.py" not in live.output() and live.proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    printed = progress.read_text().count("\n") if progress.exists() else 0
+    assert live.proc.wait(timeout=60) == 1
+    assert b"FAILED tests/test_x.py" in live.output()
+    assert printed < 15, printed  # (lines the suite had printed after it when it showed)
+    assert b"==== 1 failed, 60 passed in 6.1s ====" in live.output()
