@@ -75,10 +75,13 @@ _JOINED = re.compile(r"[^\W_](?:[._/\\-]|::)+[^\W_]|[^\W_]_|_[^\W_]")
 
 def _is_code(word: str) -> bool:
     """A query word matched whole: an error code, letters and digits (``F401``, ``E0308``), whose
-    terms would be a letter and a number, each found anywhere (``def f0``, ``E7``); or a name of
-    parts joined by ``. _ / \\ -`` or ``::`` (``payment_service``, ``settings.yaml``, ``test_ok[17]``,
-    ``tests::t07``),
-    whose parts are never counted as terms inside such a name (``tokens.is_counted``)."""
+    terms would be a letter and a number, each found anywhere (``def f0``, ``E7``); a number of 2
+    digits or more (a port, a ticket, a status: ``8080``, ``777``; as a term alone, a window of
+    like lines held it: ``-q 'item 777'`` kept no line for it, helper-41); or a name of parts
+    joined by ``. _ / \\ -`` or ``::`` (``payment_service``, ``settings.yaml``, ``test_ok[17]``,
+    ``tests::t07``), whose parts are never counted as terms inside such a name (``tokens.is_counted``)."""
+    if word.isascii() and word.isdigit():
+        return len(word) >= 2
     if word.isalnum():
         return any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
     return _JOINED.search(word) is not None

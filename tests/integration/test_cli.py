@@ -413,6 +413,14 @@ def test_an_error_code_in_the_query_is_matched_whole() -> None:
     assert proc.stdout.count(b"took 401 ms\n") <= 2 and b"f 7 ok" not in proc.stdout  # its window at most
 
 
+def test_a_number_in_the_query_is_matched_whole() -> None:
+    # "777" as a term alone: every window held "item", and the line was dropped (helper-41)
+    data = b"".join(b"item %d fine\n" % i for i in range(1, 2001))
+    proc = run_cli("filter", "--query", "item 777", stdin=data)
+    assert proc.returncode == 0, proc.stderr
+    assert b"\nitem 777 fine\n" in proc.stdout and b"item 1777 fine" not in proc.stdout
+
+
 @pytest.mark.parametrize(
     ("word", "line"),
     [
