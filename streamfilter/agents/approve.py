@@ -44,6 +44,7 @@ import fnmatch
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -237,9 +238,7 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
         return False
     walked = _walk(wrap, cwd, root, env)
     # each part's words are read from where the ``cd`` parts before it went (an option is checked below)
-    if walked is None or any(
-        outside(w, here, root) for part, here in walked for w in part[1:] if not w.startswith("-")
-    ):
+    if walked is None or any(outside(v, here, root) for part, here in walked for w in part[1:] for v in _paths_in(w)):
         return False
     tool = _tool(prefix)
     safe, pattern = _SAFE.get(tool, (frozenset(), ""))
@@ -265,6 +264,18 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     return all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
 
 
+def _paths_in(word: str) -> list[str]:
+    """What of a command's ``word`` may name a path: the word, or an option's value, after its
+    ``=`` or glued to a short option (``--dir=..``, ``-C/tmp/x``, ``-w../x``: a package manager's
+    folder, which its options take before the command, helper-43); an option's letters read as a
+    path name a place in the project and pass."""
+    if not word.startswith("-"):
+        return [word]
+    if "=" in word:
+        return [word.split("=", 1)[1]]
+    return [word[2:]] if not word.startswith("--") and len(word) > 2 else []
+
+
 def _names_in_project(tool: str, names: Sequence[str], here: Path) -> bool:
     """Whether the names a tool is given name the project's own code, for the tools that take a
     module or a package by its name, not by its path (helper-40): a dotted test name of unittest or
@@ -274,9 +285,16 @@ def _names_in_project(tool: str, names: Sequence[str], here: Path) -> bool:
     (``go test all`` or ``std`` tests every dependency or the standard library)."""
     if tool in ("unittest", "manage.py"):
         heads = [n.split(".")[0] for n in names if n != "discover" and "/" not in n and not n.endswith(".py")]
-        return all(h and ((here / f"{h}.py").is_file() or (here / h).is_dir()) for h in heads)
-    if tool == "go":
-        return all(n.startswith(".") or n.endswith(".go") for n in names)
+        # a package (a folder with __init__.py: a plain folder does not hide the standard library's
+        # http, helper-43), never named as one of the standard library's
+        return all(
+            h
+            and h not in sys.stdlib_module_names
+            and ((here / f"{h}.py").is_file() or (here / h / "__init__.py").is_file())
+            for h in heads
+        )
+    if tool == "go":  # (not "...": every package there is, the standard library's too, helper-43)
+        return all(n in (".", "..") or n.startswith(("./", "../")) or n.endswith(".go") for n in names)
     return True
 
 
@@ -295,14 +313,15 @@ _READ_FROM_ABOVE = frozenset(
                          ".babelrc", "vitest.config", "vite.config", "next.config", ".golangci", ".shellcheckrc")
             for ext in _CONFIG_EXTENSIONS
         ),
-        "pytest.ini", ".pytest.ini", "conftest.py", "tox.ini", "setup.cfg", "pyproject.toml", ".flake8",
-        ".pylintrc", "pylintrc", "mypy.ini", ".mypy.ini", "pyrightconfig.json", "ruff.toml", ".ruff.toml",
+        "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py", "tox.ini", "setup.cfg",
+        "pyproject.toml", ".flake8", ".pylintrc", "pylintrc", ".pylintrc.toml", "pylintrc.toml", "mypy.ini",
+        ".mypy.ini", "pyrightconfig.json", "ruff.toml", ".ruff.toml",
         "package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "pnpm-workspace.yaml", "bunfig.toml",
         "tsconfig.json", "deno.json", "deno.jsonc", ".babelrc",
         ".cargo", "Cargo.toml", "rust-toolchain", "rust-toolchain.toml", "clippy.toml", ".clippy.toml",
         "rustfmt.toml", ".rustfmt.toml", "go.work", "go.mod", ".mvn", "settings.gradle", "settings.gradle.kts",
         "gradle.properties", "Directory.Build.props", "Directory.Build.targets", "Directory.Build.rsp",
-        "Directory.Packages.props", "global.json", "NuGet.Config", "nuget.config", "Package.swift",
+        "Directory.Packages.props", "global.json", "NuGet.Config", "NuGet.config", "nuget.config", "Package.swift",
         "Gemfile", "Rakefile", "rakefile", "Rakefile.rb", "rakefile.rb", ".rspec", "phpunit.xml",
         "phpunit.xml.dist", "composer.json", "mix.exs", "rebar.config", "CMakePresets.json",
     )

@@ -260,6 +260,7 @@ def load_rules(env: Mapping[str, str]) -> Rules:
 
 
 _BLANKS = " \t\n"  # what the shell takes for space between words
+_ENDS = ("", " ", "\t", "|")  # what may follow a word "2>&1" ("2>&1-" also closes stdout, helper-43)
 _ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _READ_ONLY = frozenset(("BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLOPTS", "UID"))  # bash's, always
 _REDIRECTION = re.compile(r"&?[<>]+&?")  # its operator: "&>>", ">&", "<"
@@ -275,7 +276,9 @@ def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[
     Quotes, backslashes, ``$(...)``, ``${...}`` and backquotes are skipped as the shell reads them;
     ``2>&1`` is not an operator here, and neither is a pipe ``|`` when ``pipes`` is given: its
     offset is appended to ``pipes`` instead. A comment ends the command (a line after it is a
-    second line, whatever ends the comment: a backslash does not continue it).
+    second line, whatever ends the comment: a backslash does not continue it); the last segment
+    ends before it. A ``#`` inside a word is the word's, as to the shell (``all#x`` is one word:
+    shlex's comments took it for a comment's start, and the words after it went unread, helper-43).
     """
     segments: list[tuple[int, int]] = []
     start, i, n = 0, 0, len(command)
@@ -315,8 +318,11 @@ def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[
         if ch == "#" and (i == 0 or command[i - 1] in " \t"):  # a comment: to its line's end, continuations too
             if "\n" in command[i:]:
                 return segments, "a second line"
-            break
-        if command.startswith("2>&1", i) and (i == 0 or command[i - 1] in " \t"):
+            segments.append((start, i))  # (the command ends before it: a word's "#" is the word's)
+            return segments, None
+        if command.startswith("$'", i):  # (ANSI-C quoting: $'\'' is one quote, helper-43)
+            return segments, "ANSI-C quoting ($'...'), which the hook does not read"
+        if command.startswith("2>&1", i) and (i == 0 or command[i - 1] in " \t") and command[i + 4 : i + 5] in _ENDS:
             i += 4
             continue
         if command.startswith("&&", i):
@@ -517,7 +523,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     sourced_plain = True
     for a, b in leading:  # "cd DIR && CMD": CMD runs where it would have; "source FILE && CMD": as set up
         try:
-            words = shlex.split(command[a:b], comments=True)
+            words = shlex.split(command[a:b])
         except ValueError as exc:
             return Wrap(None, f"cannot read it as shell words ({exc})")
         if len(words) != 2 or words[0] not in ("cd", "source", "."):
@@ -526,7 +532,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         parts.append(tuple(words))
     text = command[start:end].strip(_BLANKS)
     try:
-        words = shlex.split(text, comments=True)
+        words = shlex.split(text)
     except ValueError as exc:
         return Wrap(None, f"cannot read it as shell words ({exc})")
     assigned = 0

@@ -122,6 +122,21 @@ ASKED = [
     "go test std",
     "go test -run X net/http",
     "go build golang.org/x/tools/cmd/stringer",
+    # and helper-43: a "#" inside a word hid the words after it, a manager's folder glued to its
+    # option, go's "..." (every package, the standard library's too)
+    "make -k all#x install",
+    "make test#x -f /tmp/outside/evil.mk test",
+    "pytest x#y -p antigravity",
+    "cargo test x#y --config build.rustc-wrapper=/tmp/evil",
+    "npm test x#y --script-shell /tmp/evil",
+    "cd sub#/../.. && pytest",
+    "pnpm --dir=/tmp/outside test",
+    "pnpm -C/tmp/outside test",
+    "pnpm --dir=.. build",
+    "npm --workspace=/tmp/x test",
+    "npm -w../x test",
+    "go test ...",
+    "go test .../http",
 ]
 # commands that build, check or test the project in place
 IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "go test ./...", "npm test",
@@ -268,7 +283,8 @@ def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("command", "name"),
     [("npm test", "package.json"), ("pytest -q", ".pytest.ini"), ("flake8", ".flake8"), ("eslint", "eslint.config.mjs"),
-     ("./gradlew check", "settings.gradle.kts"), ("cargo test", "rust-toolchain.toml"), ("tsc", "tsconfig.json")],
+     ("./gradlew check", "settings.gradle.kts"), ("cargo test", "rust-toolchain.toml"), ("tsc", "tsconfig.json"),
+     ("pytest -q", "pytest.toml"), ("pytest -q", ".pytest.toml"), ("pylint m.py", "pylintrc.toml")],
 )  # fmt: skip
 def test_a_tools_file_in_a_folder_above_the_project_leaves_it_to_the_agent(
     agent: str, command: str, name: str, tmp_path: Path
@@ -289,6 +305,7 @@ def test_a_test_name_is_approved_when_it_is_the_projects_module(agent: str, tmp_
     # unittest and Django import a dotted test name: only the project's own (helper-40)
     env = _env(tmp_path)
     (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
     (tmp_path / "test_one.py").write_text("")
     for command in ("python -m unittest tests.test_parse", "python3 -m unittest test_one.TestOne.test_a",
                     "python -m unittest tests/test_parse.py", "python manage.py test tests",
@@ -296,6 +313,16 @@ def test_a_test_name_is_approved_when_it_is_the_projects_module(agent: str, tmp_
         assert _approved(agent, command, tmp_path, env), command
     for command in ("python -m unittest other.test_x", "python -m unittest json.tool", "./manage.py test string"):
         assert not _approved(agent, command, tmp_path, env), command
+    # a folder that is no package does not hide the standard library's (http.server served the
+    # project, helper-43), nor does a module named as one of the standard library's
+    (tmp_path / "http").mkdir()
+    (tmp_path / "email.py").write_text("")
+    for command in ("python3 -m unittest http.server.test", "python3 -m unittest email.message_from_string"):
+        assert not _approved(agent, command, tmp_path, env), command
+    (tmp_path / "pkg").mkdir()
+    assert not _approved(agent, "python -m unittest pkg.test_a", tmp_path, env)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    assert _approved(agent, "python -m unittest pkg.test_a", tmp_path, env)
     # from the folder a cd went to
     (tmp_path / "sub").mkdir()
     assert not _approved(agent, "cd sub && python -m unittest test_one", tmp_path, env)

@@ -192,7 +192,18 @@ def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alon
     assert _wrap("pytest -q \\\n  tests/") == f"{RUN} pytest -q   tests/"
     assert _wrap("pytest -k 'a\\\nb'") == f"{RUN} pytest -k 'a\\\nb'"  # (in single quotes: the shell keeps it)
     assert _wrap("pytest -k a\\\\\\\n  tests/") == f"{RUN} pytest -k a\\\\  tests/"  # (an escaped one, then one)
-    assert _wrap("pytest -q  # the unit tests") == f"{RUN} pytest -q  # the unit tests"
+    assert _wrap("pytest -q  # the unit tests") == f"{RUN} pytest -q"  # (a comment: the command ends before it)
+    assert _wrap("pytest -q | tail -3  # the last lines") == f"{RUN} pytest -q | tail -3"
+
+
+def test_a_hash_inside_a_word_is_the_words() -> None:
+    # bash starts a comment only at a word's start: "all#x install" is two words, where shlex's
+    # comments ended the command at "#" and the hook approved what it did not read (helper-43)
+    assert _wrap("make -k all#x install") == f"{RUN} make -k all#x install"
+    assert _wrap("pytest x#y -p antigravity") == f"{RUN} pytest x#y -p antigravity"
+    # ANSI-C quoting ($'\'' is one quote character) and 2>&1- (it closes stdout too) are left alone
+    assert _wrap("pytest $'\\'' ; touch pwned ; # '") is None
+    assert _wrap("pytest -q 2>&1-") is None
 
 
 @pytest.mark.parametrize(
