@@ -119,7 +119,7 @@ _DURATION = r"\d+(?:\.\d+)?[smhd]?"
 # the one pipe kept: into ``tail`` with a count (the output an agent asked for, then cut as it asked)
 # (not `tail -n +N`: from the filtered output's Nth line it would cut its first lines, a failure
 # kept there among them, where it cut the command's header from the raw output; helper-29)
-_TAIL = r"tail(?: (?:-n ?\d+|-\d+|--lines[= ]\d+))?"
+_TAIL = r"tail(?: (?:-n ?|-|--lines[= ])(\d+))?"
 # a source part that a hook may vouch for: a virtual environment's activate script in the project
 _ACTIVATE = r"(?!/)(?!.*(?:^|/)\.\.(?:/|$))[\w./-]*bin/activate"
 
@@ -516,9 +516,12 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         piped = " ".join(command[pipes[-1] + 1 : end].split())
         if pipes[-1] < start:  # ("pytest | tail -30 && echo ok": it blamed the pipe into tail)
             return _joined(command, leading, (start, end), pipes[-1])
-        if len(pipes) > 1 or not re.fullmatch(_TAIL, piped):
+        tail = re.fullmatch(_TAIL, piped)
+        if len(pipes) > 1 or tail is None:
             return Wrap(None, "not one simple command ('|' into other than `tail -N`)")
         end = pipes[0]
+        # one line more, for run's status line: `| tail -1` showed it, not the command's last line (helper-43)
+        piped = f"tail -n {int(tail[1] or 10) + 1}"
     parts: list[tuple[str, ...]] = []
     sourced_plain = True
     for a, b in leading:  # "cd DIR && CMD": CMD runs where it would have; "source FILE && CMD": as set up

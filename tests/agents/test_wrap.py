@@ -188,12 +188,12 @@ def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alon
     assert _wrap("pytest -q\n") == f"{RUN} pytest -q"
     assert _wrap("STREAMFILTER_RAW=0 pytest") == f"{RUN} env STREAMFILTER_RAW=0 pytest"
     # nor a line continuation (it said "cannot read it as shell words (No escaped character)", helper-35)
-    assert _wrap("pytest -q \\\n  | tail -3") == f"{RUN} pytest -q | tail -3"
+    assert _wrap("pytest -q \\\n  | tail -3") == f"{RUN} pytest -q | tail -n 4"
     assert _wrap("pytest -q \\\n  tests/") == f"{RUN} pytest -q   tests/"
     assert _wrap("pytest -k 'a\\\nb'") == f"{RUN} pytest -k 'a\\\nb'"  # (in single quotes: the shell keeps it)
     assert _wrap("pytest -k a\\\\\\\n  tests/") == f"{RUN} pytest -k a\\\\  tests/"  # (an escaped one, then one)
     assert _wrap("pytest -q  # the unit tests") == f"{RUN} pytest -q"  # (a comment: the command ends before it)
-    assert _wrap("pytest -q | tail -3  # the last lines") == f"{RUN} pytest -q | tail -3"
+    assert _wrap("pytest -q | tail -3  # the last lines") == f"{RUN} pytest -q | tail -n 4"
 
 
 def test_a_hash_inside_a_word_is_the_words() -> None:
@@ -245,9 +245,11 @@ def test_only_a_plain_command_may_be_approved(command: str, plain: bool) -> None
     ("command", "wrapped"),
     [
         # the pipe into tail is kept: the agent reads the filtered output's end, as it asked
-        ("pytest -q 2>&1 | tail -30", f"{RUN} pytest -q 2>&1 | tail -30"),
-        ("cargo test 2>&1 | tail -n 20", f"{RUN} cargo test 2>&1 | tail -n 20"),
-        ("cd web && npm test | tail", f"cd web && {RUN} npm test | tail"),
+        # (a line more for run's status line: `| tail -1` showed it, not the command's last, helper-43)
+        ("pytest -q 2>&1 | tail -30", f"{RUN} pytest -q 2>&1 | tail -n 31"),
+        ("cargo test 2>&1 | tail -n 20", f"{RUN} cargo test 2>&1 | tail -n 21"),
+        ("cargo test 2>&1 | tail --lines=1", f"{RUN} cargo test 2>&1 | tail -n 2"),
+        ("cd web && npm test | tail", f"cd web && {RUN} npm test | tail -n 11"),
         # timeout and env run the command: run runs them, so a timeout's kill is still filtered
         ("timeout 300 pytest", f"{RUN} timeout 300 pytest"),
         ("timeout -s KILL 5m make -j4", f"{RUN} timeout -s KILL 5m make -j4"),
@@ -307,12 +309,13 @@ def test_a_wrapped_pipe_into_tail_runs_and_ends_on_the_status_line(tmp_path: Pat
     config.write_text('wrap = ["./check.sh"]\n')
     exe = [sys.executable, "-m", "streamfilter"]
     wrapped = rewrite("./check.sh 2>&1 | tail -3", load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)}), exe, {})
-    assert wrapped.command is not None and wrapped.command.endswith("-- ./check.sh 2>&1 | tail -3")
+    assert wrapped.command is not None and wrapped.command.endswith("-- ./check.sh 2>&1 | tail -n 4")
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     done = subprocess.run(["bash", "-c", wrapped.command], cwd=tmp_path, env=env, capture_output=True, timeout=120)
     lines = done.stdout.splitlines()
-    assert len(lines) == 3 and b"E: disk full" in done.stdout
-    assert b"exited with status 3; whole output (401 lines" in lines[-1]
+    # the command's last 3 lines, as asked, and the status line
+    assert lines[:3] == [b"step 399 ok", b"step 400 ok", b"E: disk full"]
+    assert len(lines) == 4 and b"exited with status 3; whole output (401 lines" in lines[-1]
 
 
 def test_the_rewrite_runs_as_the_command_would_with_its_assignments_and_the_query(tmp_path: Path) -> None:
