@@ -20,7 +20,7 @@ plain command (``wrap.Wrap.plain``) only when one of these already allows it wit
    a rule that asks about the command or forbids it (Codex ``prompt`` or ``forbidden``, Cursor
    ``deny``) leaves it alone, whatever the rest says, and so does one that asks about or forbids
    the command it runs behind ``timeout``, ``env`` or a runner (``timeout 30 pytest``: ``pytest``)
-   or the same command under another name (``_other_names``); a Cursor deny rule with arguments
+   or the same command under another name (``wrap.other_names``); a Cursor deny rule with arguments
    holds for the commands its words begin;
 2. the user's ``approve`` list in ``hooks.toml`` (word prefixes), where its ``cd`` parts stay in
    the project;
@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .wrap import Rules, Wrap, starts
+from .wrap import PYTHON_NAME, Rules, Wrap, other_names, starts
 
 __all__ = (
     "DEFAULT_APPROVED",
@@ -150,36 +150,6 @@ _SAME_TOOL = {"./mvnw": "mvn", "./gradlew": "gradle", "py.test": "pytest", "gmak
 # environment assignment is (no "="); spaces only where it was quoted
 _PLAIN = re.compile(r"[A-Za-z0-9_%+:,./ -]+")  # (not @: pytest @FILE, mypy @FILE read arguments from it)
 _CODEX_STRICTNESS = {"allow": 0, "prompt": 1, "forbidden": 2}
-
-
-_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
-_OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make", "mvnw": "mvn", "gradlew": "gradle"}
-_SCRIPT_RUNNERS = ("npm", "pnpm", "yarn", "bun")
-
-
-def _other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
-    """``words`` as a user's rule may name the same command (helper-28: a rule on ``pytest``, on
-    ``make`` or on ``npm test`` did not hold for these): ``python3.11 -m pytest`` is ``pytest``,
-    ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm run test`` are ``npm test``."""
-    if not words:
-        return []
-    program, rest = os.path.basename(words[0]), tuple(words[1:])
-    names: list[tuple[str, ...]] = []
-    if _PYTHON.fullmatch(program) and rest[:1] == ("-m",) and len(rest) > 1:
-        names.append(rest[1:])
-    elif program in _OTHER_PROGRAM:
-        names.append((_OTHER_PROGRAM[program], *rest))
-    elif program in _SCRIPT_RUNNERS:
-        if rest[:1] in (("t",), ("tst",)):
-            names.append((program, "test", *rest[1:]))
-        elif rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
-            names.append((program, *rest[1:]))
-    # and without its options: a rule on "make test" holds for "make -s test" (helper-39)
-    for name in [tuple(words), *names]:
-        bare = tuple(w for w in name if not w.startswith("-"))
-        if bare != name:
-            names.append(bare)
-    return names
 
 
 def outside(word: str, here: Path, root: Path) -> bool:
@@ -345,9 +315,9 @@ def _config_above(root: Path, env: Mapping[str, str]) -> bool:
 def _tool(prefix: Sequence[str]) -> str:
     """The tool a listed command's words name: ``python -m pytest`` is ``pytest``, ``python
     manage.py test`` is ``manage.py``."""
-    if len(prefix) > 2 and _PYTHON.fullmatch(prefix[0]) and prefix[1] == "-m":
+    if len(prefix) > 2 and PYTHON_NAME.fullmatch(prefix[0]) and prefix[1] == "-m":
         return prefix[2]
-    if len(prefix) > 1 and _PYTHON.fullmatch(prefix[0]):
+    if len(prefix) > 1 and PYTHON_NAME.fullmatch(prefix[0]):
         return os.path.basename(prefix[1])
     name = prefix[0] if prefix[0].startswith("./") else os.path.basename(prefix[0])
     return _SAME_TOOL.get(name, name)
@@ -361,8 +331,8 @@ def project_root(cwd: Path) -> Path:
 def rule_words(wrap: Wrap) -> tuple[tuple[str, ...], ...]:
     """The commands of ``wrap`` that a user's rule asking about or forbidding a command holds for:
     each part the shell runs, the command behind ``timeout``, ``env`` or a runner (``timeout 30
-    pytest``: ``pytest``), and its other names (``_other_names``: ``python -m pytest``)."""
-    return tuple(dict.fromkeys((*wrap.parts, wrap.body, *_other_names(wrap.body))))
+    pytest``: ``pytest``), and its other names (``wrap.other_names``: ``python -m pytest``)."""
+    return tuple(dict.fromkeys((*wrap.parts, wrap.body, *other_names(wrap.body))))
 
 
 def _project_dirs(cwd: Path) -> list[Path]:

@@ -50,12 +50,14 @@ from .defaults import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 
 __all__ = (
     "BUILTIN",
+    "PYTHON_NAME",
     "RAW_VARIABLE",
     "ConfigError",
     "Rules",
     "Wrap",
     "config_path",
     "load_rules",
+    "other_names",
     "rewrite",
     "starts",
     "top_level",
@@ -363,6 +365,36 @@ def _program(word: str) -> str:
     return "python3" if re.fullmatch(r"python3(?:\.\d+)?", name) else name
 
 
+PYTHON_NAME = re.compile(r"python(?:\d+(?:\.\d+)?)?")  # a Python by its name (python3.11)
+_OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make", "mvnw": "mvn", "gradlew": "gradle"}
+_SCRIPT_RUNNERS = ("npm", "pnpm", "yarn", "bun")
+
+
+def other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """``words`` as a user's rule may name the same command (helper-28: a rule on ``pytest``, on
+    ``make`` or on ``npm test`` did not hold for these): ``python3.11 -m pytest`` is ``pytest``,
+    ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm run test`` are ``npm test``."""
+    if not words:
+        return []
+    program, rest = os.path.basename(words[0]), tuple(words[1:])
+    names: list[tuple[str, ...]] = []
+    if PYTHON_NAME.fullmatch(program) and rest[:1] == ("-m",) and len(rest) > 1:
+        names.append(rest[1:])
+    elif program in _OTHER_PROGRAM:
+        names.append((_OTHER_PROGRAM[program], *rest))
+    elif program in _SCRIPT_RUNNERS:
+        if rest[:1] in (("t",), ("tst",)):
+            names.append((program, "test", *rest[1:]))
+        elif rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
+            names.append((program, *rest[1:]))
+    # and without its options: a rule on "make test" holds for "make -s test" (helper-39)
+    for name in [tuple(words), *names]:
+        bare = tuple(w for w in name if not w.startswith("-"))
+        if bare != name:
+            names.append(bare)
+    return names
+
+
 def starts(words: Sequence[str], prefix: Sequence[str]) -> bool:
     """Whether ``words`` (a command's) begin with ``prefix`` (a listed command's words): the first
     by its program's name (``/usr/bin/make`` is ``make``) unless the prefix names a path, and a
@@ -560,7 +592,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     if _program(words[0]) == "streamfilter":
         return Wrap(None, "it is streamfilter already")
     body, env_assigned, runner = _inner(words)
-    if any(starts(words, s) or starts(body, s) for s in rules.skip):
+    # (under its other names too: skip = ["pytest"] holds for python -m pytest and py.test, helper-43)
+    if any(starts(name, s) for name in (words, body, *other_names(body)) for s in rules.skip):
         return Wrap(None, "it is in skip")
     if not any(_listed(words, p) or _listed(body, p) for p in rules.wrap):
         return Wrap(None, "not a build, test or lint command of the list")
