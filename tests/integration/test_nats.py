@@ -286,6 +286,33 @@ def test_send_nats_that_loses_its_server_mid_run_filters_the_rest_here_and_exits
 
 
 @pytest.mark.anyio
+async def test_send_nats_goes_on_while_no_stream_answers(tmp_path: Path, server: NatsServer) -> None:
+    # a restarting server answers "no responders" while it restores its streams: send took that
+    # for no stream at all, stopped the command and lost its output, exit 1 (helper-42). Played
+    # here by the stream gone for a second mid-run
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    await ensure_stream(js, "STREAMFILTER", ["logs.*.*"], work_queue=True)
+    ended = tmp_path / "ended"
+    script = f"for i in $(seq 1 60); do echo step $i ok; sleep 0.1; done; echo 'error: late failed'; touch {ended}"
+    argv = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--stream", "job-11"]
+    argv += ["--partitions", str(PARTITIONS), "--", "sh", "-c", f"{script}; exit 3"]
+    proc = await anyio.open_process(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    await anyio.sleep(1.5)  # (connected, its first lines published)
+    await js.delete_stream("STREAMFILTER")
+    await anyio.sleep(1.5)
+    await ensure_stream(js, "STREAMFILTER", ["logs.*.*"], work_queue=True)
+    assert proc.stderr is not None
+    with anyio.fail_after(90):
+        err = b"".join([chunk async for chunk in proc.stderr])  # (a few lines at most)
+        await proc.wait()
+    assert proc.returncode == 3 and ended.exists(), err
+    info = await js.stream_info("STREAMFILTER")
+    assert info.state.messages > 5  # (what it sent after the stream came back)
+    await nc.close()
+
+
+@pytest.mark.anyio
 async def test_output_longer_than_max_payload_is_published_in_parts_and_every_stream_goes_on(tmp_path: Path) -> None:
     srv = NatsServer(tmp_path / "nats", PARTITIONS, max_payload=32 << 10)
     try:

@@ -39,8 +39,21 @@ class NatsServer:
         if max_payload is not None:
             text += f"max_payload: {max_payload}\n"
         config.write_text(text)
-        self.log = open(folder / "nats.log", "wb")  # (closed by stop())
-        self.proc = subprocess.Popen([BINARY, "-c", str(config)], stdout=self.log, stderr=subprocess.STDOUT)
+        self._config, self._folder = config, folder
+        self.log = open(folder / "nats.log", "ab")  # (closed by stop())
+        self._start()
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Kill the server (as a crash would) and start it again on its port and store, after
+        ``down_seconds``."""
+        self.proc.kill()
+        self.proc.wait()
+        time.sleep(down_seconds)
+        self._start()
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen([BINARY, "-c", str(self._config)], stdout=self.log, stderr=subprocess.STDOUT)
+        folder = self._folder
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:

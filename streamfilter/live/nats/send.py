@@ -44,19 +44,22 @@ class _Lost(Exception):
     """The server did not take a message in ``TRIES`` tries."""
 
 
+class _NoStream(_Lost):
+    """No stream took the message in ``TRIES`` tries (no responders: none there, or a server
+    restarting, which answers so while it restores its streams)."""
+
+
 async def _publish(js: JetStreamContext, subject: str, data: bytes, headers: dict[str, str]) -> None:
     for attempt in range(TRIES):
         try:
             await js.publish(subject, data, timeout=PUBLISH_SECONDS, headers=headers)
             return
-        except nats.js.errors.NoStreamResponseError:
-            raise StreamfilterError(
-                f"no JetStream stream takes {subject}: start a worker first (it makes the stream), "
-                "with the same subject prefix (docs/fleet.md)"
-            ) from None
         except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
+            # (no stream is tried again too: a server restarting says so for a while; it was taken
+            # for good mid-run, and the command stopped with its output lost, helper-42)
             if attempt == TRIES - 1:
-                raise _Lost(str(exc) or type(exc).__name__) from None
+                lost = _NoStream if isinstance(exc, nats.js.errors.NoStreamResponseError) else _Lost
+                raise lost(str(exc) or type(exc).__name__) from None
             await anyio.sleep(0.5 * (attempt + 1))
 
 
@@ -119,6 +122,11 @@ async def send_to_nats(
         await _warn_untaken(js, target, partitions)
         try:
             await _publish(js, target, json.dumps({"type": "run-start", **start}).encode(), control("run-start", 0))
+        except _NoStream:
+            raise StreamfilterError(
+                f"no JetStream stream takes {target}: start a worker first (it makes the stream), "
+                "with the same subject prefix (docs/fleet.md)"
+            ) from None
         except _Lost as exc:
             raise StreamfilterError(f"cannot publish to {target}: {exc}") from None
         try:
