@@ -96,6 +96,10 @@ LINE_END_SECONDS = 1.0  # how long a late reader's start waits for the end of th
 # again once the queue has drained (the files in between are not read)
 MAX_QUEUED_FILES = 8
 MAX_LEFT_FILES = 1024  # files left after a rotation, remembered per source (the oldest forgotten first)
+# a glob's path whose file was deleted and that has named none since for this long is let go: its
+# stream ends and its follower is dropped (a glob of per-job logs kept one, with its filter, for
+# every file it ever matched: 245 KB each, helper-42); a file made there later is a new stream
+GONE_SECONDS = 60.0
 PSEUDO_FILES = ("/proc/", "/sys/")  # their sizes read 0 whatever they hold
 
 
@@ -140,6 +144,8 @@ class FileFollower:
         restart: what the source's checkpoints say was rotated while the daemon was down
             (``RotatedWhileDown``): the path's rotated files to read first, and the checkpoint
             of a file another path was rotated to this one's name from.
+        let_go: a glob's path: once its file was deleted and none has been there for
+            ``GONE_SECONDS``, ``run`` returns (a plain path is waited for as long as the daemon runs).
     """
 
     def __init__(
@@ -154,8 +160,10 @@ class FileFollower:
         claim: Callable[[tuple[int, int], FileFollower], bool] | None = None,
         left: LeftFiles | None = None,
         restart: RotatedWhileDown | None = None,
+        let_go: bool = False,
     ) -> None:
         self.path = path
+        self.let_go = let_go
         self.source = source
         self.stream_name = stream_name
         self.sinks = sinks
@@ -206,12 +214,19 @@ class FileFollower:
                 except UnreadableCheckpoint as e:  # (read as if none was saved: its start_at says where from)
                     self._log.warning("checkpoint.unreadable", file=str(e.file), reason=e.reason)
             self._resume_rotated()
+            gone_since: float | None = None  # when the path was first found naming no file, after one
             while True:
                 opened = self._next.pop(0) if self._next else self._open()
                 self.opened.set()
                 if opened is None:
+                    if self.let_go and self.stream is not None and self._names_none():
+                        gone_since = gone_since if gone_since is not None else time.monotonic()
+                        if time.monotonic() >= gone_since + GONE_SECONDS:
+                            self._log.info("file.let_go", gone_seconds=GONE_SECONDS)
+                            return
                     await self._wait()
                     continue
+                gone_since = None
                 fd, info = opened
                 self.current = (info.st_dev, info.st_ino)
                 note = self._start(fd, info)
@@ -234,6 +249,10 @@ class FileFollower:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_SECONDS):
                     await self.stream.end()
                     self._save()
+
+    def _names_none(self) -> bool:
+        """Whether the path names nothing (not even a dangling symlink)."""
+        return not os.path.lexists(self.path)
 
     # -- opening -------------------------------------------------------------------------
     def _resume_rotated(self) -> None:
@@ -706,6 +725,7 @@ class FileSource:
             self._claim,
             self._left,
             self._restart,
+            let_go=self.magic,
         )
         self.followers[path] = follower
         if not at_startup and os.path.exists(path):  # (a missing path is followed until it appears)
@@ -714,7 +734,13 @@ class FileSource:
             self._log.warning("source.directory_missing", directory=os.path.dirname(path))
         elif not os.path.exists(path):
             self._log.info("file.missing", path=path, hint="waiting for it to appear")
-        self._tg.start_soon(follower.run)
+        self._tg.start_soon(self._follow, follower)
+
+    async def _follow(self, follower: FileFollower) -> None:
+        """Run ``follower``; once it lets its path go, forget it (the rescan finds a new file there)."""
+        await follower.run()
+        if self.followers.get(follower.path) is follower:
+            del self.followers[follower.path]
 
     def _rotated_while_down(self, matches: set[str]) -> RotatedWhileDown:
         """Find, from the source's checkpoints, the files its paths were rotated to while the
