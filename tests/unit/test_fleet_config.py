@@ -66,6 +66,7 @@ def test_a_nats_sink_publishes_jsonl_and_metrics_take_an_address(tmp_path: Path)
         ('[[source]]\ntype = "nats"\nservers = []\n', "source[0].servers: is empty"),
         ('[[source]]\ntype = "nats"\nservers = ["127.0.0.1:4222"]\n', "must be nats://HOST:PORT"),
         (WORKER + "partitions = 0\n", "source[0].partitions: must be 1 to 1024, not 0"),
+        (WORKER + "max_ack_pending = 4\n", "source[0].max_ack_pending: must be 64 to 1048576, not 4"),
         (WORKER + 'subject = "logs.a"\n', "source[0].subject: 'logs.a': use letters"),
         (WORKER + "lease_seconds = 0.5\n", "source[0].lease_seconds: must be 1 to 86400"),
         (WORKER + 'payload = "json"\n', "source[0].payload: must be one of lines, fluent-bit"),
