@@ -22,10 +22,9 @@ import contextlib
 import io
 import json
 import os
-import re
 import signal
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import anyio
@@ -59,6 +58,7 @@ __all__ = (
     "StreamInfo",
     "StreamfilterMCP",
     "StreamsResult",
+    "shared_text",
     "tail_sink",
 )
 
@@ -69,7 +69,6 @@ READ_MAX_LINES = 2000  # read: the most it returns per sink
 # others that wrote much gets fewer lines than asked)
 READ_SCAN_BYTES = 16 << 20
 _BLOCK = 1 << 16  # read: bytes read per step back from a file's end
-_LABEL = re.compile(rb"==> (.*) <==")  # a shared text sink's line naming the stream whose output follows
 
 _INSTRUCTIONS = """\
 streamfilter cuts build logs and test output down to what matters: error and failure lines, \
@@ -361,27 +360,19 @@ def _of_source(stream: str, source: str) -> bool:
     return stream == source or (stream.startswith(source) and stream[len(source)] in ":#@")
 
 
-def tail_sink(
-    sink: SinkConfig, source: str, count: int, shared: bool, scan_bytes: int = READ_SCAN_BYTES
-) -> list[bytes]:
+def tail_sink(sink: SinkConfig, source: str, count: int, scan_bytes: int = READ_SCAN_BYTES) -> list[bytes]:
     """The last ``count`` lines (text) or events (JSONL) that source ``source`` wrote to the file
     sink ``sink``, oldest first, without line ends; read from the file's end, at most
     ``scan_bytes`` bytes of it.
 
-    A JSONL event is the source's when its ``source`` field names one of its streams. In a text
-    sink that other sources write to too (``shared``), the daemon names the stream before each
-    switch (``==> STREAM <==``): the lines under the source's streams' names are its own (those
-    name lines included, not the blank line written before each), lines before the first name in
-    the part read are no one's. A text sink only this source writes to is all its own.
+    A JSONL event is the source's when its ``source`` field names one of its streams. A text sink
+    is read whole as the source's: only one only this source writes to (``shared_text``) is read.
 
     Raises:
         OSError: the file cannot be opened or read (FileNotFoundError: not written yet).
     """
-    lines = _lines_from_end(sink.path, scan_bytes)
-    if sink.format == "text" and shared:
-        return _shared_tail(lines, source, count)
     found: list[bytes] = []
-    for line in lines:
+    for line in _lines_from_end(sink.path, scan_bytes):
         if len(found) >= count:
             break
         if sink.format == "jsonl":
@@ -396,49 +387,24 @@ def tail_sink(
     return found[:count][::-1]
 
 
-def _shared_tail(lines: Iterable[bytes], source: str, count: int) -> list[bytes]:
-    """``tail_sink`` of a text sink several sources write to, from its ``lines`` newest first. A
-    line that looks like a name line is one when the line above it is blank (the daemon writes one
-    before each) or there is none (the file's first): a source's own ``==> other <==`` line is its
-    text, not a switch."""
-    found: list[bytes] = []
-    pending: list[bytes] = []  # the lines since the name line above them, newest first
-    name: bytes | None = None  # a name line read, the line above it not yet
-
-    def settle(real: bool) -> None:
-        nonlocal pending
-        assert name is not None
-        if not real:
-            if len(found) + len(pending) < count:  # (older ones would be past the count)
-                pending.append(name)
-            return
-        label = _LABEL.fullmatch(name)
-        assert label is not None
-        if _of_source(label[1].decode("utf-8", "surrogateescape"), source):
-            found.extend(pending)
-            if len(found) < count:
-                found.append(name)
-        pending = []
-
-    for line in lines:
-        if len(found) >= count:
-            break
-        if name is not None:
-            settle(real=not line)
-            name = None
-            if not line:
-                continue  # (the blank line before the name line)
-        if _LABEL.fullmatch(line):
-            name = line
-        elif len(found) + len(pending) < count:
-            pending.append(line)
-    if name is not None and len(found) < count:
-        settle(real=True)
-    return found[:count][::-1]
+def shared_text(config: DaemonConfig, source: SourceConfig, sink: SinkConfig) -> list[str]:
+    """The other sources that write to ``sink`` when it is a text sink, whose lines ``read`` cannot
+    tell from ``source``'s: the daemon names the stream before each switch (``==> NAME <==``), but a
+    source's own output may hold such lines, and gave its lines to another source (helper-42)."""
+    if sink.format != "text":
+        return []
+    return [other.name for other in config.sources if other is not source and sink.name in other.sinks]
 
 
 def _file_sinks(config: DaemonConfig, source: SourceConfig) -> list[SinkConfig]:
     return [s for s in config.sinks if s.name in source.sinks and s.type == "file"]
+
+
+_SHARED_TEXT = (
+    "not read: a text sink that {others} write to too, whose lines cannot be told apart truthfully (a "
+    "source may print a line like the ==> NAME <== line the daemon writes before another's output); "
+    "read a jsonl file sink, whose events name their source"
+)
 
 
 def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | None) -> CallToolResult:
@@ -455,6 +421,8 @@ def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | N
             raise ToolError(
                 f"source {source_name!r} writes to no file sink named {sink_name!r} (its file sinks: {files})"
             )
+        if others := shared_text(config, source, sinks[0]):
+            raise ToolError(f"sink {sink_name!r}: {_SHARED_TEXT.format(others=', '.join(others))}")
     if not sinks:
         raise ToolError(
             f"source {source_name!r} writes to no file sink (its sinks: {', '.join(source.sinks)}): "
@@ -462,12 +430,14 @@ def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | N
         )
     tails, parts = [], []
     for sink in sinks:
-        shared = any(other is not source and sink.name in other.sinks for other in config.sources)
         unit = "event" if sink.format == "jsonl" else "line"
         try:
-            lines = tail_sink(sink, source.name, count, shared)
+            if others := shared_text(config, source, sink):
+                lines, note = [], _SHARED_TEXT.format(others=", ".join(others))
+            else:
+                lines = tail_sink(sink, source.name, count)
+                note = f"the last {counted(len(lines), unit)} of {source.name}"
             body = b"".join(line + b"\n" for line in lines)
-            note = f"the last {counted(len(lines), unit)} of {source.name}"
         except FileNotFoundError:
             lines, body, note = [], b"", "not written yet"
         except OSError as exc:
@@ -486,7 +456,7 @@ def _streams(config: DaemonConfig) -> CallToolResult:
         lines.append(f"source {source.name}: {source.type} {where}".rstrip() + f", query {source.filter.query!r}")
         for name in source.sinks:
             sink = next(s for s in config.sinks if s.name == name)  # (load_config checked the names)
-            readable = sink.type == "file"
+            readable = sink.type == "file" and not shared_text(config, source, sink)
             sinks.append(
                 SinkInfo(name=sink.name, type=sink.type, path=sink.path, format=sink.format, readable=readable)
             )

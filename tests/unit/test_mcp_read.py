@@ -21,48 +21,15 @@ def sink_file(tmp_path: Path, data: bytes, fmt: str = "text") -> SinkConfig:
 def test_a_sink_of_one_source_is_all_its_own_and_read_from_the_end(tmp_path: Path) -> None:
     lines = [f"line {i} " + "x" * (i % 300) for i in range(3000)]  # several read blocks, lines across them
     sink = sink_file(tmp_path, "\n".join(lines).encode() + b"\n")
-    assert tail_sink(sink, "app", 2500, shared=False) == [line.encode() for line in lines[-2500:]]
+    assert tail_sink(sink, "app", 2500) == [line.encode() for line in lines[-2500:]]
     unended = sink_file(tmp_path, b"a\nb\nlet out at a pause")
-    assert tail_sink(unended, "app", 2, shared=False) == [b"b", b"let out at a pause"]
-    assert tail_sink(unended, "app", 10, shared=False) == [b"a", b"b", b"let out at a pause"]
+    assert tail_sink(unended, "app", 2) == [b"b", b"let out at a pause"]
+    assert tail_sink(unended, "app", 10) == [b"a", b"b", b"let out at a pause"]
 
 
 def test_no_more_than_the_scan_limit_is_read(tmp_path: Path) -> None:
     sink = sink_file(tmp_path, b"first line\nsecond\nthird\n")
-    assert tail_sink(sink, "app", 10, shared=False, scan_bytes=13) == [b"second", b"third"]  # "line\n" cut: left out
-
-
-def test_a_shared_text_sink_gives_the_lines_under_the_sources_stream_names(tmp_path: Path) -> None:
-    data = (
-        b"before any name\n"
-        b"\n==> app <==\na1\na2\n"
-        b"\n==> other <==\no1\n"
-        b"\n==> appx <==\nx1\n"  # another source whose name starts with "app"
-        b"\n==> app:/logs/b.log <==\nb1\nb2\n"  # one file of app's glob
-        b"\n==> other <==\no2\n"
-    )
-    sink = sink_file(tmp_path, data)
-    # (not the blank line the daemon writes before each name: no line of any source's, helper-35)
-    assert tail_sink(sink, "app", 100, shared=True) == [
-        b"==> app <==",
-        b"a1",
-        b"a2",
-        b"==> app:/logs/b.log <==",
-        b"b1",
-        b"b2",
-    ]
-    assert tail_sink(sink, "app", 3, shared=True) == [b"==> app:/logs/b.log <==", b"b1", b"b2"]
-    assert tail_sink(sink, "other", 2, shared=True) == [b"==> other <==", b"o2"]
-
-
-def test_a_line_of_a_sources_text_that_looks_like_a_name_line_is_its_text(tmp_path: Path) -> None:
-    # a log that holds tail's output: its "==> beta <==" gave its next lines to beta, and alphabet
-    # read only name lines (helper-36); the daemon's name lines have a blank line above them
-    data = b"==> alpha <==\na1\n\n==> alphabet <==\nx1\n==> beta <==\nfake line of alphabet's\n\n==> beta <==\nb1\n"
-    sink = sink_file(tmp_path, data)
-    assert tail_sink(sink, "beta", 10, shared=True) == [b"==> beta <==", b"b1"]
-    assert tail_sink(sink, "alphabet", 3, shared=True) == [b"x1", b"==> beta <==", b"fake line of alphabet's"]
-    assert tail_sink(sink, "alpha", 10, shared=True) == [b"==> alpha <==", b"a1"]  # (the file's first line)
+    assert tail_sink(sink, "app", 10, scan_bytes=13) == [b"second", b"third"]  # "line\n" cut: left out
 
 
 def test_a_jsonl_sink_gives_the_sources_events(tmp_path: Path) -> None:
@@ -75,7 +42,7 @@ def test_a_jsonl_sink_gives_the_sources_events(tmp_path: Path) -> None:
     ]
     data = b"".join(json.dumps(e).encode() + b"\n" for e in events) + b'{"event": "keep", "sou'
     sink = sink_file(tmp_path, data, "jsonl")
-    found = [json.loads(line) for line in tail_sink(sink, "app", 10, shared=True)]
+    found = [json.loads(line) for line in tail_sink(sink, "app", 10)]
     assert found == [events[0], events[2], events[4]]
 
 
