@@ -309,6 +309,12 @@ class LiveStream:
             if sink.format == "jsonl":
                 await sink.send_from(self, end_event(self.filter.stats, self.source, self.extra), "end")
 
+    async def release_tail(self) -> None:
+        """Decide and write now the lines a command's run holds for its tail rule, keeping those the
+        tail rule would keep if the stream ended now: for a source whose input waits on this output
+        (a NATS partition whose messages in flight all hold such lines)."""
+        await self._write(self.filter.settle(decide_before=0, tail_now=True))
+
     async def summarize_dropped(self) -> None:
         """Write the open DROP run's summary now if it is at most half the bytes it stands for
         (``StreamFilter.close_drop``), not when it is ``DROP_SUMMARY_SECONDS`` old: for a source

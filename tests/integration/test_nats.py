@@ -313,6 +313,35 @@ async def test_send_nats_goes_on_while_no_stream_answers(tmp_path: Path, server:
 
 
 @pytest.mark.anyio
+async def test_slow_runs_that_hold_all_of_a_partitions_messages_still_end(tmp_path: Path) -> None:
+    # a slow run's messages hold a line each, and a run holds its last 25 lines for its tail rule:
+    # 14 such runs on one partition held its 256 messages in flight, the server sent no more, and
+    # no run ended, for good (helper-42); played with 6 runs and max_ack_pending 64
+    srv = NatsServer(tmp_path / "nats", 1)
+    try:
+        config = worker_config(tmp_path, srv.url, 1, source_extra="max_ack_pending = 64\n")
+        worker = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "state")})
+        worker.log_event("daemon.ready", timeout=20)
+        slow = "for i in $(seq 1 60); do echo \"step $i ok\"; sleep 0.05; done; echo 'error: run {k} failed'; exit 1"
+        send = [sys.executable, "-m", "streamfilter", "send", "--nats", srv.url, "--partitions", "1", "--stream"]
+        sends = [
+            await anyio.open_process([*send, f"slow-{k}", "--", "sh", "-c", slow.format(k=k)], stdout=None, stderr=None)
+            for k in range(6)
+        ]
+        with anyio.fail_after(120):
+            assert [await p.wait() for p in sends] == [1] * 6
+        names = {f"slow-{k}" for k in range(6)}
+        output = await read_output(srv.url, names, seconds=60)
+        for k in range(6):
+            events = events_of(output[f"slow-{k}"])
+            data = "".join(f"step {i} ok\n" for i in range(1, 61)).encode() + f"error: run {k} failed\n".encode()
+            check_covered(f"slow-{k}", data, events, [data.index(b"error:")])
+        assert worker.stop(timeout=40) == 0
+    finally:
+        srv.stop()
+
+
+@pytest.mark.anyio
 async def test_output_longer_than_max_payload_is_published_in_parts_and_every_stream_goes_on(tmp_path: Path) -> None:
     srv = NatsServer(tmp_path / "nats", PARTITIONS, max_payload=32 << 10)
     try:

@@ -78,6 +78,9 @@ QUEUE_MESSAGES = 64  # per stream: messages handed to it and not yet taken (the 
 FEED_BYTES = 128 << 10
 FEED_SECONDS = 0.05
 EVICT_SECONDS = 300.0  # a stream quiet this long is written out (its last line ended) and forgotten
+# a stream that holds messages for its run's tail rule while its partition has all the messages in
+# flight the server allows (max_ack_pending) and none came for this long lets its held lines out
+STARVED_SECONDS = 1.0
 ENDED_STREAMS = 4096  # ids of streams ended here that are remembered (their late copies are acked)
 SETTLE_SECONDS = 10.0  # at a stop or hand-over, the longest a stream gets to write what it holds
 
@@ -228,6 +231,8 @@ class _Stream:
             due = self.unfed_since + FEED_SECONDS if self.unfed else self.live.due() if self.live is not None else None
             if due is not None:
                 wake = min(wake, due)
+            if self._starved_soon():
+                wake = min(wake, max(self.last, time.monotonic()) + STARVED_SECONDS)
             batch = []
             with anyio.move_on_after(max(0.0, wake - time.monotonic())):
                 try:
@@ -268,6 +273,14 @@ class _Stream:
                 # until some are acked, and lines dropped are written (so acked) once their summary
                 # is a second old: a line a message drained at 100 a second (helper-26)
                 await self.live.summarize_dropped()
+            if self._starved_soon() and now >= self.last + STARVED_SECONDS and self.live is not None:
+                # the server sends the partition nothing more until some of its messages are acked,
+                # and this run holds some for its tail rule: its held lines go now, those the tail
+                # rule would keep if it ended now kept (14 slow runs on one partition, each holding
+                # its last 25 lines, stalled it for good at 256, helper-42)
+                self.last = now  # (once a second at most, while it lasts)
+                async with worker.turn.held():
+                    await self.live.release_tail()
             if now >= next_progress:
                 await self._in_progress()
                 next_progress = now + worker.progress_seconds
@@ -491,6 +504,12 @@ class _Stream:
             await waiting.ack()
         self.waiting.clear()
         await msg.ack()
+
+    def _starved_soon(self) -> bool:
+        """Whether this stream holds messages while its partition has all the messages in flight
+        the server allows: none comes until some are acked (``STARVED_SECONDS``)."""
+        held = self.live.held if self.live is not None else ()
+        return bool(held) and self.partition.unacked() >= self.source.max_ack_pending
 
     async def _ack_written(self) -> None:
         live = self.live
