@@ -10,6 +10,7 @@ Files are written atomically (temporary file, then rename) in ``STATE/checkpoint
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -145,13 +146,19 @@ class CheckpointStore:
         Raises:
             UnreadableCheckpoint: its file is there but is not a checkpoint (cut short, edited) or
                 cannot be read.
+            OSError: the process has no descriptor left to read it (EMFILE, ENFILE): nothing is
+                wrong with the file (it was said to be, helper-42); try again later.
         """
         file = self._file(source, path)
         try:
             return _read(file)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, TypeError) as e:
+        except OSError as e:
+            if e.errno in (errno.EMFILE, errno.ENFILE):
+                raise
+            raise UnreadableCheckpoint(file, str(e)) from None
+        except (ValueError, TypeError) as e:
             raise UnreadableCheckpoint(file, str(e)) from None
 
     def load_all(self, source: str) -> list[Checkpoint]:

@@ -184,6 +184,7 @@ class FileFollower:
         self._active_until = 0.0
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
         self._missing_logged = False
+        self._unavailable_logged = False  # (checkpoint.unavailable said)
         self._saved: Checkpoint | None = None  # the last checkpoint written
         self._unwritable = False  # the last save failed (logged once)
         self._checkpoint: Checkpoint | None = None  # the one found at start, loaded once
@@ -208,14 +209,15 @@ class FileFollower:
     async def _run(self) -> None:
         fd: int | None = None
         try:
-            if self.checkpoints is not None:
-                try:
-                    self._checkpoint = self.checkpoints.load(self.source.name, self.path)
-                except UnreadableCheckpoint as e:  # (read as if none was saved: its start_at says where from)
-                    self._log.warning("checkpoint.unreadable", file=str(e.file), reason=e.reason)
+            loaded = self.checkpoints is None or self._load_checkpoint()
             self._resume_rotated()
             gone_since: float | None = None  # when the path was first found naming no file, after one
             while True:
+                if not loaded:  # (no descriptor was left to read it: tried again before each open)
+                    loaded = self._load_checkpoint()
+                    if not loaded:
+                        await self._wait()
+                        continue
                 opened = self._next.pop(0) if self._next else self._open()
                 self.opened.set()
                 if opened is None:
@@ -249,6 +251,21 @@ class FileFollower:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(FINISH_SECONDS):
                     await self.stream.end()
                     self._save()
+
+    def _load_checkpoint(self) -> bool:
+        """Load the path's checkpoint; whether that was done (not when the daemon has no descriptor
+        left to read it: said once, ``checkpoint.unavailable``)."""
+        assert self.checkpoints is not None
+        try:
+            self._checkpoint = self.checkpoints.load(self.source.name, self.path)
+        except UnreadableCheckpoint as e:  # (read as if none was saved: its start_at says where from)
+            self._log.warning("checkpoint.unreadable", file=str(e.file), reason=e.reason)
+        except OSError as e:
+            if not self._unavailable_logged:
+                self._log.warning("checkpoint.unavailable", error=e.strerror or str(e), hint="tried again")
+                self._unavailable_logged = True
+            return False
+        return True
 
     def _names_none(self) -> bool:
         """Whether the path names nothing (not even a dangling symlink)."""
