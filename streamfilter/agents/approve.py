@@ -85,8 +85,15 @@ _MAKE = frozenset(("all", "build", "test", "tests", "check", "lint", "compile", 
 _MVN = frozenset(("validate", "compile", "test-compile", "test", "package", "verify", "clean"))
 _GRADLE = frozenset(("build", "test", "check", "assemble", "classes", "testClasses", "compileJava", "clean"))
 # a program of targets: the only targets the built-in list approves
-_TARGETS = {"make": _MAKE, "ninja": _MAKE, "mvn": _MVN, "gradle": _GRADLE,
-            "rake": frozenset(("test", "spec")), "sbt": frozenset(("test", "compile"))}  # fmt: skip
+_TARGETS = {
+    "make": _MAKE,
+    "ninja": _MAKE,
+    "mvn": _MVN,
+    "gradle": _GRADLE,
+    "rake": frozenset(("test", "spec")),
+    "sbt": frozenset(("test", "compile")),
+    "meson": frozenset(),  # (none: meson compile deploy ran a run_target, helper-44)
+}
 # the options the built-in list approves after a listed command's words, by its tool: an allow
 # list, as a list of what to refuse missed ways to run code (make --eva=, node --experimental_loader,
 # ctest --test-command, pylint --init-hook, helper-37 and 38). Exact words, then a pattern of
@@ -210,6 +217,8 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     # each part's words are read from where the ``cd`` parts before it went (an option is checked below)
     if walked is None or any(outside(v, here, root) for part, here in walked for w in part[1:] for v in _paths_in(w)):
         return False
+    if any("/" in part[0] and outside(part[0], here, root) for part, here in walked):
+        return False  # (the program by its path: ./mvnw, vendor/bin/phpunit a symlink out, helper-44)
     tool = _tool(prefix)
     safe, pattern = _SAFE.get(tool, (frozenset(), ""))
     targets, valued = _TARGETS.get(tool), _VALUED.get(tool, frozenset())
@@ -252,9 +261,14 @@ def _names_in_project(tool: str, names: Sequence[str], here: Path) -> bool:
     Django's ``manage.py test`` is imported (``python -m unittest antigravity`` opened a browser,
     ``http.server.test`` served the folder), so its first part must be a module or a package in
     ``here``, the folder it runs in; go's packages are import paths unless they start with ``.``
-    (``go test all`` or ``std`` tests every dependency or the standard library)."""
+    (``go test all`` or ``std`` tests every dependency or the standard library); a package
+    manager's script takes no words, which go to the command it runs (``npm test deploy`` ran the
+    project's ``make test deploy``, helper-44)."""
     if tool in ("unittest", "manage.py"):
-        heads = [n.split(".")[0] for n in names if n != "discover" and "/" not in n and not n.endswith(".py")]
+        # (a name ending .py is a path only when that file is there: else unittest imports the
+        # name before it, this.py is the module this, helper-44)
+        paths = [n for n in names if "/" in n or (n.endswith(".py") and (here / n).is_file())]
+        heads = [n.split(".")[0] for n in names if n != "discover" and n not in paths]
         # a package (a folder with __init__.py: a plain folder does not hide the standard library's
         # http, helper-43), never named as one of the standard library's
         return all(
@@ -263,6 +277,8 @@ def _names_in_project(tool: str, names: Sequence[str], here: Path) -> bool:
             and ((here / f"{h}.py").is_file() or (here / h / "__init__.py").is_file())
             for h in heads
         )
+    if tool in ("npm", "pnpm", "yarn"):  # (a script's words go to its command: npm test deploy ran make test deploy)
+        return not names
     if tool == "go":  # (not "...": every package there is, the standard library's too, helper-43)
         return all(n in (".", "..") or n.startswith(("./", "../")) or n.endswith(".go") for n in names)
     return True
@@ -283,7 +299,7 @@ _READ_FROM_ABOVE = frozenset(
                          ".babelrc", "vitest.config", "vite.config", "next.config", ".golangci", ".shellcheckrc")
             for ext in _CONFIG_EXTENSIONS
         ),
-        "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py", "tox.ini", "setup.cfg",
+        "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py", "setup.py", "tox.ini", "setup.cfg",
         "pyproject.toml", ".flake8", ".pylintrc", "pylintrc", ".pylintrc.toml", "pylintrc.toml", "mypy.ini",
         ".mypy.ini", "pyrightconfig.json", "ruff.toml", ".ruff.toml",
         "package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "pnpm-workspace.yaml", "bunfig.toml",
@@ -496,9 +512,14 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
         return False
     if (said == "allow" and wrap.simple) or (agent == "codex" and mode == "bypassPermissions"):
         return True
-    if any(starts(list(wrap.parts[-1]), p) or starts(list(wrap.body), p) for p in rules.approve):
-        # (the list names commands, not a folder to run them in)
-        return _walk(wrap, Path(cwd), project_root(Path(cwd)), env) is not None
+    # (the command as written, or behind timeout or env; not behind a runner: approve = ["pytest"]
+    # approved npx pytest, which downloads a package of that name, helper-44)
+    if any(starts(list(wrap.parts[-1]), p) or (not wrap.runner and starts(list(wrap.body), p)) for p in rules.approve):
+        # (the list names commands, not a folder to run them in, nor a script to source from elsewhere)
+        root = project_root(Path(cwd))
+        walked = _walk(wrap, Path(cwd), root, env)
+        sourced = [(part[1], here) for part, here in walked or () if part[0] in ("source", ".")]
+        return walked is not None and not any(outside(w, here, root) for w, here in sourced)
     return rules.builtin_approve and _default_approves(wrap, Path(cwd), env)
 
 

@@ -317,14 +317,14 @@ def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[
             if depth:
                 return segments, "an unclosed substitution"
             continue
-        if ch == "#" and (i == 0 or command[i - 1] in " \t"):  # a comment: to its line's end, continuations too
+        if ch == "#" and _word_starts_at(command, i):  # a comment: to its line's end, continuations too
             if "\n" in command[i:]:
                 return segments, "a second line"
             segments.append((start, i))  # (the command ends before it: a word's "#" is the word's)
             return segments, None
         if command.startswith("$'", i):  # (ANSI-C quoting: $'\'' is one quote, helper-43)
             return segments, "ANSI-C quoting ($'...'), which the hook does not read"
-        if command.startswith("2>&1", i) and (i == 0 or command[i - 1] in " \t") and command[i + 4 : i + 5] in _ENDS:
+        if command.startswith("2>&1", i) and _word_starts_at(command, i) and command[i + 4 : i + 5] in _ENDS:
             i += 4
             continue
         if command.startswith("&&", i):
@@ -349,6 +349,17 @@ def top_level(command: str, pipes: list[int] | None = None) -> tuple[list[tuple[
         i += 1
     segments.append((start, n))
     return segments, None
+
+
+def _word_starts_at(command: str, i: int) -> bool:
+    """Whether a shell word starts at ``i`` (outside quotes): the line's start, or a blank before it
+    that no backslash escapes (``a\\ #x`` is one word, helper-44)."""
+    if i == 0:
+        return True
+    if command[i - 1] not in " \t":
+        return False
+    escapes = len(command[: i - 1]) - len(command[: i - 1].rstrip("\\"))
+    return escapes % 2 == 0
 
 
 def _word_alone(command: str, i: int) -> bool:
@@ -393,6 +404,17 @@ def other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
         if bare != name:
             names.append(bare)
     return names
+
+
+def in_order(words: Sequence[str], prefix: Sequence[str]) -> bool:
+    """Whether ``words`` begin as ``prefix`` does (``starts``), or begin with its first word and
+    have its other words in order among theirs (``make -j 4 test`` for ``make test``)."""
+    if starts(words, prefix):
+        return True
+    if not words or not prefix or _program(words[0]) != _program(prefix[0]):
+        return False
+    rest = iter(words[1:])
+    return all(any(w == p for w in rest) for p in prefix[1:])  # (in order: rest is consumed)
 
 
 def starts(words: Sequence[str], prefix: Sequence[str]) -> bool:
@@ -592,8 +614,9 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     if _program(words[0]) == "streamfilter":
         return Wrap(None, "it is streamfilter already")
     body, env_assigned, runner = _inner(words)
-    # (under its other names too: skip = ["pytest"] holds for python -m pytest and py.test, helper-43)
-    if any(starts(name, s) for name in (words, body, *other_names(body)) for s in rules.skip):
+    # (under its other names too: skip = ["pytest"] holds for python -m pytest and py.test, helper-43;
+    # and with other words between its words: make -j 4 test, helper-44)
+    if any(in_order(name, s) for name in (words, body, *other_names(body)) for s in rules.skip):
         return Wrap(None, "it is in skip")
     if not any(_listed(words, p) or _listed(body, p) for p in rules.wrap):
         return Wrap(None, "not a build, test or lint command of the list")

@@ -137,6 +137,17 @@ ASKED = [
     "npm -w../x test",
     "go test ...",
     "go test .../http",
+    # and helper-44: a name ending .py that is no file (unittest imports the module), a script's
+    # words (they go to the command it runs), meson's targets
+    "python3 -m unittest this.py",
+    "python -m unittest antigravity.py",
+    "python manage.py test this.py",
+    "npm test deploy",
+    "npm run build this",
+    "pnpm test publish",
+    "yarn test install",
+    "meson compile -C build deploy",
+    "meson test -C build install",
 ]
 # commands that build, check or test the project in place
 IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "go test ./...", "npm test",
@@ -164,6 +175,14 @@ def _cursor(command: str, cwd: Path, env: dict[str, str]) -> Any:
     payload = {"conversation_id": "c", "generation_id": "g", "workspace_roots": [str(cwd)],
                "hook_event_name": "preToolUse", "tool_name": "Shell", "tool_input": {"command": command}}  # fmt: skip
     return answer("cursor", payload, EXE, env)[0]
+
+
+def _hooks_toml(tmp_path: Path, text: str) -> Path:
+    """``text`` as the hooks' config file of the environment ``_env(tmp_path)``; its path."""
+    config = tmp_path / "config" / "streamfilter" / "hooks.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+    return config
 
 
 def _approved(agent: str, command: str, cwd: Path, env: dict[str, str]) -> bool:
@@ -284,7 +303,8 @@ def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
     ("command", "name"),
     [("npm test", "package.json"), ("pytest -q", ".pytest.ini"), ("flake8", ".flake8"), ("eslint", "eslint.config.mjs"),
      ("./gradlew check", "settings.gradle.kts"), ("cargo test", "rust-toolchain.toml"), ("tsc", "tsconfig.json"),
-     ("pytest -q", "pytest.toml"), ("pytest -q", ".pytest.toml"), ("pylint m.py", "pylintrc.toml")],
+     ("pytest -q", "pytest.toml"), ("pytest -q", ".pytest.toml"), ("pylint m.py", "pylintrc.toml"),
+     ("pytest -q", "setup.py")],
 )  # fmt: skip
 def test_a_tools_file_in_a_folder_above_the_project_leaves_it_to_the_agent(
     agent: str, command: str, name: str, tmp_path: Path
@@ -388,9 +408,7 @@ def test_cursor_permissions_allow_and_deny(tmp_path: Path) -> None:
 @pytest.mark.parametrize("agent", ["codex", "cursor"])
 def test_the_users_approve_list_and_builtin_false(agent: str, tmp_path: Path) -> None:
     env = _env(tmp_path)
-    config = tmp_path / "config" / "streamfilter" / "hooks.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text('approve = ["make deploy", "npm install"]\n')
+    config = _hooks_toml(tmp_path, 'approve = ["make deploy", "npm install"]\n')
     assert _approved(agent, "make deploy", tmp_path, env)
     assert _approved(agent, "npm install", tmp_path, env)
     assert not _approved(agent, "pip install x", tmp_path, env)
@@ -400,6 +418,46 @@ def test_the_users_approve_list_and_builtin_false(agent: str, tmp_path: Path) ->
     assert not _approved(agent, "cd - && npm install", tmp_path, env)
     config.write_text('builtin = false\nwrap = ["pytest"]\n')
     assert not _approved(agent, "pytest", tmp_path, env)  # wrapped only when approved: left alone
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_program_named_by_its_path_is_checked_as_one(agent: str, tmp_path: Path) -> None:
+    # ./mvnw or vendor/bin/phpunit, symlinks out of the project, were approved and ran (helper-44)
+    env, outside = _env(tmp_path), tmp_path / "outside"
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (outside / "vb" / "bin").mkdir(parents=True)
+    (outside / "evil").write_text("#!/bin/sh\n")
+    (project / "mvnw").write_text("#!/bin/sh\n")
+    (project / "vendor" / "bin").mkdir(parents=True)
+    (project / "vendor" / "bin" / "phpunit").write_text("#!/bin/sh\n")
+    for command in ("./mvnw test", "vendor/bin/phpunit"):
+        assert _approved(agent, command, project, env), command
+    (project / "mvnw").unlink()
+    (project / "mvnw").symlink_to(outside / "evil")
+    assert not _approved(agent, "./mvnw test", project, env)
+    for path in ((project / "vendor" / "bin" / "phpunit"), (project / "vendor" / "bin"), (project / "vendor")):
+        path.unlink() if path.is_file() else path.rmdir()
+    (project / "vendor").symlink_to(outside / "vb")
+    (outside / "vb" / "bin" / "phpunit").write_text("#!/bin/sh\n")
+    assert not _approved(agent, "vendor/bin/phpunit", project, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_the_approve_list_holds_not_behind_a_runner_nor_for_a_script_from_elsewhere(agent: str, tmp_path: Path) -> None:
+    # approve = ["pytest"] approved npx pytest (a download of the package pytest) and uv run pytest,
+    # and source venv/bin/activate with venv a symlink out of the project (helper-44)
+    env = _env(tmp_path)
+    _hooks_toml(tmp_path, 'approve = ["pytest"]\nbuiltin = false\nwrap = ["pytest"]\n')
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    assert _approved(agent, "pytest -q", project, env) and _approved(agent, "timeout 60 pytest", project, env)
+    for command in ("npx pytest", "uv run pytest", "pnpm exec pytest"):
+        assert not _approved(agent, command, project, env), command
+    (tmp_path / "outside" / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "outside" / "venv" / "bin" / "activate").write_text("")
+    (project / "venv").symlink_to(tmp_path / "outside" / "venv")
+    assert not _approved(agent, "source venv/bin/activate && pytest -q", project, env)
 
 
 @pytest.mark.parametrize("agent", ["codex", "cursor"])

@@ -204,6 +204,10 @@ def test_a_hash_inside_a_word_is_the_words() -> None:
     # ANSI-C quoting ($'\'' is one quote character) and 2>&1- (it closes stdout too) are left alone
     assert _wrap("pytest $'\\'' ; touch pwned ; # '") is None
     assert _wrap("pytest -q 2>&1-") is None
+    # an escaped blank before "#" is the word's: no comment starts there (helper-44)
+    assert rewrite("pytest -q a\\ #x; touch pwn", load_rules({"HOME": "/nonexistent"}), EXE, {}).why == (
+        "not one simple command (';')"
+    )
 
 
 @pytest.mark.parametrize(
@@ -343,6 +347,7 @@ def test_skip_holds_for_the_commands_other_names(tmp_path: Path) -> None:
     config = tmp_path / "hooks.toml"
     config.write_text('skip = ["pytest", "make test"]\n')
     rules = load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
-    for command in ("pytest -q", "python -m pytest -q", "python3.11 -m pytest", "py.test", "make -s test"):
+    for command in ("pytest -q", "python -m pytest -q", "python3.11 -m pytest", "py.test", "make -s test",
+                    "make -j 4 test", "make -C . test"):  # fmt: skip
         assert rewrite(command, rules, EXE, {}).command is None, command
     assert rewrite("make -s build", rules, EXE, {}).command is not None
