@@ -214,6 +214,8 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     if _config_above(root, env):
         return False
     walked = _walk(wrap, cwd, root, env)
+    if walked is not None and _config_linked_out([root, *(here for _, here in walked)], root):
+        return False
     # each part's words are read from where the ``cd`` parts before it went (an option is checked below)
     if walked is None or any(outside(v, here, root) for part, here in walked for w in part[1:] for v in _paths_in(w)):
         return False
@@ -325,6 +327,27 @@ def _config_above(root: Path, env: Mapping[str, str]) -> bool:
                     return True
             except OSError:
                 continue  # (a folder it may not list: nor may the tools)
+    return False
+
+
+# the build files the tools of DEFAULT_APPROVED read in the folder they run in, beside _READ_FROM_ABOVE
+_BUILD_FILES = frozenset(
+    ("Makefile", "makefile", "GNUmakefile", "build.ninja", "CMakeLists.txt", "meson.build", "pom.xml",
+     "build.gradle", "build.gradle.kts", "build.sbt", "build.zig", "Gemfile", "mix.exs", "tsconfig.json")
+)  # fmt: skip
+
+
+def _config_linked_out(folders: Sequence[Path], root: Path) -> bool:
+    """Whether one of ``folders`` holds a build or config file the tools read (``_BUILD_FILES``,
+    ``_READ_FROM_ABOVE``) that is a symlink out of the project's ``root``: a Makefile or
+    conftest.py linked into a folder others may write (/tmp) ran from there (helper-43, 44)."""
+    for folder in dict.fromkeys(folders):
+        try:
+            names = (_BUILD_FILES | _READ_FROM_ABOVE).intersection(os.listdir(folder))
+        except OSError:
+            continue
+        if any((folder / name).is_symlink() and not (folder / name).resolve().is_relative_to(root) for name in names):
+            return True
     return False
 
 

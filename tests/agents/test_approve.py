@@ -444,6 +444,26 @@ def test_a_program_named_by_its_path_is_checked_as_one(agent: str, tmp_path: Pat
 
 
 @pytest.mark.parametrize("agent", ["codex", "cursor"])
+@pytest.mark.parametrize(("command", "name"), [("make test", "Makefile"), ("pytest -q", "conftest.py")])
+def test_a_build_file_linked_out_of_the_project_leaves_the_command_to_the_agent(
+    agent: str, command: str, name: str, tmp_path: Path
+) -> None:
+    # a Makefile or conftest.py that is a symlink into a folder others may write ran from there (helper-43, 44)
+    env, project = _env(tmp_path), tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "build").mkdir()
+    (project / "build" / name).write_text("")
+    (project / name).symlink_to(project / "build" / name)  # (in the project: its own)
+    assert _approved(agent, command, project, env)
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / name).write_text("")
+    (project / name).unlink()
+    (project / name).symlink_to(tmp_path / "shared" / name)
+    assert not _approved(agent, command, project, env)
+    assert not _approved(agent, f"cd build && cd .. && {command}", project, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
 def test_the_approve_list_holds_not_behind_a_runner_nor_for_a_script_from_elsewhere(agent: str, tmp_path: Path) -> None:
     # approve = ["pytest"] approved npx pytest (a download of the package pytest) and uv run pytest,
     # and source venv/bin/activate with venv a symlink out of the project (helper-44)
