@@ -99,7 +99,7 @@ MAX_LEFT_FILES = 1024  # files left after a rotation, remembered per source (the
 # a glob's path whose file was deleted and that has named none since for this long is let go: its
 # stream ends and its follower is dropped (a glob of per-job logs kept one, with its filter, for
 # every file it ever matched: 245 KB each, helper-42); a file made there later is a new stream
-GONE_SECONDS = 60.0
+GONE_SECONDS = 10.0
 PSEUDO_FILES = ("/proc/", "/sys/")  # their sizes read 0 whatever they hold
 
 
