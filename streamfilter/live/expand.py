@@ -307,9 +307,13 @@ def remember_source(source: str, directory: Path | None = None) -> bool:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         # written whole, then renamed: a reader never sees half a name
         fd, temp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(source.encode("utf-8", "surrogateescape"))
-        os.replace(temp, path)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(source.encode("utf-8", "surrogateescape"))
+            os.replace(temp, path)
+        except OSError:
+            os.unlink(temp)  # (a full disk: it was left there, empty, helper-45)
+            raise
     except OSError:
         return False
     with contextlib.suppress(OSError):  # (forgetting the oldest can wait for the next output)

@@ -165,7 +165,10 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
     except FileNotFoundError:
         # the file is there, its #! interpreter is not: bash's words, and its status
         there = os.sep in argv[0] and await anyio.Path(cwd or ".", argv[0]).is_file()
+        # (a path names a file, or none: bash's words for each; a name is looked up in PATH)
         reason = "cannot execute: required file not found" if there else "command not found"
+        if os.sep in argv[0] and not there:
+            reason = "No such file or directory"
         raise CommandError(argv[0], reason, 127) from None
     except PermissionError:
         # exec of a directory fails with EACCES too: say which it is, as bash does
@@ -713,7 +716,9 @@ class OutputCopy:
             _regular_or_none(self.path)
         try:
             # (read and write: ``_to_memory`` reads it back through the descriptor, the file gone or not)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            # (a --tee file is the user's, made as tee makes one: 0o666 less the umask)
+            mode = 0o666 if self._named else 0o600
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
             fcntl.flock(self._fd, fcntl.LOCK_SH)
         except OSError as exc:
             if asked:

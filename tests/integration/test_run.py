@@ -160,6 +160,9 @@ def test_no_command_and_a_missing_command() -> None:
     assert missing.returncode == 127 and b"command not found" in missing.stderr
     empty = run_cli("run", "--", "")  # as a shell says of `""` (it was "permission denied", 126)
     assert empty.returncode == 127 and b"command not found" in empty.stderr
+    # a path that names nothing is no command to look up: bash's words (helper-45)
+    path = run_cli("run", "--", "./no-such-script.sh")
+    assert path.returncode == 127 and b"./no-such-script.sh: No such file or directory" in path.stderr
 
 
 def test_a_directory_or_a_file_that_is_not_executable_as_the_command(tmp_path: Path) -> None:

@@ -484,12 +484,29 @@ def test_a_tee_file_on_a_full_disk_keeps_what_it_holds(tmp_path: Path) -> None:
             timeout=120,
             check=False,
         )
-        kept = (full / "tee.log").read_bytes()
+        kept, mode = (full / "tee.log").read_bytes(), (full / "tee.log").stat().st_mode
     assert done.returncode == 3, done.stderr
     whole = b"".join(b"INFO compiling unit %d\n" % i for i in range(1, 40001)) + b"error: boom\n"
     assert len(kept) > 100_000 and whole.startswith(kept)
+    assert mode & 0o777 == 0o666 & ~_umask()  # (as tee makes it, helper-45)
     (note,) = [line for line in done.stdout.decode().splitlines() if "could not be kept" in line]
     assert "No space left on device" in note and f"after {len(kept)} bytes" in note, note
+
+
+def test_a_source_remembered_on_a_full_disk_leaves_no_file_behind(tmp_path: Path) -> None:
+    # the name of a text output's source, written to a temporary file then renamed: on a full disk
+    # the write failed and the empty temporary file stayed (helper-45)
+    from streamfilter.live.expand import remember_source
+
+    with _small_disk(tmp_path / "full", "64k") as full:
+        (full / "sources").mkdir()
+        with open(full / "filler", "wb", buffering=0) as filler:
+            with contextlib.suppress(OSError):
+                while True:
+                    filler.write(b"x" * 4096)
+        remembered = remember_source("/some/log/" + "x" * 8192, full)
+        left = sorted((full / "sources").iterdir())
+    assert not remembered and left == []
 
 
 def test_a_full_state_directory_makes_room_or_moves_to_the_temporary_directory(tmp_path: Path) -> None:
@@ -835,3 +852,9 @@ def test_numpy_computes_on_one_thread(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert b"error: boom" in done.stdout
     assert done.stderr.decode().splitlines()[-1] == "threads=1"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
