@@ -239,7 +239,7 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
             if not value:
                 names.append(word)
             value = False
-    if not _names_in_project(tool, names, walked[-1][1] if walked else cwd.resolve()):
+    if not _names_in_project(tool, names, walked[-1][1] if walked else cwd.resolve(), root):
         return False
     # (the other parts' words too: source FILE; the options were checked above)
     return all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
@@ -257,7 +257,7 @@ def _paths_in(word: str) -> list[str]:
     return [word[2:]] if not word.startswith("--") and len(word) > 2 else []
 
 
-def _names_in_project(tool: str, names: Sequence[str], here: Path) -> bool:
+def _names_in_project(tool: str, names: Sequence[str], here: Path, root: Path) -> bool:
     """Whether the names a tool is given name the project's own code, for the tools that take a
     module or a package by its name, not by its path (helper-40): a dotted test name of unittest or
     Django's ``manage.py test`` is imported (``python -m unittest antigravity`` opened a browser,
@@ -273,10 +273,13 @@ def _names_in_project(tool: str, names: Sequence[str], here: Path) -> bool:
         heads = [n.split(".")[0] for n in names if n != "discover" and n not in paths]
         # a package (a folder with __init__.py: a plain folder does not hide the standard library's
         # http, helper-43), never named as one of the standard library's
+        # (and in the project once resolved: a module linked out of it ran, helper-46)
         return all(
             h
             and h not in sys.stdlib_module_names
-            and ((here / f"{h}.py").is_file() or (here / h / "__init__.py").is_file())
+            and any(
+                (here / found).is_file() and not outside(found, here, root) for found in (f"{h}.py", f"{h}/__init__.py")
+            )
             for h in heads
         )
     if tool in ("npm", "pnpm", "yarn"):  # (a script's words go to its command: npm test deploy ran make test deploy)
@@ -304,7 +307,8 @@ _READ_FROM_ABOVE = frozenset(
         "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py", "setup.py", "tox.ini", "setup.cfg",
         "pyproject.toml", ".flake8", ".pylintrc", "pylintrc", ".pylintrc.toml", "pylintrc.toml", "mypy.ini",
         ".mypy.ini", "pyrightconfig.json", "ruff.toml", ".ruff.toml",
-        "package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "pnpm-workspace.yaml", "bunfig.toml",
+        "package.json", "node_modules", ".pnp.cjs", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs",
+        "pnpm-workspace.yaml", "bunfig.toml",
         "tsconfig.json", "deno.json", "deno.jsonc", ".babelrc",
         ".cargo", "Cargo.toml", "rust-toolchain", "rust-toolchain.toml", "clippy.toml", ".clippy.toml",
         "rustfmt.toml", ".rustfmt.toml", "go.work", "go.mod", ".mvn", "settings.gradle", "settings.gradle.kts",
@@ -375,15 +379,30 @@ def rule_words(wrap: Wrap) -> tuple[tuple[str, ...], ...]:
 
 
 def _project_dirs(cwd: Path) -> list[Path]:
-    """``cwd`` and its parents up to its repository's root (the first with ``.git``), root first."""
+    """``cwd`` and its parents up to its repository's root (the first with ``.git``), root first;
+    ``cwd`` alone when it is in no repository, or in one whose root others may write to or own (a
+    ``.git`` made in /tmp made /tmp the project of every folder in it, helper-46)."""
     dirs = []
     for folder in (cwd, *cwd.parents):
         dirs.append(folder)
         if (folder / ".git").exists():
+            if not _yours(folder):
+                return [cwd]
             break
     else:
         dirs = [cwd]  # (not in a repository: the working directory alone)
     return dirs[::-1]
+
+
+def _yours(folder: Path) -> bool:
+    """Whether ``folder`` and its ``.git`` are the user's (or root's), and others may not write
+    to the folder."""
+    try:
+        info, git = folder.stat(), (folder / ".git").lstat()
+    except OSError:
+        return False
+    owners = (os.getuid(), 0)
+    return info.st_uid in owners and git.st_uid in owners and not info.st_mode & 0o002
 
 
 def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, str]) -> str | None:
@@ -561,8 +580,8 @@ def what_it_approves(agent: str, hooks_file: Path) -> str:
         f"  - the commands listed in `approve` in {hooks_file};\n"
         f"  - commands that build, check or test the project in place: {listed}, and the npm and pnpm "
         "scripts build, test, lint, typecheck, check (no installs, no runner such as uv run or npx, no path "
-        "outside the project, only options known to be harmless such as -q, -x, -k, -j; make, mvn, gradle "
-        "and rake only with build and test targets).\n"
+        "outside the project, only options known to be harmless such as -q, -x, -k, -j; make, ninja, mvn, "
+        "gradle, rake and sbt only with build and test targets, meson with none).\n"
         "Every other command is left alone, for you to approve as before. A rule of yours that asks about a "
         "command or forbids it always wins.\n"
     )

@@ -43,7 +43,7 @@ from typing import Any
 from .approve import approves, cd_outside, project_root, rule_words
 from .wrap import ConfigError, Rules, Wrap, load_rules, rewrite, top_level
 
-__all__ = ("AGENTS", "answer", "claude_rules_say", "executable_words", "render")
+__all__ = ("AGENTS", "answer", "claude_home", "claude_rules_say", "executable_words", "render")
 
 AGENTS = ("claude", "codex", "cursor")
 _CURSOR_SHELL_TOOLS = frozenset(("Shell", "shell", "Terminal", "run_terminal_cmd", "Bash"))
@@ -51,15 +51,24 @@ _REASON = "streamfilter wraps build and test output (the whole output stays on d
 
 
 def _settings_files(cwd: str, env: Mapping[str, str]) -> list[Path]:
-    """Claude Code's settings files that hold permission rules, in its order of precedence."""
+    """Claude Code's settings files that hold permission rules, in its order of precedence: the
+    user's in ``$CLAUDE_CONFIG_DIR`` when that is set (Claude Code reads them there; the hook read
+    ``~/.claude`` and missed their deny rules, helper-46)."""
     project = Path(env.get("CLAUDE_PROJECT_DIR") or cwd or ".")
-    home = Path(env.get("HOME") or Path.home())
+    user = claude_home(env)
     return [
         Path("/etc/claude-code/managed-settings.json"),
         project / ".claude" / "settings.local.json",
         project / ".claude" / "settings.json",
-        home / ".claude" / "settings.json",
+        user / "settings.json",
     ]
+
+
+def claude_home(env: Mapping[str, str]) -> Path:
+    """Claude Code's folder of the user's settings: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return Path(env["CLAUDE_CONFIG_DIR"])
+    return Path(env.get("HOME") or Path.home()) / ".claude"
 
 
 def _rule_matches(rule: str, command: str) -> bool:

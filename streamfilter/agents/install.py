@@ -82,6 +82,8 @@ def settings_path(agent: str, project: bool, cwd: Path, env: Mapping[str, str]) 
         return cwd / folder / name
     if agent == "codex" and env.get("CODEX_HOME"):
         return Path(env["CODEX_HOME"]) / name
+    if agent == "claude" and env.get("CLAUDE_CONFIG_DIR"):  # (where Claude Code reads it then, helper-46)
+        return Path(env["CLAUDE_CONFIG_DIR"]) / name
     return home / folder / name
 
 

@@ -304,7 +304,7 @@ def test_codex_rules_allow_ask_and_forbid(tmp_path: Path) -> None:
     [("npm test", "package.json"), ("pytest -q", ".pytest.ini"), ("flake8", ".flake8"), ("eslint", "eslint.config.mjs"),
      ("./gradlew check", "settings.gradle.kts"), ("cargo test", "rust-toolchain.toml"), ("tsc", "tsconfig.json"),
      ("pytest -q", "pytest.toml"), ("pytest -q", ".pytest.toml"), ("pylint m.py", "pylintrc.toml"),
-     ("pytest -q", "setup.py")],
+     ("pytest -q", "setup.py"), ("npm test", "node_modules"), ("node --test", "node_modules")],
 )  # fmt: skip
 def test_a_tools_file_in_a_folder_above_the_project_leaves_it_to_the_agent(
     agent: str, command: str, name: str, tmp_path: Path
@@ -339,6 +339,11 @@ def test_a_test_name_is_approved_when_it_is_the_projects_module(agent: str, tmp_
     (tmp_path / "email.py").write_text("")
     for command in ("python3 -m unittest http.server.test", "python3 -m unittest email.message_from_string"):
         assert not _approved(agent, command, tmp_path, env), command
+    # nor one linked out of the project (helper-46)
+    (tmp_path.parent / f"{tmp_path.name}-out").mkdir(exist_ok=True)
+    (tmp_path.parent / f"{tmp_path.name}-out" / "evilmod.py").write_text("")
+    (tmp_path / "lm.py").symlink_to(tmp_path.parent / f"{tmp_path.name}-out" / "evilmod.py")
+    assert not _approved(agent, "python -m unittest lm", tmp_path, env)
     (tmp_path / "pkg").mkdir()
     assert not _approved(agent, "python -m unittest pkg.test_a", tmp_path, env)
     (tmp_path / "pkg" / "__init__.py").write_text("")
@@ -418,6 +423,25 @@ def test_the_users_approve_list_and_builtin_false(agent: str, tmp_path: Path) ->
     assert not _approved(agent, "cd - && npm install", tmp_path, env)
     config.write_text('builtin = false\nwrap = ["pytest"]\n')
     assert not _approved(agent, "pytest", tmp_path, env)  # wrapped only when approved: left alone
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_git_folder_others_may_write_to_is_no_project_root(agent: str, tmp_path: Path) -> None:
+    # a .git made in /tmp made /tmp the project of every folder in it: its conftest.py and its
+    # other folders were "in the project" (helper-46)
+    env, shared = _env(tmp_path), tmp_path / "shared"
+    (shared / ".git").mkdir(parents=True)
+    (shared / "proj").mkdir()
+    (shared / "evil").mkdir()
+    assert _approved(agent, "cd ../evil && make test", shared / "proj", env)  # (the user's own repository)
+    shared.chmod(0o777)
+    try:
+        assert not _approved(agent, "cd ../evil && make test", shared / "proj", env)
+        assert _approved(agent, "make test", shared / "proj", env)  # (the working folder is the project)
+        (shared / "conftest.py").write_text("")
+        assert not _approved(agent, "pytest -q", shared / "proj", env)
+    finally:
+        shared.chmod(0o755)
 
 
 @pytest.mark.parametrize("agent", ["codex", "cursor"])

@@ -82,6 +82,20 @@ def test_claude_allows_only_what_the_users_rules_allow(tmp_path: Path) -> None:
     assert claude_rules_say("make | tail -5", str(project), env) == "allow"
 
 
+def test_claude_config_dir_holds_the_users_rules(tmp_path: Path) -> None:
+    # the hook read ~/.claude/settings.json where Claude Code read $CLAUDE_CONFIG_DIR's, and allowed
+    # from the stale file what the real one denied (helper-46)
+    env = {**_env(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "cc")}
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    stale = {"permissions": {"allow": ["Bash(make:*)"]}}
+    (tmp_path / "home" / ".claude" / "settings.json").write_text(json.dumps(stale))
+    (tmp_path / "cc").mkdir()
+    (tmp_path / "cc" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash(make check)"]}}))
+    (tmp_path / "proj").mkdir()
+    assert claude_rules_say("make check", str(tmp_path / "proj"), env) == "deny"
+    assert claude_rules_say("make test", str(tmp_path / "proj"), env) is None  # (the stale allow is not read)
+
+
 def test_claude_deny_and_ask_rules_hold_however_the_command_is_written(tmp_path: Path) -> None:
     # helper-29: the rules were matched against the text, so `make  publish`, `make 'publish'`,
     # `CI=1 make clean` and `timeout 60 make clean` were wrapped (and so approved, or the rule no

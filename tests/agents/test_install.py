@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 
-def _cli(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "CODEX_HOME": ""}
+def _cli(*args: str, cwd: Path, home: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home), "CODEX_HOME": "", "CLAUDE_CONFIG_DIR": "", **(extra or {})}
     return subprocess.run(
         [sys.executable, "-m", "streamfilter", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
     )
@@ -92,6 +92,15 @@ def test_the_user_settings_are_the_default_wherever_it_runs(tmp_path: Path) -> N
     done = _cli("install", "claude", cwd=project, home=home)
     assert done.returncode == 0
     assert (home / ".claude" / "settings.json").exists() and not (project / ".claude").exists()
+
+
+def test_claude_config_dir_is_where_the_claude_hook_goes(tmp_path: Path) -> None:
+    # Claude Code reads the user's settings from $CLAUDE_CONFIG_DIR when it is set (helper-46)
+    home, project, config = tmp_path / "home", tmp_path / "project", tmp_path / "cc"
+    project.mkdir()
+    done = _cli("install", "claude", cwd=project, home=home, extra={"CLAUDE_CONFIG_DIR": str(config)})
+    assert done.returncode == 0, done.stderr
+    assert (config / "settings.json").exists() and not (home / ".claude").exists()
 
 
 def test_a_linked_file_stays_a_link_and_tabs_and_a_bom_are_kept(tmp_path: Path) -> None:
