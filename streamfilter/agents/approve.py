@@ -395,14 +395,15 @@ def _project_dirs(cwd: Path) -> list[Path]:
 
 
 def _yours(folder: Path) -> bool:
-    """Whether ``folder`` and its ``.git`` are the user's (or root's), and others may not write
-    to the folder."""
+    """Whether ``folder`` and its ``.git`` are the user's (or root's; any when the user is root),
+    and others may not write to the folder."""
     try:
         info, git = folder.stat(), (folder / ".git").lstat()
     except OSError:
         return False
-    owners = (os.getuid(), 0)
-    return info.st_uid in owners and git.st_uid in owners and not info.st_mode & 0o002
+    uid = os.getuid()  # (root reads any user's repository as its own: a container's mounted checkout)
+    owners = (uid, 0)
+    return (uid == 0 or (info.st_uid in owners and git.st_uid in owners)) and not info.st_mode & 0o002
 
 
 def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, str]) -> str | None:
