@@ -216,6 +216,7 @@ class FileFollower:
                 if not loaded:  # (no descriptor was left to read it: tried again before each open)
                     loaded = self._load_checkpoint()
                     if not loaded:
+                        self.opened.set()  # (tried: the daemon's start waits for no more, helper-47)
                         await self._wait()
                         continue
                 opened = self._next.pop(0) if self._next else self._open()

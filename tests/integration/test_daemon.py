@@ -1315,3 +1315,37 @@ def test_a_checkpoint_that_cannot_be_written_is_warned_of_once_and_leaves_no_fil
     live.log_event("checkpoint.written")
     assert live.stop() == 0
     assert json.loads(blocker.read_text())["line"] == 602
+
+
+def test_a_start_at_the_open_files_limit_gets_ready_and_stops_on_sigterm(tmp_path: Path) -> None:
+    # files whose checkpoints could not be read for want of a descriptor never reported their
+    # first open: the daemon never got ready and SIGTERM did not stop it (helper-47)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(80):
+        (logs / f"g{i}.log").write_text(f"INFO g{i} started\n")
+    config = tmp_path / "d.toml"
+    config.write_text(
+        f'[[source]]\nname = "jobs"\ntype = "file"\npath = "{logs}/*.log"\nstart_at = "beginning"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{tmp_path / "out.jsonl"}"\nformat = "jsonl"\n'
+    )
+    err = tmp_path / "d.err"
+    with open(err, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamfilter", "daemon", "--config", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (60, 60)),
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while b"daemon.ready" not in err.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert b"daemon.ready" in err.read_bytes(), err.read_text()[-2000:]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
