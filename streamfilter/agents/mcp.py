@@ -24,7 +24,7 @@ import json
 import os
 import signal
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
 import anyio
@@ -401,10 +401,15 @@ def _file_sinks(config: DaemonConfig, source: SourceConfig) -> list[SinkConfig]:
 
 
 _SHARED_TEXT = (
-    "not read: a text sink that {others} write to too, whose lines cannot be told apart truthfully (a "
+    "not read: a text sink that {others} {write} to too, whose lines cannot be told apart truthfully (a "
     "source may print a line like the ==> NAME <== line the daemon writes before another's output); "
     "read a jsonl file sink, whose events name their source"
 )
+
+
+def _shared_note(others: Sequence[str]) -> str:
+    """Why a text sink ``others`` write to too is not read (``shared_text``)."""
+    return _SHARED_TEXT.format(others=", ".join(others), write="writes" if len(others) == 1 else "write")
 
 
 def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | None) -> CallToolResult:
@@ -422,7 +427,7 @@ def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | N
                 f"source {source_name!r} writes to no file sink named {sink_name!r} (its file sinks: {files})"
             )
         if others := shared_text(config, source, sinks[0]):
-            raise ToolError(f"sink {sink_name!r}: {_SHARED_TEXT.format(others=', '.join(others))}")
+            raise ToolError(f"sink {sink_name!r}: {_shared_note(others)}")
     if not sinks:
         raise ToolError(
             f"source {source_name!r} writes to no file sink (its sinks: {', '.join(source.sinks)}): "
@@ -433,7 +438,7 @@ def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | N
         unit = "event" if sink.format == "jsonl" else "line"
         try:
             if others := shared_text(config, source, sink):
-                lines, note = [], _SHARED_TEXT.format(others=", ".join(others))
+                lines, note = [], _shared_note(others)
             else:
                 lines = tail_sink(sink, source.name, count)
                 note = f"the last {counted(len(lines), unit)} of {source.name}"

@@ -366,9 +366,9 @@ async def test_streams_and_read_give_one_sources_recent_output(tmp_path: Path) -
     lines = [json.loads(line) for line in sink["text"].splitlines()]
     assert {e["source"] for e in lines} == {"app"} and lines[-1]["event"] == "end" and sink["count"] == len(lines)
     assert any("ERROR app failed: disk full" in e.get("text", "") for e in lines)
-    assert text.is_error and "not read: a text sink that other write to too" in text_of(text)
+    assert text.is_error and "not read: a text sink that other writes to too" in text_of(text)
     assert [s["count"] for s in facts(both)["sinks"]] == [3, 0]
-    assert "not read: a text sink that app write to too" in text_of(both)
+    assert "not read: a text sink that app writes to too" in text_of(both)
     assert json.loads(facts(last)["sinks"][0]["text"])["event"] == "end"
     assert (
         unknown.is_error
