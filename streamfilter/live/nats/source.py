@@ -80,7 +80,7 @@ FEED_SECONDS = 0.05
 EVICT_SECONDS = 300.0  # a stream quiet this long is written out (its last line ended) and forgotten
 # a stream that holds messages for its run's tail rule while its partition has all the messages in
 # flight the server allows (max_ack_pending) and none came for this long lets its held lines out
-STARVED_SECONDS = 1.0
+STARVED_SECONDS = 0.25
 ENDED_STREAMS = 4096  # ids of streams ended here that are remembered (their late copies are acked)
 SETTLE_SECONDS = 10.0  # at a stop or hand-over, the longest a stream gets to write what it holds
 
@@ -275,10 +275,10 @@ class _Stream:
                 await self.live.summarize_dropped()
             if self._starved_soon() and now >= self.last + STARVED_SECONDS and self.live is not None:
                 # the server sends the partition nothing more until some of its messages are acked,
-                # and this run holds some for its tail rule: its held lines go now, those the tail
-                # rule would keep if it ended now kept (14 slow runs on one partition, each holding
-                # its last 25 lines, stalled it for good at 256, helper-42)
-                self.last = now  # (once a second at most, while it lasts)
+                # and this run holds some for its tail rule: its lines are decided now, as a daemon's
+                # source decides them at a pause (14 slow runs on one partition, each holding its
+                # last 25 lines, stalled it for good at 256, helper-42)
+                self.last = now  # (once a STARVED_SECONDS at most, while it lasts)
                 async with worker.turn.held():
                     await self.live.release_tail()
             if now >= next_progress:
