@@ -214,13 +214,12 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     if _config_above(root, env):
         return False
     walked = _walk(wrap, cwd, root, env)
-    if walked is not None and _config_linked_out([root, *(here for _, here in walked)], root):
+    if walked is None or _config_linked_out([root, *(here for _, here in walked)], root):
         return False
-    # each part's words are read from where the ``cd`` parts before it went (an option is checked below)
-    if walked is None or any(outside(v, here, root) for part, here in walked for w in part[1:] for v in _paths_in(w)):
+    # each part's words are read from where the ``cd`` parts before it went (an option is checked
+    # below), and its program when named by its path (./mvnw a symlink out, helper-44)
+    if any(outside(v, here, root) for part, here in walked for v in _part_paths(part)):
         return False
-    if any("/" in part[0] and outside(part[0], here, root) for part, here in walked):
-        return False  # (the program by its path: ./mvnw, vendor/bin/phpunit a symlink out, helper-44)
     tool = _tool(prefix)
     safe, pattern = _SAFE.get(tool, (frozenset(), ""))
     targets, valued = _TARGETS.get(tool), _VALUED.get(tool, frozenset())
@@ -239,10 +238,17 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
             if not value:
                 names.append(word)
             value = False
-    if not _names_in_project(tool, names, walked[-1][1] if walked else cwd.resolve(), root):
+    if not _names_in_project(tool, names, walked[-1][1], root):
         return False
     # (the other parts' words too: source FILE; the options were checked above)
     return all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
+
+
+def _part_paths(part: Sequence[str]) -> list[str]:
+    """What of a part's words may name a path: its program when named by its path, and what of its
+    arguments may (``_paths_in``)."""
+    program = [part[0]] if "/" in part[0] else []
+    return program + [v for w in part[1:] for v in _paths_in(w)]
 
 
 def _paths_in(word: str) -> list[str]:
