@@ -163,11 +163,13 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
                 raise CommandError(argv[0], "cannot execute binary file: Exec format error", 126) from None
             command = Command(["/bin/sh", found, *argv[1:]], separate, cwd, detached)
     except FileNotFoundError:
-        # the file is there, its #! interpreter is not: bash's words, and its status
-        there = os.sep in argv[0] and await anyio.Path(cwd or ".", argv[0]).is_file()
-        # (a path names a file, or none: bash's words for each; a name is looked up in PATH)
-        reason = "cannot execute: required file not found" if there else "command not found"
-        if os.sep in argv[0] and not there:
+        # bash's words and status: a name not in PATH; a path to nothing; a file whose #!
+        # interpreter is not there
+        if os.sep not in argv[0]:
+            reason = "command not found"
+        elif await anyio.Path(cwd or ".", argv[0]).is_file():
+            reason = "cannot execute: required file not found"
+        else:
             reason = "No such file or directory"
         raise CommandError(argv[0], reason, 127) from None
     except PermissionError:
