@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .wrap import PYTHON_NAME, Rules, Wrap, other_names, starts
+from .wrap import PYTHON_NAME, Rules, Wrap, among, other_names, starts
 
 __all__ = (
     "DEFAULT_APPROVED",
@@ -445,7 +445,7 @@ def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, 
                 if decision == "allow" and not may_allow:
                     continue
                 for said, part in zip(decisions, parts, strict=True):
-                    if _holds(pattern, part, _same_codex_word, among=decision != "allow"):
+                    if _holds(pattern, part, _same_codex_word, anywhere=decision != "allow"):
                         said.append(_CODEX_STRICTNESS[decision])
     if any(max(said, default=0) > 0 for said in decisions):
         return "ask"
@@ -460,20 +460,19 @@ def _same_codex_word(word: str, pattern: object) -> bool:
 
 
 def _holds(
-    pattern: Sequence[object], part: Sequence[str], same: Callable[[str, Any], bool], among: bool = False
+    pattern: Sequence[object], part: Sequence[str], same: Callable[[str, Any], bool], anywhere: bool = False
 ) -> bool:
     """Whether a user's rule of the words ``pattern`` holds for a command's words ``part``: they
     begin with the rule's words (``same(word, rule's word)``), or, for a rule that asks about or
-    forbids a command (``among``), the first word is the rule's and its other words come in order
+    forbids a command (``anywhere``), the first word is the rule's and its other words come in order
     among the rest: a rule on ``make install`` holds for ``make -C . install`` and ``make -j 4
     install``, whose options take values (helper-40). Asking about more than the rule names only
     leaves a command to the agent; an approval stays as narrow as the rule."""
     if len(part) >= len(pattern) and all(same(w, p) for w, p in zip(part, pattern, strict=False)):
         return True
-    if not among or not part or not pattern or not same(part[0], pattern[0]):
+    if not anywhere or not part or not pattern or not same(part[0], pattern[0]):
         return False
-    rest = iter(part[1:])
-    return all(any(same(w, p) for w in rest) for p in pattern[1:])  # (in order: rest is consumed)
+    return among(part[1:], pattern[1:], same)
 
 
 def _trusted(config: Path) -> set[Path]:
@@ -535,7 +534,7 @@ def cursor_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str,
             if not words:
                 return True
             # (the first word as matches() reads it: by its name too, ./bin/make as make)
-            if matches(part[0], [words[0]]) and _holds(words, [words[0], *part[1:]], fnmatch.fnmatchcase, True):
+            if matches(part[0], [words[0]]) and among(part[1:], words[1:], fnmatch.fnmatchcase):
                 return True
         return False
 

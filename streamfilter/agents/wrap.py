@@ -39,12 +39,13 @@ The user's rules are a TOML file: ``$STREAMFILTER_HOOKS_CONFIG``, else
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .defaults import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 
@@ -55,6 +56,7 @@ __all__ = (
     "ConfigError",
     "Rules",
     "Wrap",
+    "among",
     "config_path",
     "load_rules",
     "other_names",
@@ -413,8 +415,13 @@ def in_order(words: Sequence[str], prefix: Sequence[str]) -> bool:
         return True
     if not words or not prefix or _program(words[0]) != _program(prefix[0]):
         return False
-    rest = iter(words[1:])
-    return all(any(w == p for w in rest) for p in prefix[1:])  # (in order: rest is consumed)
+    return among(words[1:], prefix[1:])
+
+
+def among(words: Sequence[str], pattern: Sequence[Any], same: Callable[[str, Any], bool] = operator.eq) -> bool:
+    """Whether each of ``pattern``'s words comes, in order, among ``words`` (``same(word, its word)``)."""
+    rest = iter(words)
+    return all(any(same(w, p) for w in rest) for p in pattern)  # (in order: rest is consumed)
 
 
 def starts(words: Sequence[str], prefix: Sequence[str]) -> bool:
