@@ -19,8 +19,13 @@ __all__ = ("DEFAULT_QUERY", "MAX_COUNT", "MIN_LINE_BYTES", "FilterConfig", "chec
 MAX_COUNT = 1 << 40
 MIN_LINE_BYTES = 64  # the smallest max_line_bytes: a shorter cap would score next to nothing of a line
 # the words of a failure a user means by default; the learned prior (``prior``) keeps the lines of
-# failures that say it otherwise ("exception", "panic", an assertion's expected/actual)
-DEFAULT_QUERY = "error failed"
+# failures that say it otherwise ("exception", "panic", an assertion's expected/actual). "fatal" and
+# "assert" (git's "fatal:", "Fatal Python error", AssertionError, "assertion failed") pay on the
+# figure that predicts unseen logs (generalize.py, signatures off, out of fold, the same fold models:
+# full / mean recall / median out_ratio 0.909 / 0.946 / 0.0820 -> 0.916 / 0.956 / 0.0820; chosen on
+# four folds and scored on the fifth, 0.914 / 0.956); "exception", "traceback" or "panic" add
+# nothing or only bytes there
+DEFAULT_QUERY = "error failed fatal assert"
 
 
 @dataclass(frozen=True, slots=True)
