@@ -36,6 +36,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -176,7 +177,7 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
         isinstance(command, list)
         and len(command) == 3
         and all(isinstance(w, str) for w in command)
-        and os.path.basename(command[0]) in ("bash", "sh", "zsh")
+        and _system_shell(command[0], env)
         and command[1] in ("-c", "-lc")
     ):
         shell, script = command[:2], command[2]
@@ -184,6 +185,9 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
         return None
     wrap = rewrite(script, rules, executable, env)
     cwd = str(payload.get("cwd") or os.getcwd())
+    workdir = tool_input.get("workdir")
+    if isinstance(workdir, str) and workdir:  # (where Codex runs the command: judged there)
+        cwd = os.path.join(cwd, workdir)
     if not approves("codex", wrap, rules, cwd, env, str(payload.get("permission_mode") or "")):
         return None  # (a rewrite is an approval: left to Codex's own)
     assert wrap.command is not None
@@ -196,6 +200,22 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
             "updatedInput": {**tool_input, "command": new},
         }
     }
+
+
+_SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
+_SHELLS = ("bash", "sh", "zsh")
+
+
+def _system_shell(word: str, env: Mapping[str, str]) -> bool:
+    """Whether ``word``, the first of a Codex argv (``["bash", "-lc", SCRIPT]``), names the system's
+    shell: bash, sh or zsh, found on ``PATH`` or named by its absolute path, in a system folder
+    (where only root writes, or for Homebrew's the user). A shell named by any other path
+    (``/tmp/x/bash``, ``./bash``) is another program: approving the script would approve running it
+    (helper-49)."""
+    if os.path.basename(word) not in _SHELLS or not (os.sep not in word or os.path.isabs(word)):
+        return False
+    found = word if os.path.isabs(word) else shutil.which(word, path=env.get("PATH", os.defpath))
+    return found is not None and os.path.dirname(os.path.normpath(found)) in _SYSTEM_BIN
 
 
 def _cursor(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], env: Mapping[str, str]) -> Any:

@@ -163,6 +163,40 @@ def test_codex_string_and_argv_commands(tmp_path: Path) -> None:
     assert answer("codex", {**base, "tool_input": {"command": ["ls", "-la"]}}, EXE, env)[0] is None
 
 
+def test_codex_argv_approved_only_with_the_systems_shell(tmp_path: Path) -> None:
+    """helper-49: ["/tmp/x/bash", "-lc", "make test"] was approved, and ran that program."""
+    env = _env(tmp_path)
+    (tmp_path / "proj").mkdir()
+    fake = tmp_path / "evil" / "bash"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nexec /bin/bash "$@"\n')
+    fake.chmod(0o755)
+    base = {"cwd": str(tmp_path / "proj"), "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+
+    def approved(shell: str, path: str = "/usr/bin:/bin") -> bool:
+        payload = {**base, "tool_input": {"command": [shell, "-lc", "make test"]}}
+        return answer("codex", payload, EXE, {**env, "PATH": path})[0] is not None
+
+    assert approved("bash") and approved("/bin/bash") and approved("/usr/bin/sh")
+    assert not approved(str(fake)) and not approved("./bash") and not approved("../evil/bash")
+    assert not approved("bash", f"{fake.parent}:/usr/bin:/bin")  # (the first bash on PATH is that one)
+    assert not approved("/bin/../tmp/bash") and not approved("python3")
+
+
+def test_codex_command_judged_in_its_workdir(tmp_path: Path) -> None:
+    """Codex runs a shell call in its ``workdir``: the approval looks there, not at the session's cwd."""
+    env = _env(tmp_path)
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "outer" / "proj").mkdir(parents=True)
+    (tmp_path / "outer" / "setup.py").write_text("import os\n")  # (pytest runs it: read from above)
+    base = {"cwd": str(tmp_path / "clean"), "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+    assert answer("codex", {**base, "tool_input": {"command": "pytest -q"}}, EXE, env)[0] is not None
+    inside = {"command": "pytest -q", "workdir": str(tmp_path / "outer" / "proj")}
+    assert answer("codex", {**base, "tool_input": inside}, EXE, env)[0] is None
+    relative = {"command": "pytest -q", "workdir": "../outer/proj"}
+    assert answer("codex", {**base, "tool_input": relative}, EXE, env)[0] is None
+
+
 def test_cursor_pre_tool_use_rewrites_and_every_other_case_answers_an_empty_object(tmp_path: Path) -> None:
     env = _env(tmp_path)
     common = {"conversation_id": "c", "generation_id": "g", "workspace_roots": [str(tmp_path)]}
