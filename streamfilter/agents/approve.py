@@ -216,6 +216,8 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     walked = _walk(wrap, cwd, root, env)
     if walked is None or _config_linked_out([root, *(here for _, here in walked)], root):
         return False
+    if any(_linked_out_below(here, root) for here in dict.fromkeys(here for _, here in walked)):
+        return False
     # each part's words are read from where the ``cd`` parts before it went (an option is checked
     # below), and its program when named by its path (./mvnw a symlink out, helper-44)
     if any(outside(v, here, root) for part, here in walked for v in _part_paths(part)):
@@ -322,6 +324,7 @@ _READ_FROM_ABOVE = frozenset(
         "Directory.Packages.props", "global.json", "NuGet.Config", "NuGet.config", "nuget.config", "Package.swift",
         "Gemfile", "Rakefile", "rakefile", "Rakefile.rb", "rakefile.rb", ".rspec", "phpunit.xml",
         "phpunit.xml.dist", "composer.json", "mix.exs", "rebar.config", "CMakePresets.json",
+        "__init__.py",  # (pytest imports a package's parents up its __init__.py files, helper-49)
     )
 )  # fmt: skip
 
@@ -359,6 +362,55 @@ def _config_linked_out(folders: Sequence[Path], root: Path) -> bool:
         if any((folder / name).is_symlink() and not (folder / name).resolve().is_relative_to(root) for name in names):
             return True
     return False
+
+
+# folders of generated files and other projects' code (a venv is found by its pyvenv.cfg), not
+# walked for symlinks out: a tool does not collect tests nor read config there (pytest's
+# norecursedirs), and they hold most of a tree's files
+_NOT_WALKED = frozenset(
+    (".git", ".hg", ".svn", "node_modules", "__pycache__", "target", "build", "dist", ".tox", ".nox", ".venv",
+     "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gradle", ".idea", ".next", "coverage")
+)  # fmt: skip
+WALK_ENTRIES = 20_000  # most entries of a project looked at for a symlink out; a larger tree is not approved
+
+
+def _linked_out_below(top: Path, root: Path) -> bool:
+    """Whether the folder ``top``, where a command runs, holds at any depth a symlink out of the
+    project's folder ``root`` (a test folder or a sub-folder's conftest.py linked into /tmp: pytest
+    collects there and runs it, helper-49), outside ``_NOT_WALKED`` folders but for their own names
+    (``npm link`` puts a package in ``node_modules``), or more than ``WALK_ENTRIES`` entries to look
+    at (taken as one: not known)."""
+    folders, seen = [top], 0
+    while folders:
+        folder = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # (a folder it may not list: nor may the tools)
+        seen += len(entries)
+        if seen > WALK_ENTRIES:
+            return True
+        for entry in entries:
+            if entry.is_symlink():
+                if not Path(entry.path).resolve().is_relative_to(root):
+                    return True
+            elif entry.is_dir(follow_symlinks=False):
+                if entry.name not in _NOT_WALKED and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+                    folders.append(Path(entry.path))
+                elif entry.name == "node_modules" and _package_linked_out(Path(entry.path), root):
+                    return True
+    return False
+
+
+def _package_linked_out(modules: Path, root: Path) -> bool:
+    """Whether a ``node_modules`` folder holds a package (``name`` or ``@scope/name``) that is a
+    symlink out of the project's ``root`` (``npm link``)."""
+    try:
+        entries = list(os.scandir(modules))
+        entries += [e for s in entries if s.name.startswith("@") and s.is_dir() for e in os.scandir(s.path)]
+    except OSError:
+        return False
+    return any(e.is_symlink() and not Path(e.path).resolve().is_relative_to(root) for e in entries)
 
 
 def _tool(prefix: Sequence[str]) -> str:
@@ -566,8 +618,10 @@ def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, s
         # (the list names commands, not a folder to run them in, nor a script to source from elsewhere)
         root = project_root(Path(cwd))
         walked = _walk(wrap, Path(cwd), root, env)
+        # (nor a program by a path out of the project: ./run-tests.sh a symlink out, helper-49)
         sourced = [(part[1], here) for part, here in walked or () if part[0] in ("source", ".")]
-        return walked is not None and not any(outside(w, here, root) for w, here in sourced)
+        programs = [(part[0], here) for part, here in walked or () if "/" in part[0]]
+        return walked is not None and not any(outside(w, here, root) for w, here in sourced + programs)
     return rules.builtin_approve and _default_approves(wrap, Path(cwd), env)
 
 

@@ -344,6 +344,7 @@ def test_a_test_name_is_approved_when_it_is_the_projects_module(agent: str, tmp_
     (tmp_path.parent / f"{tmp_path.name}-out" / "evilmod.py").write_text("")
     (tmp_path / "lm.py").symlink_to(tmp_path.parent / f"{tmp_path.name}-out" / "evilmod.py")
     assert not _approved(agent, "python -m unittest lm", tmp_path, env)
+    (tmp_path / "lm.py").unlink()  # (any symlink out where it runs leaves a command alone: below)
     (tmp_path / "pkg").mkdir()
     assert not _approved(agent, "python -m unittest pkg.test_a", tmp_path, env)
     (tmp_path / "pkg" / "__init__.py").write_text("")
@@ -516,3 +517,66 @@ def test_install_says_what_the_hook_will_approve(agent: str, tmp_path: Path) -> 
     claude = subprocess.run([sys.executable, "-m", "streamfilter", "install", "claude"], env=env,
                             capture_output=True, text=True, check=False, cwd=tmp_path)  # fmt: skip
     assert "approves it" not in claude.stdout  # (Claude Code asks its own rules about the rewrite)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_symlink_out_anywhere_below_where_it_runs_leaves_it_alone(agent: str, tmp_path: Path) -> None:
+    """helper-49: a test folder, or a sub-folder's conftest.py, linked out of the project; pytest
+    collected there and ran it under `pytest -q`."""
+    env = _env(tmp_path)
+    outside = tmp_path / "outside"
+    (outside / "tests").mkdir(parents=True)
+    (outside / "tests" / "conftest.py").write_text("open('/tmp/x', 'w')\n")
+    project = tmp_path / "proj"
+    (project / "src" / "deep").mkdir(parents=True)
+    (project / "web").mkdir()
+    assert _approved(agent, "pytest -q", project, env)
+    (project / "tests").symlink_to(outside / "tests")
+    assert not _approved(agent, "pytest -q", project, env)
+    assert _approved(agent, "cd web && make test", project, env)  # (the link is not below web)
+    (project / "tests").unlink()
+    (project / "src" / "deep" / "conftest.py").symlink_to(outside / "tests" / "conftest.py")
+    assert not _approved(agent, "pytest -q", project, env)
+    (project / "src" / "deep" / "conftest.py").unlink()
+    (project / "src" / "inside").symlink_to(project / "web")  # (a link inside the project is the project's)
+    assert _approved(agent, "pytest -q", project, env)
+    # a venv's python links out, node_modules is not walked but for a package linked in (npm link)
+    (project / ".venv" / "bin").mkdir(parents=True)
+    (project / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    (project / "node_modules" / "@scope").mkdir(parents=True)
+    (project / "node_modules" / "dep" / "lib").mkdir(parents=True)
+    (project / "node_modules" / "dep" / "lib" / "x").symlink_to(outside)
+    assert _approved(agent, "pytest -q", project, env)
+    (project / "node_modules" / "@scope" / "linked").symlink_to(outside)
+    assert not _approved(agent, "npm test", project, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_package_above_the_project_leaves_pytest_alone(agent: str, tmp_path: Path) -> None:
+    """helper-49: pytest imports a package's parents up its __init__.py files, past the project."""
+    env = _env(tmp_path)
+    project = tmp_path / "above" / "p"
+    (project / "tests").mkdir(parents=True)
+    (project / "__init__.py").write_text("")
+    assert _approved(agent, "pytest -q", project, env)
+    (tmp_path / "above" / "__init__.py").write_text("open('/tmp/x', 'w')\n")
+    assert not _approved(agent, "pytest -q", project, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_an_approve_entry_by_path_holds_only_inside_the_project(agent: str, tmp_path: Path) -> None:
+    """helper-49: approve = ["./run-tests.sh"] approved the script when it was a symlink out."""
+    env = _env(tmp_path)
+    config = tmp_path / "config" / "streamfilter"
+    config.mkdir(parents=True)
+    (config / "hooks.toml").write_text('wrap = ["./run-tests.sh"]\napprove = ["./run-tests.sh"]\n')
+    project = tmp_path / "proj"
+    project.mkdir()
+    script = project / "run-tests.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert _approved(agent, "./run-tests.sh", project, env)
+    script.unlink()
+    (tmp_path / "evil.sh").write_text("#!/bin/sh\n")
+    script.symlink_to(tmp_path / "evil.sh")
+    assert not _approved(agent, "./run-tests.sh", project, env)
