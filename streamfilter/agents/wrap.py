@@ -8,7 +8,8 @@ for ``gh run view --log-failed``, ``ruff format src --check``), and none of ``sk
 runner (``uv run``, ``npx``), ``timeout DURATION`` or ``env NAME=VALUE`` too, and with a package
 manager's workspace options (``pnpm -r test``) or a script named ``test:unit`` for ``test``. The
 pipe is kept: ``pytest -q 2>&1 | tail -30`` becomes ``streamfilter run ... -- pytest -q 2>&1 | tail
--30``. Never wrapped:
+-n 31`` (a line more for run's status line); without ``2>&1`` it is left alone (the command's errors
+went around the pipe, in full; they would go through it). Never wrapped:
 
 * a command whose output already goes elsewhere or is cut by the user: a pipe into anything but
   ``tail`` (``| grep``, ``| tee``), a redirection (``> file``; ``2>&1`` alone is harmless, ``run``
@@ -614,7 +615,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
             return Wrap(None, f"its assignment {name}=... would be expanded otherwise behind env")
         assigned += 1
     assignments = words[:assigned]
-    simple = not assigned and not piped and "2>&1" not in words
+    merged = "2>&1" in words  # (its stderr goes into the pipe too)
+    simple = not assigned and not piped and not merged
     words = [w for w in words[assigned:] if w != "2>&1"]
     if not words:
         return Wrap(None, "no command")
@@ -635,6 +637,10 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     prints = _asks_for_prints(body)
     if prints is not None:
         return Wrap(None, f"{prints!r} asks for the command's own prints, which a green run's filter would cut")
+    if piped and not merged:
+        # (run sends the command's stderr into its output: tail would cut the errors the original
+        # showed in full around the pipe, helper-49)
+        return Wrap(None, "a pipe into `tail` without `2>&1`: the command's errors would go through it")
     # the command's own text, quoting and expansions as written; its assignments go to it through
     # `env`, not to streamfilter's Python (helper-29: `PYTHONPATH=. pytest` in a checkout whose
     # module shadows one streamfilter imports stopped it before the command ran)

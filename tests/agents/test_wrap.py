@@ -56,6 +56,8 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("pytest | tail -n +5", "'|' into other than `tail -N`"),  # (its first filtered lines cut)
         ("pytest | tail --lines=+5", "'|' into other than `tail -N`"),
         ("git log | tail -5", "not a build, test or lint command"),
+        # (its errors went around the pipe in full; run's output holds them: tail would cut them, helper-49)
+        ("mypy . | tail -2", "a pipe into `tail` without `2>&1`"),
         ("pytest -s", "'-s' asks for the command's own prints"),
         ("python -m pytest -x -sv tests", "'-sv' asks for the command's own prints"),
         ("pytest --capture=no", "'--capture=no' asks"),
@@ -188,12 +190,12 @@ def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alon
     assert _wrap("pytest -q\n") == f"{RUN} pytest -q"
     assert _wrap("STREAMFILTER_RAW=0 pytest") == f"{RUN} env STREAMFILTER_RAW=0 pytest"
     # nor a line continuation (it said "cannot read it as shell words (No escaped character)", helper-35)
-    assert _wrap("pytest -q \\\n  | tail -3") == f"{RUN} pytest -q | tail -n 4"
+    assert _wrap("pytest -q 2>&1 \\\n  | tail -3") == f"{RUN} pytest -q 2>&1 | tail -n 4"
     assert _wrap("pytest -q \\\n  tests/") == f"{RUN} pytest -q   tests/"
     assert _wrap("pytest -k 'a\\\nb'") == f"{RUN} pytest -k 'a\\\nb'"  # (in single quotes: the shell keeps it)
     assert _wrap("pytest -k a\\\\\\\n  tests/") == f"{RUN} pytest -k a\\\\  tests/"  # (an escaped one, then one)
     assert _wrap("pytest -q  # the unit tests") == f"{RUN} pytest -q"  # (a comment: the command ends before it)
-    assert _wrap("pytest -q | tail -3  # the last lines") == f"{RUN} pytest -q | tail -n 4"
+    assert _wrap("pytest -q 2>&1 | tail -3  # the last lines") == f"{RUN} pytest -q 2>&1 | tail -n 4"
 
 
 def test_a_hash_inside_a_word_is_the_words() -> None:
@@ -253,7 +255,7 @@ def test_only_a_plain_command_may_be_approved(command: str, plain: bool) -> None
         ("pytest -q 2>&1 | tail -30", f"{RUN} pytest -q 2>&1 | tail -n 31"),
         ("cargo test 2>&1 | tail -n 20", f"{RUN} cargo test 2>&1 | tail -n 21"),
         ("cargo test 2>&1 | tail --lines=1", f"{RUN} cargo test 2>&1 | tail -n 2"),
-        ("cd web && npm test | tail", f"cd web && {RUN} npm test | tail -n 11"),
+        ("cd web && npm test 2>&1 | tail", f"cd web && {RUN} npm test 2>&1 | tail -n 11"),
         # timeout and env run the command: run runs them, so a timeout's kill is still filtered
         ("timeout 300 pytest", f"{RUN} timeout 300 pytest"),
         ("timeout -s KILL 5m make -j4", f"{RUN} timeout -s KILL 5m make -j4"),
@@ -295,7 +297,7 @@ def test_what_agents_type_is_wrapped(command: str, wrapped: str) -> None:
         ("source /tmp/x/bin/activate && pytest", False),
         ("source ../other/.venv/bin/activate && pytest", False),
         ("source env.sh && pytest", False),
-        ("pytest -q | tail -5", True),
+        ("pytest -q 2>&1 | tail -5", True),
     ],
 )
 def test_what_a_wrapper_or_a_sourced_file_may_change_is_not_plain(command: str, plain: bool) -> None:
