@@ -65,7 +65,9 @@ ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest
 # folder is listed at each eviction)
 ARCHIVE_FILES = 4096
 RECENT_SOURCES = 64  # sources of text outputs remembered for their short refs; the least recent are forgotten
-_REF = re.compile(r"(?P<source>.+):(?P<start>\d+)-(?P<end>\d+):(?P<crc>[0-9a-f]{8})", re.DOTALL)
+# (an offset has at most 19 digits, as an int64: a longer one is no ref, and Python refuses to read
+# a number of over 4300 digits, helper-50)
+_REF = re.compile(r"(?P<source>.+):(?P<start>\d{1,19})-(?P<end>\d{1,19}):(?P<crc>[0-9a-f]{8})", re.DOTALL)
 # a path's backslashes, control characters and bytes that are not UTF-8 (``os.fsdecode``'s
 # surrogates) are escaped in a ref, so a ref is one line of printable UTF-8 (a summary line in
 # text output stays one line) and reads back as the same path
@@ -75,7 +77,7 @@ _ESCAPES = (
     | {ord("\\"): "\\\\"}
 )
 # a ref in text output whose source is that of the ref before it (``TextRefs``)
-_SHORT = re.compile(r"@\d+-\d+:[0-9a-f]{8}")
+_SHORT = re.compile(r"@\d{1,19}-\d{1,19}:[0-9a-f]{8}")
 _UNESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2})")
 
 
@@ -142,6 +144,12 @@ def _homeless() -> bool:
     return not Path.home().is_dir()
 
 
+def _shown(text: str) -> str:
+    """``text`` as an error names it: quoted, and cut in its middle past 200 characters (a
+    megabyte of argument is not echoed back, helper-50)."""
+    return repr(text) if len(text) <= 200 else f"{text[:120]!r}…{text[-60:]!r} ({len(text)} characters)"
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
     """A reference to the bytes ``start .. end-1`` of a source, with their CRC-32 (hex)."""
@@ -165,11 +173,11 @@ class Ref:
         m = _REF.fullmatch(text)
         if m is None and _SHORT.fullmatch(text):
             raise RefError(
-                f"{text!r} is a ref without its source: put the source of the full ref above it in the"
+                f"{_shown(text)} is a ref without its source: put the source of the full ref above it in the"
                 f" output before it, SOURCE:{text[1:]}"
             )
         if m is None or int(m["end"]) < int(m["start"]):
-            raise RefError(f"{text!r} is not a streamfilter ref (SOURCE:START-END:CRC32)")
+            raise RefError(f"{_shown(text)} is not a streamfilter ref (SOURCE:START-END:CRC32)")
         source = _UNESCAPE.sub(_unescape, m["source"])
         return cls(source, int(m["start"]), int(m["end"]), m["crc"])
 

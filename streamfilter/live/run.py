@@ -137,7 +137,8 @@ MEMORY_BYTES = 64 << 20
 
 
 class CommandError(StreamfilterError):
-    """CMD could not be started: not found (exit 127) or not executable (exit 126)."""
+    """CMD could not be started: not found (exit 127), or not executable or not to be run (exit 126: a
+    directory, no permission, an argument list too long)."""
 
     def __init__(self, program: str, reason: str, exit_code: int) -> None:
         super().__init__(f"{program}: {reason}")
@@ -177,6 +178,8 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
         folder = os.sep in argv[0] and await anyio.Path(argv[0]).is_dir()
         reason = "is a directory" if folder else "permission denied"
         raise CommandError(argv[0], reason, 126) from None
+    except OSError as exc:  # (E2BIG "Argument list too long", ETXTBSY, ELOOP...: bash's 126 and its words)
+        raise CommandError(argv[0], exc.strerror or str(exc), 126) from None
     await command.connect()
     return command
 

@@ -200,6 +200,8 @@ async def test_a_shell_string_runs_in_cwd_and_a_missing_command_is_a_result(tmp_
         missing = await call(session, "run", command=["no-such-command-here", "--flag"])
         missing_in_shell = await call(session, "run", command="no-such-command-here")
         not_a_folder = await call(session, "run", command="true", cwd=str(tmp_path / "nope"))
+        # exec's E2BIG was a bare "Error executing tool run" (helper-50): bash's 126 and words
+        too_long = await call(session, "run", command=["echo", *["x" * 1000] * 3000])
     assert facts(counted)["status"] == 3 and text_of(counted).startswith("3\n")
     assert facts(missing) == {
         "command": ["no-such-command-here", "--flag"],
@@ -211,6 +213,7 @@ async def test_a_shell_string_runs_in_cwd_and_a_missing_command_is_a_result(tmp_
     }
     assert facts(missing_in_shell)["status"] == 127 and "not found" in text_of(missing_in_shell)
     assert not_a_folder.is_error and f"cwd {tmp_path / 'nope'}: not a directory" in text_of(not_a_folder)
+    assert facts(too_long)["status"] == 126 and "Argument list too long" in text_of(too_long)
 
 
 @pytest.mark.anyio
@@ -311,12 +314,15 @@ async def test_bad_and_stale_refs_and_unreadable_files_are_tool_errors(tmp_path:
         missing = await call(session, "filter", path=str(tmp_path / "nope.log"))
         folder = await call(session, "filter", path=str(tmp_path))
         empty_query = await call(session, "filter", path="copy.log", query="  ")
+        # a number past what Python reads was a bare "Error executing tool expand" (helper-50)
+        huge = await call(session, "expand", ref=f"/x:{'9' * 100_000}-1:00000000")
     assert stale.is_error and "changed (rewritten, or rotated and replaced)" in text_of(stale)
     assert bad.is_error and "'not a ref' is not a streamfilter ref" in text_of(bad)
     assert short.is_error and "SOURCE:0-10:00000000" in text_of(short)
     assert missing.is_error and "No such file or directory" in text_of(missing)
     assert folder.is_error and "not a regular file" in text_of(folder)
     assert empty_query.is_error and "query is empty" in text_of(empty_query)
+    assert huge.is_error and "is not a streamfilter ref" in text_of(huge) and len(text_of(huge)) < 400
 
 
 # -- streams and read, over a real daemon's output --------------------------------------------------------
