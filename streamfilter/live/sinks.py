@@ -44,6 +44,7 @@ LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last l
 # not have had a turn yet (a burst fills a queue within one event loop iteration) or its reader
 # may not have been scheduled; a reader that takes nothing for this long is not reading
 ROOM_SECONDS = 1.0
+SLOWED_LOG_SECONDS = 10.0  # a unix sink's waits for a slow subscriber are logged at most this often
 CLOSE_SECONDS = 5.0  # at a stop, how long subscribers get to take what is queued for them (their streams' ends)
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
 FULL_RETRY_SECONDS = 1.0  # a file sink on a full disk tries its write again this often
@@ -242,14 +243,19 @@ class FileSink(Sink):
     (``sink.full`` is logged once, ``sink.resumed`` when the write went through), until the
     daemon stops (``stopping``).
 
+    Args:
+        config: the sink's settings.
+        totals: where its waits for room are counted (``streamfilter_backpressure_*``).
+
     Raises:
         OSError: the file cannot be opened; ``send``: another write error.
         StreamfilterError: ``send``: the disk is still full when the daemon stops (what was not
             written is read again after a restart: its checkpoints were not advanced).
     """
 
-    def __init__(self, config: SinkConfig) -> None:
+    def __init__(self, config: SinkConfig, totals: Totals | None = None) -> None:
         super().__init__(config)
+        self._totals = totals
         self.path = config.path
         self._fd = os.open(config.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         info = os.fstat(self._fd)
@@ -284,6 +290,8 @@ class FileSink(Sink):
             if full_since is not None:
                 waited = round(time.monotonic() - full_since, 3)
                 get_logger().info("sink.resumed", sink=self.name, waited_seconds=waited)
+                if self._totals is not None:
+                    self._totals.paused(self.name, "sink", waited)
 
     def stopping(self) -> None:
         self._stopping.set()
@@ -300,14 +308,20 @@ class SubscriberSink(Sink):
     burst is not taken for a reader falling behind; a reader slower than the sources slows them).
     A subscriber whose queue stays full that long gets a final line (a JSONL
     ``subscriber.dropped`` event or a text line) and is disconnected, and a
-    ``subscriber.dropped`` log event names the sink.
+    ``subscriber.dropped`` log event names the sink. Each wait for room is counted in ``totals``
+    (``streamfilter_backpressure_*``), and the seconds waited are logged, ``reading.slowed``, at
+    the first wait and then at most every ``SLOWED_LOG_SECONDS`` while waits go on (a wait is at
+    most ``ROOM_SECONDS``: shorter than the stdout sink's ``reading.paused`` takes to be said).
 
     Raises:
         SocketInUseError, OSError: see ``unix.bind_unix``.
     """
 
-    def __init__(self, config: SinkConfig, task_group: TaskGroup) -> None:
+    def __init__(self, config: SinkConfig, task_group: TaskGroup, totals: Totals | None = None) -> None:
         super().__init__(config)
+        self._totals = totals
+        self._waited = 0.0  # seconds waited for room since reading.slowed was last logged
+        self._said_at: float | None = None  # when it was
         self.text_refs = None  # a subscriber may connect at any point: each ref names its source
         self.path = config.path
         self.queue_events = config.queue_events
@@ -363,6 +377,7 @@ class SubscriberSink(Sink):
                     full.append((ident, queue))
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     self._queues.pop(ident, None)
+            waiting_since = time.monotonic() if full else None
             try:
                 with anyio.move_on_after(ROOM_SECONDS):  # (one deadline for all: stuck ones cost it once)
                     while full:
@@ -376,6 +391,23 @@ class SubscriberSink(Sink):
                 for ident, queue in full:
                     if self._queues.get(ident) is queue:  # (not one that went away meanwhile)
                         self._drop(ident, queue)
+                if waiting_since is not None:
+                    self._slowed(time.monotonic() - waiting_since)
+
+    def _slowed(self, seconds: float) -> None:
+        """Its sources waited ``seconds`` for room in a subscriber's queue: counted, and said at the
+        first wait and then at most every ``SLOWED_LOG_SECONDS``."""
+        if self._totals is not None:
+            self._totals.paused(self.name, "sink", seconds)
+        self._waited += seconds
+        now = time.monotonic()
+        if self._said_at is None or now - self._said_at >= SLOWED_LOG_SECONDS:
+            since = None if self._said_at is None else round(now - self._said_at, 3)
+            self._log.info(
+                "reading.slowed", reason="a subscriber is reading slower than the sources write",
+                waited_seconds=round(self._waited, 3), over_seconds=since,
+            )  # fmt: skip
+            self._waited, self._said_at = 0.0, now
 
     def _last_line(self) -> bytes:
         what = f"subscriber too slow: its queue of {counted(self.queue_events, 'event')} is full; disconnected"
@@ -430,7 +462,7 @@ async def open_sink(config: SinkConfig, task_group: TaskGroup, totals: Totals | 
     if config.type == "stdout":
         return StdoutSink(config, totals=totals)
     if config.type == "file":
-        return FileSink(config)
-    sink = SubscriberSink(config, task_group)
+        return FileSink(config, totals)
+    sink = SubscriberSink(config, task_group, totals)
     await sink.start()
     return sink

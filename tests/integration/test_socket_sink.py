@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 from tests.integration.test_daemon import connect_unix, runs, start
+from tests.integration.test_nats import free_port, scrape
 
 
 def distinct_word(n: int) -> bytes:
@@ -73,4 +75,42 @@ def test_a_subscriber_reading_as_fast_as_it_can_gets_every_event_of_a_burst(tmp_
     assert len(runs([json.loads(line) for line in expected.splitlines()])) > 5000  # (a burst of them)
     assert live.stop() == 0
     thread.join(10)
+    reader.close()
+
+
+def test_a_slow_subscriber_is_said_and_counted_as_backpressure(tmp_path: Path) -> None:
+    """helper-50: a subscriber reading 4 KiB every 10 ms slowed the sources, and neither the log nor
+    the metrics said so (only the stdout sink reported its waits)."""
+    port, sub, log = free_port(), tmp_path / "sub.sock", tmp_path / "app.log"
+    log.touch()
+    live = start(
+        tmp_path,
+        f'[defaults]\nprotect = ["."]\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nsinks = ["sub"]\n'
+        f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "jsonl"\nqueue_events = 1\n'
+        f'[metrics]\naddress = "127.0.0.1:{port}"\n',
+    )
+    reader = connect_unix(sub)
+    live.log_event("subscriber.connected")
+    received = bytearray()
+
+    def read_slowly() -> None:
+        while chunk := reader.recv(16384):
+            received.extend(chunk)
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=read_slowly, daemon=True)
+    thread.start()
+    with log.open("ab") as file:  # (appended in pieces: each read of the file is a few events)
+        for first in range(0, 100_000, 5_000):
+            file.write(b"".join(b"line %d of a burst\n" % i for i in range(first, first + 5_000)))
+            file.flush()
+    slowed = live.log_event("reading.slowed")
+    assert slowed["sink"] == "sub" and slowed["waited_seconds"] > 0
+    samples = {
+        line.split(" ")[0]: float(line.split(" ")[1]) for line in scrape(port).splitlines() if line and line[0] != "#"
+    }
+    assert samples['streamfilter_backpressure_pauses_total{reason="sink",where="sub"}'] >= 1
+    assert samples['streamfilter_backpressure_seconds_total{reason="sink",where="sub"}'] > 0
+    assert not [e for e in live.logs() if e.get("event") == "subscriber.dropped"]
+    assert live.stop() == 0
     reader.close()
