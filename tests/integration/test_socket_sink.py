@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from pathlib import Path
 
 from tests.integration.test_daemon import connect_unix, runs, start
 from tests.integration.test_nats import free_port, scrape
+from tests.live.proc import Live
 
 
 def distinct_word(n: int) -> bytes:
@@ -20,6 +22,23 @@ def distinct_word(n: int) -> bytes:
         n //= 20
         if not n:
             return word
+
+
+def subscribe(live: Live, sub: Path, size: int, pause: float) -> tuple[socket.socket, bytearray, threading.Thread]:
+    """A subscriber of the unix sink ``sub``, connected, that a thread reads ``size`` bytes at a time
+    into the bytearray, waiting ``pause`` seconds after each read."""
+    reader = connect_unix(sub)
+    live.log_event("subscriber.connected")
+    received = bytearray()
+
+    def read() -> None:
+        while chunk := reader.recv(size):
+            received.extend(chunk)
+            time.sleep(pause)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return reader, received, thread
 
 
 def test_a_subscriber_reading_as_fast_as_it_can_gets_every_event_of_a_burst(tmp_path: Path) -> None:
@@ -37,16 +56,7 @@ def test_a_subscriber_reading_as_fast_as_it_can_gets_every_event_of_a_burst(tmp_
         f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
         f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "jsonl"\nqueue_events = 16\n',
     )
-    reader = connect_unix(sub)
-    live.log_event("subscriber.connected")
-    received = bytearray()
-
-    def read() -> None:
-        while chunk := reader.recv(1 << 16):
-            received.extend(chunk)
-
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
+    reader, received, thread = subscribe(live, sub, 1 << 16, 0.0)
     lines, block = 50_000, 5_000
     files = [log.open("ab", buffering=0) for log in logs]
     for first in range(0, lines, block):  # the three files appended to in turn, at full speed
@@ -89,17 +99,7 @@ def test_a_slow_subscriber_is_said_and_counted_as_backpressure(tmp_path: Path) -
         f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "jsonl"\nqueue_events = 1\n'
         f'[metrics]\naddress = "127.0.0.1:{port}"\n',
     )
-    reader = connect_unix(sub)
-    live.log_event("subscriber.connected")
-    received = bytearray()
-
-    def read_slowly() -> None:
-        while chunk := reader.recv(16384):
-            received.extend(chunk)
-            time.sleep(0.01)
-
-    thread = threading.Thread(target=read_slowly, daemon=True)
-    thread.start()
+    reader, _, _ = subscribe(live, sub, 16384, 0.01)
     with log.open("ab") as file:  # (appended in pieces: each read of the file is a few events)
         for first in range(0, 100_000, 5_000):
             file.write(b"".join(b"line %d of a burst\n" % i for i in range(first, first + 5_000)))
