@@ -39,9 +39,11 @@ on the opened descriptor, so a symlink swapped in later is caught too) is refuse
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import os
+import resource
 import stat
 import time
 from collections.abc import Callable, Sequence
@@ -184,7 +186,7 @@ class FileFollower:
         self._active_until = 0.0
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
         self._missing_logged = False
-        self._unavailable_logged = False  # (checkpoint.unavailable said)
+        self._waiting_logged = False  # (file.waiting said, for want of a descriptor)
         self._saved: Checkpoint | None = None  # the last checkpoint written
         self._unwritable = False  # the last save failed (logged once)
         self._checkpoint: Checkpoint | None = None  # the one found at start, loaded once
@@ -255,18 +257,29 @@ class FileFollower:
 
     def _load_checkpoint(self) -> bool:
         """Load the path's checkpoint; whether that was done (not when the daemon has no descriptor
-        left to read it: said once, ``checkpoint.unavailable``)."""
+        left to read it: said once, ``file.waiting``)."""
         assert self.checkpoints is not None
         try:
             self._checkpoint = self.checkpoints.load(self.source.name, self.path)
         except UnreadableCheckpoint as e:  # (read as if none was saved: its start_at says where from)
             self._log.warning("checkpoint.unreadable", file=str(e.file), reason=e.reason)
         except OSError as e:
-            if not self._unavailable_logged:
-                self._log.warning("checkpoint.unavailable", error=e.strerror or str(e), hint="tried again")
-                self._unavailable_logged = True
+            self._no_descriptor(e)
             return False
         return True
+
+    def _no_descriptor(self, exc: OSError) -> None:
+        """Say, once, that the file waits for a descriptor (EMFILE, ENFILE, from opening it or its
+        checkpoint): it is not read until one is free, as each followed file holds one (helper-50:
+        "checkpoint.unavailable, tried again" read as a retry that would work)."""
+        if not self._waiting_logged:
+            limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            self._log.warning(
+                "file.waiting", error=exc.strerror or str(exc), open_files_limit=limit,
+                hint="not read until a file descriptor is free: each followed file holds one; raise the limit "
+                "(LimitNOFILE= in the unit, ulimit -n)",
+            )  # fmt: skip
+            self._waiting_logged = True
 
     def _names_none(self) -> bool:
         """Whether the path names nothing (not even a dangling symlink)."""
@@ -309,10 +322,13 @@ class FileFollower:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            if not self._missing_logged:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                self._no_descriptor(exc)
+            elif not self._missing_logged:
                 self._log.warning("file.unreadable", error=exc.strerror or str(exc))
                 self._missing_logged = True
             return None
+        self._waiting_logged = False
         info = os.fstat(fd)
         reason = None
         if not stat.S_ISREG(info.st_mode):

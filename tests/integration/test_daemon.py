@@ -1343,6 +1343,11 @@ def test_a_start_at_the_open_files_limit_gets_ready_and_stops_on_sigterm(tmp_pat
         while b"daemon.ready" not in err.read_bytes() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert b"daemon.ready" in err.read_bytes(), err.read_text()[-2000:]
+        # each file left unread says why, once, and what to do (helper-50: "checkpoint.unavailable,
+        # tried again" read as a retry that would work)
+        waiting = [e for e in jsonl_events(err) if e.get("event") == "file.waiting"]
+        assert waiting and all(e["open_files_limit"] == 60 and "LimitNOFILE" in e["hint"] for e in waiting)
+        assert len({e["path"] for e in waiting}) == len(waiting) < 80
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:
