@@ -87,6 +87,11 @@ ROTATE_QUIET_SECONDS = 1.0
 # default): a writer that never reopens would otherwise hold the new file back for good.
 # What it writes to the old file later is read by a late reader (``FileFollower._read_late``).
 ROTATE_WAIT_SECONDS = 5.0
+# ... or only this long once a file that took the path since has been written to: its writer
+# reopened the path (a path rotated several times a second queued its files behind a second's
+# wait each, and lost those past MAX_QUEUED_FILES, helper-50); a rotated file that was not
+# written to since the rotation was seen counts as quiet since its last modification
+MOVED_QUIET_SECONDS = 0.25
 # a late reader stops once its file has not grown for this long (seconds), or for
 # ``ROTATE_QUIET_SECONDS`` once the file is deleted; a writer that logs less often than this to a
 # file it never reopens has its later lines lost
@@ -193,7 +198,7 @@ class FileFollower:
         # files that replaced the current one, opened when seen and read after it, oldest first
         self._next: list[tuple[int, os.stat_result]] = []
         self._rotation: dict[str, object] = {}  # facts of the last rotation, for ``file.rotated``
-        self._skipped = -1  # inode of the last replacement not queued (the queue was full)
+        self._skipped: set[int] = set()  # inodes of replacements not queued (the queue was full)
         self._late: TaskGroup | None = None  # where late readers run (``run``'s own task group)
         self._late_files = 0  # late readers running
 
@@ -221,7 +226,12 @@ class FileFollower:
                         self.opened.set()  # (tried: the daemon's start waits for no more, helper-47)
                         await self._wait()
                         continue
-                opened = self._next.pop(0) if self._next else self._open()
+                if self._next:
+                    opened: tuple[int, os.stat_result] | None = self._next.pop(0)
+                else:
+                    opened = self._open()
+                    if self._skipped:  # the queue drained: the files passed over meanwhile
+                        self._say_skipped(None if opened is None else opened[1].st_ino)
                 self.opened.set()
                 if opened is None:
                     if self.let_go and self.stream is not None and self._names_none():
@@ -280,6 +290,17 @@ class FileFollower:
                 "(LimitNOFILE= in the unit, ulimit -n)",
             )  # fmt: skip
             self._waiting_logged = True
+
+    def _say_skipped(self, read: int | None) -> None:
+        """The files that took the path while the queue was full, but ``read`` (the inode the path
+        names now, read next), were not read: say how many, and which (``file.replacements_skipped``)."""
+        lost = sorted(self._skipped - {read} if read is not None else self._skipped)
+        self._skipped.clear()
+        if lost:
+            self._log.warning(
+                "file.replacements_skipped", files=len(lost), inodes=lost[:16], queue=MAX_QUEUED_FILES,
+                reason="the path was replaced faster than each file was read",
+            )  # fmt: skip
 
     def _names_none(self) -> bool:
         """Whether the path names nothing (not even a dangling symlink)."""
@@ -471,11 +492,13 @@ class FileFollower:
             await self._wait()
 
     async def _read_rotated(self, fd: int) -> None:
-        """Read the rotated file ``fd`` until it has been unchanged for ``ROTATE_QUIET_SECONDS``,
-        at most ``ROTATE_WAIT_SECONDS`` (both in seconds) from now; files that take the path
-        meanwhile are opened and queued."""
+        """Read the rotated file ``fd`` until it has been unchanged for ``ROTATE_QUIET_SECONDS``
+        (``MOVED_QUIET_SECONDS`` once a queued file has been written to), at most
+        ``ROTATE_WAIT_SECONDS`` (all in seconds) from now; files that take the path meanwhile are
+        opened and queued."""
         seen = last_change = time.monotonic()
         late = 0  # bytes read after the rotation was seen
+        quiet = ROTATE_QUIET_SECONDS
         while True:
             self._queue_replacement(fd)
             got = await self._read(fd)
@@ -484,13 +507,17 @@ class FileFollower:
                 late += got
                 last_change = now
                 continue
-            until = min(seen + ROTATE_WAIT_SECONDS, last_change + ROTATE_QUIET_SECONDS)
+            if any(os.fstat(queued).st_size for queued, _ in self._next):  # (its writer moved on)
+                quiet = MOVED_QUIET_SECONDS
+                if not late:
+                    last_change = min(last_change, now - max(0.0, time.time() - os.fstat(fd).st_mtime))
+            until = min(seen + ROTATE_WAIT_SECONDS, last_change + quiet)
             if now >= until:
                 break
             # look at the path often meanwhile: a file that replaces it and is replaced in turn
             # within the quiet stat interval would not be seen at all
             await self._wait(min(until, now + ACTIVE_POLL_SECONDS))
-        capped = now < last_change + ROTATE_QUIET_SECONDS
+        capped = now < last_change + quiet
         self._rotation = {"old_ino": os.fstat(fd).st_ino, "late_bytes": late, "waited_seconds": round(now - seen, 3)}
         if capped and self._late is not None and self._late_files < MAX_LATE_FILES:
             # still written to: read on beside the new file, by a descriptor of its own, from a
@@ -574,9 +601,7 @@ class FileFollower:
         if (now.st_dev, now.st_ino) == self._refused or (now.st_dev, now.st_ino) in known:
             return
         if len(self._next) >= MAX_QUEUED_FILES:
-            if self._skipped != now.st_ino:  # once per file passed over
-                self._skipped = now.st_ino
-                self._log.warning("file.replacement_skipped", ino=now.st_ino, queued=len(self._next))
+            self._skipped.add(now.st_ino)  # (said once the queue has drained: it may be read then)
             return
         opened = self._open()
         if opened is None:
@@ -584,6 +609,7 @@ class FileFollower:
         if (opened[1].st_dev, opened[1].st_ino) in known:
             os.close(opened[0])  # replaced back between the stat and the open
             return
+        self._skipped.discard(opened[1].st_ino)  # (passed over before, queued now: it is read)
         self._next.append(opened)
 
     async def _read(self, fd: int, to_line_end: bool = False) -> int:

@@ -166,6 +166,28 @@ def test_lines_written_to_the_renamed_file_after_the_rotation_are_read_before_th
     assert rotated["late_bytes"] > 0
 
 
+def test_a_path_rotated_several_times_a_second_loses_no_file(tmp_path: Path) -> None:
+    """helper-50: each rotation waited for a second of quiet, one after the other, so a path renamed
+    three times a second filled the queue of 8 and lost whole files ("file.replacement_skipped")."""
+    log = tmp_path / "app.log"
+    log.write_bytes(b"")
+    live = follow(tmp_path, log, "--start-at", "beginning", "--protect", ".")
+    n = 0
+    for k in range(24):  # a writer that rotates its own log every 20 lines, 4 times a second
+        with log.open("ab", buffering=0) as f:
+            for _ in range(20):
+                f.write(b"line %d\n" % n)
+                n += 1
+                time.sleep(0.0125)
+        log.rename(tmp_path / f"app.log.{k}")
+    log.write_bytes(b"last line\n")
+    live.wait_for(lambda: "last line" in kept_text(live.events()), 30, "the last file's line")
+    assert live.stop() == 0
+    text = kept_text(live.events())
+    assert all(text.count(f"line {i}\n") == 1 for i in range(n)), [i for i in range(n) if f"line {i}\n" not in text]
+    assert not [e for e in live.logs() if e.get("event") == "file.replacements_skipped"]
+
+
 @pytest.mark.parametrize("how", ["truncate-shorter", "rewrite-same-size", "rewrite-grown"])
 def test_truncation_and_rewrite_in_place_start_a_marked_new_generation(tmp_path: Path, how: str) -> None:
     log = tmp_path / "build.log"
