@@ -226,6 +226,7 @@ class Archive:
         fcntl.flock(self._file.fileno(), fcntl.LOCK_SH)
         self.archived = 0  # bytes written so far
         self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
+        self.capped = False  # bytes came past the per-stream limit: they are not archived, nor refs given
         self._made_room = False  # the other archives were evicted for room on a full disk (once)
 
     def write(self, chunk: bytes) -> None:
@@ -233,6 +234,7 @@ class Archive:
         On a full disk the older half of the other archives (by bytes) is removed, once a stream, and
         the write tried again: a stream archived after a full one still gets refs."""
         take = memoryview(chunk)[: max(0, self.limit - self.archived)]
+        self.capped = self.capped or len(take) < len(chunk)
         while take and self.failed is None:
             try:
                 n = self._file.write(take) or 0

@@ -548,6 +548,11 @@ def _copy_notes(tee: Tee | None, streams: Sequence[LiveStream]) -> list[str]:
                 f"the whole output could not be kept in {archive.folder}: {archive.failed}; "
                 f"no refs past byte {archive.archived}"
             )
+        elif archive.capped:  # (said on stderr alone, archive.full: an agent reads stdout, helper-48)
+            notes.append(
+                f"the whole output past its first {archive.limit >> 20} MiB is not kept (a stream's share of the "
+                f"archive); no refs past byte {archive.archived}"
+            )
     return notes
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from structlog.testing import capture_logs
@@ -24,6 +25,7 @@ from streamfilter.live.expand import (
     parse_ref,
     remember_source,
 )
+from streamfilter.live.run import _copy_notes
 
 LOG = (
     b"INFO start\r\n"
@@ -243,6 +245,21 @@ def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(
     third.close()
     assert not (tmp_path / "archive" / f"{old.source}.log").exists()
     assert (tmp_path / "archive" / f"{newer.source}.log").stat().st_size == 500
+
+
+def test_a_run_past_its_archive_share_says_so_in_its_closing_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helper-48: past its 128 MiB, a run's summaries lost their refs and only stderr's
+    archive.full said why; an agent reads stdout."""
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path))
+    archive = Archive(tmp_path, cap_bytes=1000)
+    archive.write(b"a" * 400)
+    assert _copy_notes(None, [SimpleNamespace(archive=archive)]) == []  # type: ignore[list-item]
+    archive.write(b"b" * 400)
+    (note,) = _copy_notes(None, [SimpleNamespace(archive=archive)])  # type: ignore[list-item]
+    assert "is not kept" in note and note.endswith("no refs past byte 500")
+    archive.close()
 
 
 def test_archive_keeps_at_most_its_cap_of_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
