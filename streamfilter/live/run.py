@@ -136,6 +136,15 @@ SHORT_OUTPUT_BYTES = 512
 MEMORY_BYTES = 64 << 20
 
 
+# words a shell runs itself, with no program of that name on PATH (POSIX's special built-ins, and
+# bash's that change the shell or read from it)
+_SHELL_BUILTINS = frozenset(
+    ("cd", "exit", "export", "source", ".", "set", "unset", "alias", "unalias", "eval", "exec", "readonly",
+     "return", "shift", "trap", "ulimit", "umask", "declare", "local", "typeset", "let", "shopt", "pushd", "popd",
+     "dirs", "history", "bg", "fg", "jobs", "wait", "break", "continue", "times", "builtin", "enable")
+)  # fmt: skip
+
+
 class CommandError(StreamfilterError):
     """CMD could not be started: not found (exit 127), or not executable or not to be run (exit 126: a
     directory, no permission, an argument list too long)."""
@@ -166,7 +175,9 @@ async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = N
     except FileNotFoundError:
         # bash's words and status: a name not in PATH; a path to nothing; a file whose #!
         # interpreter is not there
-        if os.sep not in argv[0]:
+        if argv[0] in _SHELL_BUILTINS:  # (helper-48: `run -- cd x` said only "command not found")
+            reason = "command not found (a shell builtin: run it in a shell, sh -c '...')"
+        elif os.sep not in argv[0]:
             reason = "command not found"
         elif await anyio.Path(cwd or ".", argv[0]).is_file():
             reason = "cannot execute: required file not found"
