@@ -175,8 +175,8 @@ def cd_outside(folder: str, here: Path, root: Path, env: Mapping[str, str]) -> b
     """Whether ``cd FOLDER`` run in ``here`` may leave the project's folder ``root``: ``cd -`` (the
     last folder), a relative folder under a ``CDPATH`` (the shell looks there first), or
     ``outside``; a folder the shell would expand (``{../x,}``, ``*``) is taken as outside."""
-    if folder == "-" or (env.get("CDPATH") and not folder.startswith(("/", "~", "."))):
-        return True
+    if folder.startswith("-") or (env.get("CDPATH") and not folder.startswith(("/", "~", "."))):
+        return True  # (cd -: the last folder; cd -P, -L or -- alone: home, helper-51)
     if not _PLAIN.fullmatch(folder.removeprefix("~")):
         return True  # (braces or a glob: the shell picks the folder, cd {../x,})
     return outside(folder, here, root)
@@ -214,7 +214,10 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     if _config_above(root, env):
         return False
     walked = _walk(wrap, cwd, root, env)
-    if walked is None or _config_linked_out([root, *(here for _, here in walked)], root):
+    # (and in each folder between: pytest, npm, cargo read a sub-folder's conftest.py, package.json,
+    # .cargo on the way down, helper-51)
+    between = [f for _, here in walked or () for f in (here, *here.parents) if f.is_relative_to(root)]
+    if walked is None or _config_linked_out([root, *between], root):
         return False
     if any(_linked_out_below(here, root) for here in dict.fromkeys(here for _, here in walked)):
         return False
@@ -364,22 +367,17 @@ def _config_linked_out(folders: Sequence[Path], root: Path) -> bool:
     return False
 
 
-# folders of generated files and other projects' code (a venv is found by its pyvenv.cfg), not
-# walked for symlinks out: a tool does not collect tests nor read config there (pytest's
-# norecursedirs), and they hold most of a tree's files
-_NOT_WALKED = frozenset(
-    (".git", ".hg", ".svn", "node_modules", "__pycache__", "target", "build", "dist", ".tox", ".nox", ".venv",
-     "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gradle", ".idea", ".next", "coverage")
-)  # fmt: skip
 WALK_ENTRIES = 20_000  # most entries of a project looked at for a symlink out; a larger tree is not approved
 
 
 def _linked_out_below(top: Path, root: Path) -> bool:
     """Whether the folder ``top``, where a command runs, holds at any depth a symlink out of the
     project's folder ``root`` (a test folder or a sub-folder's conftest.py linked into /tmp: pytest
-    collects there and runs it, helper-49), outside ``_NOT_WALKED`` folders but for their own names
-    (``npm link`` puts a package in ``node_modules``), or more than ``WALK_ENTRIES`` entries to look
-    at (taken as one: not known)."""
+    collects there and runs it, helper-49; node --test collects in dist/, cmake --build runs
+    build/Makefile, helper-51), or more than ``WALK_ENTRIES`` entries to look at (taken as one: not
+    known). Not looked in: ``.git``, a cache (a folder tagged by a ``CACHEDIR.TAG``: cargo's
+    ``target``, pytest's and mypy's caches), a venv (its ``pyvenv.cfg``: its python links out), and
+    ``node_modules`` but for its packages and ``.bin`` programs (``npm link``, a script's ``jest``)."""
     folders, seen = [top], 0
     while folders:
         folder = folders.pop()
@@ -394,20 +392,23 @@ def _linked_out_below(top: Path, root: Path) -> bool:
             if entry.is_symlink():
                 if not Path(entry.path).resolve().is_relative_to(root):
                     return True
-            elif entry.is_dir(follow_symlinks=False):
-                if entry.name not in _NOT_WALKED and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
-                    folders.append(Path(entry.path))
-                elif entry.name == "node_modules" and _package_linked_out(Path(entry.path), root):
+            elif not entry.is_dir(follow_symlinks=False) or entry.name == ".git":
+                continue
+            elif entry.name == "node_modules":
+                if _package_linked_out(Path(entry.path), root):
                     return True
+            elif not any(os.path.exists(os.path.join(entry.path, n)) for n in ("CACHEDIR.TAG", "pyvenv.cfg")):
+                folders.append(Path(entry.path))
     return False
 
 
 def _package_linked_out(modules: Path, root: Path) -> bool:
-    """Whether a ``node_modules`` folder holds a package (``name`` or ``@scope/name``) that is a
-    symlink out of the project's ``root`` (``npm link``)."""
+    """Whether a ``node_modules`` folder holds a package (``name`` or ``@scope/name``) or a program
+    in ``.bin`` that is a symlink out of the project's ``root`` (``npm link``)."""
     try:
         entries = list(os.scandir(modules))
-        entries += [e for s in entries if s.name.startswith("@") and s.is_dir() for e in os.scandir(s.path)]
+        inner = [s for s in entries if s.is_dir() and (s.name.startswith("@") or s.name == ".bin")]
+        entries += [e for s in inner for e in os.scandir(s.path)]
     except OSError:
         return False
     return any(e.is_symlink() and not Path(e.path).resolve().is_relative_to(root) for e in entries)

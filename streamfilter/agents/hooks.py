@@ -186,7 +186,9 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
     wrap = rewrite(script, rules, executable, env)
     cwd = str(payload.get("cwd") or os.getcwd())
     workdir = tool_input.get("workdir")
-    if isinstance(workdir, str) and workdir:  # (where Codex runs the command: judged there)
+    if isinstance(workdir, str) and workdir:  # (where Codex runs the command: judged there, as after a cd)
+        if _leaves(cwd, workdir, env):
+            return None
         cwd = os.path.join(cwd, workdir)
     if not approves("codex", wrap, rules, cwd, env, str(payload.get("permission_mode") or "")):
         return None  # (a rewrite is an approval: left to Codex's own)
@@ -200,6 +202,14 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
             "updatedInput": {**tool_input, "command": new},
         }
     }
+
+
+def _leaves(session: str, there: str, env: Mapping[str, str]) -> bool:
+    """Whether a call run in ``there`` (from the session's folder ``session``) is outside the
+    session's project, as a ``cd there`` would be (``approve.cd_outside``): a Codex ``workdir`` or a
+    Cursor ``cwd`` elsewhere made that folder the project (helper-51)."""
+    here = Path(session).resolve()
+    return cd_outside(there, here, project_root(here), env)
 
 
 _SYSTEM_BIN = ("/bin", "/usr/bin", "/usr/local/bin", "/opt/homebrew/bin")
@@ -229,6 +239,8 @@ def _cursor(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
     roots = payload.get("workspace_roots")
     root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None
     cwd = str(tool_input.get("cwd") or root or os.getcwd())
+    if root is not None and _leaves(root, cwd, env):
+        return {}
     if not approves("cursor", wrap, rules, cwd, env):
         return {}  # (a rewrite is an approval: left to Cursor's own)
     assert wrap.command is not None

@@ -542,6 +542,7 @@ def test_a_symlink_out_anywhere_below_where_it_runs_leaves_it_alone(agent: str, 
     assert _approved(agent, "pytest -q", project, env)
     # a venv's python links out, node_modules is not walked but for a package linked in (npm link)
     (project / ".venv" / "bin").mkdir(parents=True)
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (project / ".venv" / "bin" / "python").symlink_to(sys.executable)
     (project / "node_modules" / "@scope").mkdir(parents=True)
     (project / "node_modules" / "dep" / "lib").mkdir(parents=True)
@@ -549,6 +550,48 @@ def test_a_symlink_out_anywhere_below_where_it_runs_leaves_it_alone(agent: str, 
     assert _approved(agent, "pytest -q", project, env)
     (project / "node_modules" / "@scope" / "linked").symlink_to(outside)
     assert not _approved(agent, "npm test", project, env)
+    (project / "node_modules" / "@scope" / "linked").unlink()
+    (project / "node_modules" / ".bin").mkdir()
+    (project / "node_modules" / ".bin" / "jest").symlink_to(outside / "tests" / "conftest.py")
+    assert not _approved(agent, "npm test", project, env)  # (a script's jest runs it, helper-51)
+    (project / "node_modules" / ".bin" / "jest").unlink()
+    # a cache (CACHEDIR.TAG: cargo's target) is not looked in; a build or coverage folder is
+    # (cmake --build runs build/Makefile, pytest collects in coverage/, helper-51)
+    (project / "target" / "debug").mkdir(parents=True)
+    (project / "target" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    (project / "target" / "debug" / "x").symlink_to(outside)
+    assert _approved(agent, "pytest -q", project, env)
+    for folder in ("build", "coverage", "dist"):
+        (project / folder).mkdir()
+        (project / folder / "x").symlink_to(outside / "tests" / "conftest.py")
+        assert not _approved(agent, "pytest -q", project, env), folder
+        (project / folder / "x").unlink()
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_config_file_linked_out_between_the_root_and_where_it_runs_leaves_it_alone(
+    agent: str, tmp_path: Path
+) -> None:
+    """helper-51: sub/conftest.py linked out, pytest run in sub/deep: pytest loads it on the way down."""
+    env = _env(tmp_path)
+    (tmp_path / "evil.py").write_text("open('/tmp/x', 'w')\n")
+    project = tmp_path / "proj"
+    (project / "sub" / "deep").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (project / "pytest.ini").write_text("[pytest]\n")
+    assert _approved(agent, "pytest -q", project / "sub" / "deep", env)
+    (project / "sub" / "conftest.py").symlink_to(tmp_path / "evil.py")
+    assert not _approved(agent, "pytest -q", project / "sub" / "deep", env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_cd_with_an_option_and_no_folder_goes_home(agent: str, tmp_path: Path) -> None:
+    """helper-51: bash's `cd -P`, `cd -L` and `cd --` go to $HOME; they were taken for folders named so."""
+    env = _env(tmp_path)
+    (tmp_path / "proj").mkdir()
+    for command in ("cd -P && make test", "cd -L && pytest -q", "cd -- && make test"):
+        assert not _approved(agent, command, tmp_path / "proj", env), command
+    assert _approved(agent, "cd . && make test", tmp_path / "proj", env)
 
 
 @pytest.mark.parametrize("agent", ["codex", "cursor"])

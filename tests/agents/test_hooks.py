@@ -197,6 +197,24 @@ def test_codex_command_judged_in_its_workdir(tmp_path: Path) -> None:
     assert answer("codex", {**base, "tool_input": relative}, EXE, env)[0] is None
 
 
+
+def test_a_call_run_outside_the_sessions_project_is_not_approved(tmp_path: Path) -> None:
+    """helper-51: a Codex workdir or a Cursor cwd elsewhere was made the project and approved, where
+    `cd THERE && pytest -q` was not."""
+    env = _env(tmp_path)
+    (tmp_path / "proj" / "sub").mkdir(parents=True)
+    (tmp_path / "proj" / ".git").mkdir()
+    (tmp_path / "shared").mkdir()
+    codex = {"cwd": str(tmp_path / "proj"), "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+    for there, approved in (("../shared", False), (str(tmp_path / "shared"), False), ("sub", True)):
+        payload = {**codex, "tool_input": {"command": "pytest -q", "workdir": there}}
+        assert (answer("codex", payload, EXE, env)[0] is not None) == approved, there
+    cursor = {"hook_event_name": "preToolUse", "tool_name": "Shell", "workspace_roots": [str(tmp_path / "proj")]}
+    for there, approved in ((str(tmp_path / "shared"), False), (str(tmp_path / "proj" / "sub"), True)):
+        payload = {**cursor, "tool_input": {"command": "pytest -q", "cwd": there}}
+        assert (answer("cursor", payload, EXE, env)[0] != {}) == approved, there
+
+
 def test_cursor_pre_tool_use_rewrites_and_every_other_case_answers_an_empty_object(tmp_path: Path) -> None:
     env = _env(tmp_path)
     common = {"conversation_id": "c", "generation_id": "g", "workspace_roots": [str(tmp_path)]}
