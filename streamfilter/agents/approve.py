@@ -40,6 +40,7 @@ Every other command is left alone, to the agent's own approval.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -59,6 +60,7 @@ __all__ = (
     "cursor_rules_say",
     "outside",
     "project_root",
+    "refusal",
     "rule_words",
     "what_it_approves",
 )
@@ -198,33 +200,43 @@ def _walk(wrap: Wrap, cwd: Path, root: Path, env: Mapping[str, str]) -> list[tup
     return walked
 
 
-def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
-    """Whether the built-in list approves ``wrap``, run in the folder ``cwd`` with the environment
-    ``env``: see the module docstring."""
+def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Why the built-in list does not approve ``wrap``, run in the folder ``cwd`` with the
+    environment ``env`` (see the module docstring), or None when it does."""
     prefix = next((p.split() for p in DEFAULT_APPROVED if starts(wrap.body, p.split())), None)
-    if wrap.runner or prefix is None:
-        return False
+    if prefix is None:
+        return "not a command of the built-in list"
+    if wrap.runner:
+        return f"behind a runner ({wrap.runner}: it may fetch what it runs)"
     if any("://" in w for part in wrap.parts for w in part):
-        return False  # (a URL: code from elsewhere, deno test https://...)
+        return "a URL: code from elsewhere"
     if any("watch" in w.lower() for w in wrap.body):
-        return False  # (npm run test:watch: under a budget nothing shows until it ends, which it never does)
+        return "a watcher: it never ends"  # (npm run test:watch: under a budget nothing shows until it ends)
     if any(_SIDE_EFFECT.search(w) for w in wrap.body if ":" in w and not w.startswith("-")):
-        return False  # (a script group's member: npm run build:publish is no build, helper-39)
+        return "a script group's member that is no build or test"  # (npm run build:publish, helper-39)
     root = project_root(cwd)
-    if _config_above(root, env):
-        return False
+    with contextlib.suppress(OSError):
+        if root.stat().st_mode & 0o002:  # (/tmp: anyone may have put a conftest.py or a Makefile there)
+            return f"the project's folder {root} is one others may write to"
+    above = _config_above(root, env)
+    if above is not None:
+        return f"{above} is read from above the project ({root}) and anyone who may write there could have put it"
     walked = _walk(wrap, cwd, root, env)
+    if walked is None:
+        return f"a cd may leave the project ({root})"
     # (and in each folder between: pytest, npm, cargo read a sub-folder's conftest.py, package.json,
     # .cargo on the way down, helper-51)
-    between = [f for _, here in walked or () for f in (here, *here.parents) if f.is_relative_to(root)]
-    if walked is None or _config_linked_out([root, *between], root):
-        return False
-    if any(_linked_out_below(here, root) for here in dict.fromkeys(here for _, here in walked)):
-        return False
+    between = [f for _, here in walked for f in (here, *here.parents) if f.is_relative_to(root)]
+    linked: Path | str | None = _config_linked_out([root, *between], root)
+    for here in dict.fromkeys(here for _, here in walked):
+        linked = linked or _linked_out_below(here, root)
+    if linked is not None:
+        return f"{linked} is a symlink out of the project ({root})"
     # each part's words are read from where the ``cd`` parts before it went (an option is checked
     # below), and its program when named by its path (./mvnw a symlink out, helper-44)
-    if any(outside(v, here, root) for part, here in walked for v in _part_paths(part)):
-        return False
+    out = next((v for part, here in walked for v in _part_paths(part) if outside(v, here, root)), None)
+    if out is not None:
+        return f"{out} names a place outside the project ({root})"
     tool = _tool(prefix)
     safe, pattern = _SAFE.get(tool, (frozenset(), ""))
     targets, valued = _TARGETS.get(tool), _VALUED.get(tool, frozenset())
@@ -233,20 +245,21 @@ def _default_approves(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> bool:
     for word in wrap.body[len(prefix) :]:
         if word.startswith("-"):
             if word not in safe and word not in _VERBOSE and not (pattern and re.fullmatch(pattern, word)):
-                return False  # (an option not known to be harmless: left to the agent)
+                return f"{word}: an option not known to be harmless for {tool}"
             value = word in valued
-        elif not _PLAIN.fullmatch(word) or (
-            targets is not None and not value and not word.isdigit() and word not in targets
-        ):
-            return False
+        elif not _PLAIN.fullmatch(word):
+            return f"{word}: not a plain word (the shell or the tool would expand it)"
+        elif targets is not None and not value and not word.isdigit() and word not in targets:
+            return f"{word}: not one of {tool}'s build or test targets"
         else:
             if not value:
                 names.append(word)
             value = False
     if not _names_in_project(tool, names, walked[-1][1], root):
-        return False
+        return f"{' '.join(names)}: not the project's own module or package"
     # (the other parts' words too: source FILE; the options were checked above)
-    return all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
+    plain = all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
+    return None if plain else "a word of its cd or source part is not plain"
 
 
 def _part_paths(part: Sequence[str]) -> list[str]:
@@ -332,18 +345,19 @@ _READ_FROM_ABOVE = frozenset(
 )  # fmt: skip
 
 
-def _config_above(root: Path, env: Mapping[str, str]) -> bool:
-    """Whether a folder above the project's ``root`` (but the home folder, the user's own) holds
-    one of ``_READ_FROM_ABOVE``."""
+def _config_above(root: Path, env: Mapping[str, str]) -> Path | None:
+    """The first of ``_READ_FROM_ABOVE`` a folder above the project's ``root`` holds (but the home
+    folder, the user's own), or None."""
     home = Path(env.get("HOME") or Path.home()).resolve()
     for folder in root.parents:
         if folder != home:
             try:
-                if not _READ_FROM_ABOVE.isdisjoint(os.listdir(folder)):  # (one listing a folder, not a stat a name)
-                    return True
+                found = _READ_FROM_ABOVE.intersection(os.listdir(folder))  # (one listing a folder, not a stat a name)
             except OSError:
                 continue  # (a folder it may not list: nor may the tools)
-    return False
+            if found:
+                return folder / min(found)
+    return None
 
 
 # the build files the tools of DEFAULT_APPROVED read in the folder they run in, beside _READ_FROM_ABOVE
@@ -353,28 +367,29 @@ _BUILD_FILES = frozenset(
 )  # fmt: skip
 
 
-def _config_linked_out(folders: Sequence[Path], root: Path) -> bool:
-    """Whether one of ``folders`` holds a build or config file the tools read (``_BUILD_FILES``,
-    ``_READ_FROM_ABOVE``) that is a symlink out of the project's ``root``: a Makefile or
-    conftest.py linked into a folder others may write (/tmp) ran from there (helper-43, 44)."""
+def _config_linked_out(folders: Sequence[Path], root: Path) -> Path | None:
+    """A build or config file the tools read (``_BUILD_FILES``, ``_READ_FROM_ABOVE``) in one of
+    ``folders`` that is a symlink out of the project's ``root`` (a Makefile or conftest.py linked
+    into a folder others may write, /tmp, ran from there, helper-43, 44), or None."""
     for folder in dict.fromkeys(folders):
         try:
             names = (_BUILD_FILES | _READ_FROM_ABOVE).intersection(os.listdir(folder))
         except OSError:
             continue
-        if any((folder / name).is_symlink() and not (folder / name).resolve().is_relative_to(root) for name in names):
-            return True
-    return False
+        for name in sorted(names):
+            if (folder / name).is_symlink() and not (folder / name).resolve().is_relative_to(root):
+                return folder / name
+    return None
 
 
 WALK_ENTRIES = 20_000  # most entries of a project looked at for a symlink out; a larger tree is not approved
 
 
-def _linked_out_below(top: Path, root: Path) -> bool:
-    """Whether the folder ``top``, where a command runs, holds at any depth a symlink out of the
-    project's folder ``root`` (a test folder or a sub-folder's conftest.py linked into /tmp: pytest
+def _linked_out_below(top: Path, root: Path) -> str | None:
+    """A symlink out of the project's folder ``root`` that the folder ``top``, where a command runs,
+    holds at any depth, or None (a test folder or a sub-folder's conftest.py linked into /tmp: pytest
     collects there and runs it, helper-49; node --test collects in dist/, cmake --build runs
-    build/Makefile, helper-51), or more than ``WALK_ENTRIES`` entries to look at (taken as one: not
+    build/Makefile, helper-51); more than ``WALK_ENTRIES`` entries to look at are taken as one (not
     known). Not looked in: ``.git``, a cache (a folder tagged by a ``CACHEDIR.TAG``: cargo's
     ``target``, pytest's and mypy's caches), a venv (its ``pyvenv.cfg``: its python links out), and
     ``node_modules`` but for its packages and ``.bin`` programs (``npm link``, a script's ``jest``)."""
@@ -387,31 +402,32 @@ def _linked_out_below(top: Path, root: Path) -> bool:
             continue  # (a folder it may not list: nor may the tools)
         seen += len(entries)
         if seen > WALK_ENTRIES:
-            return True
+            return f"{top} (more than {WALK_ENTRIES:,} entries to look through for one)"
         for entry in entries:
             if entry.is_symlink():
                 if not Path(entry.path).resolve().is_relative_to(root):
-                    return True
+                    return entry.path
             elif not entry.is_dir(follow_symlinks=False) or entry.name == ".git":
                 continue
             elif entry.name == "node_modules":
-                if _package_linked_out(Path(entry.path), root):
-                    return True
+                package = _package_linked_out(Path(entry.path), root)
+                if package is not None:
+                    return package
             elif not any(os.path.exists(os.path.join(entry.path, n)) for n in ("CACHEDIR.TAG", "pyvenv.cfg")):
                 folders.append(Path(entry.path))
-    return False
+    return None
 
 
-def _package_linked_out(modules: Path, root: Path) -> bool:
-    """Whether a ``node_modules`` folder holds a package (``name`` or ``@scope/name``) or a program
-    in ``.bin`` that is a symlink out of the project's ``root`` (``npm link``)."""
+def _package_linked_out(modules: Path, root: Path) -> str | None:
+    """A package of a ``node_modules`` folder (``name`` or ``@scope/name``) or a program in its
+    ``.bin`` that is a symlink out of the project's ``root`` (``npm link``), or None."""
     try:
         entries = list(os.scandir(modules))
         inner = [s for s in entries if s.is_dir() and (s.name.startswith("@") or s.name == ".bin")]
         entries += [e for s in inner for e in os.scandir(s.path)]
     except OSError:
-        return False
-    return any(e.is_symlink() and not Path(e.path).resolve().is_relative_to(root) for e in entries)
+        return None
+    return next((e.path for e in entries if e.is_symlink() and not Path(e.path).resolve().is_relative_to(root)), None)
 
 
 def _tool(prefix: Sequence[str]) -> str:
@@ -598,32 +614,50 @@ def cursor_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str,
 
 def approves(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, str], mode: str = "") -> bool:
     """Whether the ``agent`` (``codex`` or ``cursor``) hook may approve the rewrite ``wrap`` of a
-    command run in ``cwd`` (see the module docstring); ``mode``: the session's permission mode as
-    the agent's payload names it (Codex: ``bypassPermissions`` asks about nothing).
+    command run in ``cwd`` (``refusal`` says none).
 
     Raises:
         KeyError: another agent.
     """
-    if wrap.command is None or not wrap.plain:
-        return False
+    return refusal(agent, wrap, rules, cwd, env, mode) is None
+
+
+def refusal(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, str], mode: str = "") -> str | None:
+    """Why the ``agent`` (``codex`` or ``cursor``) hook may not approve the rewrite ``wrap`` of a
+    command run in ``cwd`` (see the module docstring), or None when it may; ``mode``: the
+    session's permission mode as the agent's payload names it (Codex: ``bypassPermissions`` asks
+    about nothing). ``hook explain`` prints it.
+
+    Raises:
+        KeyError: another agent.
+    """
+    if wrap.command is None:
+        return "not wrapped"
+    if not wrap.plain:
+        return "not plain: an expansion, a program by its path, a sourced script or an assignment its rules cannot see"
     # a rule that asks about ``pytest`` or forbids it also holds for ``timeout 30 pytest`` and
     # ``python -m pytest``, which the built-in list approves
     said = {"codex": codex_rules_say, "cursor": cursor_rules_say}[agent](rule_words(wrap), cwd, env)
     if said in ("ask", "deny"):
-        return False
+        return f"your {agent.capitalize()} rules {'ask about' if said == 'ask' else 'forbid'} it (or cannot be read)"
     if (said == "allow" and wrap.simple) or (agent == "codex" and mode == "bypassPermissions"):
-        return True
+        return None
     # (the command as written, or behind timeout or env; not behind a runner: approve = ["pytest"]
     # approved npx pytest, which downloads a package of that name, helper-44)
     if any(starts(list(wrap.parts[-1]), p) or (not wrap.runner and starts(list(wrap.body), p)) for p in rules.approve):
         # (the list names commands, not a folder to run them in, nor a script to source from elsewhere)
         root = project_root(Path(cwd))
         walked = _walk(wrap, Path(cwd), root, env)
+        if walked is None:
+            return f"a cd may leave the project ({root})"
         # (nor a program by a path out of the project: ./run-tests.sh a symlink out, helper-49)
-        sourced = [(part[1], here) for part, here in walked or () if part[0] in ("source", ".")]
-        programs = [(part[0], here) for part, here in walked or () if "/" in part[0]]
-        return walked is not None and not any(outside(w, here, root) for w, here in sourced + programs)
-    return rules.builtin_approve and _default_approves(wrap, Path(cwd), env)
+        sourced = [(part[1], here) for part, here in walked if part[0] in ("source", ".")]
+        programs = [(part[0], here) for part, here in walked if "/" in part[0]]
+        out = next((w for w, here in sourced + programs if outside(w, here, root)), None)
+        return None if out is None else f"{out} names a place outside the project ({root})"
+    if not rules.builtin_approve:
+        return "builtin = false, and neither your rules nor your approve list allow it"
+    return _default_refusal(wrap, Path(cwd), env)
 
 
 def what_it_approves(agent: str, hooks_file: Path) -> str:

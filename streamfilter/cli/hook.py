@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..agents.approve import approves
+from ..agents.approve import refusal
 from ..agents.hooks import AGENTS, answer, claude_rules_say, executable_words, render
 from ..agents.wrap import ConfigError, load_rules, rewrite
 
@@ -62,17 +62,16 @@ def main(argv: Sequence[str]) -> int:
         return 78
     wrap = rewrite(args.command, rules, executable, env)
     sys.stdout.write(f"wrapped: {wrap.command}\n" if wrap.command else f"left alone: {wrap.why}\n")
-    if wrap.command:  # (Codex and Cursor take a rewrite only as an approval: approve.approves)
+    if wrap.command:  # (Codex and Cursor take a rewrite only as an approval: approve.refusal)
         said_claude = claude_rules_say(args.command, os.getcwd(), env, wrap)
         if said_claude in ("deny", "ask"):  # (Claude Code's own rules win: the hook leaves it to them)
             what = "deny it" if said_claude == "deny" else "ask about it"
             sys.stdout.write(f"claude: your permission rules {what}, so left alone\n")
+        elif said_claude == "allow" and wrap.plain:  # (the hook answers "allow", as the rules did)
+            sys.stdout.write("claude: your permission rules allow it, so wrapped and allowed\n")
         for agent in ("codex", "cursor"):
-            said = (
-                "approved, so wrapped"
-                if approves(agent, wrap, rules, os.getcwd(), env)
-                else "not approved, so left alone"
-            )
+            why = refusal(agent, wrap, rules, os.getcwd(), env)
+            said = "approved, so wrapped" if why is None else f"not approved ({why}), so left alone"
             sys.stdout.write(f"{agent}: {said}\n")
     return 0
 

@@ -623,3 +623,13 @@ def test_an_approve_entry_by_path_holds_only_inside_the_project(agent: str, tmp_
     (tmp_path / "evil.sh").write_text("#!/bin/sh\n")
     script.symlink_to(tmp_path / "evil.sh")
     assert not _approved(agent, "./run-tests.sh", project, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_project_folder_others_may_write_to_is_not_approved(agent: str, tmp_path: Path) -> None:
+    """Run in /tmp itself, pytest -q was approved: anyone may have put a conftest.py there."""
+    env = _env(tmp_path)
+    (tmp_path / "shared").mkdir()
+    assert _approved(agent, "pytest -q", tmp_path / "shared", env)
+    (tmp_path / "shared").chmod(0o1777)
+    assert not _approved(agent, "pytest -q", tmp_path / "shared", env)

@@ -197,7 +197,6 @@ def test_codex_command_judged_in_its_workdir(tmp_path: Path) -> None:
     assert answer("codex", {**base, "tool_input": relative}, EXE, env)[0] is None
 
 
-
 def test_a_call_run_outside_the_sessions_project_is_not_approved(tmp_path: Path) -> None:
     """helper-51: a Codex workdir or a Cursor cwd elsewhere was made the project and approved, where
     `cd THERE && pytest -q` was not."""
@@ -278,8 +277,24 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
     assert done.stdout.endswith(b"-- npm test\ncodex: approved, so wrapped\ncursor: approved, so wrapped\n")
     done = subprocess.run([*run, "npm install"], capture_output=True, env=env, check=False, timeout=60)
     assert done.stdout.endswith(
-        b"-- npm install\ncodex: not approved, so left alone\ncursor: not approved, so left alone\n"
+        b"-- npm install\ncodex: not approved (not a command of the built-in list), so left alone\n"
+        b"cursor: not approved (not a command of the built-in list), so left alone\n"
     )
+    # why it is not approved names what to look at: one link out turns approval off (helper-51)
+    (tmp_path / "proj2").mkdir()
+    (tmp_path / "proj2" / "docs-link").symlink_to(tmp_path)
+    done = subprocess.run(
+        [*run, "npm test"], capture_output=True, env=env, check=False, timeout=60, cwd=tmp_path / "proj2"
+    )
+    assert (
+        f"codex: not approved ({tmp_path / 'proj2' / 'docs-link'} is a symlink out of the project".encode()
+        in done.stdout
+    )
+    (tmp_path / "proj3").mkdir()
+    done = subprocess.run(
+        [*run, "make -p test"], capture_output=True, env=env, check=False, timeout=60, cwd=tmp_path / "proj3"
+    )
+    assert b"codex: not approved (-p: an option not known to be harmless for make), so left alone" in done.stdout
     done = subprocess.run([*run, "npm test | head"], capture_output=True, env=env, check=False, timeout=60)
     assert done.stdout == b"left alone: not one simple command ('|' into other than `tail -N`)\n"
     # Claude Code's rules that deny or ask: its hook leaves the command to them, and explain says
@@ -290,6 +305,9 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
     env["CLAUDE_PROJECT_DIR"] = str(project)
     done = subprocess.run([*run, "npm test"], capture_output=True, env=env, check=False, timeout=60, cwd=project)
     assert b"\nclaude: your permission rules deny it, so left alone\n" in done.stdout, done.stdout
+    (project / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Bash(npm test:*)"]}}')
+    done = subprocess.run([*run, "npm test"], capture_output=True, env=env, check=False, timeout=60, cwd=project)
+    assert b"\nclaude: your permission rules allow it, so wrapped and allowed\n" in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex", "cursor"])
