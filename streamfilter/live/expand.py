@@ -432,9 +432,13 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
 
     def ref(run: Run) -> str:
         nonlocal full
+        if run.decision != "drop":
+            return ""
         if archive.covers(run.end_byte):
-            return ref_of(archive.source, run)
-        if not full and run.decision == "drop":  # said once: why this summary and the later ones have no ref
+            # (removed with the state directory while the stream ran: a ref into it cannot be read
+            # back, and none is given, helper-48; the run's last lines say why)
+            return "" if archive.gone() else ref_of(archive.source, run)
+        if not full:  # said once: why this summary and the later ones have no ref
             full = True
             get_logger().warning(
                 "archive.full", source=stream, archived_bytes=archive.archived, first_line_without_ref=run.first_line

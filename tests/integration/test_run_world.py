@@ -469,6 +469,9 @@ def test_a_state_directory_removed_while_the_command_runs_is_said(tmp_path: Path
         assert " ref " not in done.stdout.decode()
     else:
         assert lines[-2].endswith("was removed while CMD ran: no ref can be read back]"), lines[-2]
+        # a summary written after the removal gives no ref it cannot keep (helper-48)
+        (summary,) = [line for line in lines if line.startswith("[streamfilter: dropped")]
+        assert "again" in summary and "ref" not in summary, summary
 
 
 def test_a_tee_file_on_a_full_disk_keeps_what_it_holds(tmp_path: Path) -> None:
