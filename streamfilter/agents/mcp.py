@@ -39,7 +39,7 @@ from ..core.words import counted
 from ..live.batch import filter_input
 from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
-from ..live.expand import RefError, expand, parse_ref
+from ..live.expand import RefError, expand, parse_ref, shown
 from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
 from ..live.sinks import escape_controls
 from .defaults import DEFAULT_BUDGET_TOKENS
@@ -238,7 +238,7 @@ def _directory(cwd: str | None) -> str | None:
         return None
     where = os.path.abspath(os.path.expanduser(cwd))
     if not os.path.isdir(where):
-        raise ToolError(f"cwd {cwd}: not a directory")
+        raise ToolError(f"cwd {shown(cwd)}: not a directory")
     return where
 
 
@@ -249,11 +249,11 @@ def _regular_file(path: str) -> str:
     try:
         info = os.stat(name)
     except OSError as exc:
-        raise ToolError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ToolError(f"cannot read {shown(path)}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"cannot read {path}: not a regular file")
+        raise ToolError(f"cannot read {shown(path)}: not a regular file")
     if not os.access(name, os.R_OK):
-        raise ToolError(f"cannot read {path}: Permission denied")
+        raise ToolError(f"cannot read {shown(path)}: Permission denied")
     return name
 
 
@@ -417,14 +417,14 @@ def _read(config: DaemonConfig, source_name: str, count: int, sink_name: str | N
     source = next((s for s in config.sources if s.name == source_name), None)
     if source is None:
         names = ", ".join(s.name for s in config.sources)
-        raise ToolError(f"no source named {source_name!r} in {config.path} (sources: {names})")
+        raise ToolError(f"no source named {shown(source_name)!r} in {config.path} (sources: {names})")
     sinks = _file_sinks(config, source)
     if sink_name is not None:
         sinks = [s for s in sinks if s.name == sink_name]
         if not sinks:
             files = ", ".join(s.name for s in _file_sinks(config, source)) or "none"
             raise ToolError(
-                f"source {source_name!r} writes to no file sink named {sink_name!r} (its file sinks: {files})"
+                f"source {source_name!r} writes to no file sink named {shown(sink_name)!r} (its file sinks: {files})"
             )
         if others := shared_text(config, source, sinks[0]):
             raise ToolError(f"sink {sink_name!r}: {_shared_note(others)}")

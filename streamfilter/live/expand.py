@@ -55,6 +55,7 @@ __all__ = (
     "parse_ref",
     "ref_of",
     "remember_source",
+    "shown",
     "state_dir",
 )
 
@@ -144,10 +145,10 @@ def _homeless() -> bool:
     return not Path.home().is_dir()
 
 
-def _shown(text: str) -> str:
-    """``text`` as an error names it: quoted, and cut in its middle past 200 characters (a
+def shown(text: str) -> str:
+    """``text`` as an error names it: cut in its middle past 200 characters, with its length (a
     megabyte of argument is not echoed back, helper-50)."""
-    return repr(text) if len(text) <= 200 else f"{text[:120]!r}…{text[-60:]!r} ({len(text)} characters)"
+    return text if len(text) <= 200 else f"{text[:120]}…{text[-60:]} ({len(text)} characters)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,11 +174,11 @@ class Ref:
         m = _REF.fullmatch(text)
         if m is None and _SHORT.fullmatch(text):
             raise RefError(
-                f"{_shown(text)} is a ref without its source: put the source of the full ref above it in the"
+                f"{shown(text)!r} is a ref without its source: put the source of the full ref above it in the"
                 f" output before it, SOURCE:{text[1:]}"
             )
         if m is None or int(m["end"]) < int(m["start"]):
-            raise RefError(f"{_shown(text)} is not a streamfilter ref (SOURCE:START-END:CRC32)")
+            raise RefError(f"{shown(text)!r} is not a streamfilter ref (SOURCE:START-END:CRC32)")
         source = _UNESCAPE.sub(_unescape, m["source"])
         return cls(source, int(m["start"]), int(m["end"]), m["crc"])
 

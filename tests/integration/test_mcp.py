@@ -316,6 +316,7 @@ async def test_bad_and_stale_refs_and_unreadable_files_are_tool_errors(tmp_path:
         empty_query = await call(session, "filter", path="copy.log", query="  ")
         # a number past what Python reads was a bare "Error executing tool expand" (helper-50)
         huge = await call(session, "expand", ref=f"/x:{'9' * 100_000}-1:00000000")
+        long_path = await call(session, "filter", path="/x" * 1_000_000)  # (echoed whole: 2 MB of error)
     assert stale.is_error and "changed (rewritten, or rotated and replaced)" in text_of(stale)
     assert bad.is_error and "'not a ref' is not a streamfilter ref" in text_of(bad)
     assert short.is_error and "SOURCE:0-10:00000000" in text_of(short)
@@ -323,6 +324,7 @@ async def test_bad_and_stale_refs_and_unreadable_files_are_tool_errors(tmp_path:
     assert folder.is_error and "not a regular file" in text_of(folder)
     assert empty_query.is_error and "query is empty" in text_of(empty_query)
     assert huge.is_error and "is not a streamfilter ref" in text_of(huge) and len(text_of(huge)) < 400
+    assert long_path.is_error and "2000000 characters" in text_of(long_path) and len(text_of(long_path)) < 400
 
 
 # -- streams and read, over a real daemon's output --------------------------------------------------------
