@@ -50,8 +50,8 @@ def add_parser(sub: Any) -> None:
 def _follow(args: argparse.Namespace) -> int:
     import anyio
 
+    from ..live.checkpoint import PSEUDO_FILES
     from ..live.daemon import run_daemon
-    from ..live.files import PSEUDO_FILES
 
     path = os.path.abspath(args.file)
     if os.path.isdir(path):

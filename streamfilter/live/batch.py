@@ -27,7 +27,7 @@ from ..core.output import end_event, render
 from ..core.records import Run
 from ..core.worker import FactsWorker, worth_a_worker
 from ._logging import log_notices
-from .checkpoint import ReadPosition
+from .checkpoint import PSEUDO_FILES, ReadPosition
 from .expand import REF_NOTE, Archive, TextRefs, archive_refs, ref_of
 from .outcome import Filtered, InputChanged
 from .stops import StopSignals
@@ -437,8 +437,10 @@ def _feed(
         sf.preparer = worker
     fd = handle.fileno()
     # a regular file is watched for truncation or a rewrite in place, as follow does; a pipe or
-    # terminal is written through as it comes, a file at the end
-    pos = ReadPosition.at(fd, handle.tell()) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    # terminal is written through as it comes, a file at the end; so is a /proc or /sys file, whose
+    # size reads 0 whatever it holds (it was said to be "truncated while it was read", helper-50)
+    regular = stat.S_ISREG(os.fstat(fd).st_mode) and not _pseudo(fd)
+    pos = ReadPosition.at(fd, handle.tell()) if regular else None
     if isinstance(emit, _Writer):
         emit.live = pos is None
     read = 0
@@ -479,3 +481,11 @@ def _feed(
         if worker is not None:
             worker.close()
     return read - len(held)
+
+
+def _pseudo(fd: int) -> bool:
+    """Whether the open file ``fd`` is a /proc or /sys file (``files.PSEUDO_FILES``)."""
+    try:
+        return os.path.realpath(f"/proc/self/fd/{fd}").startswith(PSEUDO_FILES)
+    except OSError:
+        return False

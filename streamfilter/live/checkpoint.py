@@ -23,9 +23,18 @@ from pathlib import Path
 from ..core.errors import StreamfilterError
 from ..core.words import counted
 
-__all__ = ("HEAD_BYTES", "Checkpoint", "CheckpointStore", "ReadPosition", "UnreadableCheckpoint", "fingerprint")
+__all__ = (
+    "HEAD_BYTES",
+    "PSEUDO_FILES",
+    "Checkpoint",
+    "CheckpointStore",
+    "ReadPosition",
+    "UnreadableCheckpoint",
+    "fingerprint",
+)
 
 HEAD_BYTES = 1024
+PSEUDO_FILES = ("/proc/", "/sys/")  # their sizes read 0 whatever they hold: no truncation is seen by size
 TAIL_BYTES = 64  # bytes before the read offset compared to detect a rewrite in place
 # a checkpoint not written for this long whose path is gone is removed at a start: a glob's dated
 # files (app-20261206.log) each leave one, and every start reads them all (``load_all``)

@@ -56,7 +56,15 @@ from watchfiles._rust_notify import WatchfilesRustInternalError  # (not re-expor
 
 from ..core.records import Run
 from ._logging import get_logger
-from .checkpoint import HEAD_BYTES, Checkpoint, CheckpointStore, ReadPosition, UnreadableCheckpoint, fingerprint
+from .checkpoint import (
+    HEAD_BYTES,
+    PSEUDO_FILES,
+    Checkpoint,
+    CheckpointStore,
+    ReadPosition,
+    UnreadableCheckpoint,
+    fingerprint,
+)
 from .config import SourceConfig, glob_directory
 from .expand import ref_of
 from .rotated import RotatedWhileDown, rotated_since
@@ -64,7 +72,7 @@ from .sinks import Sink
 from .stream import LiveStream
 from .totals import Totals
 
-__all__ = ("PSEUDO_FILES", "FileFollower", "FileSource", "LeftFiles")
+__all__ = ("FileFollower", "FileSource", "LeftFiles")
 
 READ_BYTES = 1 << 18  # per read: one feed of this many bytes is the longest the event loop is held
 ACTIVE_POLL_SECONDS = 0.004  # stat interval while a file grew within the last second
@@ -107,7 +115,6 @@ MAX_LEFT_FILES = 1024  # files left after a rotation, remembered per source (the
 # stream ends and its follower is dropped (a glob of per-job logs kept one, with its filter, for
 # every file it ever matched: 245 KB each, helper-42); a file made there later is a new stream
 GONE_SECONDS = 10.0
-PSEUDO_FILES = ("/proc/", "/sys/")  # their sizes read 0 whatever they hold
 
 
 class LeftFiles:

@@ -780,3 +780,12 @@ def test_a_reader_that_went_away_ends_a_command_quietly(args: tuple[str, ...], s
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (status, b"")
+
+
+def test_a_proc_file_is_read_to_its_end_not_taken_for_a_truncated_one() -> None:
+    """helper-50: its size reads 0 whatever it holds, and `filter /proc/cpuinfo` stopped after the
+    first read, "truncated at offset 2674 (now 0 bytes) while it was read", exit 1."""
+    done = run_cli("filter", "--format", "jsonl", "/proc/self/status")
+    assert done.returncode == 0 and b"truncated" not in done.stderr, done.stderr
+    end = [json.loads(line) for line in done.stdout.splitlines()][-1]
+    assert end["event"] == "end" and end["lines"] > 10
