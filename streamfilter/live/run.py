@@ -1373,7 +1373,7 @@ class _Link:
                     received = stop_received(reply)
                     if received is not None and self.lost is None:
                         self.received = min(self.sent, max(0, received - self._before))
-                        self.lost = "the daemon stopped"
+                        self.lost = "the daemon stopped reading it: it stopped, or reloaded its config"
                 buffer = buffer[-MAX_REPLY_BYTES:]
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass

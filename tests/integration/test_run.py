@@ -338,6 +338,8 @@ def test_send_survives_the_daemon_going_away(tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 3 and marker.exists()
     assert b"the daemon connection was lost" in err and b"Traceback" not in err
+    # (a reload closes it the same way: "the daemon stopped" was untrue then, helper-50)
+    assert b"(the daemon stopped reading it: it stopped, or reloaded its config)" in err, err
     # what could not be sent is filtered here, so the failure is not lost (a fresh-user helper's
     # find: a reload during a run lost its failure and its status)
     lines = out.decode().splitlines()
