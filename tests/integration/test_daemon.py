@@ -504,8 +504,8 @@ def test_a_file_rotated_to_a_name_the_glob_also_matches_is_not_read_again(tmp_pa
     assert runs(events, f"ci:{logs}/app.1.log") == []  # nothing read there: the rest of it was empty
     assert sum(e["lines"] for e in runs(events)) == 200
     # app.1.log's path found the file app.log's path was reading: that is a rotation, not a fault
-    (refused,) = {e["level"] for e in live.logs() if e.get("event") == "file.refused"}
-    assert refused == "info"
+    # (when app.log's follower has left it by then, app.1.log's resumes it there: nothing is refused)
+    assert {e["level"] for e in live.logs() if e.get("event") == "file.refused"} <= {"info"}
 
 
 def test_restart_after_kill_9_loses_and_repeats_nothing(tmp_path: Path) -> None:
