@@ -686,3 +686,23 @@ def test_a_daemon_serves_its_counts_on_metrics(tmp_path: Path) -> None:
     assert samples['streamfilter_decision_latency_seconds_count{source="ci"}'] >= 1
     assert 'streamfilter_output_runs_total{decision="keep",source="ci"}' in samples
     assert live.stop() == 0
+
+
+def test_a_workers_log_stays_json_lines_through_a_server_restart(tmp_path: Path) -> None:
+    """helper-52: the leases' connection left nats-py's own callbacks, which printed "nats:
+    encountered error" and a traceback among the JSON events while the server restarted."""
+    srv = NatsServer(tmp_path / "nats", PARTITIONS)
+    try:
+        config = worker_config(tmp_path, srv.url, PARTITIONS)  # (leases of 3 s, renewed each second)
+        worker = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "state")})
+        worker.log_event("daemon.ready", timeout=20)
+        srv.restart(down_seconds=3)  # (a lease renewal, every second, fails meanwhile)
+        worker.log_event("nats.reconnected", timeout=30)
+        time.sleep(2)
+        status = worker.stop(timeout=40)
+        lines = worker.err_path.read_bytes().splitlines()
+        assert status == 0, b"\n".join(lines[-8:])
+        assert [line for line in lines if not line.startswith(b"{")] == []
+        assert any(b'"leases.' in line for line in lines)  # (the renewals' failures, said as events)
+    finally:
+        srv.stop()

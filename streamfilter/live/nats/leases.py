@@ -94,7 +94,9 @@ class LeaseKeeper:
         while not self._stop.is_set():
             try:
                 if nc is None or nc.is_closed:
-                    nc = await nats.connect(servers=self.servers, name=name)
+                    # (nats-py's own callbacks print "nats: encountered error" and a traceback, not a
+                    # JSON event, while the server restarts, helper-52)
+                    nc = await nats.connect(servers=self.servers, name=name, error_cb=self._nats_error)
                 kv = await nc.jetstream().key_value(self.bucket)
                 await kv.put(f"workers.{self.ident}", b"")
                 with self._lock:
@@ -105,6 +107,10 @@ class LeaseKeeper:
             await asyncio.to_thread(self._stop.wait, self.lease_seconds / 3)  # (a close ends the wait)
         if nc is not None:
             await drain_and_close(nc, name)
+
+    async def _nats_error(self, exc: Exception) -> None:
+        """The leases' connection's errors, as log events (``leases.nats_error``)."""
+        self._log.warning("leases.nats_error", error=str(exc) or type(exc).__name__)
 
     async def _renew(self, kv: KeyValue, number: int, lease: Lease) -> None:
         key, me = f"partition.{number}", self.ident.encode()

@@ -565,22 +565,30 @@ class _Partition:
                 # over with a backlog) first, in the stream's order; bound as it was, it gave newer
                 # messages at once and those when their ack wait ran out, and lines without an offset
                 # taken after newer ones are taken for copies: lost (helper-26)
-                with contextlib.suppress(nats.js.errors.NotFoundError):
-                    await worker.js.delete_consumer(source.stream, durable)
+                try:
+                    with contextlib.suppress(nats.js.errors.NotFoundError):
+                        await worker.js.delete_consumer(source.stream, durable)
+                except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
+                    self._unavailable(exc)
+                    return
                 async with anyio.create_task_group() as self.tg:
                     # pushed as they come (at most max_ack_pending unacked) to a callback that nats-py
                     # calls for each queued message in turn: a pull fetch waits for its whole batch
                     # once one message came, and a wait per message costs a turn of a busy loop
-                    self.subscription = await worker.js.subscribe(
-                        f"{source.subject}.{self.number}.*",
-                        durable=durable,
-                        stream=source.stream,
-                        config=config,
-                        cb=self._deliver,
-                        manual_ack=True,
-                        pending_msgs_limit=source.max_ack_pending + 1,
-                        pending_bytes_limit=-1,  # (bounded by max_ack_pending messages)
-                    )
+                    try:
+                        self.subscription = await worker.js.subscribe(
+                            f"{source.subject}.{self.number}.*",
+                            durable=durable,
+                            stream=source.stream,
+                            config=config,
+                            cb=self._deliver,
+                            manual_ack=True,
+                            pending_msgs_limit=source.max_ack_pending + 1,
+                            pending_bytes_limit=-1,  # (bounded by max_ack_pending messages)
+                        )
+                    except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
+                        self._unavailable(exc)
+                        return
                     worker.log.info("partition.claimed", partition=self.number)
                     await self.hand_back.wait()
                     self.stopping = True
@@ -593,6 +601,13 @@ class _Partition:
                 await self._unsubscribe()
                 worker.totals.lag.pop((source.name, str(self.number)), None)
                 self.finished.set()
+
+    def _unavailable(self, exc: Exception) -> None:
+        """The server did not answer while the partition was taken on (a restarted server restores its
+        streams for a while: "nats: timeout"): let it go, to be claimed again at a later round. It
+        stopped the daemon (helper-52's restart, played by a test)."""
+        reason = f"the server did not answer ({str(exc) or type(exc).__name__}): claimed again later"
+        self.worker.lose(self, reason)
 
     async def _unsubscribe(self) -> None:
         if self.subscription is not None:
