@@ -9,15 +9,19 @@ the sources up for at most ``ROOM_SECONDS``, then gets a last line saying so and
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import re
+import socket
+import struct
 import sys
+import termios
 import time
 from typing import BinaryIO, Protocol
 
 import anyio
-from anyio.abc import SocketStream, TaskGroup
+from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.errors import StreamfilterError
@@ -44,6 +48,8 @@ LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last l
 # not have had a turn yet (a burst fills a queue within one event loop iteration) or its reader
 # may not have been scheduled; a reader that takes nothing for this long is not reading
 ROOM_SECONDS = 1.0
+PIECE_BYTES = 16 << 10  # a subscriber is written an event in pieces of at most this many bytes
+OUTQ_POLL_SECONDS = 0.1  # while a send waits for a subscriber's room, how often its reading is looked at
 SLOWED_LOG_SECONDS = 10.0  # a unix sink's waits for a slow subscriber are logged at most this often
 CLOSE_SECONDS = 5.0  # at a stop, how long subscribers get to take what is queued for them (their streams' ends)
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
@@ -303,15 +309,15 @@ class FileSink(Sink):
 class SubscriberSink(Sink):
     """A unix socket that subscribers connect to; each gets the events sent after it connected.
 
-    Each subscriber has a queue of ``queue_events`` sends. A send that finds queues full waits
-    up to ``ROOM_SECONDS`` in all for room in them, its sources waiting with it (backpressure: a
-    burst is not taken for a reader falling behind; a reader slower than the sources slows them).
-    A subscriber whose queue stays full that long gets a final line (a JSONL
-    ``subscriber.dropped`` event or a text line) and is disconnected, and a
-    ``subscriber.dropped`` log event names the sink. Each wait for room is counted in ``totals``
+    Each subscriber has a queue of ``queue_events`` sends, written to it in pieces of at most
+    ``PIECE_BYTES``. A send that finds queues full waits for room in them, its sources waiting with
+    it (backpressure: a burst is not taken for a reader falling behind; a reader slower than the
+    sources slows them), as long as each subscriber takes a piece at least every ``ROOM_SECONDS``.
+    One that takes nothing that long (it is not reading) gets a final line (a JSONL
+    ``subscriber.dropped`` event or a text line) and is disconnected, and a ``subscriber.dropped``
+    log event names the sink. Each wait for room is counted in ``totals``
     (``streamfilter_backpressure_*``), and the seconds waited are logged, ``reading.slowed``, at
-    the first wait and then at most every ``SLOWED_LOG_SECONDS`` while waits go on (a wait is at
-    most ``ROOM_SECONDS``: shorter than the stdout sink's ``reading.paused`` takes to be said).
+    the first wait and then at most every ``SLOWED_LOG_SECONDS`` while waits go on.
 
     Raises:
         SocketInUseError, OSError: see ``unix.bind_unix``.
@@ -320,6 +326,9 @@ class SubscriberSink(Sink):
     def __init__(self, config: SinkConfig, task_group: TaskGroup, totals: Totals | None = None) -> None:
         super().__init__(config)
         self._totals = totals
+        self._took: dict[int, float] = {}  # when each subscriber last read (time.monotonic())
+        self._sockets: dict[int, socket.socket] = {}  # each subscriber's socket (its unread bytes)
+        self._unread: dict[int, int] = {}  # the bytes it had not read when last looked at
         self._waited = 0.0  # seconds waited for room since reading.slowed was last logged
         self._said_at: float | None = None  # when it was
         self.text_refs = None  # a subscriber may connect at any point: each ref names its source
@@ -346,6 +355,7 @@ class SubscriberSink(Sink):
         send, receive = anyio.create_memory_object_stream[bytes](self.queue_events)
         ident, self._next = self._next, self._next + 1
         self._queues[ident] = send
+        self._sockets[ident] = stream.extra(SocketAttribute.raw_socket)
         self._log.info("subscriber.connected", subscriber=ident)
         # shielded: at a stop, what is queued (the streams' end events) is still written (``aclose``)
         with anyio.CancelScope(shield=True) as scope:
@@ -355,7 +365,11 @@ class SubscriberSink(Sink):
             try:
                 async with stream, receive:
                     async for data in receive:
-                        await stream.send(data)
+                        # (in pieces, each a sign of life: a reader slower than one event a second still
+                        # reads, and is waited for, helper-52)
+                        for at in range(0, len(data), PIECE_BYTES):
+                            await stream.send(data[at : at + PIECE_BYTES])
+                            self._took[ident] = time.monotonic()
                         if ident in self._dropped:  # what it was being sent is whole: now the last line
                             await stream.send(self._last_line())
                             break
@@ -363,6 +377,9 @@ class SubscriberSink(Sink):
                 self._log.info("subscriber.disconnected", subscriber=ident)
         self._queues.pop(ident, None)
         self._scopes.pop(ident, None)
+        self._took.pop(ident, None)
+        self._sockets.pop(ident, None)
+        self._unread.pop(ident, None)
         self._dropped.discard(ident)
         if not self._scopes:
             self._none_left.set()
@@ -378,21 +395,45 @@ class SubscriberSink(Sink):
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     self._queues.pop(ident, None)
             waiting_since = time.monotonic() if full else None
+            stuck: list[tuple[int, MemoryObjectSendStream[bytes]]] = []
             try:
-                with anyio.move_on_after(ROOM_SECONDS):  # (one deadline for all: stuck ones cost it once)
-                    while full:
-                        ident, queue = full[0]
+                while full:
+                    ident, queue = full[0]
+                    # until it has taken no byte for ROOM_SECONDS (one deadline for all the stuck
+                    # ones: each costs it once)
+                    assert waiting_since is not None
+                    self._read_since(ident)
+                    left = max(waiting_since, self._took.get(ident, 0.0)) + ROOM_SECONDS - time.monotonic()
+                    if left <= 0:
+                        stuck.append(full.pop(0))
+                        continue
+                    with anyio.move_on_after(min(left, OUTQ_POLL_SECONDS)):
                         try:
                             await queue.send(data)
                         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                             self._queues.pop(ident, None)
                         del full[0]
             finally:  # (a send cancelled while it waits too: no subscriber goes on past a write it lacks)
-                for ident, queue in full:
+                for ident, queue in stuck + full:
                     if self._queues.get(ident) is queue:  # (not one that went away meanwhile)
                         self._drop(ident, queue)
                 if waiting_since is not None:
                     self._slowed(time.monotonic() - waiting_since)
+
+    def _read_since(self, ident: int) -> None:
+        """Note when the subscriber ``ident`` last read: its socket's bytes not yet read went down
+        (``SIOCOUTQ``; a unix socket's writer is woken only once the reader took three quarters of
+        its buffer, so a steady slow reader takes no piece for seconds, helper-52)."""
+        sock = self._sockets.get(ident)
+        if sock is None:
+            return
+        try:
+            unread = int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
+        except (OSError, ValueError):  # (closed, or a system without it: the pieces taken tell)
+            return
+        if unread < self._unread.get(ident, unread + 1):
+            self._took[ident] = time.monotonic()
+        self._unread[ident] = unread
 
     def _slowed(self, seconds: float) -> None:
         """Its sources waited ``seconds`` for room in a subscriber's queue: counted, and said at the

@@ -114,3 +114,31 @@ def test_a_slow_subscriber_is_said_and_counted_as_backpressure(tmp_path: Path) -
     assert not [e for e in live.logs() if e.get("event") == "subscriber.dropped"]
     assert live.stop() == 0
     reader.close()
+
+
+def test_a_subscriber_that_reads_slowly_but_steadily_gets_every_event(tmp_path: Path) -> None:
+    """helper-52: a subscriber reading 40 KB/s, a piece every 0.1 s, was dropped as "not reading" a
+    second after its queue filled: one 90 KB event took it 2 s. It is waited for while it takes bytes."""
+    sub, log = tmp_path / "sub.sock", tmp_path / "app.log"
+    log.touch()
+    live = start(
+        tmp_path,
+        f'[defaults]\nprotect = ["."]\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nsinks = ["sub"]\n'
+        f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "jsonl"\nqueue_events = 1\n',
+    )
+    # 160 KB/s, a piece every 0.05 s: each 290 KB event takes it 1.8 s, past the socket's buffer
+    reader, received, thread = subscribe(live, sub, 8192, 0.05)
+    for first in range(0, 48_000, 12_000):  # (each read of the file is an event: the queue fills)
+        with log.open("ab") as file:
+            file.write(b"".join(b"line %06d of a burst\n" % i for i in range(first, first + 12_000)))
+        time.sleep(0.2)
+
+    def lines_received() -> int:
+        events = [json.loads(line) for line in bytes(received).splitlines() if line.endswith(b"}")]
+        return sum(e["lines"] for e in events if e.get("event") == "keep")
+
+    live.wait_for(lambda: lines_received() >= 48_000, 30, "every line at the slow subscriber")
+    assert not [e for e in live.logs() if e.get("event") == "subscriber.dropped"]
+    assert live.stop() == 0
+    reader.close()
+    thread.join(10)
