@@ -271,7 +271,12 @@ class ReadPosition:
         """
         info = os.fstat(fd)
         if info.st_size < self.offset:
-            return "file.truncated", f"truncated at offset {self.offset} (now {counted(info.st_size, 'byte')})"
+            # (read to offset N, not "truncated at N": what was written past N before the truncation
+            # is gone unread, copytruncate's loss, helper-52)
+            return "file.truncated", (
+                f"truncated after it was read to offset {self.offset} (now {counted(info.st_size, 'byte')}; "
+                "what was written past that before the truncation was not read)"
+            )
         if (info.st_size, info.st_mtime_ns) == self.seen:
             return None
         self.seen = (info.st_size, info.st_mtime_ns)

@@ -45,7 +45,7 @@ def test_B04_truncation_by_redirect_between_appends_paced(tmp_path: Path) -> Non
     assert numbers == list(range(1, 51))  # every number once
     assert all(re.fullmatch(r"(Append|Overwrite): \d+", line) for line in lines)
     markers = [e for e in live.events() if e["event"] == "marker"]
-    assert len(markers) == 5 and all("truncated at offset" in m["text"] for m in markers)
+    assert len(markers) == 5 and all("truncated after it was read to offset" in m["text"] for m in markers)
     assert sum(e.get("event") == "file.truncated" for e in live.logs()) == 5
 
 

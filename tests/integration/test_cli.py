@@ -575,7 +575,11 @@ def test_a_file_truncated_or_rewritten_while_read_is_noticed(tmp_path: Path) -> 
         assert _after_read(pos, handle, 4000)[0] is None
         log.write_bytes(b"new\n" * 10)  # truncated and rewritten (">"), shorter than what was read
         change, more = _after_read(pos, handle, 4000)  # (the rest of the reader's buffer: old bytes)
-        assert change == ("file.truncated", f"truncated at offset {4000 + more} (now 40 bytes)")
+        assert change == (
+            "file.truncated",
+            f"truncated after it was read to offset {4000 + more} (now 40 bytes; what was written past that "
+            "before the truncation was not read)",
+        )
     log.write_bytes(b"old line\n" * 1000)
     with open(log, "rb") as handle:
         pos = ReadPosition.at(handle.fileno(), 0)
