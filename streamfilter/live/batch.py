@@ -155,7 +155,8 @@ def _budgeted(
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
         handle = stack.enter_context(_open(name))
-        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+        # (a /proc file reads otherwise a second time: spooled, as a pipe is)
+        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode) and not _pseudo(handle.fileno())
         start = handle.tell() if regular else 0  # stdin redirected from a file may not start at 0
         spool = None if regular else stack.enter_context(tempfile.TemporaryFile())  # deleted when closed
         again = spool if spool is not None else handle
@@ -337,7 +338,8 @@ class _Refs:
     def __init__(self, name: str) -> None:
         self.archive: Archive | None = None
         self.copies: tuple[Callable[[bytes], object], ...] = ()
-        if name == "-" or not os.path.isfile(name):  # a FIFO or a device cannot be read again
+        # a FIFO or a device cannot be read again, nor a /proc file the same twice: archived
+        if name == "-" or not os.path.isfile(name) or os.path.realpath(name).startswith(PSEUDO_FILES):
             self.archive, self.of = archive_refs(name)
             self.source = self.archive.source if self.archive is not None else ""
             self.copies = (self.archive.write,) if self.archive is not None else ()

@@ -791,5 +791,11 @@ def test_a_proc_file_is_read_to_its_end_not_taken_for_a_truncated_one() -> None:
     first read, "truncated at offset 2674 (now 0 bytes) while it was read", exit 1."""
     done = run_cli("filter", "--format", "jsonl", "/proc/self/status")
     assert done.returncode == 0 and b"truncated" not in done.stderr, done.stderr
-    end = [json.loads(line) for line in done.stdout.splitlines()][-1]
-    assert end["event"] == "end" and end["lines"] > 10
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["event"] == "end" and events[-1]["lines"] > 10
+    # its refs name an archived copy (read again, it reads otherwise), and a budget's second pass
+    # reads a spooled copy ("changed while --budget-tokens read it again", exit 1)
+    refs = [e["ref"] for e in events if e["event"] == "drop"]
+    assert refs and not any(ref.startswith("/proc/") for ref in refs)
+    budget = run_cli("filter", "--budget-tokens", "300", "/proc/self/status")
+    assert budget.returncode == 0 and b"changed while" not in budget.stderr, budget.stderr
