@@ -205,9 +205,9 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
     environment ``env`` (see the module docstring), or None when it does."""
     prefix = next((p.split() for p in DEFAULT_APPROVED if starts(wrap.body, p.split())), None)
     if prefix is None:
-        return "not a command of the built-in list"
+        return "not a command of the built-in list, nor of your approve list"
     if wrap.runner:
-        return f"behind a runner ({wrap.runner}: it may fetch what it runs)"
+        return "behind a runner (npx, uv run, poetry run, ...: it may fetch, sync or change what runs)"
     if any("://" in w for part in wrap.parts for w in part):
         return "a URL: code from elsewhere"
     if any("watch" in w.lower() for w in wrap.body):
@@ -220,7 +220,7 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
             return f"the project's folder {root} is one others may write to"
     above = _config_above(root, env)
     if above is not None:
-        return f"{above} is read from above the project ({root}) and anyone who may write there could have put it"
+        return f"{above} is above the project ({root}): tools read such files from there, and others may have put it"
     walked = _walk(wrap, cwd, root, env)
     if walked is None:
         return f"a cd may leave the project ({root})"
@@ -256,6 +256,10 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
                 names.append(word)
             value = False
     if not _names_in_project(tool, names, walked[-1][1], root):
+        if tool in ("npm", "pnpm", "yarn"):
+            return f"{' '.join(names)}: words after a script go to the script's command"
+        if tool == "go":
+            return f"{' '.join(names)}: a go package but a relative one (./...) is code outside the project"
         return f"{' '.join(names)}: not the project's own module or package"
     # (the other parts' words too: source FILE; the options were checked above)
     plain = all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
@@ -639,7 +643,9 @@ def refusal(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, st
     # ``python -m pytest``, which the built-in list approves
     said = {"codex": codex_rules_say, "cursor": cursor_rules_say}[agent](rule_words(wrap), cwd, env)
     if said in ("ask", "deny"):
-        return f"your {agent.capitalize()} rules {'ask about' if said == 'ask' else 'forbid'} it (or cannot be read)"
+        if said == "deny":
+            return f"your {agent.capitalize()} rules forbid it"
+        return f"your {agent.capitalize()} rules ask about it, forbid it, or cannot be read"
     if (said == "allow" and wrap.simple) or (agent == "codex" and mode == "bypassPermissions"):
         return None
     # (the command as written, or behind timeout or env; not behind a runner: approve = ["pytest"]

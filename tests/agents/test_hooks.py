@@ -277,8 +277,9 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
     assert done.stdout.endswith(b"-- npm test\ncodex: approved, so wrapped\ncursor: approved, so wrapped\n")
     done = subprocess.run([*run, "npm install"], capture_output=True, env=env, check=False, timeout=60)
     assert done.stdout.endswith(
-        b"-- npm install\ncodex: not approved (not a command of the built-in list), so left alone\n"
-        b"cursor: not approved (not a command of the built-in list), so left alone\n"
+        b"-- npm install\n"
+        b"codex: not approved (not a command of the built-in list, nor of your approve list), so left alone\n"
+        b"cursor: not approved (not a command of the built-in list, nor of your approve list), so left alone\n"
     )
     # why it is not approved names what to look at: one link out turns approval off (helper-51)
     (tmp_path / "proj2").mkdir()
@@ -295,6 +296,16 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
         [*run, "make -p test"], capture_output=True, env=env, check=False, timeout=60, cwd=tmp_path / "proj3"
     )
     assert b"codex: not approved (-p: an option not known to be harmless for make), so left alone" in done.stdout
+    # each reason true of the command (helper-53: "behind a runner (True: ...)"; npm's extra word
+    # called "not the project's own module")
+    for command, reason in (
+        ("npx jest", b"(behind a runner (npx, uv run, poetry run, ...: it may fetch, sync or change what runs))"),
+        ("npm test deploy", b"(deploy: words after a script go to the script's command)"),
+    ):
+        done = subprocess.run(
+            [*run, command], capture_output=True, env=env, check=False, timeout=60, cwd=tmp_path / "proj3"
+        )
+        assert b"codex: not approved " + reason + b", so left alone" in done.stdout, done.stdout
     done = subprocess.run([*run, "npm test | head"], capture_output=True, env=env, check=False, timeout=60)
     assert done.stdout == b"left alone: not one simple command ('|' into other than `tail -N`)\n"
     # Claude Code's rules that deny or ask: its hook leaves the command to them, and explain says
