@@ -145,7 +145,9 @@ MEMORY_BYTES = 64 << 20
 _SHELL_BUILTINS = frozenset(
     ("cd", "exit", "export", "source", ".", "set", "unset", "alias", "unalias", "eval", "exec", "readonly",
      "return", "shift", "trap", "ulimit", "umask", "declare", "local", "typeset", "let", "shopt", "pushd", "popd",
-     "dirs", "history", "bg", "fg", "jobs", "wait", "break", "continue", "times", "builtin", "enable")
+     "dirs", "history", "bg", "fg", "jobs", "wait", "break", "continue", "times", "builtin", "enable", "type",
+     "hash", "read", "getopts", "help", "disown", "mapfile", "readarray", "[[", "if", "for", "while", "until",
+     "case", "select", "function", "!", "{", "(")
 )  # fmt: skip
 
 
@@ -1127,7 +1129,9 @@ def report_run(
     lines, size = copy.counts(done if stop is None else None)
     if stop is not None and done is not None and done.stats.bytes < size:  # (else it had read it all)
         where_stopped = f"filtering stopped by {signal.Signals(stop).name} after line {done.stats.lines}"
-        notes = [*notes, f"{where_stopped}: the rest is in the whole output only"]
+        # (when the whole output was not kept, from memory: the rest is nowhere, helper-53)
+        rest = "the rest is in the whole output only" if copy.path is not None else "the rest is not shown"
+        notes = [*notes, f"{where_stopped}: {rest}"]
     status = exit_text(command, returncode)
     # the way to the whole output, without running CMD again, on the line an agent reads last
     where = f": {copy.path}" if copy.path is not None else " not kept"

@@ -164,8 +164,10 @@ def test_no_command_and_a_missing_command() -> None:
     path = run_cli("run", "--", "./no-such-script.sh")
     assert path.returncode == 127 and b"./no-such-script.sh: No such file or directory" in path.stderr
     # a shell's own word is no program: said so (helper-48), still 127 as `env cd` gives
-    builtin = run_cli("run", "--", "cd", "/tmp")
-    assert builtin.returncode == 127 and b"cd: command not found (a shell builtin: run it in a shell" in builtin.stderr
+    for word in ("cd", "type", "[["):  # (type and [[ too, helper-53)
+        builtin = run_cli("run", "--", word, "/tmp")
+        assert builtin.returncode == 127, word
+        assert f"{word}: command not found (a shell builtin: run it in a shell".encode() in builtin.stderr
 
 
 def test_a_directory_or_a_file_that_is_not_executable_as_the_command(tmp_path: Path) -> None:

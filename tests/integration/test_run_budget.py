@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from streamfilter.core.budget import estimate_tokens
 from tests.conftest import run_cli
 
@@ -482,18 +484,22 @@ def test_a_dump_after_the_verdict_leaves_the_failure_and_the_last_lines_in(tmp_p
     assert b"harness: 399 ok, 1 differ\n" in plain.stdout and b"x" * 1000 not in plain.stdout
 
 
-def test_a_stop_while_the_output_is_filtered_writes_what_was_read_and_the_last_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_stop_while_the_output_is_filtered_writes_what_was_read_and_the_last_line(tmp_path: Path, kept: bool) -> None:
     """SIGINT once the command has ended, while its 60 MB output is filtered (an agent's tool
     timeout): what was read, a line saying where the filtering stopped, and the last line with the
-    command's status and the whole output's counts and file; run exits 130. Once nothing."""
+    command's status and the whole output's counts and file; run exits 130. Once nothing. When the
+    whole output is not kept (its state directory removed: filtered from memory), the rest is said
+    to be nowhere: "the rest is in the whole output only" was untrue (helper-53)."""
     marker = tmp_path / "ended"
     script = (
-        "import sys\n"
+        "import shutil, sys\n"
         "w = sys.stdout.write\n"
         "for i in range(2_000_000):\n"
         "    w(f'step {i} of the migration ok\\n')\n"
         "sys.stdout.flush()\n"
-        f"open({str(marker)!r}, 'w').close()\n"
+        + ("" if kept else f"shutil.rmtree({str(tmp_path / 'state')!r})\n")
+        + f"open({str(marker)!r}, 'w').close()\n"
         "sys.exit(5)\n"
     )
     proc = _started_until(tmp_path, ["--budget-tokens", "4000", "--", sys.executable, "-c", script], marker)
@@ -502,7 +508,9 @@ def test_a_stop_while_the_output_is_filtered_writes_what_was_read_and_the_last_l
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130
     lines = out.splitlines()
-    assert lines[-2].startswith(b"[streamfilter: filtering stopped by SIGINT after line ")
+    stopped = next(line for line in lines if line.startswith(b"[streamfilter: filtering stopped by SIGINT after line "))
+    rest = b"the rest is in the whole output only]" if kept else b"the rest is not shown]"
+    assert stopped.endswith(rest), stopped
     # every line written is whole: the line being read when the signal came is left out, not cut
     shown = [line for line in lines[:-2] if not line.startswith(b"[streamfilter: ")]
     assert shown and all(re.fullmatch(rb"step \d+ of the migration ok", line) for line in shown), shown[-3:]
