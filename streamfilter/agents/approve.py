@@ -40,7 +40,6 @@ Every other command is left alone, to the agent's own approval.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import json
 import os
@@ -215,21 +214,22 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
     if any(_SIDE_EFFECT.search(w) for w in wrap.body if ":" in w and not w.startswith("-")):
         return "a script group's member that is no build or test"  # (npm run build:publish, helper-39)
     root = project_root(cwd)
-    with contextlib.suppress(OSError):
-        if root.stat().st_mode & 0o002:  # (/tmp: anyone may have put a conftest.py or a Makefile there)
-            return f"the project's folder {root} is one others may write to"
+    if _open_to_others(root):  # (/tmp: anyone may have put a conftest.py or a Makefile there)
+        return f"the project's folder {root} is one others may write to"
     above = _config_above(root, env)
     if above is not None:
         return f"{above} is above the project ({root}): tools read such files from there, and others may have put it"
     walked = _walk(wrap, cwd, root, env)
     if walked is None:
         return f"a cd may leave the project ({root})"
-    # (and in each folder between: pytest, npm, cargo read a sub-folder's conftest.py, package.json,
-    # .cargo on the way down, helper-51)
-    between = [f for _, here in walked for f in (here, *here.parents) if f.is_relative_to(root)]
-    linked: Path | str | None = _config_linked_out([root, *between], root)
-    for here in dict.fromkeys(here for _, here in walked):
-        linked = linked or _linked_out_below(here, root)
+    # a link out where a part runs and below it (``_linked_out_below``), or a config file linked out
+    # in a folder between it and the root: pytest, npm, cargo read a sub-folder's conftest.py,
+    # package.json, .cargo on the way down (helper-51)
+    folders = list(dict.fromkeys(here for _, here in walked))
+    between = [f for here in folders for f in here.parents if f.is_relative_to(root)]
+    linked = _config_linked_out(between, root) or next(
+        (found for here in folders if (found := _linked_out_below(here, root)) is not None), None
+    )
     if linked is not None:
         return f"{linked} is a symlink out of the project ({root})"
     # each part's words are read from where the ``cd`` parts before it went (an option is checked
@@ -483,6 +483,14 @@ def _yours(folder: Path) -> bool:
     uid = os.getuid()  # (root reads any user's repository as its own: a container's mounted checkout)
     owners = (uid, 0)
     return (uid == 0 or (info.st_uid in owners and git.st_uid in owners)) and not info.st_mode & 0o002
+
+
+def _open_to_others(folder: Path) -> bool:
+    """Whether others may write to ``folder`` (False when it cannot be looked at)."""
+    try:
+        return bool(folder.stat().st_mode & 0o002)
+    except OSError:
+        return False
 
 
 def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, str]) -> str | None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import StreamfilterError
+from .hooks import claude_home
 
 __all__ = ("Change", "InstallError", "hook_command", "plan", "settings_path", "write")
 
@@ -82,8 +83,8 @@ def settings_path(agent: str, project: bool, cwd: Path, env: Mapping[str, str]) 
         return cwd / folder / name
     if agent == "codex" and env.get("CODEX_HOME"):
         return Path(env["CODEX_HOME"]) / name
-    if agent == "claude" and env.get("CLAUDE_CONFIG_DIR"):  # (where Claude Code reads it then, helper-46)
-        return Path(env["CLAUDE_CONFIG_DIR"]) / name
+    if agent == "claude":  # ($CLAUDE_CONFIG_DIR when set: where Claude Code reads it then, helper-46)
+        return claude_home(env) / name
     return home / folder / name
 
 

@@ -156,7 +156,7 @@ def _budgeted(
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
         handle = stack.enter_context(_open(name))
         # (a /proc file reads otherwise a second time: spooled, as a pipe is)
-        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode) and not _pseudo(handle.fileno())
+        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode) and not _pseudo(name)
         start = handle.tell() if regular else 0  # stdin redirected from a file may not start at 0
         spool = None if regular else stack.enter_context(tempfile.TemporaryFile())  # deleted when closed
         again = spool if spool is not None else handle
@@ -339,7 +339,7 @@ class _Refs:
         self.archive: Archive | None = None
         self.copies: tuple[Callable[[bytes], object], ...] = ()
         # a FIFO or a device cannot be read again, nor a /proc file the same twice: archived
-        if name == "-" or not os.path.isfile(name) or os.path.realpath(name).startswith(PSEUDO_FILES):
+        if name == "-" or not os.path.isfile(name) or _pseudo(name):
             self.archive, self.of = archive_refs(name)
             self.source = self.archive.source if self.archive is not None else ""
             self.copies = (self.archive.write,) if self.archive is not None else ()
@@ -441,7 +441,7 @@ def _feed(
     # a regular file is watched for truncation or a rewrite in place, as follow does; a pipe or
     # terminal is written through as it comes, a file at the end; so is a /proc or /sys file, whose
     # size reads 0 whatever it holds (it was said to be "truncated while it was read", helper-50)
-    regular = stat.S_ISREG(os.fstat(fd).st_mode) and not _pseudo(fd)
+    regular = stat.S_ISREG(os.fstat(fd).st_mode) and not _pseudo(name)
     pos = ReadPosition.at(fd, handle.tell()) if regular else None
     if isinstance(emit, _Writer):
         emit.live = pos is None
@@ -485,9 +485,6 @@ def _feed(
     return read - len(held)
 
 
-def _pseudo(fd: int) -> bool:
-    """Whether the open file ``fd`` is a /proc or /sys file (``files.PSEUDO_FILES``)."""
-    try:
-        return os.path.realpath(f"/proc/self/fd/{fd}").startswith(PSEUDO_FILES)
-    except OSError:
-        return False
+def _pseudo(name: str) -> bool:
+    """Whether the input ``name`` (``-``: stdin) is a /proc or /sys file (``checkpoint.PSEUDO_FILES``)."""
+    return name != "-" and os.path.realpath(name).startswith(PSEUDO_FILES)

@@ -18,6 +18,7 @@ import struct
 import sys
 import termios
 import time
+from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 import anyio
@@ -306,6 +307,29 @@ class FileSink(Sink):
         os.close(self._fd)
 
 
+@dataclass(slots=True)
+class _Reading:
+    """How a unix sink's subscriber reads: its socket, when it last took a piece of an event or read
+    from its socket (``time.monotonic()``), and the bytes its socket held unread when looked at."""
+
+    sock: socket.socket
+    took: float = 0.0
+    unread: int | None = None
+
+    def last_read(self) -> float:
+        """When it last read: its socket's unread bytes going down count too (``SIOCOUTQ``; a unix
+        socket's writer is woken only once the reader took three quarters of its buffer, so a steady
+        slow reader takes no piece for seconds, helper-52)."""
+        try:
+            unread = int(struct.unpack("i", fcntl.ioctl(self.sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
+        except (OSError, ValueError):  # (closed, or a system without it: the pieces taken tell)
+            return self.took
+        if self.unread is not None and unread < self.unread:
+            self.took = time.monotonic()
+        self.unread = unread
+        return self.took
+
+
 class SubscriberSink(Sink):
     """A unix socket that subscribers connect to; each gets the events sent after it connected.
 
@@ -326,9 +350,7 @@ class SubscriberSink(Sink):
     def __init__(self, config: SinkConfig, task_group: TaskGroup, totals: Totals | None = None) -> None:
         super().__init__(config)
         self._totals = totals
-        self._took: dict[int, float] = {}  # when each subscriber last read (time.monotonic())
-        self._sockets: dict[int, socket.socket] = {}  # each subscriber's socket (its unread bytes)
-        self._unread: dict[int, int] = {}  # the bytes it had not read when last looked at
+        self._reading: dict[int, _Reading] = {}  # how each subscriber reads
         self._waited = 0.0  # seconds waited for room since reading.slowed was last logged
         self._said_at: float | None = None  # when it was
         self.text_refs = None  # a subscriber may connect at any point: each ref names its source
@@ -355,7 +377,7 @@ class SubscriberSink(Sink):
         send, receive = anyio.create_memory_object_stream[bytes](self.queue_events)
         ident, self._next = self._next, self._next + 1
         self._queues[ident] = send
-        self._sockets[ident] = stream.extra(SocketAttribute.raw_socket)
+        self._reading[ident] = _Reading(stream.extra(SocketAttribute.raw_socket))
         self._log.info("subscriber.connected", subscriber=ident)
         # shielded: at a stop, what is queued (the streams' end events) is still written (``aclose``)
         with anyio.CancelScope(shield=True) as scope:
@@ -369,7 +391,7 @@ class SubscriberSink(Sink):
                         # reads, and is waited for, helper-52)
                         for at in range(0, len(data), PIECE_BYTES):
                             await stream.send(data[at : at + PIECE_BYTES])
-                            self._took[ident] = time.monotonic()
+                            self._reading[ident].took = time.monotonic()
                         if ident in self._dropped:  # what it was being sent is whole: now the last line
                             await stream.send(self._last_line())
                             break
@@ -377,9 +399,7 @@ class SubscriberSink(Sink):
                 self._log.info("subscriber.disconnected", subscriber=ident)
         self._queues.pop(ident, None)
         self._scopes.pop(ident, None)
-        self._took.pop(ident, None)
-        self._sockets.pop(ident, None)
-        self._unread.pop(ident, None)
+        self._reading.pop(ident, None)
         self._dropped.discard(ident)
         if not self._scopes:
             self._none_left.set()
@@ -402,8 +422,9 @@ class SubscriberSink(Sink):
                     # until it has taken no byte for ROOM_SECONDS (one deadline for all the stuck
                     # ones: each costs it once)
                     assert waiting_since is not None
-                    self._read_since(ident)
-                    left = max(waiting_since, self._took.get(ident, 0.0)) + ROOM_SECONDS - time.monotonic()
+                    reading = self._reading.get(ident)
+                    took = reading.last_read() if reading is not None else 0.0
+                    left = max(waiting_since, took) + ROOM_SECONDS - time.monotonic()
                     if left <= 0:
                         stuck.append(full.pop(0))
                         continue
@@ -419,21 +440,6 @@ class SubscriberSink(Sink):
                         self._drop(ident, queue)
                 if waiting_since is not None:
                     self._slowed(time.monotonic() - waiting_since)
-
-    def _read_since(self, ident: int) -> None:
-        """Note when the subscriber ``ident`` last read: its socket's bytes not yet read went down
-        (``SIOCOUTQ``; a unix socket's writer is woken only once the reader took three quarters of
-        its buffer, so a steady slow reader takes no piece for seconds, helper-52)."""
-        sock = self._sockets.get(ident)
-        if sock is None:
-            return
-        try:
-            unread = int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
-        except (OSError, ValueError):  # (closed, or a system without it: the pieces taken tell)
-            return
-        if unread < self._unread.get(ident, unread + 1):
-            self._took[ident] = time.monotonic()
-        self._unread[ident] = unread
 
     def _slowed(self, seconds: float) -> None:
         """Its sources waited ``seconds`` for room in a subscriber's queue: counted, and said at the
