@@ -44,6 +44,9 @@ RefMaker = Callable[[Run], str]
 # every 70 ms, each after a pause) gets about a summary a second, not one per line; and so is one
 # that never pauses, of the lines decided so far (it showed nothing until its first pause)
 DROP_SUMMARY_SECONDS = 1.0
+# the totals counted as they are read; the others (kept, dropped, runs) once the sinks took the runs:
+# a NATS stream whose lease lapsed writes nothing, and another worker (or this one) reads it again
+_READ = ("lines", "bytes")
 # an open DROP run too short for its summary to come early (``StreamFilter.close_drop``) comes out
 # once the stream is quiet this long: a slow printer (a line every 0.25 s) waits for lines that pay
 # for its summary, a stream that stopped shows what it dropped
@@ -374,17 +377,26 @@ class LiveStream:
         sink.last_stream, sink.fresh = self.source, False
         return gap + f"==> {self.source} <==\n".encode("utf-8", "surrogateescape")
 
+    def _count_read(self) -> tuple[int, ...] | None:
+        """Add the lines and bytes read since the last count to the totals (they count as they
+        come, also while a DROP run stays open); return the filter's counts now (``COUNTS``
+        order), None without totals."""
+        if self._totals is None:
+            return None
+        stats = self.filter.stats
+        now = tuple(getattr(stats, name) for name in COUNTS)
+        read = [a - b if name in _READ else 0 for name, a, b in zip(COUNTS, now, self._counted, strict=True)]
+        self._totals.add(self._totals_key, read)
+        self._counted = tuple(a if name in _READ else b for name, a, b in zip(COUNTS, now, self._counted, strict=True))
+        return now
+
     async def _write(self, runs: list[Run]) -> None:
         log_notices(self.filter.notices, self.source)
         if not self.filter.drop_open:
             self._drop_since = None
         elif self._drop_since is None:
             self._drop_since = time.monotonic()
-        if self._totals is not None:  # lines in count as they come, also while a DROP run stays open
-            stats = self.filter.stats
-            now = tuple(getattr(stats, name) for name in COUNTS)
-            self._totals.add(self._totals_key, [a - b for a, b in zip(now, self._counted, strict=True)])
-            self._counted = now
+        counts = self._count_read()
         if not runs:
             return
         # the position moves before the sinks are written: a sink that records it (nats) writes
@@ -412,6 +424,9 @@ class LiveStream:
                 except BaseException:
                     self.emitted_line, self.emitted_byte, self._last_kept = before
                     raise
+        if counts is not None and self._totals is not None:  # kept and dropped: once the sinks took them
+            self._totals.add(self._totals_key, [a - b for a, b in zip(counts, self._counted, strict=True)])
+            self._counted = counts
         if self._totals is not None:
             done = time.monotonic()
             while self._arrived and self._arrived[0][0] <= self.emitted_byte:

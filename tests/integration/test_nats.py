@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,13 @@ import pytest
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from streamfilter.live.nats.link import CONTROL, OFFSET, RUN, ensure_stream, partition_of
-from streamfilter.live.nats.sink import PART, Parts
+from streamfilter.core.settings import FilterConfig
+from streamfilter.live.config import SinkConfig, Timing
+from streamfilter.live.nats.leases import Lease
+from streamfilter.live.nats.link import CONTROL, OFFSET, RUN, Turn, ensure_stream, partition_of
+from streamfilter.live.nats.sink import PART, NatsSink, Parts
+from streamfilter.live.nats.source import LeaseExpired, NatsStream
+from streamfilter.live.totals import Totals
 from tests.conftest import run_cli
 from tests.live.nats import NatsServer, free_port, worker_config
 from tests.live.proc import Live
@@ -706,3 +711,33 @@ def test_a_workers_log_stays_json_lines_through_a_server_restart(tmp_path: Path)
         assert any(b'"leases.' in line for line in lines)  # (the renewals' failures, said as events)
     finally:
         srv.stop()
+
+
+@pytest.mark.anyio
+async def test_a_stream_whose_lease_lapsed_counts_what_it_read_and_not_what_it_never_wrote(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    """helper-55: a worker whose partition was lost (a server restart) and claimed again read its
+    streams again from their output's position, and its metrics counted 6,460 dropped lines that
+    no summary written holds. The lines read count; what is kept and dropped counts once written."""
+    sink = NatsSink(SinkConfig(name="out", type="nats", servers=[server.url]))
+    await sink.start()
+    totals = Totals()
+    live = NatsStream("s1", FilterConfig(), Timing(), [sink], None, 1, 0, totals, "fleet")
+    live.lease, live.turn, live.held = Lease(1, 0.0), Turn(), deque()  # (its deadline has passed)
+    data = b"".join(b"step %d ok\n" % i for i in range(300)) + b"error: the build failed\n"
+    await live.feed(data)
+    with pytest.raises(LeaseExpired):
+        await live.end()
+    lines, kept, dropped, n_bytes, kept_bytes, dropped_bytes, keep_runs, drop_runs = totals.by_source["fleet"]
+    assert (lines, n_bytes) == (301, len(data))
+    assert (kept, dropped, kept_bytes, dropped_bytes, keep_runs, drop_runs) == (0, 0, 0, 0, 0, 0)
+    # the same lines written (a lease in force) count once, kept and dropped
+    totals = Totals()
+    live = NatsStream("s2", FilterConfig(), Timing(), [sink], None, 1, 0, totals, "fleet")
+    live.lease, live.turn, live.held = Lease(1, time.monotonic() + 60), Turn(), deque()
+    await live.feed(data)
+    await live.end()
+    lines, kept, dropped, *_, keep_runs, drop_runs = totals.by_source["fleet"]
+    assert lines == 301 and kept + dropped == 301 and kept >= 1 and keep_runs >= 1 and drop_runs >= 1
+    await sink.aclose()
