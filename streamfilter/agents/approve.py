@@ -222,22 +222,29 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
     walked = _walk(wrap, cwd, root, env)
     if walked is None:
         return f"a cd may leave the project ({root})"
-    # a link out where a part runs and below it (``_linked_out_below``), or a config file linked out
+    # a link out where a part runs and below it (``_found_below``), or a config file linked out
     # in a folder between it and the root: pytest, npm, cargo read a sub-folder's conftest.py,
     # package.json, .cargo on the way down (helper-51)
     folders = list(dict.fromkeys(here for _, here in walked))
-    between = [f for here in folders for f in here.parents if f.is_relative_to(root)]
-    linked = _config_linked_out(between, root) or next(
-        (found for here in folders if (found := _linked_out_below(here, root)) is not None), None
-    )
+    between = list(dict.fromkeys(f for here in folders for f in here.parents if f.is_relative_to(root)))
+    shared = next((f for f in [*between, *folders] if _open_to_others(f)), None)
+    if shared is not None:  # (a sub-folder others may write to: their conftest.py ran as the user, helper-54)
+        return f"{shared} is a folder others may write to or own"
+    linked = _config_linked_out(between, root)
     if linked is not None:
         return f"{linked} is a symlink out of the project ({root})"
+    tool = _tool(prefix)
+    below = next((found for here in folders if (found := _found_below(here, root, tool)) is not None), None)
+    if below is not None:
+        return below
     # each part's words are read from where the ``cd`` parts before it went (an option is checked
     # below), and its program when named by its path (./mvnw a symlink out, helper-44)
     out = next((v for part, here in walked for v in _part_paths(part) if outside(v, here, root)), None)
     if out is not None:
         return f"{out} names a place outside the project ({root})"
-    tool = _tool(prefix)
+    unlooked = next((v for part, here in walked for v in _part_paths(part) if _not_looked_in(v, here, root)), None)
+    if unlooked is not None:  # (pytest -q .git, a venv's site-packages: the walk does not look there)
+        return f"{unlooked} names a place the approval does not look through for a symlink out"
     safe, pattern = _SAFE.get(tool, (frozenset(), ""))
     targets, valued = _TARGETS.get(tool), _VALUED.get(tool, frozenset())
     value = False  # the word is an option's value (mvn -pl core), not a target
@@ -387,39 +394,67 @@ def _config_linked_out(folders: Sequence[Path], root: Path) -> Path | None:
 
 
 WALK_ENTRIES = 20_000  # most entries of a project looked at for a symlink out; a larger tree is not approved
+# tools that collect nothing from a cache folder (``CACHEDIR.TAG``), where they build: cargo's and
+# go's ``target``; pytest and node --test collect in any folder, tagged or not (helper-54)
+_BUILD_IN_CACHE = frozenset({"cargo", "go"})
+_INTERPRETER = re.compile(r"python(?:3(?:\.\d+)?)?")  # a venv's bin/python links, made by venv
+# path parts a named path may not go through: what the walk does not look in
+_NOT_LOOKED_IN = frozenset({".git", "node_modules", "site-packages"})
 
 
-def _linked_out_below(top: Path, root: Path) -> str | None:
-    """A symlink out of the project's folder ``root`` that the folder ``top``, where a command runs,
-    holds at any depth, or None (a test folder or a sub-folder's conftest.py linked into /tmp: pytest
-    collects there and runs it, helper-49; node --test collects in dist/, cmake --build runs
-    build/Makefile, helper-51); more than ``WALK_ENTRIES`` entries to look at are taken as one (not
-    known). Not looked in: ``.git``, a cache (a folder tagged by a ``CACHEDIR.TAG``: cargo's
-    ``target``, pytest's and mypy's caches), a venv (its ``pyvenv.cfg``: its python links out), and
-    ``node_modules`` but for its packages and ``.bin`` programs (``npm link``, a script's ``jest``)."""
-    folders, seen = [top], 0
+def _found_below(top: Path, root: Path, tool: str) -> str | None:
+    """Why what the folder ``top``, where ``tool`` runs, holds at any depth leaves the command
+    alone, or None: a symlink out of the project's folder ``root`` (a test folder or a sub-folder's
+    conftest.py linked into /tmp: pytest collects there and runs it, helper-49; node --test collects
+    in dist/, cmake --build runs build/Makefile, helper-51; a cache folder or a venv is no exception,
+    helper-54), or a folder others may write to or own (``_open_to_others``); more than
+    ``WALK_ENTRIES`` entries to look at are taken as not known.
+
+    Not looked in: ``.git``; a venv's ``site-packages`` (what was installed into it, thousands of
+    files), and its interpreter links (``bin/python3``, ``lib64``) may link out to a file that
+    only root or the user may write; a cache (``CACHEDIR.TAG``) when ``tool`` only builds there
+    (``_BUILD_IN_CACHE``); ``node_modules`` but for its packages and ``.bin`` programs (``npm
+    link``, a script's ``jest``)."""
+    folders, seen = [(top, (top / "pyvenv.cfg").exists())], 0  # (a folder, and whether it is in a venv)
     while folders:
-        folder = folders.pop()
+        folder, venv = folders.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue  # (a folder it may not list: nor may the tools)
         seen += len(entries)
         if seen > WALK_ENTRIES:
-            return f"{top} (more than {WALK_ENTRIES:,} entries to look through for one)"
+            return f"{top} holds more than {WALK_ENTRIES:,} entries to look through for a symlink out"
         for entry in entries:
             if entry.is_symlink():
-                if not Path(entry.path).resolve().is_relative_to(root):
-                    return entry.path
-            elif not entry.is_dir(follow_symlinks=False) or entry.name == ".git":
+                target = Path(entry.path).resolve()
+                interpreter = venv and (
+                    entry.name == "lib64" or (folder.name == "bin" and _INTERPRETER.fullmatch(entry.name))
+                )
+                if not target.is_relative_to(root) and not (interpreter and _only_yours(target)):
+                    return f"{entry.path} is a symlink out of the project ({root})"
+            elif (
+                not entry.is_dir(follow_symlinks=False)
+                or entry.name == ".git"
+                or (venv and entry.name == "site-packages")
+            ):
                 continue
+            elif _open_to_others(Path(entry.path)):
+                return f"{entry.path} is a folder others may write to or own"
             elif entry.name == "node_modules":
                 package = _package_linked_out(Path(entry.path), root)
                 if package is not None:
-                    return package
-            elif not any(os.path.exists(os.path.join(entry.path, n)) for n in ("CACHEDIR.TAG", "pyvenv.cfg")):
-                folders.append(Path(entry.path))
+                    return f"{package} is a symlink out of the project ({root})"
+            elif tool not in _BUILD_IN_CACHE or not os.path.exists(os.path.join(entry.path, "CACHEDIR.TAG")):
+                folders.append((Path(entry.path), venv or os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))))
     return None
+
+
+def _not_looked_in(word: str, here: Path, root: Path) -> bool:
+    """Whether ``word``, read as a path from the folder ``here``, goes through a folder the walk
+    does not look in (``_NOT_LOOKED_IN``: ``pytest -q .git`` collects there all the same)."""
+    path = Path(os.path.normpath(here / os.path.expanduser(word)))
+    return path.is_relative_to(root) and not _NOT_LOOKED_IN.isdisjoint(path.relative_to(root).parts)
 
 
 def _package_linked_out(modules: Path, root: Path) -> str | None:
@@ -486,11 +521,27 @@ def _yours(folder: Path) -> bool:
 
 
 def _open_to_others(folder: Path) -> bool:
-    """Whether others may write to ``folder`` (False when it cannot be looked at)."""
+    """Whether others may write to ``folder`` (False when it cannot be looked at): anyone (o+w), a
+    group other than the user's own (g+w: with a group of one's own, umask 002, one's folders are
+    g+w), or its owner, another user than root (but for root, who reads any user's checkout as its
+    own: a container's mounted one)."""
     try:
-        return bool(folder.stat().st_mode & 0o002)
+        info = folder.stat()
     except OSError:
         return False
+    uid = os.getuid()
+    group = info.st_mode & 0o020 and info.st_gid != os.getgid()
+    return bool(info.st_mode & 0o002 or group or (uid != 0 and info.st_uid not in (uid, 0)))
+
+
+def _only_yours(path: Path) -> bool:
+    """Whether only the user or root may write to the file ``path`` (a venv's python: /usr/bin's or
+    pyenv's), and it is theirs."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return info.st_uid in (os.getuid(), 0) and not info.st_mode & 0o022
 
 
 def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, str]) -> str | None:

@@ -555,11 +555,16 @@ def test_a_symlink_out_anywhere_below_where_it_runs_leaves_it_alone(agent: str, 
     (project / "node_modules" / ".bin" / "jest").symlink_to(outside / "tests" / "conftest.py")
     assert not _approved(agent, "npm test", project, env)  # (a script's jest runs it, helper-51)
     (project / "node_modules" / ".bin" / "jest").unlink()
-    # a cache (CACHEDIR.TAG: cargo's target) is not looked in; a build or coverage folder is
-    # (cmake --build runs build/Makefile, pytest collects in coverage/, helper-51)
+    # a cache (CACHEDIR.TAG: cargo's target) is looked in but for cargo and go, which only build
+    # there (pytest and node --test collect in it, tag or not, helper-54); a build or coverage
+    # folder is (cmake --build runs build/Makefile, pytest collects in coverage/, helper-51)
     (project / "target" / "debug").mkdir(parents=True)
     (project / "target" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
     (project / "target" / "debug" / "x").symlink_to(outside)
+    assert not _approved(agent, "pytest -q", project, env)
+    assert not _approved(agent, "node --test", project, env)
+    assert _approved(agent, "cargo test", project, env)
+    (project / "target" / "debug" / "x").unlink()
     assert _approved(agent, "pytest -q", project, env)
     for folder in ("build", "coverage", "dist"):
         (project / folder).mkdir()
@@ -633,3 +638,46 @@ def test_a_project_folder_others_may_write_to_is_not_approved(agent: str, tmp_pa
     assert _approved(agent, "pytest -q", tmp_path / "shared", env)
     (tmp_path / "shared").chmod(0o1777)
     assert not _approved(agent, "pytest -q", tmp_path / "shared", env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_link_out_in_a_venv_or_a_named_git_folder_and_a_folder_others_may_write_leave_it_alone(
+    agent: str, tmp_path: Path
+) -> None:
+    """helper-54: a folder holding a pyvenv.cfg, or a path in .git named on the command line, hid a
+    link out from the walk (pytest -q v collected v/tests, linked to another user's folder); a
+    sub-folder others may write to held their conftest.py, and pytest ran it as the user."""
+    env, project, outside = _env(tmp_path), tmp_path / "proj", tmp_path / "outside"
+    (project / ".git" / "x").mkdir(parents=True)
+    (project / "v" / "bin").mkdir(parents=True)
+    (project / "v" / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (project / "tests").mkdir()
+    outside.mkdir()
+    (project / "v" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (project / "v" / "bin" / "python3").symlink_to(sys.executable)  # (the interpreter venv links to)
+    (project / "v" / "lib" / "python3.11" / "site-packages" / "dep").symlink_to(outside)  # (not looked in)
+    assert _approved(agent, "pytest -q", project, env)
+    assert not _approved(agent, "pytest -q v/lib/python3.11/site-packages", project, env)
+    (project / "v" / "tests").symlink_to(outside)
+    assert not _approved(agent, "pytest -q v", project, env)
+    assert not _approved(agent, "node --test", project, env)
+    (project / "v" / "tests").unlink()
+    (project / "v" / "bin" / "python").symlink_to(outside / "python")  # (a make recipe runs v/bin/python)
+    assert not _approved(agent, "make test", project, env)
+    (project / "v" / "bin" / "python").unlink()
+    (project / ".git" / "x" / "tests").symlink_to(outside)
+    assert _approved(agent, "pytest -q", project, env)  # (.git: whoever writes there runs its hooks already)
+    assert not _approved(agent, "pytest -q .git", project, env)
+    tests = project / "tests"
+    tests.chmod(0o775)  # (g+w for the user's own group: with umask 002, a group of one)
+    assert _approved(agent, "pytest -q", project, env)
+    tests.chmod(0o777)
+    assert not _approved(agent, "pytest -q", project, env)
+    assert not _approved(agent, "cd tests && make test", project, env)
+    tests.chmod(0o775)
+    if os.getuid() == 0:  # (only root may give a folder another group)
+        os.chown(tests, -1, os.getgid() + 1)
+        assert not _approved(agent, "pytest -q", project, env)
+        os.chown(tests, -1, os.getgid())
+    tests.chmod(0o755)
+    assert _approved(agent, "pytest -q", project, env)
