@@ -31,6 +31,7 @@ The documented shapes (each agent's hook reference, 2026):
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -51,18 +52,27 @@ _CURSOR_SHELL_TOOLS = frozenset(("Shell", "shell", "Terminal", "run_terminal_cmd
 _REASON = "streamfilter wraps build and test output (the whole output stays on disk; see its last line)"
 
 
-def _settings_files(cwd: str, env: Mapping[str, str]) -> list[Path]:
-    """Claude Code's settings files that hold permission rules, in its order of precedence: the
-    user's in ``$CLAUDE_CONFIG_DIR`` when that is set (Claude Code reads them there; the hook read
-    ``~/.claude`` and missed their deny rules, helper-46)."""
-    project = Path(env.get("CLAUDE_PROJECT_DIR") or cwd or ".")
-    user = claude_home(env)
-    return [
-        Path("/etc/claude-code/managed-settings.json"),
-        project / ".claude" / "settings.local.json",
-        project / ".claude" / "settings.json",
-        user / "settings.json",
-    ]
+def _settings_files(cwd: str, env: Mapping[str, str]) -> list[tuple[Path, bool]]:
+    """Claude Code's settings files that hold permission rules, in its order of precedence, each
+    with whether its allow rules count: the user's in ``$CLAUDE_CONFIG_DIR`` when that is set (Claude
+    Code reads them there; the hook read ``~/.claude`` and missed their deny rules, helper-46); the
+    project's in ``$CLAUDE_PROJECT_DIR``, else, Claude Code's folder not being known, in ``cwd`` and
+    each folder above it up to its repository's root, whose deny and ask rules count (a deny rule
+    in the root's settings held only when the command ran there, helper-54) and whose allow rules
+    do not (but ``cwd``'s)."""
+    given = env.get("CLAUDE_PROJECT_DIR")
+    here = Path(given or cwd or ".")
+    folders = [here]
+    if not given:
+        with contextlib.suppress(OSError):
+            here = here.resolve()
+            root = project_root(here)
+            folders += [f for f in here.parents if f.is_relative_to(root)]
+    files = [(Path("/etc/claude-code/managed-settings.json"), True)]
+    for folder in folders:
+        allow = folder is folders[0]
+        files += [(folder / ".claude" / "settings.local.json", allow), (folder / ".claude" / "settings.json", allow)]
+    return [*files, (claude_home(env) / "settings.json", True)]
 
 
 def claude_home(env: Mapping[str, str]) -> Path:
@@ -100,7 +110,7 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str], wrap: Wrap 
     (``python -m pytest``); a rewritten command would no longer match it (helper-29).
     """
     rules: dict[str, list[str]] = {"deny": [], "ask": [], "allow": []}
-    for path in _settings_files(cwd, env):
+    for path, allow in _settings_files(cwd, env):
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -108,7 +118,7 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str], wrap: Wrap 
         permissions = doc.get("permissions") if isinstance(doc, dict) else None
         if isinstance(permissions, dict):
             for kind, found in rules.items():
-                listed = permissions.get(kind, [])
+                listed = permissions.get(kind, []) if allow or kind != "allow" else []
                 if isinstance(listed, list):
                     found.extend(r for r in listed if isinstance(r, str))
     pipes: list[int] = []

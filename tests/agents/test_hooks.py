@@ -134,6 +134,25 @@ def test_claude_deny_and_ask_rules_hold_however_the_command_is_written(tmp_path:
     assert "permissionDecision" not in _check_claude_schema(out)
 
 
+def test_claude_deny_rules_of_the_repositorys_root_hold_in_a_sub_folder_without_its_project_dir(tmp_path: Path) -> None:
+    """helper-54: with no CLAUDE_PROJECT_DIR, only the payload's cwd was looked in for .claude: a
+    deny rule in the repository's root let `make` in src/ be rewritten, which Claude Code then asks
+    about instead of denying. Allow rules count from cwd's folder only (Claude Code's is not known)."""
+    env = _env(tmp_path)
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "src" / ".claude").mkdir(parents=True)
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Bash(make:*)"]}}))
+    out, _ = answer("claude", _claude_input("make", project / "src"), EXE, env)
+    assert out is None
+    assert claude_rules_say("make", str(project / "src"), env) == "deny"
+    (project / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash(make:*)"]}}))
+    assert claude_rules_say("make", str(project / "src"), env) is None
+    (project / "src" / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash(make:*)"]}}))
+    assert claude_rules_say("make", str(project / "src"), env) == "allow"
+
+
 def test_claude_bypass_mode_allows_and_background_or_other_tools_are_left_alone(tmp_path: Path) -> None:
     env = _env(tmp_path)
     out, _ = answer("claude", {**_claude_input("make", tmp_path), "permission_mode": "bypassPermissions"}, EXE, env)
