@@ -547,13 +547,13 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
         # (not blocking: a FIFO a forged ref names would wait for a writer; a regular file reads alike)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        why = (
-            "evicted from the archive, or archived in another state directory: set STATE_DIRECTORY"
-            " or XDG_STATE_HOME as the writer had them"
-            if path.name.startswith("stdin-")
-            else "deleted or rotated"
-        )
-        raise RefError(f"ref {ref}: {path} no longer exists ({why})") from None
+        if path.name.startswith("stdin-"):  # (a fleet's refs name a worker's archive, helper-55)
+            raise RefError(
+                f"ref {ref}: {path.name} is not in the archive of {path.parent.parent}: evicted, or kept by"
+                " another machine (a fleet's worker) or state directory; expand it there, or set"
+                " STATE_DIRECTORY or XDG_STATE_HOME as its writer had them"
+            ) from None
+        raise RefError(f"ref {ref}: {path} no longer exists (deleted or rotated)") from None
     except OSError as exc:
         raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None
     info = os.fstat(fd)

@@ -230,6 +230,17 @@ def test_the_sources_remembered_for_short_refs_are_bounded_and_the_newest_holder
         parse_ref(f"@0-11:{zlib.crc32(b'other bytes'):08x}", tmp_path)
 
 
+def test_a_ref_into_another_state_directorys_archive_says_where_it_may_be(tmp_path: Path) -> None:
+    """helper-55: a fleet worker's refs name its archive; expanded on another machine they were
+    said to be "evicted from the archive", and nothing was: another worker kept them."""
+    proc = cli("filter", "--format", "jsonl", "--tail", "0", state=tmp_path / "worker", stdin=LOG)
+    ref = str(drops(proc.stdout)[0]["ref"])
+    assert cli("expand", ref, state=tmp_path / "worker").returncode == 0
+    got = cli("expand", ref, state=tmp_path / "elsewhere")
+    assert got.returncode == 1 and got.stdout == b""
+    assert b"is not in the archive of" in got.stderr and b"another machine (a fleet's worker)" in got.stderr
+
+
 def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
