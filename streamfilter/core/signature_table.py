@@ -349,6 +349,14 @@ TABLE: tuple[Entry, ...] = (
         pattern=r"CMake Error",
         example="CMake Error at /home/travis/build/neovim/neovim/cmake/RunTests.cmake:85 (message):",
     ),
+    # CTest's result of a test that did not pass: "***Failed", "***Exception: SegFault" (a crash:
+    # no query word), "***Timeout", "***Not Run" (helper-56: a segfault among 90 tests was summarized)
+    Entry(
+        name="ctest-failed",
+        family="make",
+        find=(r"\*\*\*(?:Failed|Exception: |Timeout|Not Run)",),
+        example="37/90 Test #37: geo_case_37 ......................***Exception: SegFault  0.00 sec",
+    ),
     # make's own errors in a makefile: "Makefile:12: *** missing separator.  Stop."
     Entry(
         name="make-stop",

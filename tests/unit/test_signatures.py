@@ -601,6 +601,14 @@ FIELD_REPORTS = [
         b"@@ -3281,2 +3281,2 @@ static int f()\n-    return 1; \n+    return 1;\n\n",
         [b"diff --git a/src/a.cpp b/src/a.cpp\nindex 1c84b51..a6d991c 100644\n--- a/src/a.cpp\n", b"+    return 1;\n"],
     ),
+    (  # ctest -V: a test that crashed, among passed ones (helper-56: it was summarized)
+        b'test 37\n      Start 37: geo_case_37\n\n37: Test command: /w/build/geotest "37"\n'
+        b"37: Working Directory: /w/build\n37: Test timeout computed to be: 10000000\n"
+        b"37/90 Test #37: geo_case_37 ......................***Exception: SegFault  0.00 sec\n"
+        b'test 38\n      Start 38: geo_case_38\n\n38: Test command: /w/build/geotest "38"\n'
+        b"38/90 Test #38: geo_case_38 ......................   Passed    0.00 sec\n",
+        [b"37/90 Test #37: geo_case_37 ......................***Exception: SegFault  0.00 sec\n"],
+    ),
 ]
 
 
