@@ -73,6 +73,7 @@ RAW_VARIABLE = "STREAMFILTER_RAW"
 BUILTIN: tuple[str, ...] = (
     # Python
     "pytest", "py.test", "python -m pytest", "python3 -m pytest", "python -m unittest", "python3 -m unittest",
+    "behave", "sphinx-build",
     "tox", "nox", "mypy", "python -m mypy", "python3 -m mypy", "pyright", "ruff check", "ruff format --check",
     "flake8", "pylint", "black --check", "hatch test", "python manage.py test", "python3 manage.py test",
     "./manage.py test", "pip install", "pip3 install", "python -m pip install",
@@ -81,20 +82,20 @@ BUILTIN: tuple[str, ...] = (
     "npm test", "npm t", "npm ci", "npm install", "npm i", "npm run build", "npm run test", "npm run lint",
     "npm run typecheck", "npm run check", "npm run ci", "pnpm test", "pnpm install", "pnpm build", "pnpm lint",
     "pnpm run build", "pnpm run test", "pnpm run lint", "yarn test", "yarn install", "yarn build", "yarn lint",
-    "bun test", "node --test", "deno test", "bun install", "jest", "vitest run", "tsc", "eslint", "prettier --check",
-    "next build",
+    "bun test", "node --test", "deno test", "bun install", "jest", "vitest run", "mocha", "tsc", "eslint",
+    "prettier --check", "next build",
     "vite build", "webpack",
     # C, C++ and build systems
-    "make", "gmake", "cmake --build", "ninja", "meson compile", "meson test", "ctest", "bazel build",
+    "make", "gmake", "cmake", "ninja", "meson compile", "meson test", "ctest", "bazel build",
     "bazel test", "scons", "gcc", "g++", "clang", "clang++", "cc", "c++",
     # Rust, Go
     "cargo build", "cargo test", "cargo check", "cargo clippy", "cargo nextest", "cargo doc", "cargo bench",
     "cargo fmt --check", "cargo install", "rustc", "go build", "go test", "go vet", "go mod", "go generate",
     "golangci-lint run",
     # JVM, .NET, Swift, Ruby, PHP, Elixir, Erlang
-    "mvn", "./mvnw", "gradle", "./gradlew", "sbt test", "sbt compile", "ant", "dotnet build", "dotnet test",
+    "mvn", "./mvnw", "gradle", "./gradlew", "javac", "sbt test", "sbt compile", "ant", "dotnet build", "dotnet test",
     "dotnet restore", "swift build", "swift test", "bundle install", "bundle exec rspec", "bundle exec rake",
-    "rspec", "rake test", "rake spec", "composer install", "phpunit", "vendor/bin/phpunit", "mix test",
+    "rspec", "rake test", "rake spec", "prove", "composer install", "phpunit", "vendor/bin/phpunit", "mix test",
     "mix compile", "rebar3 eunit", "rebar3 ct", "rebar3 compile",
     # containers, infrastructure, CI logs
     "docker build", "docker compose build", "docker buildx build", "terraform plan", "terraform validate",
@@ -141,6 +142,7 @@ _NEVER_FOR = {
     "mvn": frozenset(("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev")),
     "./mvnw": frozenset(("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev")),
     "tsc": frozenset(("-w",)),
+    "mocha": frozenset(("-w",)),
     "pytest": frozenset(("--pdb", "--trace")),
     "py.test": frozenset(("--pdb", "--trace")),
 }

@@ -180,7 +180,7 @@ def test_the_config_file_shown_in_the_docs_is_one_the_hooks_accept(tmp_path: Pat
 
 @pytest.mark.parametrize(
     "command",
-    ["tsc -w", "./gradlew bootRun", "gradle build -t", "make run", "mvn spring-boot:run", "pytest --pdb"],
+    ["tsc -w", "mocha -w", "./gradlew bootRun", "gradle build -t", "make run", "mvn spring-boot:run", "pytest --pdb"],
 )
 def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) -> None:
     assert _wrap(command) is None
@@ -273,6 +273,13 @@ def test_only_a_plain_command_may_be_approved(command: str, plain: bool) -> None
         ("python3.12 manage.py test shop", f"{RUN} python3.12 manage.py test shop"),
         ("pytest -rs", f"{RUN} pytest -rs"),  # (-r's value, not -s)
         ("pytest -k sum", f"{RUN} pytest -k sum"),
+        # helper-56's real tools left alone: their failures are as long to read as the others'
+        ("npx mocha", f"{RUN} npx mocha"),
+        ("cmake -S . -B build", f"{RUN} cmake -S . -B build"),
+        ("behave", f"{RUN} behave"),
+        ("sphinx-build -W docs out", f"{RUN} sphinx-build -W docs out"),
+        ("javac -d out A.java", f"{RUN} javac -d out A.java"),
+        ("prove -v t", f"{RUN} prove -v t"),
     ],
 )
 def test_what_agents_type_is_wrapped(command: str, wrapped: str) -> None:
