@@ -268,8 +268,9 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
         if tool == "go":
             return f"{' '.join(names)}: a go package but a relative one (./...) is code outside the project"
         return f"{' '.join(names)}: not the project's own module or package"
-    # (the other parts' words too: source FILE; the options were checked above)
-    plain = all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked for w in part[1:])
+    # (the other parts' words too: source FILE; the command's were checked above, and what runs it,
+    # env CI=1 or timeout 30, is ``wrap.plain``'s: "env CI=1 pytest" was "not plain", helper-54)
+    plain = all(_PLAIN.fullmatch(w) or w.startswith("-") for part, _ in walked[:-1] for w in part[1:])
     return None if plain else "a word of its cd or source part is not plain"
 
 

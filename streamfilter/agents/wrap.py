@@ -583,6 +583,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         tail = re.fullmatch(_TAIL, piped)
         if len(pipes) > 1 or tail is None:
             return Wrap(None, "not one simple command ('|' into other than `tail -N`)")
+        if tail[1] is not None and int(tail[1]) == 0:  # (it prints nothing: run's status line would be all)
+            return Wrap(None, "`tail -0` shows none of its output")
         end = pipes[0]
         # one line more, for run's status line: `| tail -1` showed it, not the command's last line (helper-43)
         piped = f"tail -n {int(tail[1] or 10) + 1}"

@@ -158,7 +158,7 @@ IN_PLACE = ["pytest -q", "make -j4", "make -k test", "cargo test --workspace", "
             "ctest --output-on-failure", "ruff check .", "mypy --strict src", "dotnet test -c Release",
             "mvn -pl core -am test", "cargo test -- --test-threads 1", "cargo nextest run",
             "cargo clippy -- -D warnings", "tsc -p tsconfig.json", "go test -run TestParse ./...", "make -j 4 test",
-            "ninja -k 0 test"]  # fmt: skip
+            "ninja -k 0 test", "env CI=1 pytest", "CI=1 pytest -q"]  # fmt: skip
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

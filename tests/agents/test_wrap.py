@@ -104,6 +104,9 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("sbt", "not a build, test or lint command"),
         ("STREAMFILTER_RAW=1 pytest", "raw output"),
         ("/usr/local/bin/streamfilter run -- make", "streamfilter already"),
+        # it prints nothing; wrapped it printed run's status line (helper-54)
+        ("pytest 2>&1 | tail -n 0", "`tail -0` shows none of its output"),
+        ("pytest 2>&1 | tail -0", "`tail -0` shows none of its output"),
     ],
 )
 def test_other_commands_are_left_alone_and_say_why(command: str, why: str) -> None:
