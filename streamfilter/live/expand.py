@@ -570,8 +570,10 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
         for piece in _pieces(handle, ref.start, ref.end):
             crc = zlib.crc32(piece, crc)
         if f"{crc:08x}" != ref.checksum:
-            why = "rewritten, or rotated and replaced"
-            raise RefError(f"ref {ref}: the bytes at {ref.start}-{ref.end} of {path} changed ({why})")
+            why = "the file was rewritten, or rotated and replaced, or the ref was not printed so"
+            raise RefError(
+                f"ref {ref}: the bytes at {ref.start}-{ref.end} of {path} do not have the ref's checksum ({why})"
+            )
     except BaseException:
         handle.close()
         raise

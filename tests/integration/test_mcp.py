@@ -317,7 +317,7 @@ async def test_bad_and_stale_refs_and_unreadable_files_are_tool_errors(tmp_path:
         # a number past what Python reads was a bare "Error executing tool expand" (helper-50)
         huge = await call(session, "expand", ref=f"/x:{'9' * 100_000}-1:00000000")
         long_path = await call(session, "filter", path="/x" * 1_000_000)  # (echoed whole: 2 MB of error)
-    assert stale.is_error and "changed (rewritten, or rotated and replaced)" in text_of(stale)
+    assert stale.is_error and "do not have the ref's checksum (the file was rewritten" in text_of(stale)
     assert bad.is_error and "'not a ref' is not a streamfilter ref" in text_of(bad)
     assert short.is_error and "SOURCE:0-10:00000000" in text_of(short)
     assert missing.is_error and "No such file or directory" in text_of(missing)
