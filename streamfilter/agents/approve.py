@@ -41,9 +41,14 @@ Every other command is left alone, to the agent's own approval.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import grp
 import json
 import os
+import pwd
 import re
+import stat
+import struct
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -183,6 +188,39 @@ def cd_outside(folder: str, here: Path, root: Path, env: Mapping[str, str]) -> b
     return outside(folder, here, root)
 
 
+def _tree_refusal(
+    walked: Sequence[tuple[tuple[str, ...], Path]], root: Path, env: Mapping[str, str], tool: str
+) -> str | None:
+    """Why the files a command run in the folders of ``walked`` (``_walk``) may read are not only
+    the project's (its folder ``root``) and its user's, or None: the project's folder or a folder
+    above it that others may write to or own (one above may add a conftest.py, or put another
+    folder in the project's place, helper-58), a file tools read from above it, a config file
+    linked out of it in a folder between, or what a folder where a part runs holds
+    (``_found_below``, ``tool`` the command's)."""
+    owners = _owners(root)
+    home = Path(env.get("HOME") or Path.home()).resolve()
+    shared = next(
+        (f for f in (root, *root.parents) if f != Path("/") and _open_to_others(f, owners, above=f != root)), None
+    )
+    if shared is not None:  # (/tmp: anyone may have put a conftest.py or a Makefile there)
+        where = "the project's folder" if shared == root else "a folder above the project,"
+        return f"{where} {shared} is one others may write to or own"
+    above = _config_above(root, home)
+    if above is not None:
+        return f"{above} is above the project ({root}): tools read such files from there, and others may have put it"
+    folders = list(dict.fromkeys(here for _, here in walked))
+    between = list(dict.fromkeys(f for here in folders for f in here.parents if f.is_relative_to(root)))
+    shared = next((f for f in [*between, *folders] if _open_to_others(f, owners)), None)
+    if shared is not None:  # (a sub-folder others may write to: their conftest.py ran as the user, helper-54)
+        return f"{shared} is a folder others may write to or own"
+    # a config file linked out in a folder between where a part runs and the root: pytest, npm, cargo
+    # read a sub-folder's conftest.py, package.json, .cargo on the way down (helper-51)
+    linked = _config_linked_out(between, root)
+    if linked is not None:
+        return f"{linked} is a symlink out of the project ({root})"
+    return next((found for here in folders if (found := _found_below(here, root, tool, owners)) is not None), None)
+
+
 def _walk(wrap: Wrap, cwd: Path, root: Path, env: Mapping[str, str]) -> list[tuple[tuple[str, ...], Path]] | None:
     """The parts of ``wrap`` but its ``cd`` parts, each with the folder it runs in (from ``cwd``,
     where the ``cd`` parts before it went); None when a ``cd`` part may leave the project's folder
@@ -214,29 +252,13 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
     if any(_SIDE_EFFECT.search(w) for w in wrap.body if ":" in w and not w.startswith("-")):
         return "a script group's member that is no build or test"  # (npm run build:publish, helper-39)
     root = project_root(cwd)
-    if _open_to_others(root):  # (/tmp: anyone may have put a conftest.py or a Makefile there)
-        return f"the project's folder {root} is one others may write to"
-    above = _config_above(root, env)
-    if above is not None:
-        return f"{above} is above the project ({root}): tools read such files from there, and others may have put it"
     walked = _walk(wrap, cwd, root, env)
     if walked is None:
         return f"a cd may leave the project ({root})"
-    # a link out where a part runs and below it (``_found_below``), or a config file linked out
-    # in a folder between it and the root: pytest, npm, cargo read a sub-folder's conftest.py,
-    # package.json, .cargo on the way down (helper-51)
-    folders = list(dict.fromkeys(here for _, here in walked))
-    between = list(dict.fromkeys(f for here in folders for f in here.parents if f.is_relative_to(root)))
-    shared = next((f for f in [*between, *folders] if _open_to_others(f)), None)
-    if shared is not None:  # (a sub-folder others may write to: their conftest.py ran as the user, helper-54)
-        return f"{shared} is a folder others may write to or own"
-    linked = _config_linked_out(between, root)
-    if linked is not None:
-        return f"{linked} is a symlink out of the project ({root})"
     tool = _tool(prefix)
-    below = next((found for here in folders if (found := _found_below(here, root, tool)) is not None), None)
-    if below is not None:
-        return below
+    tree = _tree_refusal(walked, root, env, tool)
+    if tree is not None:
+        return tree
     # each part's words are read from where the ``cd`` parts before it went (an option is checked
     # below), and its program when named by its path (./mvnw a symlink out, helper-44)
     out = next((v for part, here in walked for v in _part_paths(part) if outside(v, here, root)), None)
@@ -353,14 +375,14 @@ _READ_FROM_ABOVE = frozenset(
         "Gemfile", "Rakefile", "rakefile", "Rakefile.rb", "rakefile.rb", ".rspec", "phpunit.xml",
         "phpunit.xml.dist", "composer.json", "mix.exs", "rebar.config", "CMakePresets.json",
         "__init__.py",  # (pytest imports a package's parents up its __init__.py files, helper-49)
+        ".python-version",  # (pyenv picks the interpreter from a parent's, helper-58)
     )
 )  # fmt: skip
 
 
-def _config_above(root: Path, env: Mapping[str, str]) -> Path | None:
+def _config_above(root: Path, home: Path) -> Path | None:
     """The first of ``_READ_FROM_ABOVE`` a folder above the project's ``root`` holds (but the home
-    folder, the user's own), or None."""
-    home = Path(env.get("HOME") or Path.home()).resolve()
+    folder ``home``, the user's own), or None."""
     for folder in root.parents:
         if folder != home:
             try:
@@ -395,27 +417,31 @@ def _config_linked_out(folders: Sequence[Path], root: Path) -> Path | None:
 
 
 WALK_ENTRIES = 20_000  # most entries of a project looked at for a symlink out; a larger tree is not approved
-# tools that collect nothing from a cache folder (``CACHEDIR.TAG``), where they build: cargo's and
-# go's ``target``; pytest and node --test collect in any folder, tagged or not (helper-54)
-_BUILD_IN_CACHE = frozenset({"cargo", "go"})
+# tools that collect nothing from cargo's ``target`` (tagged by a ``CACHEDIR.TAG``), where they build;
+# pytest and node --test collect in any folder, tagged or not (helper-54), and a tag is anyone's to
+# put in any folder (``src/``, helper-58)
+_BUILD_IN_TARGET = frozenset({"cargo"})
 _INTERPRETER = re.compile(r"python(?:3(?:\.\d+)?)?")  # a venv's bin/python links, made by venv
 # path parts a named path may not go through: what the walk does not look in
 _NOT_LOOKED_IN = frozenset({".git", "node_modules", "site-packages"})
+_MAX_HOPS = 40  # symlinks followed in a row (the kernel's limit): more is a loop
 
 
-def _found_below(top: Path, root: Path, tool: str) -> str | None:
+def _found_below(top: Path, root: Path, tool: str, owners: frozenset[int]) -> str | None:
     """Why what the folder ``top``, where ``tool`` runs, holds at any depth leaves the command
-    alone, or None: a symlink out of the project's folder ``root`` (a test folder or a sub-folder's
-    conftest.py linked into /tmp: pytest collects there and runs it, helper-49; node --test collects
-    in dist/, cmake --build runs build/Makefile, helper-51; a cache folder or a venv is no exception,
-    helper-54), or a folder others may write to or own (``_open_to_others``); more than
+    alone, or None: a symlink whose target, or any link on its way, is out of the project's folder
+    ``root`` (a test folder or a sub-folder's conftest.py linked into /tmp: pytest collects there and
+    runs it, helper-49; node --test collects in dist/, cmake --build runs build/Makefile, helper-51;
+    a cache folder or a venv is no exception, helper-54; a link into the project through another
+    user's link, helper-58), a loop of links, or a file or folder others may write to or own
+    (``_open_to_others``: a hard link to another user's conftest.py, helper-58); more than
     ``WALK_ENTRIES`` entries to look at are taken as not known.
 
-    Not looked in: ``.git``; a venv's ``site-packages`` (what was installed into it, thousands of
-    files), and its interpreter links (``bin/python3``, ``lib64``) may link out to a file that
-    only root or the user may write; a cache (``CACHEDIR.TAG``) when ``tool`` only builds there
-    (``_BUILD_IN_CACHE``); ``node_modules`` but for its packages and ``.bin`` programs (``npm
-    link``, a script's ``jest``)."""
+    Looked at, not through (whoever may write them is): ``.git/objects``, a venv's
+    ``site-packages`` (what was installed into it, thousands of files), ``node_modules`` but for
+    its packages and ``.bin`` programs (``npm link``, a script's ``jest``), and cargo's ``target``
+    for cargo (``_BUILD_IN_TARGET``). A venv's interpreter links (``bin/python3``) may point out of
+    the project to an interpreter only its owners may write (``_interpreter_out``)."""
     folders, seen = [(top, (top / "pyvenv.cfg").exists())], 0  # (a folder, and whether it is in a venv)
     while folders:
         folder, venv = folders.pop()
@@ -427,28 +453,71 @@ def _found_below(top: Path, root: Path, tool: str) -> str | None:
         if seen > WALK_ENTRIES:
             return f"{top} holds more than {WALK_ENTRIES:,} entries to look through for a symlink out"
         for entry in entries:
+            path = Path(entry.path)
             if entry.is_symlink():
-                target = Path(entry.path).resolve()
-                interpreter = venv and (
-                    entry.name == "lib64" or (folder.name == "bin" and _INTERPRETER.fullmatch(entry.name))
-                )
-                if not target.is_relative_to(root) and not (interpreter and _only_yours(target)):
+                hops = _hops(entry.path)
+                if hops is None:
+                    return f"{entry.path} is a loop of symlinks"
+                interpreter = venv and folder.name == "bin" and _INTERPRETER.fullmatch(entry.name) is not None
+                if not all(Path(h).is_relative_to(root) for h in hops) and not (
+                    interpreter and _interpreter_out(entry.path, hops, owners)
+                ):
                     return f"{entry.path} is a symlink out of the project ({root})"
-            elif (
-                not entry.is_dir(follow_symlinks=False)
-                or entry.name == ".git"
-                or (venv and entry.name == "site-packages")
-            ):
                 continue
-            elif _open_to_others(Path(entry.path)):
-                return f"{entry.path} is a folder others may write to or own"
-            elif entry.name == "node_modules":
-                package = _package_linked_out(Path(entry.path), root)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue  # (gone meanwhile)
+            if _open_to_others(path, owners, info=info):
+                kind = "folder" if entry.is_dir(follow_symlinks=False) else "file"
+                return f"{entry.path} is a {kind} others may write to or own"
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.name == "node_modules":
+                package = _package_linked_out(path, root)
                 if package is not None:
                     return f"{package} is a symlink out of the project ({root})"
-            elif tool not in _BUILD_IN_CACHE or not os.path.exists(os.path.join(entry.path, "CACHEDIR.TAG")):
-                folders.append((Path(entry.path), venv or os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))))
+            elif not (
+                (entry.name == "objects" and folder.name == ".git")
+                or (venv and entry.name == "site-packages")
+                or (tool in _BUILD_IN_TARGET and entry.name == "target" and (path / "CACHEDIR.TAG").exists())
+            ):
+                folders.append((path, venv or (path / "pyvenv.cfg").exists()))
     return None
+
+
+def _hops(link: str) -> list[str] | None:
+    """The paths the symlink ``link`` leads through, each link's target as it reads (made absolute
+    and normalized, not resolved: a hop through another user's link is a hop out), up to the last;
+    None for a loop (more than ``_MAX_HOPS``)."""
+    hops: list[str] = []
+    path = link
+    while os.path.islink(path):
+        if len(hops) >= _MAX_HOPS:
+            return None
+        try:
+            # each folder on the way resolved, as the kernel reads the path (a ".." after a link)
+            path = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(path)), os.readlink(path)))
+        except OSError:
+            return hops  # (gone meanwhile)
+        hops.append(path)
+    return hops
+
+
+def _interpreter_out(link: str, hops: Sequence[str], owners: frozenset[int]) -> bool:
+    """Whether a venv's ``bin/python`` link ``link`` (whose targets are ``hops``, ``_hops``) leads to
+    a file only ``owners`` may write (/usr/bin's python, pyenv's), through links only they may change."""
+    for hop in [link, *hops[:-1]]:
+        try:
+            if os.lstat(hop).st_uid not in owners or _open_to_others(Path(hop).parent, owners, above=True):
+                return False
+        except OSError:
+            return False
+    last = Path(hops[-1]) if hops else Path(link)
+    try:
+        return last.is_file() and not _open_to_others(last, owners)
+    except OSError:
+        return False
 
 
 def _not_looked_in(word: str, here: Path, root: Path) -> bool:
@@ -496,12 +565,14 @@ def rule_words(wrap: Wrap) -> tuple[tuple[str, ...], ...]:
 def _project_dirs(cwd: Path) -> list[Path]:
     """``cwd`` and its parents up to its repository's root (the first with ``.git``), root first;
     ``cwd`` alone when it is in no repository, or in one whose root others may write to or own (a
-    ``.git`` made in /tmp made /tmp the project of every folder in it, helper-46)."""
+    ``.git`` made in /tmp made /tmp the project of every folder in it, helper-46; as root, another
+    user's folder above a project of root's, helper-58: ``_owners`` of ``cwd``)."""
     dirs = []
+    owners = _owners(cwd)
     for folder in (cwd, *cwd.parents):
         dirs.append(folder)
         if (folder / ".git").exists():
-            if not _yours(folder):
+            if not _yours(folder, owners):
                 return [cwd]
             break
     else:
@@ -509,40 +580,76 @@ def _project_dirs(cwd: Path) -> list[Path]:
     return dirs[::-1]
 
 
-def _yours(folder: Path) -> bool:
-    """Whether ``folder`` and its ``.git`` are the user's (or root's; any when the user is root),
-    and others may not write to the folder."""
+def _yours(folder: Path, owners: frozenset[int]) -> bool:
+    """Whether ``folder`` and its ``.git`` are ``owners``' and others may not write to the folder."""
     try:
-        info, git = folder.stat(), (folder / ".git").lstat()
+        git = (folder / ".git").lstat()
     except OSError:
         return False
-    uid = os.getuid()  # (root reads any user's repository as its own: a container's mounted checkout)
-    owners = (uid, 0)
-    return (uid == 0 or (info.st_uid in owners and git.st_uid in owners)) and not info.st_mode & 0o002
+    return git.st_uid in owners and not _open_to_others(folder, owners)
 
 
-def _open_to_others(folder: Path) -> bool:
-    """Whether others may write to ``folder`` (False when it cannot be looked at): anyone (o+w), a
-    group other than the user's own (g+w: with a group of one's own, umask 002, one's folders are
-    g+w), or its owner, another user than root (but for root, who reads any user's checkout as its
-    own: a container's mounted one)."""
-    try:
-        info = folder.stat()
-    except OSError:
-        return False
+def _owners(root: Path) -> frozenset[int]:
+    """Who may own what a command reads in the project ``root`` (or the folder it runs in): the user
+    and root, and, when the user is root, the folder's owner (a container's mounted checkout is its
+    host user's: root reads it as its own)."""
     uid = os.getuid()
-    group = info.st_mode & 0o020 and info.st_gid != os.getgid()
-    return bool(info.st_mode & 0o002 or group or (uid != 0 and info.st_uid not in (uid, 0)))
-
-
-def _only_yours(path: Path) -> bool:
-    """Whether only the user or root may write to the file ``path`` (a venv's python: /usr/bin's or
-    pyenv's), and it is theirs."""
+    if uid != 0:
+        return frozenset((uid, 0))
     try:
-        info = path.stat()
+        return frozenset((0, root.stat().st_uid))
+    except OSError:
+        return frozenset((0,))
+
+
+def _open_to_others(
+    path: Path, owners: frozenset[int], above: bool = False, info: os.stat_result | None = None
+) -> bool:
+    """Whether others than ``owners`` (``_owners``) may change ``path`` (its ``info``, lstat's, when
+    given; False when it cannot be looked at): it is theirs, or anyone may write to it (o+w), or a
+    group that is not ``owners``' alone (g+w: with a group of one's own, umask 002, one's files are
+    g+w; ``_group_of_one``), or a user or group its ACL names (``_acl_writers``). ``above``: a folder
+    above the project, where a sticky bit (/tmp) keeps others from replacing what is in it."""
+    try:
+        info = info or path.stat()
     except OSError:
         return False
-    return info.st_uid in (os.getuid(), 0) and not info.st_mode & 0o022
+    if info.st_uid not in owners:
+        return True
+    sticky = above and info.st_mode & stat.S_ISVTX
+    if info.st_mode & 0o002 and not sticky:
+        return True
+    if not info.st_mode & 0o020 or sticky:  # (with an ACL, the group bits are its mask: no writer named)
+        return False
+    return not _group_of_one(info.st_gid, owners) or _acl_writers(path, owners)
+
+
+@functools.lru_cache(maxsize=64)
+def _group_of_one(gid: int, owners: frozenset[int]) -> bool:
+    """Whether only ``owners`` are in the group ``gid``: as its members, or with it as their own
+    (a group of one's own; ``users``, every user's, is not)."""
+    names = {p.pw_name for p in pwd.getpwall() if p.pw_uid in owners}
+    if any(p.pw_gid == gid and p.pw_uid not in owners for p in pwd.getpwall()):
+        return False
+    try:
+        return set(grp.getgrgid(gid).gr_mem) <= names
+    except KeyError:
+        return True  # (no such group: no member; a user's primary one is looked at above)
+
+
+def _acl_writers(path: Path, owners: frozenset[int]) -> bool:
+    """Whether the POSIX access ACL of ``path`` lets a user or group other than ``owners`` write
+    (``setfacl -m u:nobody:rwx``: the mode shows it only as g+w; helper-58). Its format: a 4-byte
+    version, then entries of a 2-byte tag, 2-byte permissions and 4-byte id (acl_ea.h)."""
+    try:
+        data = os.getxattr(path, "system.posix_acl_access", follow_symlinks=False)
+    except OSError:
+        return False  # (none, or none the file system keeps)
+    for at in range(4, len(data) - 7, 8):
+        tag, perm, ident = struct.unpack_from("<HHI", data, at)
+        if perm & 2 and ((tag == 2 and ident not in owners) or (tag == 8 and not _group_of_one(ident, owners))):
+            return True
+    return False
 
 
 def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, str]) -> str | None:
@@ -720,7 +827,10 @@ def refusal(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, st
         sourced = [(part[1], here) for part, here in walked if part[0] in ("source", ".")]
         programs = [(part[0], here) for part, here in walked if "/" in part[0]]
         out = next((w for w, here in sourced + programs if outside(w, here, root)), None)
-        return None if out is None else f"{out} names a place outside the project ({root})"
+        if out is not None:
+            return f"{out} names a place outside the project ({root})"
+        # (nor in a folder others may write to: make test in a /tmp folder another user filled, helper-58)
+        return _tree_refusal(walked, root, env, _tool(wrap.body[:1]))
     if not rules.builtin_approve:
         return "builtin = false, and neither your rules nor your approve list allow it"
     return _default_refusal(wrap, Path(cwd), env)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -435,12 +437,16 @@ def test_a_git_folder_others_may_write_to_is_no_project_root(agent: str, tmp_pat
     (shared / "proj").mkdir()
     (shared / "evil").mkdir()
     assert _approved(agent, "cd ../evil && make test", shared / "proj", env)  # (the user's own repository)
-    shared.chmod(0o777)
+    shared.chmod(0o1777)  # (as /tmp: others may add to it, not replace what is in it)
     try:
         assert not _approved(agent, "cd ../evil && make test", shared / "proj", env)
         assert _approved(agent, "make test", shared / "proj", env)  # (the working folder is the project)
         (shared / "conftest.py").write_text("")
         assert not _approved(agent, "pytest -q", shared / "proj", env)
+        (shared / "conftest.py").unlink()
+        # without the sticky bit, another user may put a folder of theirs in the project's place (helper-58)
+        shared.chmod(0o777)
+        assert not _approved(agent, "make test", shared / "proj", env)
     finally:
         shared.chmod(0o755)
 
@@ -666,7 +672,8 @@ def test_a_link_out_in_a_venv_or_a_named_git_folder_and_a_folder_others_may_writ
     assert not _approved(agent, "make test", project, env)
     (project / "v" / "bin" / "python").unlink()
     (project / ".git" / "x" / "tests").symlink_to(outside)
-    assert _approved(agent, "pytest -q", project, env)  # (.git: whoever writes there runs its hooks already)
+    assert not _approved(agent, "node --test", project, env)  # (node collects in .git, helper-58)
+    (project / ".git" / "x" / "tests").unlink()
     assert not _approved(agent, "pytest -q .git", project, env)
     tests = project / "tests"
     tests.chmod(0o775)  # (g+w for the user's own group: with umask 002, a group of one)
@@ -681,3 +688,125 @@ def test_a_link_out_in_a_venv_or_a_named_git_folder_and_a_folder_others_may_writ
         os.chown(tests, -1, os.getgid())
     tests.chmod(0o755)
     assert _approved(agent, "pytest -q", project, env)
+
+
+def _project(tmp_path: Path) -> Path:
+    """A small repository with a test, in ``tmp_path/proj``."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    return project
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_links_through_or_around_the_project_and_files_others_may_change_leave_it_alone(
+    agent: str, tmp_path: Path
+) -> None:
+    """helper-58: a link into the project through another user's link (they switch it later), a
+    file others may write, a loop of links (a traceback, no answer), a CACHEDIR.TAG in src/ for
+    cargo, a venv's lib64 linked to a folder out, a .python-version above: each was approved, or
+    crashed the hook."""
+    env, project, outside = _env(tmp_path), _project(tmp_path), tmp_path / "outside"
+    outside.mkdir()
+    assert _approved(agent, "pytest -q", project, env)
+    (project / "real").mkdir()
+    (outside / "hop").symlink_to(project / "real")
+    (project / "linked").symlink_to(outside / "hop")  # (it ends in the project, by way of a link out)
+    assert not _approved(agent, "pytest -q", project, env)
+    (project / "linked").unlink()
+    (project / "loop1").symlink_to(project / "loop2")
+    (project / "loop2").symlink_to(project / "loop1")
+    assert not _approved(agent, "pytest -q", project, env)
+    (project / "loop1").unlink()
+    (project / "loop2").unlink()
+    conftest = project / "tests" / "conftest.py"
+    conftest.write_text("")
+    conftest.chmod(0o666)
+    assert not _approved(agent, "pytest -q", project, env)
+    conftest.chmod(0o644)
+    assert _approved(agent, "pytest -q", project, env)
+    (project / "src").mkdir()
+    (project / "src" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    (project / "src" / "main.rs").symlink_to(outside / "main.rs")
+    assert not _approved(agent, "cargo test", project, env)  # (a tag hides only cargo's target/)
+    (project / "src" / "main.rs").unlink()
+    (project / ".venv" / "bin").mkdir(parents=True)
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (project / ".venv" / "lib64").symlink_to(outside)
+    assert not _approved(agent, "node --test", project, env)
+    (project / ".venv" / "lib64").unlink()
+    (project / ".venv" / "lib64").symlink_to("lib")  # (as venv makes it)
+    assert _approved(agent, "node --test", project, env)
+    (tmp_path / ".python-version").write_text("2.7.18\n")  # (pyenv picks the interpreter from a parent's)
+    assert not _approved(agent, "pytest -q", project, env)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_what_another_user_may_change_leaves_it_alone_even_for_root(agent: str, tmp_path: Path) -> None:
+    """helper-58: as root, a folder above the project that another user owns became the project (its
+    .git) and its conftest.py ran as root; a file of theirs in the project, a folder of a group
+    they are in, a folder an ACL lets them write, and an approve list run in a folder they may
+    write to were approved."""
+    if os.getuid() != 0:
+        pytest.skip("only root may give files to another user")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user named nobody")
+    env = _env(tmp_path)
+    theirs = tmp_path / "theirs"
+    project = _project(theirs)
+    assert _approved(agent, "pytest -q", project, env)
+    os.chown(theirs, nobody.pw_uid, -1)
+    assert not _approved(agent, "pytest -q", project, env)  # (they may put another folder in its place)
+    (project / ".git").rmdir()
+    (theirs / ".git").mkdir()  # (their repository around the project: it was taken for the project)
+    (theirs / "pytest.ini").write_text("[pytest]\n")
+    (theirs / "conftest.py").write_text("")
+    for path in (theirs / ".git", theirs / "pytest.ini", theirs / "conftest.py"):
+        os.chown(path, nobody.pw_uid, -1)
+    assert not _approved(agent, "pytest -q", project, env)
+    os.chown(theirs, 0, -1)
+    assert not _approved(agent, "pytest -q", project, env)  # (their .git: the files above are above)
+    for name in ("conftest.py", "pytest.ini"):
+        (theirs / name).unlink()
+    (theirs / ".git").rmdir()
+    (project / ".git").mkdir()
+    tests = project / "tests"
+    os.chown(tests / "test_a.py", nobody.pw_uid, -1)
+    assert not _approved(agent, "pytest -q", project, env)
+    os.chown(tests / "test_a.py", 0, -1)
+    tests.chmod(0o775)
+    os.chown(tests, -1, nobody.pw_gid)  # (a group of another user's)
+    assert not _approved(agent, "pytest -q", project, env)
+    os.chown(tests, -1, 0)
+    assert _approved(agent, "pytest -q", project, env)
+    # an ACL entry for another user shows as g+w (its mask) in the mode
+    acl = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, ident)
+        for tag, perm, ident in (
+            (1, 7, 0xFFFFFFFF),
+            (2, 7, nobody.pw_uid),
+            (4, 5, 0xFFFFFFFF),
+            (16, 7, 0xFFFFFFFF),
+            (32, 5, 0xFFFFFFFF),
+        )
+    )
+    try:
+        os.setxattr(tests, "system.posix_acl_access", acl)
+    except OSError:
+        pass  # (a file system without ACLs)
+    else:
+        assert not _approved(agent, "pytest -q", project, env)
+        os.removexattr(tests, "system.posix_acl_access")
+    tests.chmod(0o755)
+    assert _approved(agent, "pytest -q", project, env)
+    # the approve list: in a folder others may write to, as the built-in list
+    _hooks_toml(tmp_path, 'approve = ["make test"]\n')
+    assert _approved(agent, "make test", project, env)
+    project.chmod(0o777)
+    try:
+        assert not _approved(agent, "make test", project, env)
+    finally:
+        project.chmod(0o755)
