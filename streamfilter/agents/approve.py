@@ -174,7 +174,11 @@ def outside(word: str, here: Path, root: Path) -> bool:
     # read as the file system reads it (a symlink out of the project, helper-38) and as cd and most
     # tools read it, ".." taking off the word before it: a/../.. past a symlink a (helper-39)
     path = here / os.path.expanduser(word)
-    return not (path.resolve().is_relative_to(root) and Path(os.path.normpath(path)).is_relative_to(root))
+    try:
+        resolved = path.resolve()
+    except RuntimeError:  # (a loop of symlinks: where it leads is not known)
+        return True
+    return not (resolved.is_relative_to(root) and Path(os.path.normpath(path)).is_relative_to(root))
 
 
 def cd_outside(folder: str, here: Path, root: Path, env: Mapping[str, str]) -> bool:
@@ -411,7 +415,7 @@ def _config_linked_out(folders: Sequence[Path], root: Path) -> Path | None:
         except OSError:
             continue
         for name in sorted(names):
-            if (folder / name).is_symlink() and not (folder / name).resolve().is_relative_to(root):
+            if _links_out(str(folder / name), root):
                 return folder / name
     return None
 
@@ -459,9 +463,7 @@ def _found_below(top: Path, root: Path, tool: str, owners: frozenset[int]) -> st
                 if hops is None:
                     return f"{entry.path} is a loop of symlinks"
                 interpreter = venv and folder.name == "bin" and _INTERPRETER.fullmatch(entry.name) is not None
-                if not all(Path(h).is_relative_to(root) for h in hops) and not (
-                    interpreter and _interpreter_out(entry.path, hops, owners)
-                ):
+                if _links_out(entry.path, root) and not (interpreter and _interpreter_out(entry.path, hops, owners)):
                     return f"{entry.path} is a symlink out of the project ({root})"
                 continue
             try:
@@ -504,6 +506,13 @@ def _hops(link: str) -> list[str] | None:
     return hops
 
 
+def _links_out(path: str, root: Path) -> bool:
+    """Whether ``path`` is a symlink whose target, or a link on its way, is out of the project's
+    folder ``root``, or one of a loop (``_hops``)."""
+    hops = _hops(path)
+    return hops is None or not all(Path(h).is_relative_to(root) for h in hops)
+
+
 def _interpreter_out(link: str, hops: Sequence[str], owners: frozenset[int]) -> bool:
     """Whether a venv's ``bin/python`` link ``link`` (whose targets are ``hops``, ``_hops``) leads to
     a file only ``owners`` may write (/usr/bin's python, pyenv's), through links only they may change."""
@@ -536,7 +545,7 @@ def _package_linked_out(modules: Path, root: Path) -> str | None:
         entries += [e for s in inner for e in os.scandir(s.path)]
     except OSError:
         return None
-    return next((e.path for e in entries if e.is_symlink() and not Path(e.path).resolve().is_relative_to(root)), None)
+    return next((e.path for e in entries if _links_out(e.path, root)), None)
 
 
 def _tool(prefix: Sequence[str]) -> str:

@@ -718,6 +718,8 @@ def test_links_through_or_around_the_project_and_files_others_may_change_leave_i
     (project / "loop1").symlink_to(project / "loop2")
     (project / "loop2").symlink_to(project / "loop1")
     assert not _approved(agent, "pytest -q", project, env)
+    assert not _approved(agent, "cd loop1 && make", project, env)
+    assert not _approved(agent, "pytest -q loop1", project, env)
     (project / "loop1").unlink()
     (project / "loop2").unlink()
     conftest = project / "tests" / "conftest.py"
