@@ -53,7 +53,10 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status. As the
+    program itself (no ``argv``), ``run`` and ``send`` die of the signal that killed their command
+    (``run.die_of``) instead of returning its status."""
+    program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # an agent runs it before every command: no more imports than it needs
         from . import hook
@@ -67,8 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser(argv[0] if argv else None).parse_args(argv)
     try:
         try:
-            status: int = args.handler(args)
-            return status
+            result = args.handler(args)
+            if not isinstance(result, int):  # (run's and send's ``Ended``; not imported by the hooks' path)
+                if program:
+                    from .run import die_of
+
+                    die_of(result)
+                return int(result.status)
+            return result
         except BaseExceptionGroup as group:  # from the daemon's task groups: report the first cause
             raise first_cause(group) from None
     except StreamfilterError as exc:

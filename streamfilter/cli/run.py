@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import resource
+import signal
 import sys
 from typing import Any, BinaryIO, cast
 
 from ..core.errors import StreamfilterError, UsageError
-from ..live.envelope import SUCCESS_TAIL_LINES
+from ..live.envelope import SUCCESS_TAIL_LINES, Ended
 from ..live.writes import Escaped
 from .options import command_argv, count, filter_config, filter_options
 
-__all__ = ("add_parser", "add_send_parser")
+__all__ = ("add_parser", "add_send_parser", "die_of")
 
 
 def add_parser(sub: Any) -> None:
@@ -78,7 +82,7 @@ def add_send_parser(sub: Any) -> None:
     sd.set_defaults(handler=_send)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> Ended:
     import anyio
 
     from ..live.baselines import BaselineStore
@@ -95,9 +99,10 @@ def _run(args: argparse.Namespace) -> int:
         out: BinaryIO = sys.stdout.buffer
         if not args.raw and out.isatty():
             out = cast(BinaryIO, Escaped(out))  # only write and flush are used
-        return run_budgeted(argv, config, args.format, args.budget_tokens, out, args.tee, args.success_tail, baselines)[
-            0
-        ]
+        end, _ = run_budgeted(
+            argv, config, args.format, args.budget_tokens, out, args.tee, args.success_tail, baselines
+        )
+        return end
     failure_tail = args.tail_lines
     args.tail_lines = max(args.tail_lines, args.success_tail)  # held back for the end either way
     config = filter_config(args)
@@ -109,7 +114,25 @@ def _run(args: argparse.Namespace) -> int:
     )
 
 
-def _send(args: argparse.Namespace) -> int:
+def die_of(end: Ended) -> None:
+    """Kill this process with the signal that killed the command (``end.signum``, if one did), its
+    output flushed first, no core dump: as ``timeout`` does, so that a shell's loop stops at a
+    Ctrl-C and xargs stops its jobs (helper-57); returns when none did, or it does not kill (a
+    signal handled by no default action, one blocked by whoever started us)."""
+    if end.signum is None:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # (a reader gone, a stream closed: the status says it all)
+            if stream is not None:
+                stream.flush()
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # (SIGQUIT's and SIGABRT's core is CMD's, not ours)
+        signal.signal(end.signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {end.signum})
+        os.kill(os.getpid(), end.signum)
+
+
+def _send(args: argparse.Namespace) -> Ended:
     import anyio
 
     from ..live.run import parse_socket, send_command
@@ -123,7 +146,7 @@ def _send(args: argparse.Namespace) -> int:
         raise UsageError("--stream goes with --nats")
     kind, where, port = parse_socket(args.socket)
 
-    async def go() -> int:
+    async def go() -> Ended:
         try:
             stream = await (anyio.connect_tcp(where, port) if kind == "tcp" else anyio.connect_unix(where))
         except OSError as exc:
@@ -133,7 +156,7 @@ def _send(args: argparse.Namespace) -> int:
     return anyio.run(go)
 
 
-def _send_nats(args: argparse.Namespace, argv: list[str]) -> int:
+def _send_nats(args: argparse.Namespace, argv: list[str]) -> Ended:
     import anyio
 
     from ..live.config import MAX_PARTITIONS

@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import signal
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = (
     "MAX_CONTROL_BYTES",
     "PREFIX",
     "SUCCESS_TAIL_LINES",
     "Control",
+    "Ended",
     "EnvelopeSplitter",
     "control_line",
     "exit_text",
@@ -133,6 +134,21 @@ def stop_received(line: bytes) -> int | None:
 def status_of(returncode: int) -> int:
     """A shell's exit status for a process's return code (128+N when killed by signal N)."""
     return returncode if returncode >= 0 else 128 - returncode
+
+
+class Ended(NamedTuple):
+    """How a wrapped command ended, for the wrapper's own end: ``status``, a shell's
+    (``status_of``), and ``signum``, the signal that killed it (or stopped the wrapper), or None.
+    A wrapper dies of that signal too, as ``timeout`` does: a shell stops its loop at a Ctrl-C, and
+    xargs its jobs, only for a command the signal killed, not for one that exited 130 (helper-57)."""
+
+    status: int
+    signum: int | None = None
+
+    @classmethod
+    def of(cls, returncode: int) -> Ended:
+        """How a process of return code ``returncode`` (-N when a signal N killed it) ended."""
+        return cls(status_of(returncode), -returncode if returncode < 0 else None)
 
 
 def printable(text: str) -> str:

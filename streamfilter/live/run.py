@@ -54,7 +54,7 @@ from ..core.output import marker_event
 from ..core.settings import FilterConfig
 from ..core.words import counted
 from .baselines import BaselineStore, GreenRun
-from .envelope import SUCCESS_TAIL_LINES, control_line, exit_text, printable, status_of, stop_received
+from .envelope import SUCCESS_TAIL_LINES, Ended, control_line, exit_text, printable, status_of, stop_received
 from .expand import Archive, evict, ref_of, state_dir, state_dirs
 from .outcome import Filtered
 from .process import (
@@ -425,8 +425,9 @@ async def run_command(
     raw: bool = False,
     failure_tail: int | None = None,
     baselines: BaselineStore | None = None,
-) -> int:
-    """Run ``argv``, filter its output live to stdout; return its exit status (see module docstring).
+) -> Ended:
+    """Run ``argv``, filter its output live to stdout; return how it ended: its exit status (see
+    module docstring) and the signal that killed it (``Ended``).
 
     Args:
         config: the filter's settings; its ``tail_lines`` must be at least the larger of
@@ -511,11 +512,11 @@ async def run_command(
         await streams[-1].marker(note)
     if returncode == 0 and stopping.signum is None:  # (a run stopped early printed part of its output)
         _save(green)
-    status = status_of(returncode)
-    await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=status))
+    end = Ended.of(returncode)
+    await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=end.status))
     if gone.is_set():
         _stdout_to_devnull()
-    return status
+    return end
 
 
 def _stdout_to_devnull() -> None:
@@ -986,7 +987,7 @@ def run_budgeted(
     tee_path: str | None = None,
     success_tail: int = SUCCESS_TAIL_LINES,
     baselines: BaselineStore | None = None,
-) -> tuple[int, Path | None]:
+) -> tuple[Ended, Path | None]:
     """Run ``argv`` to its end, its whole output kept in a file, then write that output filtered to
     about ``budget_tokens`` tokens to ``out``, and a last line naming the exit status and the file.
 
@@ -1000,9 +1001,9 @@ def run_budgeted(
     is written, then a line saying so and the last line.
 
     Returns:
-        The exit status (CMD's, 128+N when a signal N killed it; 128+N too when it was killed
-        after it ignored a stop signal N, or when one stopped the filtering) and the file's path
-        (None: in memory).
+        How it ended (``Ended``: CMD's exit status, 128+N when a signal N killed it, and N; 128+N
+        and N too when a stop signal N stopped the filtering) and the file's path (None: in
+        memory).
 
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
@@ -1020,9 +1021,9 @@ def run_budgeted(
         raise
     finally:
         copy.close()
-    status = status_of(captured.returncode)
+    end = Ended.of(captured.returncode)
     if captured.reader_gone:
-        return status, copy.path
+        return end, copy.path
     notes = [LEFT_OPEN] if captured.left_open else []
     signals = StopSignals()  # (from here: a stop while the output is filtered ends it with what was read)
     try:
@@ -1043,8 +1044,8 @@ def run_budgeted(
     except BrokenPipeError:  # the reader went away at the end: the status is still CMD's
         _stdout_to_devnull()
     if signals.received is not None:
-        return StopSignals.STATUS[signals.received], copy.path
-    return status, copy.path
+        return Ended(StopSignals.STATUS[signals.received], signals.received), copy.path
+    return end, copy.path
 
 
 def not_started_event(argv: Sequence[str], error: CommandError, fmt: str) -> bytes:
@@ -1167,8 +1168,9 @@ def _write_whole(path: Path, out: BinaryIO, collector: ShapeCollector | None, ma
 
 async def send_command(
     connect: ByteStream, argv: Sequence[str], query: str | None = None, run_id: str | None = None
-) -> int:
-    """Run ``argv`` and stream its merged output to ``connect`` inside a run envelope; return its status.
+) -> Ended:
+    """Run ``argv`` and stream its merged output to ``connect`` inside a run envelope; return how it
+    ended (``Ended``).
 
     The envelope carries a random ``nonce`` that CMD cannot see, so a control line that CMD
     prints itself cannot end or start a run. If the daemon goes away mid-run, CMD still runs
@@ -1233,7 +1235,7 @@ async def send_command(
             f"streamfilter: warning: the daemon connection was lost ({link.lost}); "
             f"output from byte {link.rest()[0]} on was not sent{' (it is filtered here)' if here else ''}\n"
         )
-    return status_of(returncode)
+    return Ended.of(returncode)
 
 
 async def _give_up_after_a_stop(link: _Link, stopped: anyio.Event) -> None:

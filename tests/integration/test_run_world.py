@@ -281,6 +281,26 @@ def test_a_stop_signal_to_the_whole_group_gives_128_plus_n_every_time(tmp_path: 
     assert out.count(b"was killed by signal") == count and b"status 255" not in out
 
 
+def test_a_command_a_signal_killed_kills_run_with_it_so_xargs_stops(tmp_path: Path) -> None:
+    """helper-57: run exited 143 where its command died of SIGTERM; xargs (and a shell's loop at a
+    Ctrl-C) goes on after a command that exited, and stops after one a signal killed."""
+    command = [sys.executable, "-m", "streamfilter", "run", "--", "sh", "-c", "echo job $0; kill -TERM $$"]
+    done = subprocess.run(
+        ["xargs", "-n1", *command], input=b"1\n2\n3\n", capture_output=True, env=_state(tmp_path), timeout=60
+    )
+    assert done.returncode == 125 and [line for line in done.stdout.splitlines() if line.startswith(b"job ")] == [
+        b"job 1"
+    ], done
+    assert b"terminated by signal 15" in done.stderr
+    # a command that exits 130 (it handled the signal) is a status, as it was
+    handled = _sf(["run", "--", "sh", "-c", "exit 130"], tmp_path, 30)
+    assert handled.returncode == 130
+    # no core file of run's own for a command that dumped one
+    quit_ = subprocess.run([*command[:5], "sh", "-c", "kill -QUIT $$"], capture_output=True, cwd=tmp_path,
+                           env=_state(tmp_path), timeout=30)  # fmt: skip
+    assert quit_.returncode == -signal.SIGQUIT and not list(tmp_path.glob("core*"))
+
+
 CLEANS_UP = """
 import pathlib, signal, sys, time
 signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM raises KeyboardInterrupt too
@@ -339,7 +359,7 @@ def test_a_group_signal_reaches_a_command_that_left_the_group(
     proc = _started(["run", *budget, "--", sys.executable, "-c", LEAVES_THE_GROUP, str(began)], began, _state(tmp_path))
     os.killpg(proc.pid, signum)
     out, err = _finish(proc, 15)
-    assert proc.returncode == 128 + signum, (out, err)
+    assert proc.returncode == -signum, (out, err)  # (run dies of its command's signal, as timeout does)
     assert f"was killed by signal {signum}".encode() in out, out
 
 

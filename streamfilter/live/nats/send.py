@@ -27,7 +27,7 @@ from nats.js import JetStreamContext
 
 from ...core.errors import StreamfilterError
 from ...core.words import counted
-from ..envelope import SUCCESS_TAIL_LINES, exit_text, status_of
+from ..envelope import SUCCESS_TAIL_LINES, Ended, exit_text, status_of
 from ..run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
 from ..stream import LiveStream
 from .link import CONNECTION_LOST, CONTROL, OFFSET, RUN, connect, partition_of
@@ -95,9 +95,9 @@ async def send_to_nats(
     run_id: str | None = None,
     subject: str = "logs",
     partitions: int = 8,
-) -> int:
+) -> Ended:
     """Run ``argv`` and publish its merged output as stream ``stream_id`` to partition
-    ``partition_of(stream_id, partitions)`` of the workers' ``partitions``; return its exit status.
+    ``partition_of(stream_id, partitions)`` of the workers' ``partitions``; return how it ended.
 
     Raises:
         CommandError: CMD cannot be started (after a run-end with status 127 or 126 is published).
@@ -180,4 +180,4 @@ async def send_to_nats(
         sys.stderr.write(
             f"streamfilter: warning: the NATS server was lost ({lost}); output from byte {offset} on was not sent\n"
         )
-    return status_of(returncode)
+    return Ended.of(returncode)
