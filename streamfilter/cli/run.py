@@ -89,13 +89,14 @@ def _run(args: argparse.Namespace) -> Ended:
     from ..live.run import run_budgeted, run_command
 
     baselines = None if args.no_baseline else BaselineStore()
+    if sys.stdout is None:  # (fd 1 closed, `>&-`: CMD runs all the same, as without run, helper-57)
+        _stdout_from_devnull()
+        sys.stderr.write("streamfilter: warning: standard output is closed: CMD runs, its output is shown nowhere\n")
 
     if args.budget_tokens is not None:
         if args.separate:
             raise UsageError("--separate does not go with --budget-tokens: a budget decides one stream, at its end")
         config, argv = filter_config(args), command_argv(args)
-        if sys.stdout is None:
-            raise StreamfilterError("cannot write output: standard output is closed")
         out: BinaryIO = sys.stdout.buffer
         if not args.raw and out.isatty():
             out = cast(BinaryIO, Escaped(out))  # only write and flush are used
@@ -112,6 +113,15 @@ def _run(args: argparse.Namespace) -> Ended:
             argv, config, args.format, args.separate, args.tee, args.success_tail, args.raw, failure_tail, baselines
         )
     )
+
+
+def _stdout_from_devnull() -> None:
+    """Make a closed standard output (fd 1) /dev/null, and ``sys.stdout`` write to it."""
+    fd = os.open(os.devnull, os.O_WRONLY)
+    if fd != 1:  # (the lowest free descriptor: 1 itself, when it is the one closed)
+        os.dup2(fd, 1)
+        os.close(fd)
+    sys.stdout = open(1, "w", closefd=False)  # (the process's own stdout, as Python opens it)
 
 
 def die_of(end: Ended) -> None:

@@ -881,3 +881,16 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
+def test_with_its_standard_output_closed_run_still_runs_the_command(tmp_path: Path, budget: list[str]) -> None:
+    """helper-57: `run -- CMD >&-` said "standard output is closed", exited 1 and never ran CMD (a
+    job started with its descriptors closed); without run, CMD runs."""
+    marker = tmp_path / "ran"
+    inner = shlex.join(
+        [sys.executable, "-m", "streamfilter", "run", *budget, "--", "sh", "-c", f"touch {marker}; echo hi; exit 3"]
+    )
+    done = subprocess.run(["sh", "-c", f"{inner} >&-"], capture_output=True, env=_state(tmp_path), timeout=60)
+    assert done.returncode == 3 and marker.exists(), done
+    assert b"standard output is closed: CMD runs" in done.stderr
