@@ -20,8 +20,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, BinaryIO
 
+import numpy as np
+
 from ..core.baseline import Baseline, ShapeCollector
-from ..core.budget import BUDGET_SUMMARY_CHARS, REF_BYTES_PER_TOKEN, SUMMARY_CHARS_PER_TOKEN, UnitPool, estimate_tokens
+from ..core.budget import (
+    BUDGET_SUMMARY_CHARS,
+    REF_BYTES_PER_TOKEN,
+    SUMMARY_CHARS_PER_TOKEN,
+    Selection,
+    UnitPool,
+    estimate_tokens,
+)
 from ..core.filter import FilterConfig, FilterStats, StreamFilter, asked_patterns
 from ..core.output import end_event, render
 from ..core.records import Run
@@ -217,15 +226,18 @@ def _budgeted(
 
         first, pool, own, read, seeds = first_pass()
         # the whole input within the budget: all of it (not of a run known to have passed, which
-        # is terse: its passing tests are not what an agent reads it for)
-        if fmt == "text" and fits.within and not config.results:
+        # is terse: its passing tests are not what an agent reads it for); in JSONL as its KEEP
+        # runs (they were the unbudgeted filter's, and its DROP runs, helper-60)
+        whole = fits.within and not config.results
+        if whole and fmt == "text":
             return _not_longer(held, out, header, fmt, (again, origin, read), first.stats, whole=True)
-        if seeds and (signals is None or signals.received is None):  # (a stop: what was read, once)
+        if seeds and not whole and (signals is None or signals.received is None):  # (a stop: what was read, once)
             first, pool, own, read, _ = first_pass(seeds)
-        if own.within_limit():
+        if own.within_limit() and not whole:
             own.end(first)
             return _not_longer(held, out, header, fmt, (again, origin, read), first.stats)
-        second = StreamFilter(terse, source=name, selection=pool.select(), baseline=baseline)
+        every = Selection(np.ones(1, dtype=np.int64), np.full(1, max(1, first.stats.lines), dtype=np.int64))
+        second = StreamFilter(terse, source=name, selection=every if whole else pool.select(), baseline=baseline)
         held.seek(0)
         held.truncate()
         chosen = _Writer(held, fmt, name, refs)

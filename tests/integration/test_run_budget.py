@@ -550,3 +550,13 @@ def test_an_output_within_the_budget_is_written_whole_unless_its_command_passed(
     assert failed.stdout.count(b"\n") == log.read_bytes().count(b"\n") + 1  # (and the status line)
     passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", MIGRATION, "0", env=_state(tmp_path))
     assert passed.returncode == 0 and b"applying 0050_auto" not in passed.stdout
+    # JSONL's events are that output's runs: KEEP runs of every line (they were the unbudgeted
+    # filter's, with DROP runs the text did not make, helper-60)
+    budget = ["--budget-tokens", "4000", "--format", "jsonl"]
+    for argv in (["filter", *budget, str(log)], ["run", *budget, "--", sys.executable, "-c", MIGRATION, "4"]):
+        events = [json.loads(line) for line in run_cli(*argv, env=_state(tmp_path)).stdout.splitlines()]
+        runs = [e for e in events if e["event"] in ("keep", "drop")]
+        assert {e["event"] for e in runs} == {"keep"}, argv
+        assert "".join(e["text"] for e in runs).encode() == log.read_bytes(), argv
+        end = next(e for e in events if e["event"] == "end")
+        assert end["dropped_lines"] == 0 and end["kept_lines"] == log.read_bytes().count(b"\n"), argv
