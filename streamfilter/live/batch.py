@@ -133,9 +133,9 @@ def _budgeted(
     A first pass runs the filter as usual, collecting the units it keeps
     (``budget.UnitPool``) and its own output while that stays within the budget (or
     within one summary line, which no budget can beat). When the whole input is within the
-    budget (``budget.estimate_tokens``), the format is text and the input is not of a run known to
-    have passed (``FilterConfig.results``: terse), the input itself is written, every line kept: a
-    budget with room for all of it leaves nothing out. When the input is a failed
+    budget (``budget.estimate_tokens``) and is not of a run known to have passed
+    (``FilterConfig.results``: terse), every line is kept (the input itself in text, its KEEP runs
+    in JSONL): a budget with room for all of it leaves nothing out. When the input is a failed
     command's output (``failed``) and the first pass left out some of its
     ``hits.STREAM_TOP`` most probable lines by the prior (``StreamFilter.likeliest``),
     or its DROP runs have rare lines (``Run.rare_lines``, each run mined for them:
