@@ -28,6 +28,7 @@ import difflib
 import fnmatch
 import glob
 import grp
+import itertools
 import math
 import os
 import re
@@ -730,6 +731,13 @@ def check_access(config: DaemonConfig) -> list[str]:
     out = []
     places = [(f"source[{i}]", s.path, s.mode) for i, s in enumerate(config.sources) if s.type == "unix"]
     places += [(f"sink[{i - 1}]", s.path, s.mode) for i, s in enumerate(config.sinks) if s.type == "unix"]
+    for i, source in enumerate(config.sources):
+        host = source.address.rpartition(":")[0].strip("[]") if source.type == "tcp" else "localhost"
+        if host not in ("localhost", "127.0.0.1", "::1") and not host.startswith("127."):
+            out.append(
+                f"{config.path}: source[{i}].address: {source.address} takes lines and runs from any host that"
+                " can reach this machine (listen on 127.0.0.1, or a unix socket with a mode)"
+            )
     for key, path, mode in places:
         if mode & 0o002:
             out.append(f"{config.path}: {key}.mode: {mode:04o} lets any user on this machine connect to {path}")
@@ -774,7 +782,24 @@ def check_use(config: DaemonConfig) -> list[str]:
                 f"{config.path}: source[{i}].path: {source.path} lies outside its roots ({', '.join(source.roots)}): "
                 "the daemon refuses every file it matches that is not a symlink into one"
             )
+    # two file sources on one file read it twice, each to its sinks (meant, for two queries, or not)
+    files = [(i, s) for i, s in enumerate(config.sources) if s.type == "file"]
+    matched = {i: _matched_now(s.path) for i, s in files}
+    for (i, a), (j, b) in itertools.combinations(files, 2):
+        both = sorted(matched[i] & matched[j]) or ([a.path] if a.path == b.path else [])
+        if both:
+            out.append(
+                f"{config.path}: source[{j}].path: {b.path} names {both[0]}"
+                f"{f' and {len(both) - 1} more' if len(both) > 1 else ''} as source[{i}] ({a.name!r}) does: "
+                "each reads it, and its lines come out twice"
+            )
     return out
+
+
+def _matched_now(path: str) -> set[str]:
+    """The files (real paths) a file source's path or glob names now."""
+    names = glob.glob(path) if glob.has_magic(path) else [path]
+    return {os.path.realpath(n) for n in names if os.path.isfile(n)}
 
 
 def resolved(config: DaemonConfig) -> dict[str, Any]:

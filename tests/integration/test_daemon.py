@@ -869,6 +869,25 @@ def test_B35_symlink_out_of_the_roots_is_refused(tmp_path: Path) -> None:
     assert b"SECRET-MARKER" not in out.read_bytes() + live.err_path.read_bytes() + live.output()
 
 
+def test_check_config_warns_of_two_sources_on_one_file_and_a_tcp_source_on_every_address(tmp_path: Path) -> None:
+    """helper-60: a glob source and a path source on one file each read it, its lines came out
+    twice, and check-config said nothing; nor of a tcp source listening on 0.0.0.0."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "x.log").write_bytes(b"a line\n")
+    body = (
+        f'[[source]]\nname = "g"\ntype = "file"\npath = "{tmp_path}/logs/*.log"\n'
+        f'[[source]]\nname = "p"\ntype = "file"\npath = "{tmp_path}/logs/x.log"\n'
+        '[[source]]\nname = "t"\ntype = "tcp"\naddress = "0.0.0.0:9999"\n'
+        '[[source]]\nname = "here"\ntype = "tcp"\naddress = "127.0.0.1:9998"\n'
+    )
+    checked = run_cli("check-config", str(write_config(tmp_path, body)))
+    assert checked.returncode == 0, checked.stderr
+    warnings = checked.stderr.decode()
+    assert f"source[1].path: {tmp_path}/logs/x.log names {tmp_path}/logs/x.log as source[0] ('g') does" in warnings
+    assert "source[2].address: 0.0.0.0:9999 takes lines and runs from any host" in warnings
+    assert ": source[3]." not in warnings and ": source[0]." not in warnings, warnings
+
+
 # -- sockets ---------------------------------------------------------------------------------------
 def test_a_unix_source_has_its_group_from_the_start_and_open_access_is_warned_of(tmp_path: Path) -> None:
     """A team's tools of other users connect through the socket's group (set before it listens);
