@@ -33,6 +33,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from .. import __version__
 from ..core.errors import StreamfilterError
 from ..core.filter import DEFAULT_QUERY, MAX_COUNT, FilterConfig, StreamFilter
 from ..core.words import counted
@@ -494,7 +495,9 @@ class StreamfilterMCP:
     ) -> None:
         if not query.split():
             raise StreamfilterError("--query is empty: give at least one word")
-        self.server: MCPServer[Any] = MCPServer("streamfilter", instructions=_INSTRUCTIONS, log_level="WARNING")
+        self.server: MCPServer[Any] = MCPServer(
+            "streamfilter", instructions=_INSTRUCTIONS, log_level="WARNING", version=__version__
+        )
         self._running = _Running()
         self._tools(query, budget_tokens)
         if config is not None:

@@ -22,6 +22,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
+from streamfilter import __version__
 from tests.conftest import ROOT, run_cli
 from tests.live.proc import Live
 
@@ -391,3 +392,14 @@ def test_a_bad_config_stops_the_server_before_it_serves(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text("[[source]]\n")
     done = run_cli("mcp", "--config", str(tmp_path / "bad.toml"))
     assert done.returncode == 78 and b"source[0].type: missing" in done.stderr and done.stdout == b""
+
+
+@pytest.mark.anyio
+async def test_the_server_names_its_version(tmp_path: Path) -> None:
+    """helper-60: its serverInfo's version was empty, where --version says the package's."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "streamfilter", "mcp"], cwd=str(tmp_path))
+    with errlog_in(tmp_path) as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(CALL_SECONDS):
+                hello = await session.initialize()
+    assert hello.server_info.name == "streamfilter" and hello.server_info.version == __version__
