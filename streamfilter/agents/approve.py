@@ -40,6 +40,7 @@ Every other command is left alone, to the agent's own approval.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import grp
@@ -192,37 +193,54 @@ def cd_outside(folder: str, here: Path, root: Path, env: Mapping[str, str]) -> b
     return outside(folder, here, root)
 
 
-def _tree_refusal(
-    walked: Sequence[tuple[tuple[str, ...], Path]], root: Path, env: Mapping[str, str], tool: str
-) -> str | None:
-    """Why the files a command run in the folders of ``walked`` (``_walk``) may read are not only
-    the project's (its folder ``root``) and its user's, or None: the project's folder or a folder
-    above it that others may write to or own (one above may add a conftest.py, or put another
-    folder in the project's place, helper-58), a file tools read from above it, a config file
-    linked out of it in a folder between, or what a folder where a part runs holds
-    (``_found_below``, ``tool`` the command's)."""
+def _tree_refusal(root: Path, env: Mapping[str, str]) -> str | None:
+    """Why the files a command run in the project's folder ``root`` may read are not only the
+    project's and its user's, or None: the project's folder or a folder above it that others may
+    write to or own (one above may add a conftest.py, or put another folder in the project's
+    place, helper-58; its parent, when the project is a Python package: pytest imports from
+    there, helper-59), a file tools read from above it, a git directory elsewhere that others may
+    change (a worktree's ``.git`` file, helper-59), or what the project holds (``_found_below``)."""
     owners = _owners(root)
     home = Path(env.get("HOME") or Path.home()).resolve()
-    shared = next(
-        (f for f in (root, *root.parents) if f != Path("/") and _open_to_others(f, owners, above=f != root)), None
-    )
-    if shared is not None:  # (/tmp: anyone may have put a conftest.py or a Makefile there)
-        where = "the project's folder" if shared == root else "a folder above the project,"
-        return f"{where} {shared} is one others may write to or own"
-    above = _config_above(root, home)
+    # (a package's parent is on pytest's sys.path: a sticky /tmp's stdlib-named module is imported)
+    package = (root / "__init__.py").exists()
+    for folder in (root, *root.parents):
+        sticky_counts = folder == root or (package and folder == root.parent)
+        if _open_to_others(folder, owners, above=not sticky_counts):
+            where = "the project's folder" if folder == root else "a folder above the project,"
+            return f"{where} {folder} is one others may write to or own"
+    # (the home folder is the user's own: not when others may write there, HOME=/tmp, helper-59)
+    above = _config_above(root, home if not _open_to_others(home, owners) else None)
     if above is not None:
         return f"{above} is above the project ({root}): tools read such files from there, and others may have put it"
-    folders = list(dict.fromkeys(here for _, here in walked))
-    between = list(dict.fromkeys(f for here in folders for f in here.parents if f.is_relative_to(root)))
-    shared = next((f for f in [*between, *folders] if _open_to_others(f, owners)), None)
-    if shared is not None:  # (a sub-folder others may write to: their conftest.py ran as the user, helper-54)
-        return f"{shared} is a folder others may write to or own"
-    # a config file linked out in a folder between where a part runs and the root: pytest, npm, cargo
-    # read a sub-folder's conftest.py, package.json, .cargo on the way down (helper-51)
-    linked = _config_linked_out(between, root)
-    if linked is not None:
-        return f"{linked} is a symlink out of the project ({root})"
-    return next((found for here in folders if (found := _found_below(here, root, tool, owners)) is not None), None)
+    gitdir = _git_dir(root)
+    if gitdir is not None and not gitdir.is_relative_to(root):
+        shared = next((p for p in (gitdir, *_git_common(gitdir)) if _open_to_others(p, owners)), None)
+        if shared is not None:  # (its config's core.fsmonitor runs at a git status, helper-59)
+            return f"the project's git directory {shared} is one others may write to or own"
+    return _found_below(root, root, owners)
+
+
+def _git_dir(root: Path) -> Path | None:
+    """The git directory of the project's folder ``root``: its ``.git`` folder, or where its ``.git``
+    file (a worktree's, a submodule's) points (``gitdir: PATH``); None for none."""
+    git = root / ".git"
+    if not git.is_file():
+        return git if git.is_dir() else None
+    try:
+        found = re.match(r"gitdir: (.+)", git.read_text(errors="replace").strip())
+    except OSError:
+        return None
+    return (root / found[1]).resolve() if found else None
+
+
+def _git_common(gitdir: Path) -> list[Path]:
+    """A worktree's git directory's common one (its ``commondir``) and the config files git reads
+    there, those that are: what a ``git status`` run in the project reads beside ``gitdir``."""
+    common = gitdir
+    with contextlib.suppress(OSError):
+        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+    return [p for p in (gitdir / "config", common, common / "config") if p.exists()]
 
 
 def _walk(wrap: Wrap, cwd: Path, root: Path, env: Mapping[str, str]) -> list[tuple[tuple[str, ...], Path]] | None:
@@ -259,10 +277,10 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
     walked = _walk(wrap, cwd, root, env)
     if walked is None:
         return f"a cd may leave the project ({root})"
-    tool = _tool(prefix)
-    tree = _tree_refusal(walked, root, env, tool)
+    tree = _tree_refusal(root, env)
     if tree is not None:
         return tree
+    tool = _tool(prefix)
     # each part's words are read from where the ``cd`` parts before it went (an option is checked
     # below), and its program when named by its path (./mvnw a symlink out, helper-44)
     out = next((v for part, here in walked for v in _part_paths(part) if outside(v, here, root)), None)
@@ -363,7 +381,9 @@ _READ_FROM_ABOVE = frozenset(
         *(
             f"{name}{ext}"
             for name in ("eslint.config", ".eslintrc", "prettier.config", ".prettierrc", "jest.config", "babel.config",
-                         ".babelrc", "vitest.config", "vite.config", "next.config", ".golangci", ".shellcheckrc")
+                         ".babelrc", "vitest.config", "vite.config", "next.config", ".golangci", ".shellcheckrc",
+                         ".mocharc", ".nycrc", "nyc.config", "stylelint.config", ".stylelintrc", "postcss.config",
+                         ".postcssrc", "vitest.workspace")  # (.mocharc and the rest: helper-59)
             for ext in _CONFIG_EXTENSIONS
         ),
         "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py", "setup.py", "tox.ini", "setup.cfg",
@@ -384,9 +404,9 @@ _READ_FROM_ABOVE = frozenset(
 )  # fmt: skip
 
 
-def _config_above(root: Path, home: Path) -> Path | None:
+def _config_above(root: Path, home: Path | None) -> Path | None:
     """The first of ``_READ_FROM_ABOVE`` a folder above the project's ``root`` holds (but the home
-    folder ``home``, the user's own), or None."""
+    folder ``home``, the user's own, when given), or None."""
     for folder in root.parents:
         if folder != home:
             try:
@@ -398,63 +418,45 @@ def _config_above(root: Path, home: Path) -> Path | None:
     return None
 
 
-# the build files the tools of DEFAULT_APPROVED read in the folder they run in, beside _READ_FROM_ABOVE
-_BUILD_FILES = frozenset(
-    ("Makefile", "makefile", "GNUmakefile", "build.ninja", "CMakeLists.txt", "meson.build", "pom.xml",
-     "build.gradle", "build.gradle.kts", "build.sbt", "build.zig", "Gemfile", "mix.exs", "tsconfig.json")
-)  # fmt: skip
-
-
-def _config_linked_out(folders: Sequence[Path], root: Path) -> Path | None:
-    """A build or config file the tools read (``_BUILD_FILES``, ``_READ_FROM_ABOVE``) in one of
-    ``folders`` that is a symlink out of the project's ``root`` (a Makefile or conftest.py linked
-    into a folder others may write, /tmp, ran from there, helper-43, 44), or None."""
-    for folder in dict.fromkeys(folders):
-        try:
-            names = (_BUILD_FILES | _READ_FROM_ABOVE).intersection(os.listdir(folder))
-        except OSError:
-            continue
-        for name in sorted(names):
-            if _links_out(str(folder / name), root):
-                return folder / name
-    return None
-
-
-WALK_ENTRIES = 20_000  # most entries of a project looked at for a symlink out; a larger tree is not approved
-# tools that collect nothing from cargo's ``target`` (tagged by a ``CACHEDIR.TAG``), where they build;
-# pytest and node --test collect in any folder, tagged or not (helper-54), and a tag is anyone's to
-# put in any folder (``src/``, helper-58)
-_BUILD_IN_TARGET = frozenset({"cargo"})
+WALK_ENTRIES = 20_000  # most entries of a project looked at one by one; a larger tree is not approved
+# most entries of what was installed or built (``_bulk``) looked through for links and folders
+BULK_ENTRIES = 200_000
 _INTERPRETER = re.compile(r"python(?:3(?:\.\d+)?)?")  # a venv's bin/python links, made by venv
-# path parts a named path may not go through: what the walk does not look in
-_NOT_LOOKED_IN = frozenset({".git", "node_modules", "site-packages"})
+# path parts a named path may not go through: folders whose files are not looked at one by one
+_NOT_LOOKED_IN = frozenset({".git", "node_modules", "site-packages", "target"})
 _MAX_HOPS = 40  # symlinks followed in a row (the kernel's limit): more is a loop
 
 
-def _found_below(top: Path, root: Path, tool: str, owners: frozenset[int]) -> str | None:
-    """Why what the folder ``top``, where ``tool`` runs, holds at any depth leaves the command
-    alone, or None: a symlink whose target, or any link on its way, is out of the project's folder
-    ``root`` (a test folder or a sub-folder's conftest.py linked into /tmp: pytest collects there and
-    runs it, helper-49; node --test collects in dist/, cmake --build runs build/Makefile, helper-51;
-    a cache folder or a venv is no exception, helper-54; a link into the project through another
-    user's link, helper-58), a loop of links, or a file or folder others may write to or own
-    (``_open_to_others``: a hard link to another user's conftest.py, helper-58); more than
-    ``WALK_ENTRIES`` entries to look at are taken as not known.
+def _found_below(top: Path, root: Path, owners: frozenset[int]) -> str | None:
+    """Why what the project's folder ``root`` (``top``, the folder the walk starts from) holds at
+    any depth leaves a command alone, or None: a symlink that leads, or passes on its way, out of
+    ``root`` (``_links_out``: a test folder or a conftest.py linked into /tmp, helper-49; node
+    --test collects in dist/, cmake --build runs build/Makefile, helper-51; a link into the
+    project through another user's link, helper-58; a ``..`` after a link, helper-59), a loop of
+    links, or a file or folder others may write to or own (``_open_to_others``: a hard link to
+    another user's conftest.py, helper-58). The whole project is looked at, wherever the command
+    runs in it: npm runs the root's package.json, pytest loads the conftest.py files on its way
+    down, cargo the root's build.rs (helper-59). More than ``WALK_ENTRIES`` entries to look at one
+    by one (or ``BULK_ENTRIES`` in bulk) are taken as not known.
 
-    Looked at, not through (whoever may write them is): ``.git/objects``, a venv's
-    ``site-packages`` (what was installed into it, thousands of files), ``node_modules`` but for
-    its packages and ``.bin`` programs (``npm link``, a script's ``jest``), and cargo's ``target``
-    for cargo (``_BUILD_IN_TARGET``). A venv's interpreter links (``bin/python3``) may point out of
-    the project to an interpreter only its owners may write (``_interpreter_out``)."""
-    folders, seen = [(top, (top / "pyvenv.cfg").exists())], 0  # (a folder, and whether it is in a venv)
+    What was installed or built (``_bulk``: the repository's ``.git/objects``, a venv's
+    ``site-packages``, ``node_modules``, cargo's ``target``) is looked through for links and
+    folders, not file by file: its files are the tools' to write, in folders only the owners may
+    write. A venv's interpreter links (``bin/python3``) may point out of the project to an
+    interpreter only its owners may write (``_interpreter_out``); its ``pyvenv.cfg``'s ``home``
+    must be such a folder too."""
+    folders, seen, bulk_seen = [(top, False, False)], 0, 0  # (a folder, in a venv, in bulk)
     while folders:
-        folder, venv = folders.pop()
+        folder, venv, bulk = folders.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue  # (a folder it may not list: nor may the tools)
-        seen += len(entries)
-        if seen > WALK_ENTRIES:
+        if bulk:
+            bulk_seen += len(entries)
+        else:
+            seen += len(entries)
+        if seen > WALK_ENTRIES or bulk_seen > BULK_ENTRIES:
             return f"{top} holds more than {WALK_ENTRIES:,} entries to look through for a symlink out"
         for entry in entries:
             path = Path(entry.path)
@@ -462,90 +464,120 @@ def _found_below(top: Path, root: Path, tool: str, owners: frozenset[int]) -> st
                 hops = _hops(entry.path)
                 if hops is None:
                     return f"{entry.path} is a loop of symlinks"
-                interpreter = venv and folder.name == "bin" and _INTERPRETER.fullmatch(entry.name) is not None
-                if _links_out(entry.path, root) and not (interpreter and _interpreter_out(entry.path, hops, owners)):
+                named = venv and folder.name == "bin" and _INTERPRETER.fullmatch(entry.name) is not None
+                if not _inside(hops, root) and not (named and _interpreter_out(hops, owners)):
                     return f"{entry.path} is a symlink out of the project ({root})"
+                continue
+            folder_entry = entry.is_dir(follow_symlinks=False)
+            if bulk and not folder_entry:
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue  # (gone meanwhile)
             if _open_to_others(path, owners, info=info):
-                kind = "folder" if entry.is_dir(follow_symlinks=False) else "file"
-                return f"{entry.path} is a {kind} others may write to or own"
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            if entry.name == "node_modules":
-                package = _package_linked_out(path, root)
-                if package is not None:
-                    return f"{package} is a symlink out of the project ({root})"
-            elif not (
-                (entry.name == "objects" and folder.name == ".git")
-                or (venv and entry.name == "site-packages")
-                or (tool in _BUILD_IN_TARGET and entry.name == "target" and (path / "CACHEDIR.TAG").exists())
-            ):
-                folders.append((path, venv or (path / "pyvenv.cfg").exists()))
+                return f"{entry.path} is a {'folder' if folder_entry else 'file'} others may write to or own"
+            if entry.name == "pyvenv.cfg" and not folder_entry:
+                home = _venv_home(path)
+                if home is not None and _open_to_others(home, owners):
+                    return f"{entry.path} names a home ({home}) others may write to or own"
+            if folder_entry:
+                in_venv = venv or (path / "pyvenv.cfg").exists()
+                folders.append((path, in_venv, bulk or _bulk(path, folder, root, in_venv)))
     return None
 
 
+def _bulk(path: Path, parent: Path, root: Path, venv: bool) -> bool:
+    """Whether the folder ``path`` (in ``parent``) holds what was installed or built, looked
+    through in bulk (``_found_below``): the repository's ``.git/objects``, a venv's
+    ``site-packages``, ``node_modules``, or cargo's ``target`` (tagged, beside a Cargo.toml)."""
+    name = path.name
+    if name == "objects":
+        return parent == root / ".git"
+    if name == "target":
+        return (path / "CACHEDIR.TAG").exists() and (parent / "Cargo.toml").exists()
+    return name == "node_modules" or (venv and name == "site-packages")
+
+
+def _venv_home(cfg: Path) -> Path | None:
+    """The ``home`` folder a venv's ``pyvenv.cfg`` names (its base interpreter's), or None."""
+    try:
+        text = cfg.read_text(errors="replace")
+    except OSError:
+        return None
+    found = re.search(r"(?m)^\s*home\s*=\s*(.+?)\s*$", text)
+    return Path(found[1]) if found else None
+
+
 def _hops(link: str) -> list[str] | None:
-    """The paths the symlink ``link`` leads through, each link's target as it reads (made absolute
-    and normalized, not resolved: a hop through another user's link is a hop out), up to the last;
-    None for a loop (more than ``_MAX_HOPS``)."""
+    """Every path the kernel reads on its way from the symlink ``link`` to what it leads to: each
+    symlink met (``link`` first, any met in a target's folders: a ``..`` after a link goes up from
+    where that link leads, helper-59), then the end; None for a loop (more than ``_MAX_HOPS``)."""
     hops: list[str] = []
-    path = link
-    while os.path.islink(path):
+    end = _resolve(link, hops)
+    return None if end is None else [*hops, end]
+
+
+def _resolve(path: str, hops: list[str]) -> str | None:
+    """``path`` (absolute) resolved component by component, as the kernel does, each symlink met
+    appended to ``hops``; None past ``_MAX_HOPS`` links (a loop)."""
+    here = "/"
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    for i, part in enumerate(parts):
+        if part == "..":
+            here = os.path.dirname(here)
+            continue
+        step = os.path.join(here, part)
+        if not os.path.islink(step):
+            here = step
+            continue
         if len(hops) >= _MAX_HOPS:
             return None
+        hops.append(step)
         try:
-            # each folder on the way resolved, as the kernel reads the path (a ".." after a link)
-            path = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(path)), os.readlink(path)))
+            target = os.readlink(step)
         except OSError:
-            return hops  # (gone meanwhile)
-        hops.append(path)
-    return hops
+            return os.path.join(step, *parts[i + 1 :])  # (gone meanwhile)
+        found = _resolve(os.path.join(here, target), hops)  # (an absolute target: join keeps it)
+        if found is None:
+            return None
+        here = found
+    return here
+
+
+def _inside(hops: Sequence[str], root: Path) -> bool:
+    """Whether every path of ``hops`` (``_hops``) is in the project's folder ``root``."""
+    return all(Path(h).is_relative_to(root) for h in hops)
 
 
 def _links_out(path: str, root: Path) -> bool:
-    """Whether ``path`` is a symlink whose target, or a link on its way, is out of the project's
-    folder ``root``, or one of a loop (``_hops``)."""
+    """Whether ``path`` is a symlink that leads, or passes on its way, out of the project's folder
+    ``root``, or one of a loop (``_hops``)."""
+    if not os.path.islink(path):
+        return False
     hops = _hops(path)
-    return hops is None or not all(Path(h).is_relative_to(root) for h in hops)
+    return hops is None or not _inside(hops, root)
 
 
-def _interpreter_out(link: str, hops: Sequence[str], owners: frozenset[int]) -> bool:
-    """Whether a venv's ``bin/python`` link ``link`` (whose targets are ``hops``, ``_hops``) leads to
-    a file only ``owners`` may write (/usr/bin's python, pyenv's), through links only they may change."""
-    for hop in [link, *hops[:-1]]:
+def _interpreter_out(hops: Sequence[str], owners: frozenset[int]) -> bool:
+    """Whether a venv's ``bin/python`` link (``hops``, ``_hops``: its links, then its end) leads to
+    a file only ``owners`` may write (/usr/bin's python, pyenv's), through links only they may change
+    in folders only they may write."""
+    for hop in hops[:-1]:
         try:
             if os.lstat(hop).st_uid not in owners or _open_to_others(Path(hop).parent, owners, above=True):
                 return False
         except OSError:
             return False
-    last = Path(hops[-1]) if hops else Path(link)
-    try:
-        return last.is_file() and not _open_to_others(last, owners)
-    except OSError:
-        return False
+    last = Path(hops[-1])
+    return last.is_file() and not _open_to_others(last, owners) and not _open_to_others(last.parent, owners)
 
 
 def _not_looked_in(word: str, here: Path, root: Path) -> bool:
-    """Whether ``word``, read as a path from the folder ``here``, goes through a folder the walk
-    does not look in (``_NOT_LOOKED_IN``: ``pytest -q .git`` collects there all the same)."""
+    """Whether ``word``, read as a path from the folder ``here``, goes through a folder whose files
+    the walk does not look at one by one (``_NOT_LOOKED_IN``: ``pytest -q .git`` collects there)."""
     path = Path(os.path.normpath(here / os.path.expanduser(word)))
     return path.is_relative_to(root) and not _NOT_LOOKED_IN.isdisjoint(path.relative_to(root).parts)
-
-
-def _package_linked_out(modules: Path, root: Path) -> str | None:
-    """A package of a ``node_modules`` folder (``name`` or ``@scope/name``) or a program in its
-    ``.bin`` that is a symlink out of the project's ``root`` (``npm link``), or None."""
-    try:
-        entries = list(os.scandir(modules))
-        inner = [s for s in entries if s.is_dir() and (s.name.startswith("@") or s.name == ".bin")]
-        entries += [e for s in inner for e in os.scandir(s.path)]
-    except OSError:
-        return None
-    return next((e.path for e in entries if _links_out(e.path, root)), None)
 
 
 def _tool(prefix: Sequence[str]) -> str:
@@ -839,7 +871,7 @@ def refusal(agent: str, wrap: Wrap, rules: Rules, cwd: str, env: Mapping[str, st
         if out is not None:
             return f"{out} names a place outside the project ({root})"
         # (nor in a folder others may write to: make test in a /tmp folder another user filled, helper-58)
-        return _tree_refusal(walked, root, env, _tool(wrap.body[:1]))
+        return _tree_refusal(root, env)
     if not rules.builtin_approve:
         return "builtin = false, and neither your rules nor your approve list allow it"
     return _default_refusal(wrap, Path(cwd), env)

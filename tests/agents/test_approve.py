@@ -238,6 +238,7 @@ def test_a_cd_is_in_place_when_it_stays_in_the_project(agent: str, tmp_path: Pat
     (project / "ext").symlink_to(tmp_path / "elsewhere")
     assert not _approved(agent, "cd ext && make", project, env)
     assert not _approved(agent, "pytest ext", project, env)
+    (project / "ext").unlink()
     # with a CDPATH the shell looks for a relative folder there first (helper-37)
     assert not _approved(agent, "cd web && make", project, {**env, "CDPATH": str(tmp_path / "elsewhere")})
     assert _approved(agent, "cd ./web && make", project, {**env, "CDPATH": str(tmp_path / "elsewhere")})
@@ -539,21 +540,25 @@ def test_a_symlink_out_anywhere_below_where_it_runs_leaves_it_alone(agent: str, 
     assert _approved(agent, "pytest -q", project, env)
     (project / "tests").symlink_to(outside / "tests")
     assert not _approved(agent, "pytest -q", project, env)
-    assert _approved(agent, "cd web && make test", project, env)  # (the link is not below web)
+    # (the whole project: npm runs the root's package.json, pytest its conftest.py files, helper-59)
+    assert not _approved(agent, "cd web && make test", project, env)
     (project / "tests").unlink()
     (project / "src" / "deep" / "conftest.py").symlink_to(outside / "tests" / "conftest.py")
     assert not _approved(agent, "pytest -q", project, env)
     (project / "src" / "deep" / "conftest.py").unlink()
     (project / "src" / "inside").symlink_to(project / "web")  # (a link inside the project is the project's)
     assert _approved(agent, "pytest -q", project, env)
-    # a venv's python links out, node_modules is not walked but for a package linked in (npm link)
+    # a venv's python links out; node_modules is looked through for links (helper-59), a package
+    # linked in (npm link) among them
     (project / ".venv" / "bin").mkdir(parents=True)
     (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (project / ".venv" / "bin" / "python").symlink_to(sys.executable)
     (project / "node_modules" / "@scope").mkdir(parents=True)
     (project / "node_modules" / "dep" / "lib").mkdir(parents=True)
-    (project / "node_modules" / "dep" / "lib" / "x").symlink_to(outside)
     assert _approved(agent, "pytest -q", project, env)
+    (project / "node_modules" / "dep" / "lib" / "x").symlink_to(outside)
+    assert not _approved(agent, "npm test", project, env)
+    (project / "node_modules" / "dep" / "lib" / "x").unlink()
     (project / "node_modules" / "@scope" / "linked").symlink_to(outside)
     assert not _approved(agent, "npm test", project, env)
     (project / "node_modules" / "@scope" / "linked").unlink()
@@ -561,15 +566,14 @@ def test_a_symlink_out_anywhere_below_where_it_runs_leaves_it_alone(agent: str, 
     (project / "node_modules" / ".bin" / "jest").symlink_to(outside / "tests" / "conftest.py")
     assert not _approved(agent, "npm test", project, env)  # (a script's jest runs it, helper-51)
     (project / "node_modules" / ".bin" / "jest").unlink()
-    # a cache (CACHEDIR.TAG: cargo's target) is looked in but for cargo and go, which only build
-    # there (pytest and node --test collect in it, tag or not, helper-54); a build or coverage
-    # folder is (cmake --build runs build/Makefile, pytest collects in coverage/, helper-51)
+    # a cache (CACHEDIR.TAG: cargo's target) is looked in (pytest and node --test collect in it, tag or
+    # not, helper-54; cargo runs its test binaries from it, helper-59); a build or coverage folder is
+    # (cmake --build runs build/Makefile, pytest collects in coverage/, helper-51)
     (project / "target" / "debug").mkdir(parents=True)
     (project / "target" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
     (project / "target" / "debug" / "x").symlink_to(outside)
-    assert not _approved(agent, "pytest -q", project, env)
-    assert not _approved(agent, "node --test", project, env)
-    assert _approved(agent, "cargo test", project, env)
+    for command in ("pytest -q", "node --test", "cargo test"):
+        assert not _approved(agent, command, project, env), command
     (project / "target" / "debug" / "x").unlink()
     assert _approved(agent, "pytest -q", project, env)
     for folder in ("build", "coverage", "dist"):
@@ -661,7 +665,9 @@ def test_a_link_out_in_a_venv_or_a_named_git_folder_and_a_folder_others_may_writ
     outside.mkdir()
     (project / "v" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (project / "v" / "bin" / "python3").symlink_to(sys.executable)  # (the interpreter venv links to)
-    (project / "v" / "lib" / "python3.11" / "site-packages" / "dep").symlink_to(outside)  # (not looked in)
+    (project / "v" / "lib" / "python3.11" / "site-packages" / "dep").symlink_to(outside)
+    assert not _approved(agent, "pytest -q", project, env)  # (its links too, helper-59)
+    (project / "v" / "lib" / "python3.11" / "site-packages" / "dep").unlink()
     assert _approved(agent, "pytest -q", project, env)
     assert not _approved(agent, "pytest -q v/lib/python3.11/site-packages", project, env)
     (project / "v" / "tests").symlink_to(outside)
@@ -812,3 +818,66 @@ def test_what_another_user_may_change_leaves_it_alone_even_for_root(agent: str, 
         assert not _approved(agent, "make test", project, env)
     finally:
         project.chmod(0o755)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_the_whole_project_and_what_was_installed_or_built_in_it_is_looked_at(agent: str, tmp_path: Path) -> None:
+    """helper-59: a command run in a sub-folder had only that folder walked (npm test there runs the
+    root's package.json, which another user could change); cargo's target/ was not looked in, and
+    cargo runs its test binaries from there; a ".." after a link in a link's target was read as
+    text; a venv's site-packages and .git/objects were skipped by their names anywhere (node
+    collects in them); a pyvenv.cfg's home, a worktree's git directory and HOME were trusted."""
+    env, project, outside = _env(tmp_path), _project(tmp_path), tmp_path / "outside"
+    (outside / "a" / "b").mkdir(parents=True)
+    (project / "sub").mkdir()
+    assert _approved(agent, "pytest -q", project / "sub", env)
+    (project / "package.json").write_text('{"scripts": {"test": "node --test"}}')
+    (project / "package.json").chmod(0o666)
+    assert not _approved(agent, "npm test", project / "sub", env)
+    (project / "package.json").chmod(0o644)
+    assert _approved(agent, "npm test", project / "sub", env)
+    # cargo's target: looked through for links and folders
+    (project / "Cargo.toml").write_text('[package]\nname = "p"\nversion = "0.1.0"\n')
+    (project / "target" / "debug" / "deps").mkdir(parents=True)
+    (project / "target" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    (project / "target" / "debug" / "deps" / "p-test").symlink_to(outside / "evil")
+    assert not _approved(agent, "cargo test", project, env)
+    (project / "target" / "debug" / "deps" / "p-test").unlink()
+    (project / "target" / "debug" / "deps").chmod(0o777)
+    assert not _approved(agent, "cargo test", project, env)
+    (project / "target" / "debug" / "deps").chmod(0o755)
+    assert _approved(agent, "cargo test", project, env)
+    # a ".." after a link goes up from where the link leads, as the kernel reads it
+    (outside / "s").symlink_to(outside / "a" / "b")
+    (project / "tests" / "conftest.py").symlink_to(f"../../outside/s/../../{project.name}/tests/test_a.py")
+    assert not _approved(agent, "pytest -q", project, env)
+    (project / "tests" / "conftest.py").unlink()
+    # skipped names count only where the tools make them
+    (project / "test" / ".git" / "objects").mkdir(parents=True)
+    (project / "test" / ".git" / "objects" / "x.test.js").symlink_to(outside / "x.test.js")
+    assert not _approved(agent, "node --test", project, env)
+    (project / "test" / ".git" / "objects" / "x.test.js").unlink()
+    # a venv's home, a worktree's git directory, a home others may write
+    (project / ".venv").mkdir()
+    (project / ".venv" / "pyvenv.cfg").write_text(f"home = {outside}\n")
+    outside.chmod(0o777)
+    try:
+        assert not _approved(agent, "pytest -q", project, env)
+        (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        assert _approved(agent, "pytest -q", project, env)
+        (project / ".git").rmdir()
+        (outside / "gitdir").mkdir()
+        (outside / "gitdir").chmod(0o777)
+        (project / ".git").write_text(f"gitdir: {outside / 'gitdir'}\n")
+        assert not _approved(agent, "make test", project, env)
+        (project / ".git").unlink()
+        (project / ".git").mkdir()
+        (tmp_path / "pytest.ini").write_text("[pytest]\n")
+        assert _approved(agent, "pytest -q", project, {**env, "HOME": str(tmp_path)})  # (the user's home)
+        tmp_path.chmod(0o1777)
+        try:
+            assert not _approved(agent, "pytest -q", project, {**env, "HOME": str(tmp_path)})
+        finally:
+            tmp_path.chmod(0o755)
+    finally:
+        outside.chmod(0o755)
