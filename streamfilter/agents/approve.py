@@ -210,7 +210,7 @@ def _tree_refusal(root: Path, env: Mapping[str, str]) -> str | None:
             where = "the project's folder" if folder == root else "a folder above the project,"
             return f"{where} {folder} is one others may write to or own"
     # (the home folder is the user's own: not when others may write there, HOME=/tmp, helper-59)
-    above = _config_above(root, home if not _open_to_others(home, owners) else None)
+    above = _config_above(root, home if not _open_to_others(home, owners) else None, owners)
     if above is not None:
         return f"{above} is above the project ({root}): tools read such files from there, and others may have put it"
     gitdir = _git_dir(root)
@@ -400,21 +400,26 @@ _READ_FROM_ABOVE = frozenset(
         "phpunit.xml.dist", "composer.json", "mix.exs", "rebar.config", "CMakePresets.json",
         "__init__.py",  # (pytest imports a package's parents up its __init__.py files, helper-49)
         ".python-version",  # (pyenv picks the interpreter from a parent's, helper-58)
+        ".tool-versions", "mise.toml", ".mise.toml",  # (asdf's and mise's, helper-61)
     )
 )  # fmt: skip
 
 
-def _config_above(root: Path, home: Path | None) -> Path | None:
-    """The first of ``_READ_FROM_ABOVE`` a folder above the project's ``root`` holds (but the home
-    folder ``home``, the user's own, when given), or None."""
+def _config_above(root: Path, home: Path | None, owners: frozenset[int]) -> Path | None:
+    """The first of ``_READ_FROM_ABOVE`` a folder above the project's ``root`` holds, or None; in the
+    home folder ``home`` (the user's own, when given), only one that links out of it or that
+    another user may change (a dotfile linked to another user's file, helper-61)."""
     for folder in root.parents:
-        if folder != home:
-            try:
-                found = _READ_FROM_ABOVE.intersection(os.listdir(folder))  # (one listing a folder, not a stat a name)
-            except OSError:
-                continue  # (a folder it may not list: nor may the tools)
-            if found:
-                return folder / min(found)
+        try:
+            found = _READ_FROM_ABOVE.intersection(os.listdir(folder))  # (one listing a folder, not a stat a name)
+        except OSError:
+            continue  # (a folder it may not list: nor may the tools)
+        if folder == home:
+            found = frozenset(
+                n for n in found if _links_out(str(folder / n), home) or _open_to_others(folder / n, owners)
+            )
+        if found:
+            return folder / min(found)
     return None
 
 
@@ -469,8 +474,6 @@ def _found_below(top: Path, root: Path, owners: frozenset[int]) -> str | None:
                     return f"{entry.path} is a symlink out of the project ({root})"
                 continue
             folder_entry = entry.is_dir(follow_symlinks=False)
-            if bulk and not folder_entry:
-                continue
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
@@ -631,16 +634,10 @@ def _yours(folder: Path, owners: frozenset[int]) -> bool:
 
 
 def _owners(root: Path) -> frozenset[int]:
-    """Who may own what a command reads in the project ``root`` (or the folder it runs in): the user
-    and root, and, when the user is root, the folder's owner (a container's mounted checkout is its
-    host user's: root reads it as its own)."""
-    uid = os.getuid()
-    if uid != 0:
-        return frozenset((uid, 0))
-    try:
-        return frozenset((0, root.stat().st_uid))
-    except OSError:
-        return frozenset((0,))
+    """Who may own what a command reads in the project ``root``: the user and root. (Root's own
+    files only, for root: a checkout of another user's, even a container's mounted one, is theirs
+    to change, helper-61.)"""
+    return frozenset((os.getuid(), 0))
 
 
 def _open_to_others(

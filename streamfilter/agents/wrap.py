@@ -234,12 +234,15 @@ def load_rules(env: Mapping[str, str]) -> Rules:
     try:
         with open(path, "rb") as handle:
             text = handle.read()
+            info = os.fstat(handle.fileno())
     except FileNotFoundError:
         if env.get("STREAMFILTER_HOOKS_CONFIG"):  # (named by the user: a typo in it dropped their rules)
             raise ConfigError(f"{path}: no such file (STREAMFILTER_HOOKS_CONFIG names it)") from None
         return Rules(builtin)
     except OSError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    if info.st_uid not in (os.getuid(), 0) or info.st_mode & 0o002:  # (its approve list approves: helper-61)
+        raise ConfigError(f"{path}: another user owns it or may write to it: its rules are not used")
     import tomllib  # (only when there is a file: the hook runs before every command)
 
     try:

@@ -881,3 +881,48 @@ def test_the_whole_project_and_what_was_installed_or_built_in_it_is_looked_at(ag
             tmp_path.chmod(0o755)
     finally:
         outside.chmod(0o755)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_another_users_files_anywhere_it_runs_from_leave_it_alone(agent: str, tmp_path: Path) -> None:
+    """helper-61: as root, a project of another user's counted as root's own (and a nested one of
+    theirs reached by Codex's workdir); another user's file hard-linked into node_modules or
+    cargo's target ran; a dotfile in the home folder linked to another user's file was not looked
+    at; a hooks.toml others may write approved what it listed; asdf's .tool-versions above."""
+    env, project = _env(tmp_path), _project(tmp_path)
+    assert _approved(agent, "pytest -q", project, env)
+    (tmp_path / ".tool-versions").write_text("python 3.11.7\n")
+    assert not _approved(agent, "pytest -q", project, env)
+    (tmp_path / ".tool-versions").unlink()
+    (project / "node_modules" / "dep").mkdir(parents=True)
+    (project / "node_modules" / "dep" / "index.js").write_text("module.exports = 1\n")
+    (project / "node_modules" / "dep" / "index.js").chmod(0o666)
+    assert not _approved(agent, "npm test", project, env)
+    (project / "node_modules" / "dep" / "index.js").chmod(0o644)
+    assert _approved(agent, "npm test", project, env)
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "shared.py").write_text("")
+    (home / "conftest.py").symlink_to(tmp_path / "shared.py")
+    inside = home / "proj"
+    (inside / ".git").mkdir(parents=True)
+    assert not _approved(agent, "pytest -q", inside, env)
+    (home / "conftest.py").unlink()
+    (home / "conftest.py").write_text("")
+    assert _approved(agent, "pytest -q", inside, env)  # (the user's own file in the user's home)
+    config = _hooks_toml(tmp_path, 'approve = ["make deploy"]\n')
+    assert _approved(agent, "make deploy", project, env)
+    config.chmod(0o666)
+    assert not _approved(agent, "make deploy", project, env)
+    config.chmod(0o644)
+    if os.getuid() == 0:
+        try:
+            nobody = pwd.getpwnam("nobody")
+        except KeyError:
+            return
+        os.chown(project / "node_modules" / "dep" / "index.js", nobody.pw_uid, -1)
+        assert not _approved(agent, "npm test", project, env)
+        os.chown(project / "node_modules" / "dep" / "index.js", 0, -1)
+        for path in [project, *project.rglob("*")]:
+            os.chown(path, nobody.pw_uid, -1, follow_symlinks=False)
+        assert not _approved(agent, "pytest -q", project, env)  # (root's own files only)
