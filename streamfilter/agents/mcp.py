@@ -25,6 +25,7 @@ import os
 import signal
 import stat
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -40,7 +41,7 @@ from ..core.words import counted
 from ..live.batch import filter_input
 from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
-from ..live.expand import RefError, expand, parse_ref, shown
+from ..live.expand import RefError, expand, parse_ref, shown, state_dirs
 from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
 from ..live.sinks import escape_controls
 from .defaults import DEFAULT_BUDGET_TOKENS
@@ -241,6 +242,19 @@ def _directory(cwd: str | None) -> str | None:
     if not os.path.isdir(where):
         raise ToolError(f"cwd {shown(cwd)}: not a directory")
     return where
+
+
+def _within_reach(path: str, root: Path) -> None:
+    """ToolError unless ``path`` (absolute) is in the server's working folder ``root`` (the project
+    it was started in) or a streamfilter state directory (``state_dirs``: run's outputs and
+    archives). ``filter`` and ``expand`` are read-only tools a client may call without asking: a
+    forged ref in a log had them read ~/.ssh or /proc/self/environ (helper-62)."""
+    real = Path(os.path.realpath(path))
+    if not any(real.is_relative_to(os.path.realpath(d)) for d in (root, *state_dirs())):
+        raise ToolError(
+            f"{shown(path)} is outside the folder this server runs in ({shown(str(root))}) and streamfilter's state"
+            " directory: these tools read no other file (`streamfilter filter` and `expand` on the command line do)"
+        )
 
 
 def _regular_file(path: str) -> str:
@@ -505,7 +519,7 @@ class StreamfilterMCP:
 
     def _tools(self, query: str, budget_tokens: int) -> None:
         """``run``, ``filter`` and ``expand``, their parameters' defaults ``query`` and ``budget_tokens``."""
-        server, running = self.server, self._running
+        server, running, root = self.server, self._running, Path.cwd()
 
         async def run(
             command: Command, cwd: Cwd = None, query: Query = query, budget_tokens: Budget = budget_tokens
@@ -519,6 +533,7 @@ class StreamfilterMCP:
             path: FilePath, query: Query = query, budget_tokens: Budget = budget_tokens
         ) -> Annotated[CallToolResult, FilterResult]:
             settings, name = _filter_config(query), _regular_file(path)
+            _within_reach(name, root)
             out = io.BytesIO()
             try:
                 done = await anyio.to_thread.run_sync(filter_input, name, settings, "text", out, None, budget_tokens)
@@ -544,6 +559,8 @@ class StreamfilterMCP:
                 parsed = await anyio.to_thread.run_sync(parse_ref, ref.strip().removesuffix("]"))
             except RefError as exc:
                 raise ToolError(str(exc)) from None
+            if "/" in parsed.source:  # (an archive's name is read in the state directory)
+                _within_reach(parsed.source, root)
             if parsed.end - parsed.start > EXPAND_MAX_BYTES:
                 raise ToolError(
                     f"ref {parsed} names {parsed.end - parsed.start} bytes, more than the {EXPAND_MAX_BYTES} this tool "

@@ -39,6 +39,7 @@ from typing import BinaryIO, ClassVar
 from ..core.errors import StreamfilterError
 from ..core.records import Run
 from ._logging import get_logger
+from .checkpoint import PSEUDO_FILES
 
 __all__ = (
     "ARCHIVE_BYTES",
@@ -179,6 +180,8 @@ class Ref:
             )
         if m is None or int(m["end"]) < int(m["start"]):
             raise RefError(f"{shown(text)!r} is not a streamfilter ref (SOURCE:START-END:CRC32)")
+        if int(m["end"]) == int(m["start"]):  # (its CRC is 00000000 whatever the file: a forged ref, helper-62)
+            raise RefError(f"{shown(text)!r} names no byte: no streamfilter output prints such a ref")
         source = _UNESCAPE.sub(_unescape, m["source"])
         return cls(source, int(m["start"]), int(m["end"]), m["crc"])
 
@@ -543,6 +546,9 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
         RefError: it is missing, unreadable, not a regular file, shorter than the range, or its
             bytes differ.
     """
+    if str(path).startswith(PSEUDO_FILES) or os.path.realpath(path).startswith(PSEUDO_FILES):
+        # (a /proc input's refs name its archived copy: /proc/self/environ is a forged ref's, helper-62)
+        raise RefError(f"ref {ref}: {path} is a /proc or /sys file: no streamfilter ref names one")
     try:
         # (not blocking: a FIFO a forged ref names would wait for a writer; a regular file reads alike)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))

@@ -384,3 +384,16 @@ def test_a_relative_xdg_state_home_is_ignored(tmp_path: Path) -> None:
     back = subprocess.run([*args, "expand", ref.decode()], cwd=other, env=env, capture_output=True, timeout=120)
     assert back.returncode == 0, back.stderr
     assert back.stdout and back.stdout in LOG
+
+
+def test_a_ref_no_output_prints_is_refused(tmp_path: Path) -> None:
+    """helper-62: a forged ref with an empty range (its CRC is 00000000 whatever the file) printed
+    the lines around it with --context: a .env, a key; and /proc/self/environ passed as a regular
+    file. Refs name at least one byte, and never a /proc or /sys file (a /proc input's refs name its
+    archived copy)."""
+    secret = tmp_path / ".env"
+    secret.write_bytes(b"API_KEY=s3cret\n")
+    got = cli("expand", "--context", "5", f"{secret}:0-0:00000000", state=tmp_path)
+    assert got.returncode != 0 and b"s3cret" not in got.stdout and b"names no byte" in got.stderr
+    environ = cli("expand", "/proc/self/environ:0-4:00000000", state=tmp_path)
+    assert environ.returncode == 1 and environ.stdout == b"" and b"/proc or /sys file" in environ.stderr

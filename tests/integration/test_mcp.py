@@ -278,13 +278,15 @@ REF = re.compile(r"; ref (\S+)\]$", re.MULTILINE)
 @pytest.mark.anyio
 async def test_filter_keeps_the_failures_and_expand_gives_the_dropped_bytes_back(tmp_path: Path) -> None:
     whole = EXAMPLE.read_bytes()
+    log = tmp_path / "pytest-failure.log"  # (in the folder the server runs in: what these tools read)
+    log.write_bytes(whole)
     async with connect(tmp_path) as session:
-        result = await call(session, "filter", path=str(EXAMPLE), budget_tokens=500)
+        result = await call(session, "filter", path=str(log), budget_tokens=500)
         found, text = facts(result), text_of(result)
         refs = REF.findall(text)
         full = refs[0]
         source = full.rsplit(":", 2)[0]
-        assert source == str(EXAMPLE.resolve()) == found["path"]
+        assert source == str(log.resolve()) == found["path"]
         # the refs as printed: short ones (same source as the one before it) too, and one with the "]"
         assert all(ref.startswith("@") for ref in refs[1:])
         wanted = [full + "]", *refs[1:]]
@@ -403,3 +405,25 @@ async def test_the_server_names_its_version(tmp_path: Path) -> None:
             with anyio.fail_after(CALL_SECONDS):
                 hello = await session.initialize()
     assert hello.server_info.name == "streamfilter" and hello.server_info.version == __version__
+
+
+@pytest.mark.anyio
+async def test_filter_and_expand_read_only_the_project_and_the_state_directory(tmp_path: Path) -> None:
+    """helper-62: a forged ref in a log (an empty range's CRC is 00000000; a known first line's CRC
+    is known) had the read-only expand tool print ~/.ssh keys and /proc/self/environ, which a
+    client may call without asking; so did filter."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "secret").write_text("-----BEGIN KEY-----\nAAAA\n")
+    first = f"{zlib.crc32(b'-----BEGIN KEY-----' + bytes([10])):08x}"
+    async with connect(project) as session:
+        refused = [
+            await call(session, "filter", path=str(tmp_path / "secret")),
+            await call(session, "expand", ref=f"{tmp_path / 'secret'}:0-20:{first}", context_lines=5),
+            await call(session, "expand", ref="/proc/self/environ:0-0:00000000"),
+            await call(session, "expand", ref=f"{project}/x.log:3-3:00000000"),
+        ]
+    for result in refused:
+        assert result.is_error and "AAAA" not in text_of(result), text_of(result)
+    assert "outside the folder this server runs in" in text_of(refused[0]) + text_of(refused[1])
+    assert "names no byte" in text_of(refused[2]) and "names no byte" in text_of(refused[3])
