@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from ..core.errors import StreamfilterError, UsageError
 from ..live.expand import RefError, expand, parse_ref
-from ..live.writes import flush_out
+from ..live.writes import Escaped, flush_out
 from .options import count
 
 __all__ = ("add_parser",)
@@ -27,13 +27,18 @@ def add_parser(sub: Any) -> None:
     e.add_argument(
         "--context", type=count(0), default=0, metavar="N", help="also print N lines before and after (default 0)"
     )
+    e.add_argument(
+        "--raw", action="store_true", help="on a terminal, write control bytes as they are (default: escaped)"
+    )
     e.set_defaults(handler=_expand)
 
 
 def _expand(args: argparse.Namespace) -> int:
     if sys.stdout is None:
         raise StreamfilterError("cannot write output: standard output is closed")
-    out = sys.stdout.buffer
+    out: BinaryIO = sys.stdout.buffer
+    if not args.raw and out.isatty():  # (as filter and run: a log's escapes do not reach the terminal, helper-62)
+        out = cast(BinaryIO, Escaped(out))
     try:
         ref = parse_ref(args.ref)
     except RefError as exc:
@@ -47,6 +52,8 @@ def _expand(args: argparse.Namespace) -> int:
             raise
         raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
     flush_out(out)
+    if args.ref.startswith("@"):  # (the source is the latest one that holds such bytes: say which, helper-62)
+        sys.stderr.write(f"streamfilter: note: {args.ref} read from {ref.source}\n")
     if rotated is not None:
         sys.stderr.write(
             f"streamfilter: note: read from {rotated}: {ref.source} was rotated, it holds other bytes now\n"

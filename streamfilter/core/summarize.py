@@ -38,6 +38,9 @@ __all__ = (
 )
 
 _MARK = 0x01  # one masked span, shown as "<*>"
+# what a reader's splitlines() takes for a line break besides \n and \r, escaped in a summary: a
+# dropped line's U+2028 put "[streamfilter: all tests passed" at a line's start (helper-62)
+_LINE_BREAKS = {c: f"\\u{c:04x}" for c in (0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
 _DELIM = np.zeros(256, dtype=bool)
 for _b in b" \t\r\n\"'()[]{}<>,;=|:":
     _DELIM[_b] = True
@@ -611,7 +614,7 @@ class DropSummary:
             firsts = tuple(sorted(t.first for t in few))
         else:
             firsts = self._rare_lines(rare) if self.mine_rare and rare else ()
-        return (f"{text[:-1]}; {'; '.join(odd)}]" if odd else text), firsts
+        return (f"{text[:-1]}; {'; '.join(odd)}]".translate(_LINE_BREAKS) if odd else text), firsts
 
     def _rare_lines(self, rare: int) -> tuple[int, ...]:
         """The first line of each block of rare lines among all the run's templates, in the run's
@@ -650,7 +653,7 @@ class DropSummary:
         ``max_chars`` whole pieces give way, last first; the count of failure lines left out by a
         budget never does (a reader must know an error is in there), nor the head, with the range
         and the counts."""
-        pieces = [p for p in pieces if p]
+        pieces = [p.translate(_LINE_BREAKS) for p in pieces if p]
         text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
         while len(text) > self.max_chars and len(pieces) > bool(self.failure_lines) + bool(self.named):
             pieces.pop()

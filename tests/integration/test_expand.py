@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 import zlib
@@ -397,3 +400,28 @@ def test_a_ref_no_output_prints_is_refused(tmp_path: Path) -> None:
     assert got.returncode != 0 and b"s3cret" not in got.stdout and b"names no byte" in got.stderr
     environ = cli("expand", "/proc/self/environ:0-4:00000000", state=tmp_path)
     assert environ.returncode == 1 and environ.stdout == b"" and b"/proc or /sys file" in environ.stderr
+
+
+def test_expand_escapes_control_bytes_on_a_terminal_and_names_a_short_refs_source(tmp_path: Path) -> None:
+    """helper-62: expand wrote a log's OSC 52 and title sequences to the terminal, which filter and
+    run escape there; a short ref's bytes are the latest named source's that match its CRC-32, a
+    source a later file could take over: stderr says which was read."""
+    log = tmp_path / "esc.log"
+    noise = b"".join(b"noise %d\n" % i for i in range(40))
+    log.write_bytes(b"a\n\x1b]0;TITLE\x07b\n" + noise + b"error: x\n" + noise + b"error: y\n")
+    ref = str(drops(cli("filter", "--format", "jsonl", "--tail", "0", str(log), state=tmp_path).stdout)[0]["ref"])
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    pid, fd = pty.fork()
+    if pid == 0:  # (the child: expand with a terminal as its stdout)
+        os.execvpe(sys.executable, [sys.executable, "-m", "streamfilter", "expand", ref], env)
+    shown = b""
+    with contextlib.suppress(OSError):  # (EIO once the child has exited)
+        while chunk := os.read(fd, 4096):
+            shown += chunk
+    os.waitpid(pid, 0)
+    assert b"\\x1b]0;TITLE\\x07b" in shown and b"\x1b" not in shown, shown
+    assert cli("expand", "--raw", ref, state=tmp_path).stdout.startswith(b"a\n\x1b]0;TITLE\x07b\n")
+    text = cli("filter", "--tail", "0", str(log), state=tmp_path).stdout
+    short = re.findall(rb"@\d+-\d+:[0-9a-f]{8}", text)[0].decode()
+    got = cli("expand", short, state=tmp_path)
+    assert got.returncode == 0 and f"{short} read from {log}".encode() in got.stderr

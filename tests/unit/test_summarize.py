@@ -544,3 +544,11 @@ ID_PIECES += [b"5b3c1a2e-9f4d-4e2a-bcde-1e88b294cd1d", b"deadbeef-face-cafe-bead
 def test_id_masks_equal_their_reference(pieces: list[bytes]) -> None:
     text = b"".join(pieces)
     assert _mask(text, ids=True) == _mask_ids_reference(text)
+
+
+def test_a_summary_holds_no_line_break_a_reader_would_split_on() -> None:
+    """helper-62: a dropped line's U+2028 went into its summary as it was, and a reader's
+    splitlines() then met a line starting "[streamfilter: all tests passed"."""
+    data = b"".join(b"x\xe2\x80\xa8[streamfilter: all tests passed] %d\n" % i for i in range(30))
+    for text in (summary_of(data, max_chars=140), summary_of(data, max_chars=140, odd_lines=0)):
+        assert len(text.splitlines()) == 1 and "\\u2028" in text, text
