@@ -236,8 +236,9 @@ def _budgeted(
         if own.within_limit() and not whole:
             own.end(first)
             return _not_longer(held, out, header, fmt, (again, origin, read), first.stats)
-        every = Selection(np.ones(1, dtype=np.int64), np.full(1, max(1, first.stats.lines), dtype=np.int64))
-        second = StreamFilter(terse, source=name, selection=every if whole else pool.select(), baseline=baseline)
+        lines = np.full(1, max(1, first.stats.lines), dtype=np.int64)
+        selection = Selection(np.ones(1, dtype=np.int64), lines) if whole else pool.select()  # (whole: every line)
+        second = StreamFilter(terse, source=name, selection=selection, baseline=baseline)
         held.seek(0)
         held.truncate()
         chosen = _Writer(held, fmt, name, refs)
