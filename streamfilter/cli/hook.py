@@ -60,8 +60,12 @@ def main(argv: Sequence[str]) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"streamfilter: error: {exc}\n")
         return 78
+    from ..live.envelope import printable  # (explain only: a file name's escape sequence is shown, not run, helper-59)
+
     wrap = rewrite(args.command, rules, executable, env)
-    sys.stdout.write(f"wrapped: {wrap.command}\n" if wrap.command else f"left alone: {wrap.why}\n")
+    sys.stdout.write(
+        f"wrapped: {printable(wrap.command)}\n" if wrap.command else f"left alone: {printable(wrap.why)}\n"
+    )
     if wrap.command:  # (Codex and Cursor take a rewrite only as an approval: approve.refusal)
         said_claude = claude_rules_say(args.command, os.getcwd(), env, wrap)
         if said_claude in ("deny", "ask"):  # (Claude Code's own rules win: the hook leaves it to them)
@@ -71,7 +75,7 @@ def main(argv: Sequence[str]) -> int:
             sys.stdout.write("claude: your permission rules allow it, so wrapped and allowed\n")
         for agent in ("codex", "cursor"):
             why = refusal(agent, wrap, rules, os.getcwd(), env)
-            said = "approved, so wrapped" if why is None else f"not approved ({why}), so left alone"
+            said = "approved, so wrapped" if why is None else f"not approved ({printable(why)}), so left alone"
             sys.stdout.write(f"{agent}: {said}\n")
     return 0
 

@@ -310,6 +310,12 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
         f"codex: not approved ({tmp_path / 'proj2' / 'docs-link'} is a symlink out of the project".encode()
         in done.stdout
     )
+    # a file name's escape sequence is shown, not written to the terminal (helper-59)
+    (tmp_path / "proj2" / "docs-link").rename(tmp_path / "proj2" / "x\x1b]0;T\x07y")
+    done = subprocess.run(
+        [*run, "npm test"], capture_output=True, env=env, check=False, timeout=60, cwd=tmp_path / "proj2"
+    )
+    assert b"x\\x1b]0;T\\x07y is a symlink out" in done.stdout and b"\x1b" not in done.stdout, done.stdout
     (tmp_path / "proj3").mkdir()
     done = subprocess.run(
         [*run, "make -p test"], capture_output=True, env=env, check=False, timeout=60, cwd=tmp_path / "proj3"
