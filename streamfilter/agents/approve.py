@@ -423,11 +423,12 @@ def _config_above(root: Path, home: Path | None, owners: frozenset[int]) -> Path
     return None
 
 
-WALK_ENTRIES = 20_000  # most entries of a project looked at one by one; a larger tree is not approved
-# most entries of what was installed or built (``_bulk``) looked through for links and folders
+WALK_ENTRIES = 20_000  # most entries of a project's own looked at; a larger tree is not approved
+# most entries of what was installed or built (``_bulk``: thousands of files a venv or node_modules)
 BULK_ENTRIES = 200_000
 _INTERPRETER = re.compile(r"python(?:3(?:\.\d+)?)?")  # a venv's bin/python links, made by venv
-# path parts a named path may not go through: folders whose files are not looked at one by one
+# path parts a named path may not go through: git's own folder and what was installed or built
+# (``pytest -q .git`` collects where no test of the project is)
 _NOT_LOOKED_IN = frozenset({".git", "node_modules", "site-packages", "target"})
 _MAX_HOPS = 40  # symlinks followed in a row (the kernel's limit): more is a loop
 
@@ -441,16 +442,13 @@ def _found_below(top: Path, root: Path, owners: frozenset[int]) -> str | None:
     links, or a file or folder others may write to or own (``_open_to_others``: a hard link to
     another user's conftest.py, helper-58). The whole project is looked at, wherever the command
     runs in it: npm runs the root's package.json, pytest loads the conftest.py files on its way
-    down, cargo the root's build.rs (helper-59). More than ``WALK_ENTRIES`` entries to look at one
-    by one (or ``BULK_ENTRIES`` in bulk) are taken as not known.
-
-    What was installed or built (``_bulk``: the repository's ``.git/objects``, a venv's
-    ``site-packages``, ``node_modules``, cargo's ``target``) is looked through for links and
-    folders, not file by file: its files are the tools' to write, in folders only the owners may
-    write. A venv's interpreter links (``bin/python3``) may point out of the project to an
+    down, cargo the root's build.rs (helper-59). More than ``WALK_ENTRIES`` entries of the
+    project's own, or ``BULK_ENTRIES`` of what was installed or built (``_bulk``: the repository's
+    ``.git/objects``, a venv's ``site-packages``, ``node_modules``, cargo's ``target``), are taken
+    as not known. A venv's interpreter links (``bin/python3``) may point out of the project to an
     interpreter only its owners may write (``_interpreter_out``); its ``pyvenv.cfg``'s ``home``
     must be such a folder too."""
-    folders, seen, bulk_seen = [(top, False, False)], 0, 0  # (a folder, in a venv, in bulk)
+    folders, seen, bulk_seen = [(top, False, False)], 0, 0  # (a folder, in a venv above it, in bulk)
     while folders:
         folder, venv, bulk = folders.pop()
         try:
@@ -462,7 +460,9 @@ def _found_below(top: Path, root: Path, owners: frozenset[int]) -> str | None:
         else:
             seen += len(entries)
         if seen > WALK_ENTRIES or bulk_seen > BULK_ENTRIES:
-            return f"{top} holds more than {WALK_ENTRIES:,} entries to look through for a symlink out"
+            limit = f"{BULK_ENTRIES:,} installed or built" if bulk_seen > BULK_ENTRIES else f"{WALK_ENTRIES:,}"
+            return f"{top} holds more than {limit} entries to look through for a symlink out"
+        venv = venv or any(e.name == "pyvenv.cfg" for e in entries)  # (a venv's folder, or one in it)
         for entry in entries:
             path = Path(entry.path)
             if entry.is_symlink():
@@ -485,8 +485,7 @@ def _found_below(top: Path, root: Path, owners: frozenset[int]) -> str | None:
                 if home is not None and _open_to_others(home, owners):
                     return f"{entry.path} names a home ({home}) others may write to or own"
             if folder_entry:
-                in_venv = venv or (path / "pyvenv.cfg").exists()
-                folders.append((path, in_venv, bulk or _bulk(path, folder, root, in_venv)))
+                folders.append((path, venv, bulk or _bulk(path, folder, root, venv)))
     return None
 
 
@@ -666,9 +665,10 @@ def _open_to_others(
 def _group_of_one(gid: int, owners: frozenset[int]) -> bool:
     """Whether only ``owners`` are in the group ``gid``: as its members, or with it as their own
     (a group of one's own; ``users``, every user's, is not)."""
-    names = {p.pw_name for p in pwd.getpwall() if p.pw_uid in owners}
-    if any(p.pw_gid == gid and p.pw_uid not in owners for p in pwd.getpwall()):
+    users = pwd.getpwall()
+    if any(p.pw_gid == gid and p.pw_uid not in owners for p in users):
         return False
+    names = {p.pw_name for p in users if p.pw_uid in owners}
     try:
         return set(grp.getgrgid(gid).gr_mem) <= names
     except KeyError:
