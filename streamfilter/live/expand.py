@@ -140,10 +140,12 @@ def state_dirs() -> list[Path]:
 
 def _homeless() -> bool:
     """Whether ``state_dir()`` is under a home directory that is not there (``/nonexistent``, Debian's
-    ``nobody``): it is not made, parents and all."""
+    ``nobody``): it is not made, parents and all. An empty or relative ``HOME`` names none either
+    (Python reads ``HOME=`` as ``/``: state went to ``/.local/state``)."""
     if os.environ.get("STATE_DIRECTORY") or os.path.isabs(os.environ.get("XDG_STATE_HOME", "")):
         return False
-    return not Path.home().is_dir()
+    home = os.environ.get("HOME")
+    return (home is not None and not os.path.isabs(home)) or not Path.home().is_dir()
 
 
 def shown(text: str) -> str:
@@ -418,7 +420,7 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
     finds it) and ``archive.elsewhere`` is logged; ``(None, no refs)`` with a logged warning if
     none can be. The first DROP run past the archived bytes (the per-stream limit) logs
     ``archive.full`` once."""
-    reasons = [f"{state_dir()}: the home directory {Path.home()} is not there"] if _homeless() else []
+    reasons = [f"{state_dir()}: the home directory {os.environ.get('HOME')!r} is not there"] if _homeless() else []
     for where in state_dirs():
         try:
             archive = Archive(where)

@@ -665,13 +665,14 @@ def test_a_binary_for_another_machine_is_not_run_as_a_shell_script(tmp_path: Pat
     assert b"cannot execute: required file not found" in done.stdout + done.stderr
 
 
-def test_a_home_that_is_not_there_is_not_made(tmp_path: Path) -> None:
+@pytest.mark.parametrize("empty", [False, True])
+def test_a_home_that_is_not_there_is_not_made(tmp_path: Path, empty: bool) -> None:
     """HOME=/nonexistent (Debian's nobody): run made it, parents and all, for its state directory;
     state goes to the temporary directory instead, as for a state directory that cannot be written
-    (helper-35)."""
+    (helper-35). ``HOME=`` names no home either: state went to ``/.local/state`` (helper-63)."""
     home = tmp_path / "nonexistent" / "x"
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_STATE_HOME", "STATE_DIRECTORY")}
-    env |= {"HOME": str(home), "TMPDIR": str(tmp_path / "tmp")}
+    env |= {"HOME": "" if empty else str(home), "TMPDIR": str(tmp_path / "tmp")}
     (tmp_path / "tmp").mkdir()
     script = 'for i in $(seq 1 300); do echo "step $i ok"; done; echo "error: boom"; exit 1'
     done = subprocess.run([*SF, "run", "--", "sh", "-c", script], capture_output=True, env=env, timeout=60, check=False)
