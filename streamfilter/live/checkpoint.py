@@ -75,6 +75,9 @@ class Checkpoint:
             out at a pause, or ended by a stop), that line's number; the bytes up to its line
             end are its rest. 0: ``offset`` starts a line.
         rest_kept: that line was kept (its rest is kept too).
+        base: the stream offset of the file's byte 0: the bytes the stream read from the files
+            before it (rotated away), so a resumed stream's offsets go on from where they were
+            (they went back to the file's own, and one stream described a byte range twice).
     """
 
     path: str
@@ -86,6 +89,7 @@ class Checkpoint:
     line: int
     rest_line: int = 0
     rest_kept: bool = False
+    base: int = 0
 
     def mismatch(self, fd: int) -> str | None:
         """Why the open file ``fd`` is not the checkpointed one, or None if it is."""
@@ -224,7 +228,7 @@ def _read(file: Path) -> Checkpoint:
     for name, kind in (("path", str), ("head_sha", str), ("rest_kept", bool)):
         if not isinstance(getattr(checkpoint, name), kind):
             raise ValueError(f"{name} is not a {kind.__name__}")
-    for name in ("dev", "ino", "head_len", "offset", "line", "rest_line"):
+    for name in ("dev", "ino", "head_len", "offset", "line", "rest_line", "base"):
         value = getattr(checkpoint, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} is not a count: {value!r}")

@@ -399,7 +399,7 @@ class FileFollower:
             self._line0 = self.stream.emitted_line - line + 1
             self._set_position(fd, offset)
             return None
-        offset, line = 0, 1
+        offset, line, base = 0, 1, 0
         note = None
         rest_of: tuple[int, bool] | None = None
         saved = self._checkpoint
@@ -409,7 +409,7 @@ class FileFollower:
         if saved is not None:
             why = saved.mismatch(fd)
             if why is None:
-                offset, line = saved.offset, saved.line
+                offset, line, base = saved.offset, saved.line, saved.base
                 # written up to inside a line: the bytes up to its end are its rest, not a new line
                 rest_of = (saved.rest_line, saved.rest_kept) if saved.rest_line else None
                 self._log.info(
@@ -429,9 +429,9 @@ class FileFollower:
         else:
             offset, line = self._resume_left(info)
         self._set_position(fd, offset)
-        self._base = 0
+        self._base = base
         self._line0 = 1
-        self.stream = self._new_stream(line, offset, rest_of)
+        self.stream = self._new_stream(line, base + offset, rest_of)
         self._log.info("source.opened", offset=offset, line=line, ino=info.st_ino)
         return note
 
@@ -701,7 +701,16 @@ class FileFollower:
         head = self._pos.head[: min(offset, HEAD_BYTES)]
         rest_line, rest_kept = self.stream.written_inside_line or (0, False)
         checkpoint = Checkpoint(
-            self.path, dev, ino, len(head), fingerprint(head), offset, self.stream.emitted_line, rest_line, rest_kept
+            self.path,
+            dev,
+            ino,
+            len(head),
+            fingerprint(head),
+            offset,
+            self.stream.emitted_line,
+            rest_line,
+            rest_kept,
+            self._base,
         )
         if checkpoint != self._saved:
             try:

@@ -686,6 +686,15 @@ def test_restart_after_a_rotation_with_late_writes_loses_and_repeats_nothing(tmp
     assert numbered[0][0] == 1 and numbered[-1][1] == 67
     for (_, last), (first, _) in itertools.pairwise(numbered):
         assert first == last + 1
+    # and so do the stream's byte offsets (after the restart they were the new file's own: helper-64)
+    spans = [(e["start_byte"], e["end_byte"]) for e in sorted(runs(second.events(out)), key=lambda e: e["first_line"])]
+    assert spans[0][0] == 0
+    for (_, end), (begin, _) in itertools.pairwise(spans):
+        assert begin == end
+    for e in runs(second.events(out)):  # each DROP run's ref reads its lines back, across both lives
+        if e["event"] == "drop" and e.get("ref"):
+            back = run_cli("expand", e["ref"], env={"XDG_STATE_HOME": str(tmp_path / "state")})
+            assert back.returncode == 0 and back.stdout.count(b"\n") == e["lines"], back.stderr
     text = kept(second.events(out))
     assert text.count("late 0\n") == 1
     assert text.index("late 0") < text.index("new: finished") < text.index("ERROR again")
