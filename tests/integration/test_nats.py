@@ -741,3 +741,27 @@ async def test_a_stream_whose_lease_lapsed_counts_what_it_read_and_not_what_it_n
     lines, kept, dropped, *_, keep_runs, drop_runs = totals.by_source["fleet"]
     assert lines == 301 and kept + dropped == 301 and kept >= 1 and keep_runs >= 1 and drop_runs >= 1
     await sink.aclose()
+
+
+def test_a_pool_the_server_refuses_says_so_once_a_partition(tmp_path: Path, server: NatsServer) -> None:
+    """A second pool on the work-queue stream, under another consumer name: the server refuses its
+    consumers ("filtered consumer not unique on workqueue stream"). It was logged as "the server did
+    not answer", three times a second, for as long as it ran (helper-64)."""
+    first = start_worker(tmp_path, server.url)
+    second = Live(
+        tmp_path,
+        "daemon",
+        "--config",
+        str(worker_config(tmp_path, server.url, PARTITIONS, source_extra='consumer = "other"\n')),
+        env={"XDG_STATE_HOME": str(tmp_path / "state-other")},
+    )
+    try:
+        lost = second.log_event("partition.lost", timeout=30)
+        assert "the server refused it (filtered consumer not unique on workqueue stream" in lost["reason"], lost
+        time.sleep(6)  # (rounds of claims, each refused again)
+        said = [e["partition"] for e in second.logs() if e.get("event") == "partition.lost"]
+        assert said and len(said) == len(set(said)), said
+        assert not held(second)
+    finally:
+        second.stop()
+        first.stop()

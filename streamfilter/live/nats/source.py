@@ -589,7 +589,7 @@ class _Partition:
                     except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
                         self._unavailable(exc)
                         return
-                    worker.log.info("partition.claimed", partition=self.number)
+                    worker.claimed(self)
                     await self.hand_back.wait()
                     self.stopping = True
                     await self._unsubscribe()
@@ -604,9 +604,16 @@ class _Partition:
 
     def _unavailable(self, exc: Exception) -> None:
         """The server did not answer while the partition was taken on (a restarted server restores its
-        streams for a while: "nats: timeout"): let it go, to be claimed again at a later round. It
-        stopped the daemon (helper-52's restart, played by a test)."""
-        reason = f"the server did not answer ({str(exc) or type(exc).__name__}): claimed again later"
+        streams for a while: "nats: timeout"), or refused it: let it go, to be claimed again at a
+        later round. It stopped the daemon (helper-52's restart, played by a test). A refusal is the
+        server's answer, named as such: another consumer of the work-queue stream whose subjects
+        overlap this one's ("filtered consumer not unique on workqueue stream", helper-64) holds until
+        that consumer is gone."""
+        if isinstance(exc, nats.js.errors.APIError) and exc.code not in (None, 503):
+            said = exc.description or str(exc)
+            reason = f"the server refused it ({said}, error {exc.err_code}): claimed again later"
+        else:
+            reason = f"the server did not answer ({str(exc) or type(exc).__name__}): claimed again later"
         self.worker.lose(self, reason)
 
     async def _unsubscribe(self) -> None:
@@ -677,6 +684,7 @@ class _Worker:
         self.progress_seconds = source.ack_wait_seconds / 3
         self.keeper = LeaseKeeper(source.servers, f"{source.consumer}-leases", self.ident, source.lease_seconds)
         self.held: dict[int, _Partition] = {}
+        self._lost_why: dict[int, str] = {}  # each partition's last reason it was lost for, until claimed
         self.turn = Turn()  # held by the stream deciding (see _Stream._take_all)
         self.kv: KeyValue | None = None
         self.tg: TaskGroup | None = None
@@ -747,6 +755,11 @@ class _Worker:
                 consumer = await partition.subscription.consumer_info()
                 self.totals.lag[source.name, str(number)] = consumer.num_pending or 0
 
+    def claimed(self, partition: _Partition) -> None:
+        """``partition`` took its consumer on: its messages come."""
+        self._lost_why.pop(partition.number, None)
+        self.log.info("partition.claimed", partition=partition.number)
+
     def lose(self, partition: _Partition, why: str) -> None:
         """``partition`` is no longer surely this worker's: it stops at once, writing nothing more
         (what it held unacked goes to the next owner), and its lease, if still ours, is freed."""
@@ -756,7 +769,9 @@ class _Worker:
         partition.scope.cancel()
         if self.held.get(partition.number) is partition:
             del self.held[partition.number]
-        self.log.warning("partition.lost", partition=partition.number, reason=why)
+        if self._lost_why.get(partition.number) != why:  # (a reason that stands, a refusal: once, not every round)
+            self.log.warning("partition.lost", partition=partition.number, reason=why)
+        self._lost_why[partition.number] = why
         if self.tg is not None:
             self.tg.start_soon(self._release, partition)
 
