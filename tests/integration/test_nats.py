@@ -52,12 +52,12 @@ def server(tmp_path: Path) -> Iterator[NatsServer]:
     srv.stop()
 
 
-def start_worker(tmp: Path, url: str, extra: str = "") -> Live:
+def start_worker(tmp: Path, url: str, extra: str = "", source_extra: str = "") -> Live:
     live = Live(
         tmp,
         "daemon",
         "--config",
-        str(worker_config(tmp, url, PARTITIONS, extra)),
+        str(worker_config(tmp, url, PARTITIONS, extra, source_extra)),
         env={"XDG_STATE_HOME": str(tmp / f"state-{time.monotonic_ns()}")},
     )
     live.log_event("daemon.ready", timeout=20)
@@ -505,14 +505,7 @@ async def test_send_nats_to_a_bare_server_and_one_worker(tmp_path: Path) -> None
 
 @pytest.mark.anyio
 async def test_lines_without_offsets_from_vector_and_fluent_bit(tmp_path: Path, server: NatsServer) -> None:
-    worker = Live(
-        tmp_path,
-        "daemon",
-        "--config",
-        str(worker_config(tmp_path, server.url, PARTITIONS, source_extra='payload = "fluent-bit"\n')),
-        env={"XDG_STATE_HOME": str(tmp_path / "state-lines")},
-    )
-    worker.log_event("daemon.ready", timeout=20)
+    worker = start_worker(tmp_path, server.url, source_extra='payload = "fluent-bit"\n')
     lines = [f"step {i} ok" for i in range(200)] + ["error: disk full"] + [f"after {i}" for i in range(20)]
     nc = await nats.connect(server.url)
     js = nc.jetstream()
@@ -748,13 +741,7 @@ def test_a_pool_the_server_refuses_says_so_once_a_partition(tmp_path: Path, serv
     consumers ("filtered consumer not unique on workqueue stream"). It was logged as "the server did
     not answer", three times a second, for as long as it ran (helper-64)."""
     first = start_worker(tmp_path, server.url)
-    second = Live(
-        tmp_path,
-        "daemon",
-        "--config",
-        str(worker_config(tmp_path, server.url, PARTITIONS, source_extra='consumer = "other"\n')),
-        env={"XDG_STATE_HOME": str(tmp_path / "state-other")},
-    )
+    second = start_worker(tmp_path, server.url, source_extra='consumer = "other"\n')
     try:
         lost = second.log_event("partition.lost", timeout=30)
         assert "the server refused it (filtered consumer not unique on workqueue stream" in lost["reason"], lost
