@@ -662,13 +662,16 @@ def _check_sink_names(check: _Checker, names: tuple[str, ...], key: str, sinks: 
 
 def _check_conflicts(check: _Checker, sources: list[SourceConfig], sinks: list[SinkConfig]) -> None:
     """Two listeners on one socket, or a sink the daemon would read back as input."""
-    taken: dict[tuple[str, str], str] = {}  # (type, path or address) -> the key that has it
+    taken: list[tuple[str, str, tuple[str, str, str]]] = []  # (key, as it names it, socket) so far
     places = [(f"source[{i}]", s.type, s.path or s.address) for i, s in enumerate(sources) if s.type in ("unix", "tcp")]
     places += [(f"sink[{i - 1}]", s.type, s.path) for i, s in enumerate(sinks) if s.type == "unix"]
     for key, kind, where in places:
-        other = taken.setdefault((kind, where), key)
-        if other != key:
-            raise check.fail(f"{key}.{'address' if kind == 'tcp' else 'path'}", f"{where} is also {other}'s")
+        mine = _sockets(kind, where)
+        for other, named, theirs in taken:
+            if other != key and any(_same_socket(a, theirs) for a in mine):
+                also = "" if named == where else f" ({named})"
+                raise check.fail(f"{key}.{'address' if kind == 'tcp' else 'path'}", f"{where} is also {other}'s{also}")
+        taken += [(key, where, a) for a in mine]
     for i, sink in enumerate(sinks):
         if sink.type != "file":
             continue
@@ -682,6 +685,29 @@ def _check_conflicts(check: _Checker, sources: list[SourceConfig], sinks: list[S
                 raise check.fail(
                     f"sink[{i - 1}].path", f"{sink.path} is read by source[{j}] (the daemon would read its own output)"
                 )
+
+
+def _sockets(kind: str, where: str) -> list[tuple[str, str, str]]:
+    """The sockets a unix path or a tcp ``HOST:PORT`` names, as ``(family, address, port)``, so that
+    two names of one socket compare equal (``_same_socket``): a path through its folder's symlinks
+    (``link/s.sock`` for ``real/s.sock``), a host by its addresses (``localhost:9600`` and
+    ``127.0.0.1:9600``). A host that does not resolve is its name (``check_places`` says so)."""
+    if kind == "unix":
+        return [("unix", os.path.join(os.path.realpath(os.path.dirname(where) or "."), os.path.basename(where)), "")]
+    host, _, port = where.rpartition(":")
+    try:
+        found = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError):
+        return [("name", where, port)]
+    return [(family.name, str(address[0]), port) for family, *_, address in found]
+
+
+def _same_socket(a: tuple[str, str, str], b: tuple[str, str, str]) -> bool:
+    """Whether two of ``_sockets``' sockets cannot both be listened on: the same one, or one port of
+    one family where either listens on every address (``0.0.0.0``, ``::``)."""
+    if a[0] != b[0] or a[2] != b[2] or a[2] == "0":  # (port 0: each its own port, the system's choice)
+        return False
+    return a[1] == b[1] or (a[0] != "unix" and (a[1] in ("0.0.0.0", "::") or b[1] in ("0.0.0.0", "::")))
 
 
 def check_places(config: DaemonConfig) -> list[str]:

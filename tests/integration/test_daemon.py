@@ -180,6 +180,15 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
         '[[source]]\ntype = "unix"\npath = "/tmp/x.sock"\n[[source]]\ntype = "unix"\npath = "/tmp/x.sock"\n': (
             "source[1].path: /tmp/x.sock is also source[0]'s"
         ),
+        # two names of one socket, which the daemon then died on: "Address already in use" (helper-64)
+        '[[source]]\ntype = "tcp"\naddress = "localhost:19600"\n'
+        '[[source]]\ntype = "tcp"\naddress = "127.0.0.1:19600"\n': (
+            "source[1].address: 127.0.0.1:19600 is also source[0]'s (localhost:19600)"
+        ),
+        '[[source]]\ntype = "tcp"\naddress = "0.0.0.0:19601"\n'
+        '[[source]]\ntype = "tcp"\naddress = "127.0.0.1:19601"\n': (
+            "source[1].address: 127.0.0.1:19601 is also source[0]'s (0.0.0.0:19601)"
+        ),
         '[[source]]\ntype = "file"\npath = "/tmp/sf/*.log"\nsinks = ["o"]\n'
         '[[sink]]\nname = "o"\ntype = "file"\npath = "/tmp/sf/out.log"\n': (
             "sink[0].path: /tmp/sf/out.log is read by source[0] (the daemon would read its own output)"
@@ -207,6 +216,21 @@ def test_config_errors_name_the_file_and_the_dotted_key_and_exit_78(tmp_path: Pa
             assert done.returncode == 78, (body, done.stderr)
             assert f"{config}: {message}".encode() in done.stderr, (body, done.stderr)
             assert done.stdout == b""
+
+
+def test_two_names_of_one_socket_are_refused_and_two_sockets_are_not(tmp_path: Path) -> None:
+    """A unix socket named through a linked folder, as the daemon then died on ("already in use by
+    a live listener", helper-64); two addresses of one port, and port 0 twice, are two sockets."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    body = f'[[source]]\ntype = "unix"\npath = "{tmp_path}/real/s.sock"\n'
+    body += f'[[source]]\ntype = "unix"\npath = "{tmp_path}/link/s.sock"\n'
+    done = run_cli("check-config", str(write_config(tmp_path, body)))
+    assert done.returncode == 78 and f"{tmp_path}/link/s.sock is also source[0]'s".encode() in done.stderr
+    for a, b in (("127.0.0.1:19602", "127.0.0.2:19602"), ("127.0.0.1:0", "127.0.0.1:0")):
+        body = f'[[source]]\ntype = "tcp"\naddress = "{a}"\n[[source]]\ntype = "tcp"\naddress = "{b}"\n'
+        done = run_cli("check-config", str(write_config(tmp_path, body)))
+        assert done.returncode == 0, done.stderr
 
 
 def test_a_sink_in_a_linked_folder_that_a_source_reads_is_refused(tmp_path: Path) -> None:
