@@ -225,6 +225,7 @@ async def serve_socket_source(
         cap = LineCap(max_line_bytes)
         envelopes = EnvelopeSplitter()
         ended = False  # the peer closed (else the daemon is stopping)
+        reset = False  # it reset the connection: what it sent that was not read yet, the kernel dropped
         received = 0  # bytes read from the peer, all of them taken
         unended = 0  # of them, those after the last line end
         async with conn:
@@ -236,8 +237,11 @@ async def serve_socket_source(
                     with anyio.move_on_after(timeout) if timeout is not None else anyio.CancelScope():
                         try:
                             data = await conn.receive(READ_BYTES)
-                        except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+                        except anyio.EndOfStream:
                             ended = True
+                            break
+                        except (anyio.BrokenResourceError, ConnectionError):
+                            ended = reset = True
                             break
                     if data:
                         received, unended = _count(data, received, unended)
@@ -263,7 +267,12 @@ async def serve_socket_source(
                     await streams.take(envelopes.feed(cap.flush()) + envelopes.flush())
                     _warn_cut(log, cap, stream_name, peer)
                     await streams.end()  # (an unterminated last line is counted then)
-                    log.info("connection.closed", stream=stream_name, peer=peer, lines=streams.ended_lines)
+                    if reset:  # (a peer that sets SO_LINGER 0, or is killed with unread replies)
+                        log.warning(
+                            "connection.closed", stream=stream_name, peer=peer, lines=streams.ended_lines, reset=True
+                        )
+                    else:
+                        log.info("connection.closed", stream=stream_name, peer=peer, lines=streams.ended_lines)
 
     await listener.serve(handle, task_group)
 

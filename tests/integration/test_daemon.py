@@ -1330,6 +1330,12 @@ def test_a_tcp_source_on_port_0_logs_the_port_it_got(tmp_path: Path) -> None:
     opened = live.wait_for(lambda: [e for e in live.logs() if e.get("event") == "connection.opened"][5:] or None, 10)
     peers = [e["peer"] for e in live.logs() if e.get("event") == "connection.opened"]
     assert opened and "unix" not in peers and all(p.startswith("127.0.0.1:") or p == "tcp" for p in peers), peers
+    # and its close says it was reset: the bytes it sent last may be lost (helper-64: a clean close it said)
+    live.wait_for(lambda: [e for e in live.logs() if e.get("event") == "connection.closed"][5:] or None, 10)
+    closed = [e for e in live.logs() if e.get("event") == "connection.closed"]
+    assert "reset" not in closed[0] and all(e.get("reset") is True and e["level"] == "warning" for e in closed[1:]), (
+        closed
+    )
     assert live.stop() == 0
 
 
