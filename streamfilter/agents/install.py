@@ -38,8 +38,6 @@ from .hooks import claude_home
 
 __all__ = ("Change", "InstallError", "hook_command", "plan", "settings_path", "write")
 
-_OURS = re.compile(r"(?:^|[/\s])streamfilter\s+hook\s+(?:claude|codex|cursor)\b")
-
 
 class InstallError(StreamfilterError):
     """A settings file that cannot be read as JSON, or cannot be written (exit 1)."""
@@ -94,7 +92,22 @@ def hook_command(agent: str, executable: Sequence[str]) -> str:
 
 
 def _is_ours(entry: object) -> bool:
-    return isinstance(entry, dict) and isinstance(entry.get("command"), str) and bool(_OURS.search(entry["command"]))
+    """Whether a hook entry's command is one ``hook_command`` writes, from any install: a program
+    named ``streamfilter`` (quoted when its path has a space), or ``PYTHON -m streamfilter``, then
+    ``hook AGENT`` and nothing else. A user's own hook that names it (``logger streamfilter hook
+    claude``, ``echo ... >> audit.log``) is not (helper-66: uninstall removed them)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    try:
+        argv = shlex.split(entry["command"])
+    except ValueError:
+        return False
+    if len(argv) < 3 or argv[-2] != "hook" or argv[-1] not in ("claude", "codex", "cursor"):
+        return False
+    program = argv[:-2]
+    return (len(program) == 1 and os.path.basename(program[0]) == "streamfilter") or (
+        len(program) == 3 and program[1:] == ["-m", "streamfilter"]
+    )
 
 
 def _without_ours(doc: dict[str, Any], event: str, nested: bool) -> dict[str, Any]:

@@ -129,3 +129,32 @@ def test_hooks_of_a_shape_the_agent_does_not_read_are_an_error_not_a_traceback(t
     done = _cli("install", "claude", "--project", cwd=tmp_path, home=tmp_path)
     assert done.returncode == 1 and "its hooks is not an object" in done.stderr and "PreToolUse" not in done.stderr
     assert path.read_text() == '{"hooks": []}'
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "cursor"])
+def test_install_and_uninstall_know_their_entries_by_its_words_not_a_mention(agent: str, tmp_path: Path) -> None:
+    """helper-66: uninstall removed a user's hooks that mention the words (``logger streamfilter hook
+    claude``), and an install from a path with a space was not known again: two installs left two
+    entries, and uninstall removed neither."""
+    from streamfilter.agents.install import plan, write
+
+    event = "preToolUse" if agent == "cursor" else "PreToolUse"
+    mentions = [
+        f"logger streamfilter hook {agent}",
+        f"echo 'streamfilter hook {agent}' >> /tmp/audit.log",
+        f"/usr/bin/python3 /opt/x/streamfilter hook {agent}",
+        f"streamfilter hook {agent} --verbose",
+    ]
+    theirs = [
+        {"command": c} if agent == "cursor" else {"matcher": "Bash", "hooks": [{"type": "command", "command": c}]}
+        for c in mentions
+    ]
+    path = tmp_path / "hooks.json"
+    path.write_text(json.dumps({"hooks": {event: theirs}}, indent=2) + "\n")
+    spaced = [str(tmp_path / "my venv" / "bin" / "streamfilter")]
+    for executable in (spaced, spaced, [sys.executable, "-m", "streamfilter"]):
+        write(plan(agent, path, executable))
+    entries = json.loads(path.read_text())["hooks"][event]
+    assert entries[: len(theirs)] == theirs and len(entries) == len(theirs) + 1  # (the last install's)
+    write(plan(agent, path, spaced, remove=True))
+    assert json.loads(path.read_text())["hooks"][event] == theirs
