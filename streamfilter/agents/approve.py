@@ -722,8 +722,13 @@ def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, 
                     return "ask"
                 if decision == "allow" and not may_allow:
                     continue
+                # a rule that asks or forbids holds under its own other names too (one on `npm run
+                # test` for `npm test`, helper-66); an approval stays as narrow as the rule
+                patterns: list[Sequence[object]] = [pattern]
+                if decision != "allow" and all(isinstance(w, str) for w in pattern):
+                    patterns += other_names(pattern)
                 for said, part in zip(decisions, parts, strict=True):
-                    if _holds(pattern, part, _same_codex_word, anywhere=decision != "allow"):
+                    if any(_holds(p, part, _same_codex_word, anywhere=decision != "allow") for p in patterns if p):
                         said.append(_CODEX_STRICTNESS[decision])
     if any(max(said, default=0) > 0 for said in decisions):
         return "ask"
@@ -811,9 +816,11 @@ def cursor_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str,
                 words.pop()
             if not words:
                 return True
-            # (the first word as matches() reads it: by its name too, ./bin/make as make)
-            if matches(part[0], [words[0]]) and among(part[1:], words[1:], fnmatch.fnmatchcase):
-                return True
+            # (the first word as matches() reads it: by its name too, ./bin/make as make; and under
+            # the rule's other names: one on `npm run test` holds for `npm test`, helper-66)
+            for name in [words, *other_names(words)]:
+                if name and matches(part[0], [name[0]]) and among(part[1:], name[1:], fnmatch.fnmatchcase):
+                    return True
         return False
 
     if any(denied(part) for part in parts if part):

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .approve import approves, cd_outside, project_root, rule_words
-from .wrap import ConfigError, Rules, Wrap, load_rules, rewrite, top_level
+from .wrap import ConfigError, Rules, Wrap, in_order, load_rules, other_names, rewrite, top_level
 
 __all__ = ("AGENTS", "answer", "claude_home", "claude_rules_say", "executable_words", "render")
 
@@ -113,13 +113,19 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str], wrap: Wrap 
     for path, allow in _settings_files(cwd, env):
         try:
             doc = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except FileNotFoundError:
             continue
+        except (OSError, ValueError):
+            return "ask"  # (a file it cannot read may deny anything: a trailing comma, a BOM, helper-66)
         permissions = doc.get("permissions") if isinstance(doc, dict) else None
+        if permissions is not None and not isinstance(permissions, dict):
+            return "ask"
         if isinstance(permissions, dict):
             for kind, found in rules.items():
-                listed = permissions.get(kind, []) if allow or kind != "allow" else []
-                if isinstance(listed, list):
+                listed = permissions.get(kind, [])
+                if not isinstance(listed, list):
+                    return "ask"  # ("deny": "Bash(make deploy)", a string: not read as no rule)
+                if allow or kind != "allow":
                     found.extend(r for r in listed if isinstance(r, str))
     pipes: list[int] = []
     segments, _ = top_level(command, pipes)  # (the quote-aware split the rewrite uses, not a plain split)
@@ -132,7 +138,7 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str], wrap: Wrap 
     if wrap is not None:
         named += [" ".join(w) for w in rule_words(wrap) if w]
     for kind in ("deny", "ask"):
-        if any(_rule_matches(r, p) for r in rules[kind] for p in named):
+        if any(_rule_matches(r, p) or _rule_holds(r, p) for r in rules[kind] for p in named):
             return kind
     here = Path(cwd or ".").resolve()
     root = project_root(here)
@@ -140,6 +146,23 @@ def claude_rules_say(command: str, cwd: str, env: Mapping[str, str], wrap: Wrap 
     if asked and all(any(_rule_matches(r, p) for r in rules["allow"]) for p in asked):
         return "allow"
     return None
+
+
+def _rule_holds(rule: str, command: str) -> bool:
+    """Whether a deny or ask rule (``Bash(make deploy:*)``, ``Bash(npm run test)``) holds for one
+    command as the Codex and Cursor hooks read theirs (``approve._holds``): its first word the rule's
+    and the rule's other words in order among the rest (``make -C . deploy``), under the command's
+    and the rule's other names (``npm test`` for ``npm run test``; helper-66). Asking about more
+    than the rule names only leaves a command to Claude Code."""
+    found = re.fullmatch(r"Bash\((.*)\)", rule, re.DOTALL)
+    if found is None or "*" in found[1].removesuffix(":*"):
+        return False
+    try:
+        pattern, words = shlex.split(found[1].removesuffix(":*")), shlex.split(command)
+    except ValueError:
+        return False
+    names = [words, *other_names(words)]
+    return any(in_order(name, p) for name in names for p in [pattern, *other_names(pattern)] if p)
 
 
 def _into_project(part: str, here: Path, root: Path, env: Mapping[str, str]) -> bool:
@@ -168,7 +191,9 @@ def _claude(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
         return None
     out: dict[str, Any] = {"hookEventName": "PreToolUse", "updatedInput": {**tool_input, "command": wrap.command}}
     # the user's rule approved the original; not an expansion or a changed PATH it did not show
-    if (said == "allow" and wrap.plain) or payload.get("permission_mode") == "bypassPermissions":
+    # (never in plan mode: an allow there would run the command while Claude Code only plans, helper-66)
+    mode = payload.get("permission_mode")
+    if mode != "plan" and ((said == "allow" and wrap.plain) or mode == "bypassPermissions"):
         out["permissionDecision"] = "allow"
         out["permissionDecisionReason"] = _REASON
     return {"hookSpecificOutput": out}

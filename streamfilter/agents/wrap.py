@@ -389,10 +389,11 @@ _OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make", "mvnw": "mvn", "gradlew"
 _SCRIPT_RUNNERS = ("npm", "pnpm", "yarn", "bun")
 
 
-def other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
+def other_names(words: Sequence[str], bare: bool = True) -> list[tuple[str, ...]]:
     """``words`` as a user's rule may name the same command (helper-28: a rule on ``pytest``, on
     ``make`` or on ``npm test`` did not hold for these): ``python3.11 -m pytest`` is ``pytest``,
-    ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm run test`` are ``npm test``."""
+    ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm run test`` are ``npm test``;
+    with ``bare``, each of those without its options too (``make test`` for ``make -s test``)."""
     if not words:
         return []
     program, rest = os.path.basename(words[0]), tuple(words[1:])
@@ -407,10 +408,10 @@ def other_names(words: Sequence[str]) -> list[tuple[str, ...]]:
         elif rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
             names.append((program, *rest[1:]))
     # and without its options: a rule on "make test" holds for "make -s test" (helper-39)
-    for name in [tuple(words), *names]:
-        bare = tuple(w for w in name if not w.startswith("-"))
-        if bare != name:
-            names.append(bare)
+    for name in [tuple(words), *names] if bare else []:
+        plain = tuple(w for w in name if not w.startswith("-"))
+        if plain != name:
+            names.append(plain)
     return names
 
 
@@ -632,7 +633,10 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     body, env_assigned, runner = _inner(words)
     # (under its other names too: skip = ["pytest"] holds for python -m pytest and py.test, helper-43;
     # and with other words between its words: make -j 4 test, helper-44)
-    if any(in_order(name, s) for name in (words, body, *other_names(body)) for s in rules.skip):
+    # (and a skip's own other names: skip = ["npm run test"] holds for npm test, helper-66; not
+    # without its options, which would skip more than it names)
+    skips = [n for s in rules.skip for n in (s, *other_names(s, bare=False))]
+    if any(in_order(name, s) for name in (words, body, *other_names(body)) for s in skips if s):
         return Wrap(None, "it is in skip")
     if not any(_listed(words, p) or _listed(body, p) for p in rules.wrap):
         return Wrap(None, "not a build, test or lint command of the list")

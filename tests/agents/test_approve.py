@@ -926,3 +926,26 @@ def test_another_users_files_anywhere_it_runs_from_leave_it_alone(agent: str, tm
         for path in [project, *project.rglob("*")]:
             os.chown(path, nobody.pw_uid, -1, follow_symlinks=False)
         assert not _approved(agent, "pytest -q", project, env)  # (root's own files only)
+
+
+@pytest.mark.parametrize("agent", ["codex", "cursor"])
+def test_a_rule_that_forbids_holds_under_its_own_other_names(agent: str, tmp_path: Path) -> None:
+    """helper-66: a rule on ``npm run test`` or ``python3 -m pytest`` held for those words alone:
+    ``npm test``, ``npm t`` and ``pytest`` were approved (a rule on ``npm test`` held for all)."""
+    env = _env(tmp_path)
+    (tmp_path / "package.json").write_text('{"name": "p", "scripts": {"test": "echo t"}}')
+    if agent == "codex":
+        rules = tmp_path / "home" / ".codex" / "rules"
+        rules.mkdir(parents=True)
+        (rules / "default.rules").write_text(
+            'prefix_rule(pattern = ["npm", "run", "test"], decision = "forbidden")\n'
+            'prefix_rule(pattern = ["python3", "-m", "pytest"], decision = "forbidden")\n'
+        )
+    else:
+        (tmp_path / "config" / "cursor").mkdir(parents=True)
+        (tmp_path / "config" / "cursor" / "cli-config.json").write_text(
+            json.dumps({"permissions": {"deny": ["Shell(npm run test)", "Shell(python3 -m pytest)"]}})
+        )
+    for command in ("npm run test", "npm test", "npm t", "python3 -m pytest", "pytest", "pytest -q"):
+        assert not _approved(agent, command, tmp_path, env), command
+    assert _approved(agent, "make test", tmp_path, env)  # (what the rules do not name, as before)

@@ -134,6 +134,40 @@ def test_claude_deny_and_ask_rules_hold_however_the_command_is_written(tmp_path:
     assert "permissionDecision" not in _check_claude_schema(out)
 
 
+def test_claude_deny_rules_hold_with_words_between_under_other_names_and_unread(tmp_path: Path) -> None:
+    """helper-66: with allow ``Bash(make:*)`` and deny ``Bash(make deploy:*)``, ``make -C . deploy``
+    was allowed and rewritten (so the deny rule no longer matched it); a rule on ``npm run test``
+    did not hold for ``npm test``; a settings file with a trailing comma, or a ``deny`` that is a
+    string, counted as no deny while another file's allow still counted; and plan mode got an allow."""
+    env = _env(tmp_path)
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "package.json").write_text('{"name": "p", "scripts": {"test": "echo t"}}')
+    user = tmp_path / "home" / ".claude" / "settings.json"
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"permissions": {"allow": ["Bash(make:*)", "Bash(npm:*)"]}}))
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": {"deny": ["Bash(make deploy:*)", "Bash(npm run test)"]}}))
+    for command in ("make -C . deploy", "make V=1 deploy", "make test deploy", "npm test", "npm t"):
+        assert claude_rules_say(command, str(project), env) == "deny", command
+        out, _ = answer("claude", _claude_input(command, project), EXE, env)
+        assert out is None, command
+    assert claude_rules_say("make test", str(project), env) == "allow"
+    for broken in (
+        '{"permissions": {"deny": ["Bash(make deploy)"]},}',
+        '\ufeff{"permissions": {"deny": ["Bash(make deploy)"]}}',
+        '{"permissions": {"deny": "Bash(make deploy)"}}',
+        '{"permissions": ["Bash(make deploy)"]}',
+    ):
+        settings.write_text(broken)
+        assert claude_rules_say("make test", str(project), env) == "ask", broken
+        assert answer("claude", _claude_input("make test", project), EXE, env)[0] is None, broken
+    settings.unlink()
+    out, _ = answer("claude", {**_claude_input("make test", project), "permission_mode": "plan"}, EXE, env)
+    assert "permissionDecision" not in _check_claude_schema(out)  # (rewritten, not allowed)
+
+
 def test_claude_deny_rules_of_the_repositorys_root_hold_in_a_sub_folder_without_its_project_dir(tmp_path: Path) -> None:
     """helper-54: with no CLAUDE_PROJECT_DIR, only the payload's cwd was looked in for .claude: a
     deny rule in the repository's root let `make` in src/ be rewritten, which Claude Code then asks

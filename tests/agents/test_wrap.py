@@ -363,3 +363,10 @@ def test_skip_holds_for_the_commands_other_names(tmp_path: Path) -> None:
                     "make -j 4 test", "make -C . test"):  # fmt: skip
         assert rewrite(command, rules, EXE, {}).command is None, command
     assert rewrite("make -s build", rules, EXE, {}).command is not None
+    # and under the skip's own other names (helper-66: skip = ["npm run test"] wrapped npm test), but
+    # not without its options (a skip of `cargo test --doc` is not one of every cargo test)
+    config.write_text('skip = ["npm run test", "python3 -m mypy", "cargo test --doc"]\n')
+    rules = load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
+    for command in ("npm test", "npm t", "npm run test", "mypy src", "cargo test --doc"):
+        assert rewrite(command, rules, EXE, {}).command is None, command
+    assert rewrite("cargo test", rules, EXE, {}).command is not None
