@@ -143,9 +143,14 @@ _NEVER_FOR = {
     "./mvnw": frozenset(("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev")),
     "tsc": frozenset(("-w",)),
     "mocha": frozenset(("-w",)),
-    "pytest": frozenset(("--pdb", "--trace")),
-    "py.test": frozenset(("--pdb", "--trace")),
+    "pytest": frozenset(("--pdb", "--trace", "-f", "--looponfail")),
+    "py.test": frozenset(("--pdb", "--trace", "-f", "--looponfail")),
+    "node": frozenset(("--inspect", "--inspect-brk", "--inspect-wait")),
+    "meson": frozenset(("--gdb",)),
+    "ninja": frozenset(("browse",)),
 }
+# a script named as a watcher: ``npm run test:watch``, ``yarn watch-tests`` (not ``test_watchdog.py``)
+_WATCH_SCRIPT = re.compile(r"(?:^|[:_-])watch(?:$|[:_-])", re.IGNORECASE)
 # the variables an approval may cover a command setting (or ``env`` unsetting): they change how it
 # prints, not which program runs nor what it loads. A list of those that do was never whole
 # (helper-28: RUSTC_WRAPPER, PYTEST_ADDOPTS, MAKEFLAGS, JAVA_TOOL_OPTIONS, CC, npm_config_*, ...)
@@ -528,6 +533,8 @@ def _asks_for_prints(body: Sequence[str]) -> str | None:
     """The flag of ``body`` that asks for the command's own prints on success too (``pytest -s``,
     ``--capture=no``; ``cargo test -- --nocapture``), or None."""
     args = list(body[1:])
+    if _program(body[0]) == "behave":  # (its prints, and the logging it captures)
+        return next((w for w in args if w in ("--no-capture", "--no-capture-stderr", "--no-logcapture")), None)
     if body[1:3] in (["-m", "pytest"], ["-m", "py.test"]):
         args = list(body[3:])
     elif _program(body[0]) not in ("pytest", "py.test"):
@@ -640,9 +647,15 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         return Wrap(None, "it is in skip")
     if not any(_listed(words, p) or _listed(body, p) for p in rules.wrap):
         return Wrap(None, "not a build, test or lint command of the list")
-    never = (_NEVER_WORDS | _NEVER_FOR.get(body[0], _NEVER_FOR.get(_program(body[0]), frozenset()))).intersection(
-        body[1:]
-    )
+    # (under its other names too: python -m pytest --pdb is pytest --pdb, helper-66)
+    never = {
+        w
+        for name in (body, *other_names(body, bare=False))
+        for w in (_NEVER_WORDS | _NEVER_FOR.get(name[0], _NEVER_FOR.get(_program(name[0]), frozenset()))).intersection(
+            name[1:]
+        )
+    }
+    never |= {w for w in body[1:] if not w.startswith("-") and _WATCH_SCRIPT.search(w)}
     if never:
         return Wrap(None, f"{sorted(never)[0]!r}: a watcher, a server or a dialogue")
     prints = _asks_for_prints(body)

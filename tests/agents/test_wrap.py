@@ -183,10 +183,17 @@ def test_the_config_file_shown_in_the_docs_is_one_the_hooks_accept(tmp_path: Pat
 
 @pytest.mark.parametrize(
     "command",
-    ["tsc -w", "mocha -w", "./gradlew bootRun", "gradle build -t", "make run", "mvn spring-boot:run", "pytest --pdb"],
-)
+    ["tsc -w", "mocha -w", "./gradlew bootRun", "gradle build -t", "make run", "mvn spring-boot:run", "pytest --pdb",
+     # under other names, scripts named as watchers, debuggers and prints asked for (helper-66: wrapped)
+     "python -m pytest --pdb", "python3 -m pytest --trace", "pytest -f", "pytest --looponfail", "npm run test:watch",
+     "yarn watch-tests", "node --inspect-brk --test", "meson test --gdb", "ninja -t browse", "behave --no-capture"],
+)  # fmt: skip
 def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) -> None:
     assert _wrap(command) is None
+
+
+def test_a_word_that_only_holds_watch_is_no_watcher() -> None:
+    assert _wrap("pytest tests/test_watchdog.py") == f"{RUN} pytest tests/test_watchdog.py"
 
 
 def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alone() -> None:
