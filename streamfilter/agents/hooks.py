@@ -203,6 +203,10 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
     tool_input = payload.get("tool_input")
     if payload.get("hook_event_name", "PreToolUse") != "PreToolUse" or not isinstance(tool_input, dict):
         return None
+    if tool_input.get("sandbox_permissions") not in (None, "", "use_default") or tool_input.get(
+        "with_escalated_permissions"
+    ):
+        return None  # (a call that asks to run outside the sandbox: its approval is Codex's, helper-66)
     command = tool_input.get("command")
     script: str | None = None
     shell: list[str] = []  # the shell words before the script, when the command is an argv
@@ -270,6 +274,8 @@ def _cursor(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
         return {}
     if not isinstance(tool_input, dict) or not isinstance(command, str):
         return {}
+    if tool_input.get("is_background"):
+        return {}  # (its output is read later, in pieces: as Claude Code's run_in_background)
     wrap = rewrite(command, rules, executable, env)
     roots = payload.get("workspace_roots")
     root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None

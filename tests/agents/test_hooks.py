@@ -214,6 +214,17 @@ def test_codex_string_and_argv_commands(tmp_path: Path) -> None:
     assert _check_codex_schema(out)["updatedInput"]["command"] == ["bash", "-lc", f"{RUN} go test ./..."]
     assert answer("codex", {**base, "tool_input": {"command": "rm -rf build"}}, EXE, env)[0] is None
     assert answer("codex", {**base, "tool_input": {"command": ["ls", "-la"]}}, EXE, env)[0] is None
+    # a call that asks to run outside the sandbox is Codex's to approve (helper-66: allowed, its
+    # escalation request copied into the rewrite)
+    for escalate in (
+        {"sandbox_permissions": "require_escalated", "justification": "x"},
+        {"with_escalated_permissions": True},
+    ):
+        assert answer("codex", {**base, "tool_input": {"command": "cargo test", **escalate}}, EXE, env)[0] is None
+    out, _ = answer(
+        "codex", {**base, "tool_input": {"command": "cargo test", "sandbox_permissions": "use_default"}}, EXE, env
+    )
+    assert _check_codex_schema(out)["permissionDecision"] == "allow"
 
 
 def test_codex_argv_approved_only_with_the_systems_shell(tmp_path: Path) -> None:
@@ -276,6 +287,8 @@ def test_cursor_pre_tool_use_rewrites_and_every_other_case_answers_an_empty_obje
     assert out["permission"] == "allow"
     assert out["updated_input"] == {"command": f"{RUN} npm test", "cwd": str(tmp_path)}
     assert answer("cursor", {**shell, "tool_input": {"command": "ls"}}, EXE, env)[0] == {}
+    background = {"command": "npm test", "cwd": str(tmp_path), "is_background": True}  # (as Claude Code's, helper-66)
+    assert answer("cursor", {**shell, "tool_input": background}, EXE, env)[0] == {}
     before = {**common, "hook_event_name": "beforeShellExecution", "command": "npm test", "cwd": str(tmp_path)}
     assert answer("cursor", before, EXE, env)[0] == {}  # (this event cannot rewrite a command)
     edit = {**common, "hook_event_name": "preToolUse", "tool_name": "Edit", "tool_input": {"file_path": "a"}}
