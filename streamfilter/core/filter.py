@@ -401,6 +401,11 @@ class StreamFilter:
             forced = self._splitter.force(cut)
         if forced is not None:
             self._ingest(forced)
+            if before is not None:
+                # the line let out is decided now, with every line before it, so that its rest comes
+                # right after it: a signature's repeat is dropped, and a settle that left it undecided
+                # wrote its rest first, at the offset of the first undecided line (helper-67)
+                before = max(before, forced.first_line)
         self._assign(self._segmenter.close())
         self._score_windows(self._segmenter_closed)
         runs = self._emit(final=False, settle=True, hold=hold_lines, before=before, tail_now=tail)

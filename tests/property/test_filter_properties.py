@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
+import zlib
 from dataclasses import replace
 
 import pytest
@@ -278,7 +280,10 @@ ops = st.lists(
     st.one_of(
         st.tuples(st.just("feed"), st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6).map(b"".join)),
         st.tuples(
-            st.sampled_from(["settle", "settle-partial", "settle-open", "settle-hold", "settle-release"]), st.just(b"")
+            st.sampled_from(
+                ["settle", "settle-partial", "settle-open", "settle-hold", "settle-release", "settle-live"]
+            ),
+            st.just(b""),
         ),
         st.tuples(st.just("split"), st.sampled_from(FRAGMENTS)),
     ),
@@ -301,6 +306,8 @@ def run_live(steps: list[tuple[str, bytes]], config: FilterConfig) -> tuple[byte
             runs += sf.settle(hold_lines=3, close_drop=False)
         elif op == "settle-release":  # as run does after 3 s of quiet: the tail and a prompt shown
             runs += sf.settle(partial=True, close_drop=False, decide_before=0, tail_now=True)
+        elif op == "settle-live":  # as follow does at a pause: lines fed lately stay undecided
+            runs += sf.settle(partial=True, close_drop=False, decide_before=0)
         else:
             runs += sf.settle(partial=op == "settle-partial")
         data += chunk
@@ -321,6 +328,8 @@ def test_settling_loses_nothing_and_keeps_the_error(steps: list[tuple[str, bytes
             assert not run.rest
         if run.decision == "keep":
             assert run.data == data[run.start_byte : run.end_byte]
+        elif run.checksum:  # (what a ref is checked by)
+            assert run.checksum == f"{zlib.crc32(data[run.start_byte : run.end_byte]):08x}"
         expect_line, expect_byte = run.last_line + 1, run.end_byte
     assert expect_line == input_lines(data) + 1
     assert expect_byte == len(data)  # every byte in exactly one run, line ends of let-out lines too
@@ -328,6 +337,36 @@ def test_settling_loses_nothing_and_keeps_the_error(steps: list[tuple[str, bytes
     first_error = (b"\n" + data).find(b"\nERROR: build failed")
     if first_error >= 0:
         assert any(r.decision == "keep" and r.start_byte <= first_error < r.end_byte for r in runs)
+
+
+def test_a_line_let_out_at_a_pause_is_decided_before_its_rest_even_when_dropped() -> None:
+    """helper-67: follow let a line cut by a pause out (its start has a signature) while the lines
+    before it stayed undecided; the line, a repeat past the signature's cap, was then dropped with
+    them, and its rest came out first, at the offset of the first undecided line: every later ref
+    pointed at the wrong bytes (each run still tiled the input)."""
+    data = b"".join(b"error: thing %d\n" % i if i % 3 == 0 else b"ok line %d\n" % i for i in range(1500))[:20000]
+    rng = random.Random(0)
+    sf, runs, at = StreamFilter(FilterConfig()), [], 0
+    while at < len(data):  # (pieces as a slow writer's, a pause after some: follow's settles)
+        piece = data[at : at + rng.randint(1, 40)]
+        at += len(piece)
+        runs += sf.feed(piece)
+        if rng.random() < 0.3:
+            runs += sf.settle(partial=True, close_drop=False, rest=False, decide_before=0)
+    runs += sf.flush()
+    assert any(r.rest and r.decision == "drop" for r in runs)
+    check_tiles(data, runs)
+
+
+def check_tiles(data: bytes, runs: list[Run]) -> None:
+    """Each run holds the next bytes of ``data``, and its own: a KEEP run's text, a DROP run's CRC-32."""
+    at = 0
+    for run in runs:
+        assert run.start_byte == at, run
+        piece = data[run.start_byte : run.end_byte]
+        assert run.data == piece if run.decision == "keep" else run.checksum == f"{zlib.crc32(piece):08x}", run
+        at = run.end_byte
+    assert at == len(data)
 
 
 def test_a_drop_run_a_settle_left_open_is_closed_at_the_end() -> None:
