@@ -50,9 +50,10 @@ the best relevance among them. A protected unit starts at its failure line (the
 window's lines before it go with the unit before). A protected unit that does not
 fit whole gives its first lines that fit, the tail its last ones; other units are
 taken whole or not at all, and a part of blank lines only is never taken. A protected unit whose
-failure line alone is over the whole budget (a 200 KB line) is *named* instead, if room is left:
-that line is a DROP run of its own whose summary names its first ``NAMED_CHARS`` characters
-(``Selection.named``): a KEEP run holds whole lines, verbatim. A lifted unit that
+failure line alone (or the line its cut stops at) is over the whole budget (a 200 KB line) is
+*named* instead, if room is left: that line is a DROP run of its own whose summary names its
+first ``NAMED_CHARS`` characters (``Selection.named``): a KEEP run holds whole lines, verbatim. A
+lifted unit that
 heads a section (pytest's ``=== FAILURES ===``, the test's name and source under it) and does not
 fit whole waits, with its own relevance, behind the unit that lifted it: cut to its first lines it
 had left a 150-token budget no room for the ``E`` line (on the corpus at 300 / 500 / 1000 / 2000
@@ -588,6 +589,10 @@ class UnitPool:
             if part is None:
                 continue
             chosen.add(unit, *part)
+            if kind == PROTECTED and part[1] < len(unit.costs):
+                # the line its cut stopped at, when over the whole budget, is named (a traceback's
+                # 100 KB message: its head was kept and the message folded into passing lines, helper-67)
+                chosen.name(unit, self.budget, at=part[1])
             for j in left:
                 redundancy[j] = max(redundancy[j], _jaccard(units[j].shapes, unit.shapes))
 
@@ -694,10 +699,11 @@ class _Chosen:
                 return a, k
         return None
 
-    def name(self, unit: Unit, budget: float) -> None:
-        """Name ``unit``'s failure line in a DROP summary of its own (its start, ``NAMED_CHARS``
-        characters) if the line alone is over ``budget`` and the summaries it adds fit."""
-        at = unit.lead
+    def name(self, unit: Unit, budget: float, at: int | None = None) -> None:
+        """Name ``unit``'s failure line (or its line ``at``, 0-based: the one a cut of it stopped
+        at) in a DROP summary of its own (its start, ``NAMED_CHARS`` characters) if the line alone is
+        over ``budget`` and the summaries it adds fit."""
+        at = unit.lead if at is None else at
         line = unit.first_line + at
         if float(unit.costs[at]) - (float(unit.costs[at - 1]) if at else 0.0) <= budget:
             return  # (one that fits the budget is kept or left out whole, as any other)
@@ -707,8 +713,9 @@ class _Chosen:
             self.named.remove(line)
             return
         self.kept += tokens
-        self.per_key[unit.key] = self.per_key.get(unit.key, 0) + 1
-        self.taken.add(unit.first_line)
+        if unit.first_line not in self.taken:  # (a unit cut at the line: counted when its lines were)
+            self.per_key[unit.key] = self.per_key.get(unit.key, 0) + 1
+            self.taken.add(unit.first_line)
 
     def pin(self, line: int, tokens: float) -> None:
         """Choose line ``line`` (1-based) of ``tokens`` alone, its unit left to be weighed with the others."""

@@ -310,6 +310,27 @@ def test_a_failure_line_longer_than_the_budget_is_named_by_its_start(tmp_path: P
     assert estimate_tokens(done.stdout[: -len(lines[-1]) - 1]) <= 4000 * 1.05
 
 
+def test_a_long_line_that_stops_a_failures_cut_is_named_too(tmp_path: Path) -> None:
+    """helper-67: a traceback's 100 KB exception message; its head was kept and the message was "1
+    failure-like line" in a summary of 98 passing lines, its text nowhere in the output."""
+    log = tmp_path / "tb.log"
+    log.write_bytes(
+        b"ok\n" * 100
+        + b"Traceback (most recent call last):\n"
+        + b"ValueError: "
+        + b"B" * 100_000
+        + b"\n"
+        + b"ok\n" * 100
+    )
+    done = run_cli("filter", "--budget-tokens", "4000", str(log))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode().splitlines()
+    assert "Traceback (most recent call last):" in lines
+    (named,) = [line for line in lines if line.startswith("[streamfilter: dropped line 102 ")]
+    assert "it starts: ValueError: BBB" in named and len(named) < 400
+    assert estimate_tokens(done.stdout) <= 4000 * 1.05
+
+
 def test_a_failed_commands_most_probable_line_is_kept_wherever_it_is(tmp_path: Path) -> None:
     """The harness's mismatch is under the prior's cut, 450 lines before the end: the output is read
     again with the most probable lines the first reading left out; a run that passed is not."""
