@@ -20,7 +20,7 @@ plain command (``wrap.Wrap.plain``) only when one of these already allows it wit
    a rule that asks about the command or forbids it (Codex ``prompt`` or ``forbidden``, Cursor
    ``deny``) leaves it alone, whatever the rest says, and so does one that asks about or forbids
    the command it runs behind ``timeout``, ``env`` or a runner (``timeout 30 pytest``: ``pytest``)
-   or the same command under another name (``wrap.other_names``); a Cursor deny rule with arguments
+   or the same command under another name (``wrap.names_of``); a Cursor deny rule with arguments
    holds for the commands its words begin;
 2. the user's ``approve`` list in ``hooks.toml`` (word prefixes), where its ``cd`` parts stay in
    the project;
@@ -55,7 +55,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .wrap import PYTHON_NAME, Rules, Wrap, among, other_names, starts
+from .wrap import PYTHON_NAME, Rules, Wrap, among, names_of, starts
 
 __all__ = (
     "DEFAULT_APPROVED",
@@ -200,7 +200,7 @@ def _tree_refusal(root: Path, env: Mapping[str, str]) -> str | None:
     place, helper-58; its parent, when the project is a Python package: pytest imports from
     there, helper-59), a file tools read from above it, a git directory elsewhere that others may
     change (a worktree's ``.git`` file, helper-59), or what the project holds (``_found_below``)."""
-    owners = _owners(root)
+    owners = _owners()
     home = Path(env.get("HOME") or Path.home()).resolve()
     # (a package's parent is on pytest's sys.path: a sticky /tmp's stdlib-named module is imported)
     package = (root / "__init__.py").exists()
@@ -601,17 +601,17 @@ def project_root(cwd: Path) -> Path:
 def rule_words(wrap: Wrap) -> tuple[tuple[str, ...], ...]:
     """The commands of ``wrap`` that a user's rule asking about or forbidding a command holds for:
     each part the shell runs, the command behind ``timeout``, ``env`` or a runner (``timeout 30
-    pytest``: ``pytest``), and its other names (``wrap.other_names``: ``python -m pytest``)."""
-    return tuple(dict.fromkeys((*wrap.parts, wrap.body, *other_names(wrap.body))))
+    pytest``: ``pytest``), and its other names (``wrap.names_of``: ``python -m pytest``)."""
+    return tuple(dict.fromkeys((*wrap.parts, *names_of(wrap.body))))
 
 
 def _project_dirs(cwd: Path) -> list[Path]:
     """``cwd`` and its parents up to its repository's root (the first with ``.git``), root first;
     ``cwd`` alone when it is in no repository, or in one whose root others may write to or own (a
     ``.git`` made in /tmp made /tmp the project of every folder in it, helper-46; as root, another
-    user's folder above a project of root's, helper-58: ``_owners`` of ``cwd``)."""
+    user's folder above a project of root's, helper-58: ``_owners``)."""
     dirs = []
-    owners = _owners(cwd)
+    owners = _owners()
     for folder in (cwd, *cwd.parents):
         dirs.append(folder)
         if (folder / ".git").exists():
@@ -632,8 +632,8 @@ def _yours(folder: Path, owners: frozenset[int]) -> bool:
     return git.st_uid in owners and not _open_to_others(folder, owners)
 
 
-def _owners(root: Path) -> frozenset[int]:
-    """Who may own what a command reads in the project ``root``: the user and root. (Root's own
+def _owners() -> frozenset[int]:
+    """Who may own what a command reads in a project: the user and root. (Root's own
     files only, for root: a checkout of another user's, even a container's mounted one, is theirs
     to change, helper-61.)"""
     return frozenset((os.getuid(), 0))
@@ -724,9 +724,8 @@ def codex_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str, 
                     continue
                 # a rule that asks or forbids holds under its own other names too (one on `npm run
                 # test` for `npm test`, helper-66); an approval stays as narrow as the rule
-                patterns: list[Sequence[object]] = [pattern]
-                if decision != "allow" and all(isinstance(w, str) for w in pattern):
-                    patterns += other_names(pattern)
+                named = decision != "allow" and all(isinstance(w, str) for w in pattern)
+                patterns: list[Sequence[object]] = list(names_of(pattern)) if named else [pattern]
                 for said, part in zip(decisions, parts, strict=True):
                     if any(_holds(p, part, _same_codex_word, anywhere=decision != "allow") for p in patterns if p):
                         said.append(_CODEX_STRICTNESS[decision])
@@ -818,7 +817,7 @@ def cursor_rules_say(parts: Sequence[Sequence[str]], cwd: str, env: Mapping[str,
                 return True
             # (the first word as matches() reads it: by its name too, ./bin/make as make; and under
             # the rule's other names: one on `npm run test` holds for `npm test`, helper-66)
-            for name in [words, *other_names(words)]:
+            for name in names_of(words):
                 if name and matches(part[0], [name[0]]) and among(part[1:], name[1:], fnmatch.fnmatchcase):
                     return True
         return False

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .approve import approves, cd_outside, project_root, rule_words
-from .wrap import ConfigError, Rules, Wrap, in_order, load_rules, other_names, rewrite, top_level
+from .wrap import ConfigError, Rules, Wrap, in_order, load_rules, names_of, rewrite, top_level
 
 __all__ = ("AGENTS", "answer", "claude_home", "claude_rules_say", "executable_words", "render")
 
@@ -161,8 +161,7 @@ def _rule_holds(rule: str, command: str) -> bool:
         pattern, words = shlex.split(found[1].removesuffix(":*")), shlex.split(command)
     except ValueError:
         return False
-    names = [words, *other_names(words)]
-    return any(in_order(name, p) for name in names for p in [pattern, *other_names(pattern)] if p)
+    return any(in_order(name, p) for name in names_of(words) for p in names_of(pattern) if p)
 
 
 def _into_project(part: str, here: Path, root: Path, env: Mapping[str, str]) -> bool:

@@ -60,7 +60,7 @@ __all__ = (
     "among",
     "config_path",
     "load_rules",
-    "other_names",
+    "names_of",
     "rewrite",
     "starts",
     "top_level",
@@ -394,15 +394,25 @@ _OTHER_PROGRAM = {"py.test": "pytest", "gmake": "make", "mvnw": "mvn", "gradlew"
 _SCRIPT_RUNNERS = ("npm", "pnpm", "yarn", "bun")
 
 
-def other_names(words: Sequence[str], bare: bool = True) -> list[tuple[str, ...]]:
-    """``words`` as a user's rule may name the same command (helper-28: a rule on ``pytest``, on
-    ``make`` or on ``npm test`` did not hold for these): ``python3.11 -m pytest`` is ``pytest``,
-    ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm run test`` are ``npm test``;
-    with ``bare``, each of those without its options too (``make test`` for ``make -s test``)."""
+def _never_words(name: Sequence[str]) -> frozenset[str]:
+    """The words of a command's ``name`` (``names_of``) that make it a watcher, a server or a
+    dialogue (``_NEVER_WORDS``, and its program's ``_NEVER_FOR``)."""
+    if not name:
+        return frozenset()
+    own = _NEVER_FOR.get(name[0], _NEVER_FOR.get(_program(name[0]), frozenset()))
+    return (_NEVER_WORDS | own).intersection(name[1:])
+
+
+def names_of(words: Sequence[str], bare: bool = True) -> list[tuple[str, ...]]:
+    """``words`` (first) and the other words a user's rule may name the same command by (helper-28:
+    a rule on ``pytest``, on ``make`` or on ``npm test`` did not hold for these): ``python3.11 -m
+    pytest`` is ``pytest``, ``py.test`` is ``pytest``, ``gmake`` is ``make``, ``npm t`` and ``npm
+    run test`` are ``npm test``; with ``bare``, each of those without its options too (``make test``
+    for ``make -s test``)."""
     if not words:
-        return []
+        return [()]
     program, rest = os.path.basename(words[0]), tuple(words[1:])
-    names: list[tuple[str, ...]] = []
+    names: list[tuple[str, ...]] = [tuple(words)]
     if PYTHON_NAME.fullmatch(program) and rest[:1] == ("-m",) and len(rest) > 1:
         names.append(rest[1:])
     elif program in _OTHER_PROGRAM:
@@ -413,7 +423,7 @@ def other_names(words: Sequence[str], bare: bool = True) -> list[tuple[str, ...]
         elif rest[:1] in (("run",), ("run-script",)) and len(rest) > 1:
             names.append((program, *rest[1:]))
     # and without its options: a rule on "make test" holds for "make -s test" (helper-39)
-    for name in [tuple(words), *names] if bare else []:
+    for name in list(names) if bare else []:
         plain = tuple(w for w in name if not w.startswith("-"))
         if plain != name:
             names.append(plain)
@@ -642,19 +652,13 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     # and with other words between its words: make -j 4 test, helper-44)
     # (and a skip's own other names: skip = ["npm run test"] holds for npm test, helper-66; not
     # without its options, which would skip more than it names)
-    skips = [n for s in rules.skip for n in (s, *other_names(s, bare=False))]
-    if any(in_order(name, s) for name in (words, body, *other_names(body)) for s in skips if s):
+    skips = [n for s in rules.skip for n in names_of(s, bare=False)]
+    if any(in_order(name, s) for name in (words, *names_of(body)) for s in skips if s):
         return Wrap(None, "it is in skip")
     if not any(_listed(words, p) or _listed(body, p) for p in rules.wrap):
         return Wrap(None, "not a build, test or lint command of the list")
     # (under its other names too: python -m pytest --pdb is pytest --pdb, helper-66)
-    never = {
-        w
-        for name in (body, *other_names(body, bare=False))
-        for w in (_NEVER_WORDS | _NEVER_FOR.get(name[0], _NEVER_FOR.get(_program(name[0]), frozenset()))).intersection(
-            name[1:]
-        )
-    }
+    never = set().union(*(_never_words(name) for name in names_of(body, bare=False)))
     never |= {w for w in body[1:] if not w.startswith("-") and _WATCH_SCRIPT.search(w)}
     if never:
         return Wrap(None, f"{sorted(never)[0]!r}: a watcher, a server or a dialogue")
