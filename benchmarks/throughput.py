@@ -13,7 +13,9 @@ its time over ``filter``'s (fed 64 KiB a read, it took 1.7 times filter's time o
 runs beside the plain filter on a log of short lines too (``seq``'s numbers, the same size, 20 MB
 at most): the ratio of their times. A window's trace once compared every window with every line
 of a batch, so 10,000-window batches of short lines made the budget 4.4 times the plain filter's
-time (3 million lines: 15.5 s against 3.5 s; 1.05 after the fix).
+time (3 million lines: 15.5 s against 3.5 s; 1.05 after the fix). Its peak memory beside the
+plain filter's, on a log whose failure is one line of 50 MB (the size at most): per-byte arrays of
+the line had taken 1.5 GB against the plain filter's 0.22 GB (helper-67).
 
 For each size (MB, 10**6 bytes) a log is generated once with ``../shared/bench/gen_log.py``
 (seeded, so the same file every time) and kept under ``--data`` (git-ignored). Each command
@@ -72,6 +74,21 @@ def ensure_short_lines(size_mb: int, data_dir: Path) -> Path:
     return path
 
 
+def ensure_long_line(size_mb: int, data_dir: Path) -> Path:
+    """A log whose failure is one line of ``size_mb`` MB (a traceback's message), between passing
+    lines, kept under ``data_dir``."""
+    path = data_dir / f"long-line-{size_mb}MB.log"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        words = b"abc 12 xyz, error "
+        with open(path, "wb") as out:
+            out.write(b"".join(b"test_%d PASSED\n" % i for i in range(100)))
+            out.write(b'Traceback (most recent call last):\n  File "x.py", line 3, in <module>\nValueError: ')
+            out.write(words * (size_mb * 10**6 // len(words)) + b"\n")
+            out.write(b"".join(b"after %d\n" % i for i in range(20)))
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="200", help="comma-separated sizes in MB (default 200)")
@@ -81,6 +98,7 @@ def main() -> int:
     streamfilter = [sys.executable, "-m", "streamfilter", "filter"]
     rows = []
     budget_ratio: dict[int, float] = {}  # short lines: --budget-tokens 4000's time over the plain filter's
+    long_rss: dict[int, float] = {}  # one long line: --budget-tokens 4000's peak RSS over the plain filter's
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
         for size in (int(s) for s in args.sizes.split(",")):
@@ -112,6 +130,9 @@ def main() -> int:
                 for name, argv in budget.items():
                     spent[name].append(measure(argv, out)[0])
             budget_ratio[size] = statistics.median(spent["budget"]) / statistics.median(spent["plain"])
+            long = ensure_long_line(min(size, 50), args.data)
+            plain_rss = measure([*streamfilter, str(long)], out)[1]
+            long_rss[size] = measure([*streamfilter, "--budget-tokens", "4000", str(long)], out)[1] / plain_rss
     print(f"command: python benchmarks/throughput.py --sizes {args.sizes} --repeat {args.repeat}")
     print(f"{'input':>8} {'tool':22} {'MB/s':>8} {'peak RSS MiB':>13} {'ratio to grep':>14} {'output bytes':>13}")
     grep_speed = {size: speed for size, name, speed, _, _ in rows if name.startswith("grep")}
@@ -125,6 +146,8 @@ def main() -> int:
         print(f"{size:>6}MB run -- cat takes {run_ratio:.2f} times filter's time (its archive is capped at 128 MiB)")
         ratio = budget_ratio[size]
         print(f"{size:>6}MB short lines: --budget-tokens 4000 takes {ratio:.2f} times the plain filter's time")
+        line, rss = min(size, 50), long_rss[size]
+        print(f"{size:>6}MB one {line} MB failure line: --budget-tokens 4000's peak RSS is {rss:.2f} times filter's")
     return 0
 
 

@@ -129,8 +129,12 @@ SUMMARY_CHARS_PER_TOKEN = 2.5  # a DROP summary's text, per estimated token (2.8
 # characters of a failure line over the whole budget named in the DROP summary of its own: a 200 KB
 # "Error: unexpected token" line had been one of "1 failure line" among 228, its text nowhere
 NAMED_CHARS = 100
+PREFIX_CHUNK = 1 << 20  # bytes summed at once by ``prefixes_at``
 MAX_CANDIDATES = 512  # units of one kind weighed by MMR (the likeliest, by kind, repeats, score, line)
 _MAX_SHAPES_PER_UNIT = 64  # line shapes compared per unit (its first lines)
+# bytes of a line's head shaped for a unit (its shape is of its first 96 bytes, with escapes left out)
+_SHAPE_HEAD_BYTES = 4096
+_SHAPE_BYTES, _UNIT_BYTES = 64, 512  # memory of a shape in a unit's set, and of a unit with its arrays' headers
 
 # kinds of unit
 PROTECTED, TAIL, SCORED, HEAD = 0, 1, 2, 3
@@ -162,13 +166,38 @@ _BYTE_TOKENS[0x1B] = 1.43
 
 def token_prefix(data: bytes) -> npt.NDArray[np.float64]:
     """Shape ``(len(data) + 1,)``: the estimated tokens of ``data[:i]`` for each ``i`` (see ``estimate_tokens``)."""
-    arr = np.frombuffer(data, dtype=np.uint8)
-    cls = _CLASS[arr]
-    starts = np.ones(arr.shape[0], dtype=bool)
-    starts[1:] = cls[1:] != cls[:-1]
-    prefix = np.zeros(arr.shape[0] + 1, dtype=np.float64)
-    np.cumsum(_BYTE_TOKENS[arr] + starts * _RUN_TOKENS[cls], out=prefix[1:])
-    return prefix
+    return prefixes_at(data, np.arange(len(data) + 1, dtype=np.int64))[0]
+
+
+def prefixes_at(data: bytes, offsets: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """The estimated tokens (``estimate_tokens``) of ``data[:i]``, and its bytes other than spaces,
+    tabs, CR and LF, at each offset ``i`` of ``offsets`` (sorted, from 0 to ``len(data)``).
+
+    Summed ``PREFIX_CHUNK`` bytes at a time: per-byte arrays of a whole 50 MB line took 1.5 GB
+    (helper-67); the sums are the same, added in the same order.
+
+    Returns:
+        shapes ``(len(offsets),)``: float64 tokens, int64 bytes.
+    """
+    tokens = np.zeros(offsets.shape[0], dtype=np.float64)
+    solid = np.zeros(offsets.shape[0], dtype=np.int64)
+    n = len(data)
+    carry, carry_solid, before = np.zeros(1), np.zeros(1, dtype=np.int64), -1  # (before: the last byte's class)
+    done = int(np.searchsorted(offsets, 0, side="right"))  # (offset 0: nothing before it)
+    for start in range(0, n, PREFIX_CHUNK):
+        arr = np.frombuffer(data, dtype=np.uint8, count=min(PREFIX_CHUNK, n - start), offset=start)
+        cls = _CLASS[arr]
+        starts = np.empty(arr.shape[0], dtype=bool)
+        starts[0] = int(cls[0]) != before
+        np.not_equal(cls[1:], cls[:-1], out=starts[1:])
+        # (from the sum so far: the running sum adds each byte to it in turn, as one sum over all of data)
+        sums = np.cumsum(np.concatenate((carry, _BYTE_TOKENS[arr] + starts * _RUN_TOKENS[cls])))
+        counts = np.cumsum(np.concatenate((carry_solid, ~_SPACE[arr])))
+        upto = int(np.searchsorted(offsets, start + arr.shape[0], side="right"))
+        at = offsets[done:upto] - start
+        tokens[done:upto], solid[done:upto] = sums[at], counts[at]
+        carry, carry_solid, before, done = sums[-1:], counts[-1:], int(cls[-1]), upto
+    return tokens, solid
 
 
 def estimate_tokens(data: bytes) -> float:
@@ -180,7 +209,7 @@ def estimate_tokens(data: bytes) -> float:
     bytes, 0.5 per one of 2. A run never crosses a line end, so the estimate of a text is
     the sum of its lines'. Never raises.
     """
-    return float(token_prefix(data)[-1])
+    return float(prefixes_at(data, np.asarray([len(data)], dtype=np.int64))[0][0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +218,7 @@ class Unit:
 
     Attributes:
         first_line: 1-based first line.
-        n_bytes: its length in bytes (what the pool holds in memory).
+        n_bytes: its length in bytes (the pool holds its per-line arrays, not its bytes: ``held``).
         costs: shape ``(lines,)``, float64: the estimated tokens (``estimate_tokens``) of
             its lines up to the end of each.
         kind: ``PROTECTED``, ``TAIL``, ``SCORED`` or ``HEAD``.
@@ -230,6 +259,12 @@ class Unit:
     def last_line(self) -> int:
         """1-based last line (inclusive)."""
         return self.first_line + int(self.costs.shape[0]) - 1
+
+    @property
+    def held(self) -> int:
+        """About how many bytes of memory the unit holds: its per-line arrays, its shapes and itself."""
+        arrays = self.costs.nbytes + self.solid.nbytes + self.leads_in.nbytes
+        return arrays + _SHAPE_BYTES * len(self.shapes) + _UNIT_BYTES
 
 
 def _no_lines() -> npt.NDArray[np.int64]:
@@ -282,7 +317,9 @@ def _kind(reason: str) -> int | None:
 class UnitPool:
     """The candidate units of one stream (pass 1), at most ``max_bytes`` of them.
 
-    Memory is bounded: when the units held pass ``max_bytes``, the least likely to be
+    Memory is bounded: when the units held pass ``max_bytes`` (``Unit.held``: a unit holds
+    about 17 bytes a line whatever the lines' length, so a 50 MB failure line is a unit like
+    another; counted by its length, it was forgotten at once, helper-67), the least likely to be
     chosen are forgotten (by kind, then units beyond ``MAX_PER_SHAPE`` of one first-line
     shape, then lower score, then later line; the kinds ranked protected, tail, scored, head).
 
@@ -331,9 +368,9 @@ class UnitPool:
         ends = np.flatnonzero(data == 0x0A).astype(np.int64) + 1
         if not ends.shape[0] or ends[-1] != data.shape[0]:
             ends = np.append(ends, np.int64(data.shape[0]))
-        # bytes other than spaces, tabs, CR and LF before each offset: a line of none is blank
-        solid_before = np.concatenate(([0], np.cumsum(~_SPACE[data], dtype=np.int64)))
-        tokens_before = token_prefix(run.data)
+        # before each line: its estimated tokens, and bytes other than spaces, tabs, CR and LF (a
+        # line of none is blank)
+        tokens_at, solid_at = prefixes_at(run.data, np.concatenate(([0], ends)))
         starts: list[tuple[int, int, float]] = []  # (first line, kind, score) of each unit
         asked: set[int] = set()  # first lines of the units the user asked for
         heads: set[int] = set()  # first lines of the units that head a section
@@ -425,7 +462,6 @@ class UnitPool:
         bounds = [first - run.first_line for first, _, _ in starts] + [run.lines]
         # blank lines alone (a stream's last line, say) join the unit before: alone they would be
         # left out, and cost a summary line where keeping them costs next to nothing
-        solid_at = solid_before[np.concatenate(([0], ends))]  # before each line
         own = [i == 0 or solid_at[bounds[i + 1]] > solid_at[bounds[i]] for i in range(len(starts))]
         starts = [start for start, keep in zip(starts, own, strict=True) if keep]
         bounds = [bound for bound, keep in zip(bounds, [*own, True], strict=True) if keep]
@@ -433,11 +469,11 @@ class UnitPool:
             if b <= a:
                 continue
             lo = int(ends[a - 1]) if a else 0
-            text = strip_ansi(run.data[lo : int(ends[min(b, a + _MAX_SHAPES_PER_UNIT) - 1])])
+            text = strip_ansi(_heads_of(run.data, ends, a, min(b, a + _MAX_SHAPES_PER_UNIT)))
             # (blank lines have no shape: they would make every two units with one alike)
             shapes = [zlib.crc32(shape) for shape in line_shapes(text) if shape.strip()]  # the same in every process
-            solid = np.diff(solid_before[np.concatenate(([lo], ends[a:b]))]) > 0
-            costs = tokens_before[ends[a:b]] - tokens_before[lo]
+            solid = np.diff(solid_at[a : b + 1]) > 0
+            costs = tokens_at[a + 1 : b + 1] - tokens_at[a]
             key = shapes[0] if shapes else 0
             n_bytes = int(ends[b - 1]) - lo
             found = np.flatnonzero(result_lines(run.data[lo : int(ends[b - 1])], ends[a:b] - lo))
@@ -470,7 +506,7 @@ class UnitPool:
                 likely.get(first, 0.0),
             )
             self.units.append(unit)
-            self._held += n_bytes
+            self._held += unit.held
 
     def _order(self) -> list[int]:
         """Indexes of the units, most likely to be chosen first."""
@@ -485,7 +521,7 @@ class UnitPool:
     def _prune(self) -> None:
         kept, held = [], 0
         for i in self._order():
-            size = self.units[i].n_bytes
+            size = self.units[i].held
             if held + size > self.max_bytes // 2:
                 continue
             kept.append(i)
@@ -595,6 +631,21 @@ class UnitPool:
                 chosen.name(unit, self.budget, at=part[1])
             for j in left:
                 redundancy[j] = max(redundancy[j], _jaccard(units[j].shapes, unit.shapes))
+
+
+def _heads_of(data: bytes, ends: npt.NDArray[np.int64], a: int, b: int) -> bytes:
+    """Lines ``a .. b-1`` of ``data`` (line ``i`` ends at ``ends[i]``), each cut to its first
+    ``_SHAPE_HEAD_BYTES`` with its line end: a shape is of a line's first 96 bytes
+    (``summarize.shape_text``), and shaping a whole 50 MB line took 650 MB."""
+    lo = int(ends[a - 1]) if a else 0
+    if int(ends[b - 1]) - lo <= _SHAPE_HEAD_BYTES:
+        return data[lo : int(ends[b - 1])]
+    heads = []
+    for start, end in zip([lo, *ends[a : b - 1].tolist()], ends[a:b].tolist(), strict=True):
+        heads.append(data[start : min(end, start + _SHAPE_HEAD_BYTES)])
+        if end - start > _SHAPE_HEAD_BYTES and data[end - 1 : end] == b"\n":
+            heads.append(b"\n")
+    return b"".join(heads)
 
 
 def _union(ranges: list[tuple[int, int]], more: list[tuple[int, int]]) -> list[tuple[int, int]]:

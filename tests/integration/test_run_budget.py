@@ -331,6 +331,20 @@ def test_a_long_line_that_stops_a_failures_cut_is_named_too(tmp_path: Path) -> N
     assert estimate_tokens(done.stdout) <= 4000 * 1.05
 
 
+def test_a_failure_line_over_the_pools_memory_cap_is_named_too(tmp_path: Path) -> None:
+    """helper-67: a 50 MB exception message was never named, "1 failure-like line" with its text
+    nowhere: the pool counted a unit by its bytes, and forgot one over 4 MiB (it holds only ~17 bytes
+    a line); its per-byte token sums took 1.5 GB (``benchmarks/throughput.py`` measures that)."""
+    log = tmp_path / "tb.log"
+    log.write_bytes(b"ok\n" * 100 + b"Traceback (most recent call last):\nValueError: " + b"B" * (5 << 20) + b"\nok\n")
+    done = run_cli("filter", "--budget-tokens", "4000", str(log))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode().splitlines()
+    assert "Traceback (most recent call last):" in lines
+    (named,) = [line for line in lines if line.startswith("[streamfilter: dropped line 102 ")]
+    assert "it starts: ValueError: BBB" in named and "5.0 MiB" in named
+
+
 def test_a_failed_commands_most_probable_line_is_kept_wherever_it_is(tmp_path: Path) -> None:
     """The harness's mismatch is under the prior's cut, 450 lines before the end: the output is read
     again with the most probable lines the first reading left out; a run that passed is not."""

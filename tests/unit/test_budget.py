@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from streamfilter.core import budget as budget_module
 from streamfilter.core.budget import (
     BUDGET_SUMMARY_CHARS,
     PROTECTED,
@@ -172,9 +173,12 @@ def test_units_cover_every_kept_line_once_and_protected_units_hold_the_traceback
 
 def test_the_pool_forgets_the_least_likely_units_when_full() -> None:
     data = b"".join(noise(30, 40 * i) + failure(f"Kind{i}") for i in range(60)) + noise(30, 9000)
-    pool = UnitPool(150, DROP_TOKENS, max_bytes=4000)
-    pool.add(feed(StreamFilter(FilterConfig(explain=True)), data, []))
-    assert sum(u.n_bytes for u in pool.units) <= 4000
+    runs = feed(StreamFilter(FilterConfig(explain=True)), data, [])
+    everything = UnitPool(150, DROP_TOKENS)
+    everything.add(runs)
+    pool = UnitPool(150, DROP_TOKENS, max_bytes=8000)
+    pool.add(runs)
+    assert sum(u.held for u in pool.units) <= 8000 < sum(u.held for u in everything.units)
     assert [u.first_line for u in pool.units] == sorted(u.first_line for u in pool.units)
     assert any(u.kind == PROTECTED for u in pool.units)
 
@@ -200,6 +204,25 @@ def test_the_token_estimate_of_a_text_is_the_sum_of_its_lines_and_grows_with_it(
     prefix = token_prefix(text)
     assert prefix.shape == (len(text) + 1,) and prefix[0] == 0 and bool(np.all(np.diff(prefix) >= 0))
     assert estimate_tokens(text) == pytest.approx(sum(estimate_tokens(line) for line in [*lines, last]))
+
+
+@given(st.binary(max_size=300), st.integers(1, 9), st.lists(st.integers(0, 300), max_size=6))
+def test_token_sums_taken_a_few_bytes_at_a_time_are_those_of_the_whole_text(
+    data: bytes, chunk: int, cuts: list[int]
+) -> None:
+    # (the sums a byte at a time, as they were made before: per-byte arrays of the whole text)
+    cls = budget_module._CLASS[np.frombuffer(data, dtype=np.uint8)]
+    starts = np.ones(cls.shape[0], dtype=bool)
+    starts[1:] = cls[1:] != cls[:-1]
+    per_byte = budget_module._BYTE_TOKENS[np.frombuffer(data, dtype=np.uint8)] + starts * budget_module._RUN_TOKENS[cls]
+    whole = np.concatenate(([0.0], np.cumsum(per_byte)))
+    blank = np.frombuffer(b" \t\r\n", dtype=np.uint8)
+    solid = np.concatenate(([0], np.cumsum(~np.isin(np.frombuffer(data, dtype=np.uint8), blank))))
+    offsets = np.asarray(sorted({c % (len(data) + 1) for c in [0, len(data), *cuts]}), dtype=np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(budget_module, "PREFIX_CHUNK", chunk)
+        tokens, count = budget_module.prefixes_at(data, offsets)
+    assert tokens.tolist() == whole[offsets].tolist() and count.tolist() == solid[offsets].tolist()
 
 
 def test_the_token_estimate_weighs_runs_more_than_their_length_and_escapes_and_wide_characters_too() -> None:
