@@ -137,7 +137,10 @@ def die_of(end: Ended) -> None:
                 stream.flush()
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # (SIGQUIT's and SIGABRT's core is CMD's, not ours)
+    # (apart: SIGKILL has no handler to reset, and setting one raised, so run exited 137, helper-68)
+    with contextlib.suppress(ValueError, OSError):
         signal.signal(end.signum, signal.SIG_DFL)
+    with contextlib.suppress(ValueError, OSError):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {end.signum})
         os.kill(os.getpid(), end.signum)
 

@@ -299,6 +299,10 @@ def test_a_command_a_signal_killed_kills_run_with_it_so_xargs_stops(tmp_path: Pa
     quit_ = subprocess.run([*command[:5], "sh", "-c", "kill -QUIT $$"], capture_output=True, cwd=tmp_path,
                            env=_state(tmp_path), timeout=30)  # fmt: skip
     assert quit_.returncode == -signal.SIGQUIT and not list(tmp_path.glob("core*"))
+    # and of SIGKILL, which has no handler to reset (run exited 137, helper-68: an OOM kill)
+    killed = subprocess.run([*command[:5], "sh", "-c", "kill -KILL $$"], capture_output=True, env=_state(tmp_path),
+                            timeout=30)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL and b"was killed by signal 9" in killed.stdout, killed
 
 
 CLEANS_UP = """
