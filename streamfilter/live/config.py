@@ -789,7 +789,8 @@ def unused_sinks(config: DaemonConfig) -> list[str]:
 def check_use(config: DaemonConfig) -> list[str]:
     """What in a valid config does nothing, found touching nothing (``check-config`` warns; the
     daemon warns of the first at start and refuses the files of the second as it meets them): a
-    sink no source lists, and a file source whose path lies outside its ``roots``.
+    sink no source lists, a file source whose path lies outside its ``roots``, one that names no
+    file now (a typo, or logs to come) and two file sources that name one file.
 
     Returns:
         one message per finding, as ``PATH: KEY: what``.
@@ -811,6 +812,16 @@ def check_use(config: DaemonConfig) -> list[str]:
     # two file sources on one file read it twice, each to its sinks (meant, for two queries, or not)
     files = [(i, s) for i, s in enumerate(config.sources) if s.type == "file"]
     matched = {i: _matched_now(s.path) for i, s in files}
+    for i, source in files:
+        # (no error: logs may come later; but a typo in a path passed silently, and the daemon waited, helper-69)
+        if not matched[i]:
+            directory = glob_directory(source.path)
+            what = (
+                f"its directory {directory} does not exist: nothing is read until it is made"
+                if not os.path.isdir(directory)
+                else "names no file now: the daemon reads one when it appears"
+            )
+            out.append(f"{config.path}: source[{i}].path: {source.path}: {what}")
     for (i, a), (j, b) in itertools.combinations(files, 2):
         both = sorted(matched[i] & matched[j]) or ([a.path] if a.path == b.path else [])
         if both:

@@ -760,7 +760,7 @@ def test_every_traceback_of_a_docker_compose_service_is_kept(tmp_path: Path) -> 
         (("filter", "--format", "jsonl", "--explain", str(EXAMPLE)), 0),
         (("filter", "--budget-tokens", "300", str(EXAMPLE)), 0),
         (("expand", f"{EXAMPLE}:0-5352:f872e337"), 0),
-        (("check-config", str(ROOT / "examples" / "streamfilter.toml")), 0),
+        (("check-config", "CONFIG"), 0),
         (("install", "claude", "--dry-run"), 0),
         (("run", "--", "sh", "-c", "exit 3"), 3),
         (("run", "--separate", "--", "sh", "-c", "exit 3"), 3),
@@ -774,6 +774,10 @@ def test_a_reader_that_went_away_ends_a_command_quietly(args: tuple[str, ...], s
     read, write = os.pipe()
     os.close(read)
     hook_input = b'{"tool_name": "Bash", "tool_input": {"command": "pytest"}}'
+    # (a config whose places are there: check-config warns of the example's, before its demo folder is made)
+    config = tmp_path / "streamfilter.toml"
+    config.write_text(f'[[source]]\ntype = "file"\npath = "{EXAMPLE}"\n')
+    args = tuple(str(config) if a == "CONFIG" else a for a in args)
     try:
         done = subprocess.run(
             [sys.executable, "-m", "streamfilter", *args],

@@ -233,6 +233,23 @@ def test_two_names_of_one_socket_are_refused_and_two_sockets_are_not(tmp_path: P
         assert done.returncode == 0, done.stderr
 
 
+def test_a_file_source_that_names_no_file_is_warned_of(tmp_path: Path) -> None:
+    """A typo in a source's path (``*.lgo``, ``lgos/``) passed check-config silently, and the
+    daemon waited for it forever (helper-69); a warning now, no error: logs may come later."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "app.log").write_bytes(b"ok\n")
+    paths = ("logs/*.lgo", "lgos/app.log", "logs/*.log")
+    body = "".join(f'[[source]]\ntype = "file"\npath = "{tmp_path}/{path}"\n' for path in paths)
+    done = run_cli("check-config", str(write_config(tmp_path, body)))
+    assert done.returncode == 0, done.stderr
+    warnings = done.stderr.decode().splitlines()
+    assert [w.split(".toml: ", 1)[1] for w in warnings] == [
+        f"source[0].path: {tmp_path}/logs/*.lgo: names no file now: the daemon reads one when it appears",
+        f"source[1].path: {tmp_path}/lgos/app.log: its directory {tmp_path}/lgos does not exist: "
+        "nothing is read until it is made",
+    ], warnings
+
+
 def test_a_sink_in_a_linked_folder_that_a_source_reads_is_refused(tmp_path: Path) -> None:
     # lnk -> logs: a sink at lnk/out.txt passed the check that logs/out.txt fails, and the daemon
     # read its own output back, the same failure line again and again (helper-30)
@@ -338,10 +355,12 @@ def test_check_config_warns_of_an_unused_sink_and_of_a_path_outside_its_roots(tm
     # the daemon warns of the first at start and refuses the second's files one by one; check-config
     # said nothing of either (a helper's find)
     (tmp_path / "logs").mkdir()
+    for name in ("a.log", "b.txt"):
+        (tmp_path / "logs" / name).write_bytes(b"ok\n")
     body = (
         f'[[source]]\nname = "app"\ntype = "file"\npath = "{tmp_path}/logs/*.log"\n'
         f'roots = ["{tmp_path}/elsewhere"]\nsinks = ["out"]\n'
-        f'[[source]]\nname = "ok"\ntype = "file"\npath = "{tmp_path}/logs/b.log"\nsinks = ["out"]\n'
+        f'[[source]]\nname = "ok"\ntype = "file"\npath = "{tmp_path}/logs/b.txt"\nsinks = ["out"]\n'
         f'[[sink]]\nname = "out"\ntype = "file"\npath = "{tmp_path}/out.txt"\n'
         f'[[sink]]\nname = "spare"\ntype = "file"\npath = "{tmp_path}/spare.txt"\n'
     )
