@@ -15,7 +15,10 @@ at most): the ratio of their times. A window's trace once compared every window 
 of a batch, so 10,000-window batches of short lines made the budget 4.4 times the plain filter's
 time (3 million lines: 15.5 s against 3.5 s; 1.05 after the fix). Its peak memory beside the
 plain filter's, on a log whose failure is one line of 50 MB (the size at most): per-byte arrays of
-the line had taken 1.5 GB against the plain filter's 0.22 GB (helper-67).
+the line had taken 1.5 GB against the plain filter's 0.22 GB (helper-67). And the plain filter's
+peak memory on the short lines over its peak on the bench log: a read of 1 MiB is a block of
+150,000 such lines (a million blank ones), whose per-line arrays took 650 MB before blocks were
+cut at ``lines.MAX_BLOCK_LINES`` (helper-69).
 
 For each size (MB, 10**6 bytes) a log is generated once with ``../shared/bench/gen_log.py``
 (seeded, so the same file every time) and kept under ``--data`` (git-ignored). Each command
@@ -98,6 +101,7 @@ def main() -> int:
     streamfilter = [sys.executable, "-m", "streamfilter", "filter"]
     rows = []
     budget_ratio: dict[int, float] = {}  # short lines: --budget-tokens 4000's time over the plain filter's
+    short_rss: dict[int, float] = {}  # short lines: the plain filter's peak RSS over its peak on the bench log
     long_rss: dict[int, float] = {}  # one long line: --budget-tokens 4000's peak RSS over the plain filter's
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
@@ -126,9 +130,14 @@ def main() -> int:
                 "budget": [*streamfilter, "--budget-tokens", "4000", str(short)],
             }
             spent: dict[str, list[float]] = {name: [] for name in budget}
+            short_peak: list[float] = []
             for _ in range(args.repeat):
                 for name, argv in budget.items():
-                    spent[name].append(measure(argv, out)[0])
+                    seconds, peak = measure(argv, out)
+                    spent[name].append(seconds)
+                    if name == "plain":
+                        short_peak.append(peak)
+            short_rss[size] = max(short_peak) / max(t[1] for t in times["streamfilter filter"])
             budget_ratio[size] = statistics.median(spent["budget"]) / statistics.median(spent["plain"])
             long = ensure_long_line(min(size, 50), args.data)
             plain_rss = measure([*streamfilter, str(long)], out)[1]
@@ -146,6 +155,8 @@ def main() -> int:
         print(f"{size:>6}MB run -- cat takes {run_ratio:.2f} times filter's time (its archive is capped at 128 MiB)")
         ratio = budget_ratio[size]
         print(f"{size:>6}MB short lines: --budget-tokens 4000 takes {ratio:.2f} times the plain filter's time")
+        peak = short_rss[size]
+        print(f"{size:>6}MB short lines: the filter's peak RSS is {peak:.2f} times its peak on the bench log")
         line, rss = min(size, 50), long_rss[size]
         print(f"{size:>6}MB one {line} MB failure line: --budget-tokens 4000's peak RSS is {rss:.2f} times filter's")
     return 0

@@ -33,7 +33,7 @@ from .budget import NAMED_CHARS, Selection
 from .decide import CutTracker, RepeatGate, bridged_ends
 from .explain import MAX_TRACES, BatchFacts, Tracer
 from .hits import PRIOR_BEFORE, PRIOR_HEAD, Hits, PriorRater, weak_lines
-from .lines import LineSplitter, utf8_cut
+from .lines import LineSplitter, bounded, utf8_cut
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts, Preparer
 from .prior import CONTEXT_REACH, REACH, PriorModel, default_model
@@ -297,10 +297,10 @@ class StreamFilter:
         runs: list[Run] = []
         if self._rest is not None:
             chunk = self._take_rest(self._rest_held + chunk, runs)
-        block = self._splitter.feed(chunk)
-        if block is not None:
+        for block in bounded(self._splitter.feed(chunk)):
             self._ingest(block)
-        return runs + self._emit(final=False)
+            runs += self._emit(final=False)  # (each part's lines decided before the next's arrays are made)
+        return runs
 
     def settle(
         self,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .lines import LineSplitter
+from .lines import LineSplitter, bounded
 from .prepare import BlockFacts
 from .records import LineBlock
 
@@ -172,15 +172,14 @@ def _serve(
     splitter = LineSplitter()
     index = 0
 
-    def serve(block: LineBlock | None) -> None:
+    def serve(whole: LineBlock | None) -> None:
         nonlocal index
-        if block is None:
-            return
-        if ring.waiting_for(index - 1):  # the filter is close behind: it does this block, we the next
-            ring.leave(conn)
-        else:
-            ring.put(conn, _pack(preparer(block), zlib.adler32(block.data)))
-        index += 1
+        for block in bounded(whole):  # (the filter's blocks: cut as it cuts them)
+            if ring.waiting_for(index - 1):  # the filter is close behind: it does this block, we the next
+                ring.leave(conn)
+            else:
+                ring.put(conn, _pack(preparer(block), zlib.adler32(block.data)))
+            index += 1
 
     try:
         with open(path, "rb") as handle:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from streamfilter.core import lines
 from streamfilter.core.filter import MAX_TRACES, FilterConfig, StreamFilter
 from streamfilter.core.records import Run
 from tests.conftest import CORPUS, need
@@ -109,6 +110,15 @@ def test_runs_tile_the_input_and_keep_runs_are_verbatim(data: bytes, cuts: list[
 def test_any_chunking_gives_the_same_runs(data: bytes, cuts: list[int], which: int) -> None:
     whole = run_filter(data, [], CONFIGS[which])
     assert run_filter(data, cuts, CONFIGS[which]) == whole
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, st.integers(1, 5), st.sampled_from(range(len(CONFIGS))))
+def test_blocks_of_a_few_lines_give_the_same_runs(data: bytes, most: int, which: int) -> None:
+    whole = run_filter(data, [], CONFIGS[which])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lines, "MAX_BLOCK_LINES", most)  # (each read's lines in blocks of at most this many)
+        assert run_filter(data, [], CONFIGS[which]) == whole
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -3,7 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamfilter.core.lines import LineSplitter, utf8_cut
+from streamfilter.core import lines
+from streamfilter.core.lines import LineSplitter, bounded, utf8_cut
 
 
 def split_all(chunks: list[bytes]) -> list[tuple[int, int, bytes]]:
@@ -73,3 +74,19 @@ def test_ends_dtype_and_offsets() -> None:
 )
 def test_utf8_cut_leaves_out_a_character_begun_at_the_end(data: bytes, cut: int) -> None:
     assert utf8_cut(data) == cut
+
+
+def test_a_block_of_many_lines_is_cut_into_blocks_that_tile_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (a million blank lines read at once made arrays of 650 MB, helper-69)
+    monkeypatch.setattr(lines, "MAX_BLOCK_LINES", 3)
+    sp = LineSplitter(first_line=5, start_byte=100)
+    block = sp.feed(b"a\n\nbb\nccc\n\n\nd\ne")
+    assert block is not None and bounded(None) == []
+    parts = bounded(block)
+    assert [p.n_lines for p in parts] == [3, 3, 1]
+    assert b"".join(p.data for p in parts) == block.data
+    assert [(p.first_line, p.start_byte) for p in parts] == [(5, 100), (8, 106), (11, 112)]
+    for p in parts:
+        assert p.ends[-1] == len(p.data) and p.data.endswith(b"\n")
+    monkeypatch.setattr(lines, "MAX_BLOCK_LINES", 7)
+    assert bounded(block) == [block]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from streamfilter.core import lines
 from streamfilter.core.filter import StreamFilter
 from streamfilter.core.records import Run
 from streamfilter.core.worker import MIN_FILE_BYTES, FactsWorker, worth_a_worker
@@ -46,6 +47,14 @@ def _runs(path: Path, worker_chunk: int | None, feed_chunk: int) -> tuple[list[R
     finally:
         if worker is not None:
             worker.close()
+
+
+def test_a_worker_cuts_the_blocks_as_the_filter_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # reads of more lines than a block holds: the worker's blocks are the filter's, so its facts are used
+    monkeypatch.setattr(lines, "MAX_BLOCK_LINES", 50)
+    path = _log(tmp_path)
+    runs, taken, _ = _runs(path, 1 << 16, 1 << 16)
+    assert runs == _runs(path, None, 1 << 16)[0] and taken > 100
 
 
 @pytest.mark.parametrize("worker_chunk", [1 << 16, 100_000])
