@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from .decide import RepeatGate, protected_ranges
 from .explain import Tracer
-from .normalize import strip_ansi
+from .normalize import normalize_block, strip_ansi
 from .pending import PendingLines, WindowTable
 from .prepare import BlockFacts
 from .prior import (
@@ -496,7 +496,9 @@ class PriorRater:
         self._done = upto
         if self._tracer is not None:
             for i in rated.tolist():
-                reasons = self._model.explain(strip_ansi(p.line(i)), self._slots[i + p.base - self._z_base])
+                # (its scoring text, which its features were of: a line past max_line_bytes is capped)
+                text = normalize_block(p.line(i), 1, self._max_line_bytes).text
+                reasons = self._model.explain(text, self._slots[i + p.base - self._z_base])
                 self._tracer.rated(p.base + i + 1, round(float(prob[i - lo]), 4), reasons)
         # the log-odds later lines look back at
         keep = max(0, upto - CONTEXT_REACH - self._z_base)

@@ -35,7 +35,7 @@ ship (``prior.npz``), never a word list. Word features a training set saw in few
 from __future__ import annotations
 
 import functools
-import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -434,41 +434,47 @@ def _words(
     return out, per_line.astype(np.int64)
 
 
-def _line_words(text: bytes) -> tuple[npt.NDArray[np.uint64], list[str]]:
-    """The prior's words of one line (``_words``): their keys and, in the same order, their text
-    for ``--explain`` (a number ``<num>``, letters stuck to one ``<id>``, a path ``<path>`` and its
-    extension, punctuation as it is without its spaces)."""
+def _line_words(text: bytes) -> tuple[npt.NDArray[np.uint64], Callable[[int], str]]:
+    """The prior's words of one line (``_words``): their keys and, for ``--explain``, the text of
+    word ``i`` of them (a number ``<num>``, letters stuck to one ``<id>``, a path ``<path>`` and its
+    extension, punctuation as it is without its spaces). Made when asked for: a line of a million
+    words is explained by its heaviest few, and naming each had taken minutes (helper-69)."""
     table = token_table(text, np.asarray([len(text)], dtype=np.int64))
     n = table.keys.shape[0]
     if n == 0:
-        return np.zeros(0, dtype=np.uint64), []
+        return np.zeros(0, dtype=np.uint64), str
     line_start = np.zeros(n, dtype=bool)
     line_start[0] = True
     block = _block_words(np.frombuffer(text, dtype=np.uint8), table, line_start, np.zeros(n, dtype=np.int64), 1)
-    words, path_keys, gaps = block.keys, block.path_keys, block.gaps
+    words, path_keys, before = block.keys, block.path_keys, block.gaps.before
     heads, _, cand, _, _ = block.parts
-    lower = table.lower
-    starts, lengths = table.starts.tolist(), table.lengths.tolist()
-    masked = (path_keys & _LOW56).tolist()  # (the masked keys; a path's first token is named apart)
+    lower, starts, lengths = table.lower, table.starts, table.lengths
+    punct = np.zeros(words.shape[0], dtype=bool)
+    punct[cand + np.arange(cand.shape[0])] = True  # (each punctuation word right before its word)
+    at = np.where(punct, np.cumsum(punct) - 1, np.cumsum(~punct) - 1)  # (its index in cand, or in heads)
 
     def token(i: int) -> str:
-        if masked[i] in (_NUM_KEY_L, _ID_KEY_L):
-            return "<num>" if masked[i] == _NUM_KEY_L else "<id>"
-        return lower[starts[i] : starts[i] + lengths[i]].decode("utf-8", "replace")
+        masked = int(path_keys[i] & _LOW56)  # (the masked key; a path's first token is named apart)
+        if masked in (_NUM_KEY_L, _ID_KEY_L):
+            return "<num>" if masked == _NUM_KEY_L else "<id>"
+        return lower[int(starts[i]) : int(starts[i] + lengths[i])].decode("utf-8", "replace")
 
-    names = []
-    for a, b in itertools.pairwise([*heads.tolist(), n]):
+    def between(i: int) -> bytes:  # (the bytes between token i - 1 and token i)
+        return lower[int(starts[i - 1] + lengths[i - 1]) : int(starts[i])]
+
+    def name(i: int) -> str:
+        if punct[i]:
+            return between(int(heads[cand[at[i]]])).strip().decode("utf-8", "replace")
+        h = int(at[i])
+        a, b = int(heads[h]), int(heads[h + 1]) if h + 1 < heads.shape[0] else n
         if path_keys[a] == _PATH_KEY:
-            names.append("<path>" + ("." + token(b - 1) if b - 1 > a and gaps.before[b - 1] == 46 else ""))
-            continue
+            return "<path>" + ("." + token(b - 1) if b - 1 > a and before[b - 1] == 46 else "")
         pieces = [token(a)]
-        for i in range(a + 1, b):  # (with what joins them: nothing or "_")
-            pieces += [lower[starts[i - 1] + lengths[i - 1] : starts[i]].decode("utf-8", "replace"), token(i)]
-        names.append("".join(pieces))
-    for c in reversed(cand.tolist()):  # (each punctuation word right before its word)
-        a = int(heads[c])
-        names.insert(c, lower[starts[a - 1] + lengths[a - 1] : starts[a]].strip().decode("utf-8", "replace"))
-    return words, names
+        for j in range(a + 1, b):  # (with what joins them: nothing or "_")
+            pieces += [between(j).decode("utf-8", "replace"), token(j)]
+        return "".join(pieces)
+
+    return words, name
 
 
 def _id_shapes(
@@ -833,13 +839,15 @@ class PriorModel:
         """The ``k`` words or word pairs of one line's scoring text and the ``k`` structure slots
         (``slots``, shape ``(groups,)``, as ``structure`` gives a line's) whose weights raise its
         probability most, as text (``_line_words``; a slot as ``group:bin``), for ``--explain``."""
-        words, names = _line_words(text)
+        words, name = _line_words(text)
+        n = words.shape[0]
         ids = np.concatenate((_hash(_UNIGRAM, words), _hash(_BIGRAM, words[:-1], words[1:])))
-        labels = names + [f"{a} {b}" for a, b in itertools.pairwise(names)]
         _, first = np.unique(ids, return_index=True)  # a word twice in the line is one feature
         weights = self.own[ids[first]]
         order = np.argsort(-weights, kind="stable")[:k]
-        heavy = [labels[first[i]] for i in order.tolist() if weights[i] > 0]
+        # (feature j < n: word j; else the pair of words j - n and j - n + 1)
+        labels = [int(first[i]) for i in order.tolist() if weights[i] > 0]
+        heavy = [name(j) if j < n else f"{name(j - n)} {name(j - n + 1)}" for j in labels]
         by_slot = self.structure[slots]
         heaviest = np.argsort(-by_slot, kind="stable")[:k]
         return (*heavy, *(STRUCTURE_NAMES[int(slots[i])] for i in heaviest.tolist() if by_slot[i] > 0))

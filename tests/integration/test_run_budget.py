@@ -345,6 +345,19 @@ def test_a_failure_line_over_the_pools_memory_cap_is_named_too(tmp_path: Path) -
     assert "it starts: ValueError: BBB" in named and "5.0 MiB" in named
 
 
+def test_a_failed_commands_line_of_millions_of_words_is_read_again_in_seconds(tmp_path: Path) -> None:
+    """helper-68/69: a failed command's one 60 MB line, read again as one of its likeliest, took
+    minutes: --explain's reasons named every word of it (the heaviest few are shown), of the whole
+    line (its features are of its first and last max_line_bytes / 2)."""
+    line = tmp_path / "line.txt"
+    line.write_bytes(b"abc 12 xyz, data " * 1_200_000 + b"Error: something broke\n")
+    done = run_cli(
+        "run", "--budget-tokens", "4000", "--", "sh", "-c", f"cat {line}; exit 1", env=_state(tmp_path), timeout=60
+    )
+    assert done.returncode == 1, done.stderr
+    assert b"[streamfilter: dropped line 1 (1 line, 19.5 MiB)" in done.stdout
+
+
 def test_a_failed_commands_most_probable_line_is_kept_wherever_it_is(tmp_path: Path) -> None:
     """The harness's mismatch is under the prior's cut, 450 lines before the end: the output is read
     again with the most probable lines the first reading left out; a run that passed is not."""

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
@@ -344,16 +345,18 @@ def test_a_prior_line_keeps_the_line_its_block_hangs_from() -> None:
 
 
 def test_the_prior_reads_identifiers_paths_and_punctuation_as_words() -> None:
-    words, names = prior._line_words(b"AssertionError: expected 3 -> got 4 (test_parse)")
-    assert names == ["assertionerror", ":", "expected", "<num>", "->", "got", "<num>", "(", "test_parse"]
-    assert words.shape == (len(names),)
+    def names(text: bytes) -> tuple[npt.NDArray[np.uint64], list[str]]:
+        words, name = prior._line_words(text)
+        return words, [name(i) for i in range(words.shape[0])]
+
+    words, named = names(b"AssertionError: expected 3 -> got 4 (test_parse)")
+    assert named == ["assertionerror", ":", "expected", "<num>", "->", "got", "<num>", "(", "test_parse"]
+    assert words.shape == (len(named),)
     assert words[3] == words[6]  # (a number is a number)
-    _, names = prior._line_words(b"cp lib/Mojo/Webqq/Base.pm blib/lib/Mojo/Base.pm")
-    assert names == ["cp", "<path>.pm", "<path>.pm"]
-    _, names = prior._line_words(b"error[E0308]: mismatched types")
-    assert names == ["error", "[", "<id><num>", "]:", "mismatched", "types"]
-    words, names = prior._line_words(b"")
-    assert words.shape == (0,) and names == []
+    assert names(b"cp lib/Mojo/Webqq/Base.pm blib/lib/Mojo/Base.pm")[1] == ["cp", "<path>.pm", "<path>.pm"]
+    assert names(b"error[E0308]: mismatched types")[1] == ["error", "[", "<id><num>", "]:", "mismatched", "types"]
+    words, named = names(b"")
+    assert words.shape == (0,) and named == []
 
 
 def test_a_path_or_an_id_is_one_token_of_a_shape() -> None:
