@@ -41,7 +41,7 @@ from ..core.words import counted
 from ..live.batch import filter_input
 from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
-from ..live.expand import RefError, expand, parse_ref, shown, state_dirs
+from ..live.expand import RefError, expand_page, parse_ref, shown, state_dirs
 from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
 from ..live.sinks import escape_controls
 from .defaults import DEFAULT_BUDGET_TOKENS
@@ -64,7 +64,7 @@ __all__ = (
     "tail_sink",
 )
 
-EXPAND_MAX_BYTES = 1 << 20  # most bytes of a ref's range the expand tool returns (the CLI has no cap)
+EXPAND_MAX_BYTES = 1 << 20  # most bytes of a ref's range the expand tool returns a call (the CLI has no cap)
 READ_LINES = 50  # read: lines (text sink) or events (JSONL sink) returned when the caller names no count
 READ_MAX_LINES = 2000  # read: the most it returns per sink
 # read: most bytes looked at from a sink file's end (a source that wrote little lately among
@@ -111,6 +111,13 @@ RefText = Annotated[
 ]
 ContextLines = Annotated[
     int, Field(description="Whole lines also returned before and after the dropped ones.", ge=0, le=MAX_COUNT)
+]
+PageOffset = Annotated[
+    int,
+    Field(
+        description="Bytes past the ref's start to return from: the `next_offset` of the page before (default 0).",
+        ge=0,
+    ),
 ]
 SourceName = Annotated[str, Field(description="A source's name, as `streams` lists it.")]
 LineCount = Annotated[
@@ -162,6 +169,9 @@ class ExpandResult(BaseModel):
     bytes: int = Field(description="How many bytes were read (context lines included).")
     exact: bool = Field(description="Whether `text` is the bytes exactly (valid UTF-8, no control character).")
     read_from: str = Field(description="The file read: the ref's own, or a file it was rotated to.")
+    next_offset: int | None = Field(
+        description="Where the next page of the ref's bytes starts (pass it as `offset`), or null: this was the last."
+    )
 
 
 class SinkInfo(BaseModel):
@@ -552,7 +562,9 @@ class StreamfilterMCP:
             )
             return _result(text, facts)
 
-        async def expand_ref(ref: RefText, context_lines: ContextLines = 0) -> Annotated[CallToolResult, ExpandResult]:
+        async def expand_ref(
+            ref: RefText, context_lines: ContextLines = 0, offset: PageOffset = 0
+        ) -> Annotated[CallToolResult, ExpandResult]:
             try:
                 # a ref ends with its CRC's hex digits: a "]" after it was copied from the summary's end
                 # (a short ref is looked for in the sources outputs named lately: files are read)
@@ -561,14 +573,13 @@ class StreamfilterMCP:
                 raise ToolError(str(exc)) from None
             if "/" in parsed.source:  # (an archive's name is read in the state directory)
                 _within_reach(parsed.source, root)
-            if parsed.end - parsed.start > EXPAND_MAX_BYTES:
-                raise ToolError(
-                    f"ref {parsed} names {parsed.end - parsed.start} bytes, more than the {EXPAND_MAX_BYTES} this tool "
-                    f"returns: read them with `streamfilter expand '{parsed}'` into a file"
-                )
             out = io.BytesIO()
             try:
-                rotated = await anyio.to_thread.run_sync(expand, parsed, out, context_lines)
+                # (a range past EXPAND_MAX_BYTES comes in pages: it had been an error, and an agent with
+                # this tool alone could not read those lines back, helper-68)
+                rotated, next_offset = await anyio.to_thread.run_sync(
+                    expand_page, parsed, out, context_lines, None, offset, EXPAND_MAX_BYTES
+                )
             except RefError as exc:
                 raise ToolError(str(exc)) from None
             except OSError as exc:  # (checked, then unreadable: an I/O error)
@@ -577,9 +588,10 @@ class StreamfilterMCP:
             text = _text(data)
             exact = text.encode() == data  # (nothing was escaped)
             read_from = str(rotated) if rotated is not None else parsed.source
-            return _result(
-                text, ExpandResult(ref=str(parsed), text=text, bytes=len(data), exact=exact, read_from=read_from)
+            facts = ExpandResult(
+                ref=str(parsed), text=text, bytes=len(data), exact=exact, read_from=read_from, next_offset=next_offset
             )
+            return _result(text, facts)
 
         summaries = (
             "Lines left out are replaced by one-line summaries, `[streamfilter: dropped lines A-B (N lines, SIZE): "
@@ -622,7 +634,8 @@ class StreamfilterMCP:
             description=(
                 "Return exactly the lines a summary's ref names (`[streamfilter: dropped lines ...; ref REF]` in "
                 "the output of `run`, `filter` or `read`), checked by CRC-32, with `context_lines` more lines "
-                f"before and after (default 0); at most {EXPAND_MAX_BYTES} bytes. A ref whose file was deleted, "
+                f"before and after (default 0); at most {EXPAND_MAX_BYTES} bytes a call, cut after a whole line: "
+                "a longer range comes in pages (pass `next_offset` as `offset`). A ref whose file was deleted, "
                 "rewritten or evicted is an error that says so (run or filter again for fresh refs)."
             ),
             annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),

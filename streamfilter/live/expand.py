@@ -53,6 +53,7 @@ __all__ = (
     "archive_refs",
     "evict",
     "expand",
+    "expand_page",
     "parse_ref",
     "ref_of",
     "remember_source",
@@ -515,6 +516,31 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
             range, or its bytes there no longer have the ref's CRC-32 (rewritten), and no
             rotated file holds them.
     """
+    return expand_page(ref, out, context_lines, directory)[0]
+
+
+def expand_page(
+    ref: Ref,
+    out: BinaryIO,
+    context_lines: int = 0,
+    directory: Path | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+) -> tuple[Path | None, int | None]:
+    """``expand``, one page at a time: the range's bytes from ``offset`` (bytes past its start), at
+    most ``limit`` of them, cut after the page's last line end when the range goes on past it (a
+    page that holds no line end is cut at ``limit``); the context lines before the first page and
+    after the last. The whole range's CRC-32 is checked for each page.
+
+    Returns:
+        The rotated file read instead of the ref's own, or None; and the offset where the next page
+        starts, or None when this one reaches the range's end.
+
+    Raises:
+        RefError: as ``expand``; or ``offset`` is past the range's end.
+    """
+    if not 0 <= offset <= max(0, ref.end - ref.start - 1):
+        raise RefError(f"ref {ref}: offset {offset} is past its {ref.end - ref.start} bytes")
     path = _path_of(ref, directory or state_dir())
     instead = None
     try:
@@ -529,16 +555,22 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
             break
         else:
             raise
+    start, end = ref.start + offset, ref.end
     with handle:
-        if context_lines > 0:
+        if limit is not None and end - start > limit:
+            handle.seek(start)
+            page = handle.read(limit)
+            cut = page.rfind(b"\n") + 1
+            end = start + (cut or len(page))
+        if context_lines > 0 and offset == 0:
             first = _lines_before(handle, ref.start, context_lines)
             for piece in _pieces(handle, first, ref.start):
                 out.write(piece)
-        for piece in _pieces(handle, ref.start, ref.end):
+        for piece in _pieces(handle, start, end):
             out.write(piece)
-        if context_lines > 0:
+        if context_lines > 0 and end == ref.end:
             out.write(_lines_after(handle, ref.end, context_lines))
-    return instead
+    return instead, (end - ref.start if end < ref.end else None)
 
 
 def _checked(ref: Ref, path: Path) -> BinaryIO:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import pty
@@ -25,6 +26,7 @@ from streamfilter.live.expand import (
     RefError,
     TextRefs,
     archive_refs,
+    expand_page,
     parse_ref,
     remember_source,
 )
@@ -425,3 +427,21 @@ def test_expand_escapes_control_bytes_on_a_terminal_and_names_a_short_refs_sourc
     short = re.findall(rb"@\d+-\d+:[0-9a-f]{8}", text)[0].decode()
     got = cli("expand", short, state=tmp_path)
     assert got.returncode == 0 and f"{short} read from {log}".encode() in got.stderr
+
+
+def test_pages_of_a_ref_tile_its_bytes_cut_after_line_ends_or_at_the_limit(tmp_path: Path) -> None:
+    data = b"ab\ncd\n" + b"x" * 25 + b"\nend"
+    path = tmp_path / "a.log"
+    path.write_bytes(data)
+    ref = Ref(str(path), 0, len(data), f"{zlib.crc32(data):08x}")
+    pages, offsets, offset = [], [], 0
+    while offset is not None:
+        out = io.BytesIO()
+        offset = expand_page(ref, out, offset=offset, limit=10)[1]
+        pages.append(out.getvalue())
+        offsets.append(offset)
+    # whole lines while a line end is in reach; a line past the limit is cut at it
+    assert pages == [b"ab\ncd\n", b"x" * 10, b"x" * 10, b"xxxxx\nend"]
+    assert offsets == [6, 16, 26, None]
+    with pytest.raises(RefError, match="offset 35 is past its 35 bytes"):
+        expand_page(ref, io.BytesIO(), offset=35, limit=10)

@@ -23,6 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from streamfilter import __version__
+from streamfilter.agents import mcp as mcp_server
 from tests.conftest import ROOT, run_cli
 from tests.live.proc import Live
 
@@ -125,7 +126,7 @@ async def test_the_tools_are_listed_with_their_parameters(tmp_path: Path) -> Non
     assert params == {
         "run": {"command", "cwd", "query", "budget_tokens"},
         "filter": {"path", "query", "budget_tokens"},
-        "expand": {"ref", "context_lines"},
+        "expand": {"ref", "context_lines", "offset"},
     }
     assert listed["run"].input_schema["required"] == ["command"]
     assert listed["run"].input_schema["properties"]["budget_tokens"]["default"] == 4000
@@ -302,6 +303,33 @@ async def test_filter_keeps_the_failures_and_expand_gives_the_dropped_bytes_back
     assert start == 0  # (no lines before it) and two more after it
     after = whole[end:].split(b"\n")[:2]
     assert text_of(with_context).encode() == whole[:end] + b"\n".join(after) + b"\n"
+
+
+@pytest.mark.anyio
+async def test_a_dropped_run_past_a_mebibyte_comes_back_in_pages_of_whole_lines(tmp_path: Path) -> None:
+    # (it had been an error, "more than the 1048576 this tool returns": lost to an agent with MCP alone, helper-68)
+    passing = b"".join(b"test_%06d ... ok, all good here\n" % i for i in range(80_000))
+    whole = passing + b"FAILED: test_last (AssertionError: 1 != 2)\n"
+    log = tmp_path / "long.log"
+    log.write_bytes(whole)
+    async with connect(tmp_path) as session:
+        text = text_of(await call(session, "filter", path="long.log", budget_tokens=500))
+        ref = next(r for r in REF.findall(text) if "-" in r)
+        start, end = (int(n) for n in ref.rsplit(":", 2)[-2].split("-"))
+        assert end - start > 2 * mcp_server.EXPAND_MAX_BYTES
+        pages, offsets, offset = [], [], 0
+        while offset is not None:
+            page = await call(session, "expand", ref=ref, offset=offset, context_lines=1)
+            pages.append(text_of(page).encode())
+            offsets.append(offset)
+            offset = facts(page)["next_offset"]
+        past = await call(session, "expand", ref=ref, offset=end - start)
+    assert len(pages) >= 3 and all(len(p) <= mcp_server.EXPAND_MAX_BYTES + 200 for p in pages)
+    assert all(p.endswith(b"\n") for p in pages)  # (each page whole lines)
+    # the pages are the run's bytes in order; the context line comes after the last page only
+    after = whole[end:].split(b"\n", 1)[0] + b"\n"
+    assert b"".join(pages) == whole[start:end] + after and offsets[1] == len(pages[0])
+    assert past.is_error and "past its" in text_of(past)
 
 
 @pytest.mark.anyio
