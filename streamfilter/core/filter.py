@@ -297,10 +297,13 @@ class StreamFilter:
         runs: list[Run] = []
         if self._rest is not None:
             chunk = self._take_rest(self._rest_held + chunk, runs)
-        for block in bounded(self._splitter.feed(chunk)):
+        parts = bounded(self._splitter.feed(chunk))
+        for block in parts[:-1]:
             self._ingest(block)
             runs += self._emit(final=False)  # (each part's lines decided before the next's arrays are made)
-        return runs
+        if parts:
+            self._ingest(parts[-1])
+        return runs + self._emit(final=False)
 
     def settle(
         self,
