@@ -345,6 +345,16 @@ def test_a_failure_line_over_the_pools_memory_cap_is_named_too(tmp_path: Path) -
     assert "it starts: ValueError: BBB" in named and "5.0 MiB" in named
 
 
+def test_a_budget_holds_millions_of_blank_lines_to_it(tmp_path: Path) -> None:
+    """helper-70: 3 million blank lines around a failure were estimated at no tokens, so the whole
+    input "fit" a budget of 4000 tokens: 4 MB of empty lines for the agent."""
+    log = tmp_path / "blank.log"
+    log.write_bytes(b"\n" * 3_000_000 + b"E   ValueError: boom in parse\n" + b"\n" * 1_000_000 + b"ok\n" * 1000)
+    done = run_cli("filter", "--budget-tokens", "4000", str(log))
+    assert done.returncode == 0, done.stderr
+    assert b"E   ValueError: boom in parse\n" in done.stdout and len(done.stdout) < 16_000
+
+
 def test_a_failed_commands_line_of_millions_of_words_is_read_again_in_seconds(tmp_path: Path) -> None:
     """helper-68/69: a failed command's one 60 MB line, read again as one of its likeliest, took
     minutes: --explain's reasons named every word of it (the heaviest few are shown), of the whole

@@ -214,7 +214,10 @@ def test_token_sums_taken_a_few_bytes_at_a_time_are_those_of_the_whole_text(
     cls = budget_module._CLASS[np.frombuffer(data, dtype=np.uint8)]
     starts = np.ones(cls.shape[0], dtype=bool)
     starts[1:] = cls[1:] != cls[:-1]
-    per_byte = budget_module._BYTE_TOKENS[np.frombuffer(data, dtype=np.uint8)] + starts * budget_module._RUN_TOKENS[cls]
+    arr = np.frombuffer(data, dtype=np.uint8)
+    line_start = np.concatenate(([True], arr[:-1] == 0x0A))[: arr.shape[0]]
+    per_byte = budget_module._BYTE_TOKENS[arr] + starts * budget_module._RUN_TOKENS[cls]
+    per_byte += line_start * budget_module._LINE_START_TOKENS[arr]
     whole = np.concatenate(([0.0], np.cumsum(per_byte)))
     blank = np.frombuffer(b" \t\r\n", dtype=np.uint8)
     solid = np.concatenate(([0], np.cumsum(~np.isin(np.frombuffer(data, dtype=np.uint8), blank))))
@@ -243,6 +246,13 @@ def test_the_last_lines_are_one_unit_kept_from_their_end_with_a_trailing_blank_l
     # one summary, for the lines before what is kept: the blank last line costs none of its own
     assert [r.decision for r in runs] == ["drop", "keep"] and runs[-1].last_line == n
     assert runs[-1].data.endswith(verdict + b"\n") and text_tokens(runs) <= budget
+
+
+def test_blank_lines_cost_tokens_as_o200k_counts_them() -> None:
+    # (o200k: 10,000 newlines are 625 tokens, 1,000 CRLFs 250; they had cost none, helper-70)
+    assert estimate_tokens(b"\n" * 10_000) == pytest.approx(625)
+    assert estimate_tokens(b"\r\n" * 1000) == pytest.approx(250)
+    assert estimate_tokens(b"error\n") == estimate_tokens(b"error")  # (a line's own end: none)
 
 
 def test_a_control_byte_is_about_a_token_as_a_spinner_s_backspaces_are() -> None:
