@@ -816,11 +816,12 @@ def check_use(config: DaemonConfig) -> list[str]:
         # (no error: logs may come later; but a typo in a path passed silently, and the daemon waited, helper-69)
         if not matched[i]:
             directory = glob_directory(source.path)
-            what = (
-                f"its directory {directory} does not exist: nothing is read until it is made"
-                if not os.path.isdir(directory)
-                else "names no file now: the daemon reads one when it appears"
-            )
+            if os.path.isdir(source.path):
+                what = f"is a directory: the daemon follows files ({os.path.join(source.path, '*.log')} reads its logs)"
+            elif not os.path.isdir(directory):
+                what = f"its directory {directory} does not exist: nothing is read until it is made"
+            else:
+                what = "names no file now: the daemon reads one when it appears"
             out.append(f"{config.path}: source[{i}].path: {source.path}: {what}")
     for (i, a), (j, b) in itertools.combinations(files, 2):
         both = sorted(matched[i] & matched[j]) or ([a.path] if a.path == b.path else [])

@@ -238,7 +238,7 @@ def test_a_file_source_that_names_no_file_is_warned_of(tmp_path: Path) -> None:
     daemon waited for it forever (helper-69); a warning now, no error: logs may come later."""
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "app.log").write_bytes(b"ok\n")
-    paths = ("logs/*.lgo", "lgos/app.log", "logs/*.log")
+    paths = ("logs/*.lgo", "lgos/app.log", "logs", "logs/*.log")
     body = "".join(f'[[source]]\ntype = "file"\npath = "{tmp_path}/{path}"\n' for path in paths)
     done = run_cli("check-config", str(write_config(tmp_path, body)))
     assert done.returncode == 0, done.stderr
@@ -247,6 +247,8 @@ def test_a_file_source_that_names_no_file_is_warned_of(tmp_path: Path) -> None:
         f"source[0].path: {tmp_path}/logs/*.lgo: names no file now: the daemon reads one when it appears",
         f"source[1].path: {tmp_path}/lgos/app.log: its directory {tmp_path}/lgos does not exist: "
         "nothing is read until it is made",
+        f"source[2].path: {tmp_path}/logs: is a directory: the daemon follows files "
+        f"({tmp_path}/logs/*.log reads its logs)",
     ], warnings
 
 
