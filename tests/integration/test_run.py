@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -55,9 +56,14 @@ def test_exit_status_is_the_commands_and_is_printed_last(code: int) -> None:
 
 
 def test_killed_by_a_signal_gives_128_plus_n() -> None:
-    done = run_cli("run", "--", "sh", "-c", "echo before; kill -9 $$")
-    assert done.returncode == 128 + 9
+    # run dies of the signal itself, as timeout does (it exited 137 for SIGKILL, helper-68): a shell
+    # sees 128 + N either way
+    run = [sys.executable, "-m", "streamfilter", "run", "--", "sh", "-c", "echo before; kill -9 $$"]
+    done = run_cli(*run[3:])
+    assert done.returncode == -9
     assert b"killed by signal 9 (SIGKILL)" in done.stdout and b"before" in done.stdout
+    shell = subprocess.run(["sh", "-c", f'{shlex.join(run)}; echo "status $?"'], capture_output=True, timeout=60)
+    assert shell.stdout.endswith(b"status 137\n"), shell
 
 
 def test_a_failing_command_keeps_its_failure_and_its_last_lines() -> None:
