@@ -115,7 +115,8 @@ ContextLines = Annotated[
 PageOffset = Annotated[
     int,
     Field(
-        description="Bytes past the ref's start to return from: the `next_offset` of the page before (default 0).",
+        description="Bytes past the ref's start (context lines not counted) to return from: the `next_offset` of "
+        "the page before (default 0).",
         ge=0,
     ),
 ]
@@ -634,9 +635,10 @@ class StreamfilterMCP:
             description=(
                 "Return exactly the lines a summary's ref names (`[streamfilter: dropped lines ...; ref REF]` in "
                 "the output of `run`, `filter` or `read`), checked by CRC-32, with `context_lines` more lines "
-                f"before and after (default 0); at most {EXPAND_MAX_BYTES} bytes a call, cut after a whole line: "
-                "a longer range comes in pages (pass `next_offset` as `offset`). A ref whose file was deleted, "
-                "rewritten or evicted is an error that says so (run or filter again for fresh refs)."
+                f"before and after (default 0); at most {EXPAND_MAX_BYTES} bytes a call, cut after a whole line (a "
+                "longer line at the limit): a longer range comes in pages (pass `next_offset` as `offset`). A ref "
+                "whose file was deleted, rewritten or evicted is an error that says so (run or filter again for fresh "
+                "refs)."
             ),
             annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
         )
