@@ -132,8 +132,6 @@ NAMED_CHARS = 100
 PREFIX_CHUNK = 1 << 20  # bytes summed at once by ``prefixes_at``
 MAX_CANDIDATES = 512  # units of one kind weighed by MMR (the likeliest, by kind, repeats, score, line)
 _MAX_SHAPES_PER_UNIT = 64  # line shapes compared per unit (its first lines)
-# bytes of a line's head shaped for a unit (its shape is of its first 96 bytes, with escapes left out)
-_SHAPE_HEAD_BYTES = 4096
 _SHAPE_BYTES, _UNIT_BYTES = 64, 512  # memory of a shape in a unit's set, and of a unit with its arrays' headers
 
 # kinds of unit
@@ -480,7 +478,7 @@ class UnitPool:
             if b <= a:
                 continue
             lo = int(ends[a - 1]) if a else 0
-            text = strip_ansi(_heads_of(run.data, ends, a, min(b, a + _MAX_SHAPES_PER_UNIT)))
+            text = strip_ansi(run.data[lo : int(ends[min(b, a + _MAX_SHAPES_PER_UNIT) - 1])])
             # (blank lines have no shape: they would make every two units with one alike)
             shapes = [zlib.crc32(shape) for shape in line_shapes(text) if shape.strip()]  # the same in every process
             solid = np.diff(solid_at[a : b + 1]) > 0
@@ -642,21 +640,6 @@ class UnitPool:
                 chosen.name(unit, self.budget, at=part[1])
             for j in left:
                 redundancy[j] = max(redundancy[j], _jaccard(units[j].shapes, unit.shapes))
-
-
-def _heads_of(data: bytes, ends: npt.NDArray[np.int64], a: int, b: int) -> bytes:
-    """Lines ``a .. b-1`` of ``data`` (line ``i`` ends at ``ends[i]``), each cut to its first
-    ``_SHAPE_HEAD_BYTES`` with its line end: a shape is of a line's first 96 bytes
-    (``summarize.shape_text``), and shaping a whole 50 MB line took 650 MB."""
-    lo = int(ends[a - 1]) if a else 0
-    if int(ends[b - 1]) - lo <= _SHAPE_HEAD_BYTES:
-        return data[lo : int(ends[b - 1])]
-    heads = []
-    for start, end in zip([lo, *ends[a : b - 1].tolist()], ends[a:b].tolist(), strict=True):
-        heads.append(data[start : min(end, start + _SHAPE_HEAD_BYTES)])
-        if end - start > _SHAPE_HEAD_BYTES and data[end - 1 : end] == b"\n":
-            heads.append(b"\n")
-    return b"".join(heads)
 
 
 def _union(ranges: list[tuple[int, int]], more: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -557,16 +557,17 @@ def expand_page(
             raise
     start, end = ref.start + offset, ref.end
     with handle:
+        page = None  # (a page's bytes, read once; a whole range is written in pieces)
         if limit is not None and end - start > limit:
             handle.seek(start)
             page = handle.read(limit)
-            cut = page.rfind(b"\n") + 1
-            end = start + (cut or len(page))
+            page = page[: page.rfind(b"\n") + 1 or len(page)]
+            end = start + len(page)
         if context_lines > 0 and offset == 0:
             first = _lines_before(handle, ref.start, context_lines)
             for piece in _pieces(handle, first, ref.start):
                 out.write(piece)
-        for piece in _pieces(handle, start, end):
+        for piece in [page] if page is not None else _pieces(handle, start, end):
             out.write(piece)
         if context_lines > 0 and end == ref.end:
             out.write(_lines_after(handle, ref.end, context_lines))
