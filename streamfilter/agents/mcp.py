@@ -41,7 +41,7 @@ from ..core.words import counted
 from ..live.batch import filter_input
 from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
-from ..live.expand import RefError, expand_page, parse_ref, shown, state_dirs
+from ..live.expand import RefError, expand_page, parse_ref, ref_path, shown, state_dir, state_dirs
 from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
 from ..live.sinks import escape_controls
 from .defaults import DEFAULT_BUDGET_TOKENS
@@ -255,13 +255,19 @@ def _directory(cwd: str | None) -> str | None:
     return where
 
 
-def _within_reach(path: str, root: Path) -> None:
-    """ToolError unless ``path`` (absolute) is in the server's working folder ``root`` (the project
-    it was started in) or a streamfilter state directory (``state_dirs``: run's outputs and
-    archives). ``filter`` and ``expand`` are read-only tools a client may call without asking: a
-    forged ref in a log had them read ~/.ssh or /proc/self/environ (helper-62)."""
+def _reaches(path: str | Path, root: Path) -> bool:
+    """Whether ``path`` (a relative one from the working directory), its links followed, is in the
+    server's working folder ``root`` (the project it was started in) or a streamfilter state
+    directory (``state_dirs``: run's outputs and archives)."""
     real = Path(os.path.realpath(path))
-    if not any(real.is_relative_to(os.path.realpath(d)) for d in (root, *state_dirs())):
+    return any(real.is_relative_to(os.path.realpath(d)) for d in (root, *state_dirs()))
+
+
+def _within_reach(path: str, root: Path) -> None:
+    """ToolError unless ``path`` is within reach (``_reaches``). ``filter`` and ``expand`` are
+    read-only tools a client may call without asking: a forged ref in a log had them read ~/.ssh or
+    /proc/self/environ (helper-62), and a ref to a link in the project, /etc/passwd (helper-71)."""
+    if not _reaches(path, root):
         raise ToolError(
             f"{shown(path)} is outside the folder this server runs in ({shown(str(root))}) and streamfilter's state"
             " directory: these tools read no other file (`streamfilter filter` and `expand` on the command line do)"
@@ -572,14 +578,14 @@ class StreamfilterMCP:
                 parsed = await anyio.to_thread.run_sync(parse_ref, ref.strip().removesuffix("]"))
             except RefError as exc:
                 raise ToolError(str(exc)) from None
-            if "/" in parsed.source:  # (an archive's name is read in the state directory)
-                _within_reach(parsed.source, root)
+            # (the file the ref names, whatever its name's form: a bare name is read from the folder)
+            _within_reach(str(ref_path(parsed, state_dir())), root)
             out = io.BytesIO()
             try:
                 # (a range past EXPAND_MAX_BYTES comes in pages: it had been an error, and an agent with
                 # this tool alone could not read those lines back, helper-68)
                 rotated, next_offset = await anyio.to_thread.run_sync(
-                    expand_page, parsed, out, context_lines, None, offset, EXPAND_MAX_BYTES
+                    expand_page, parsed, out, context_lines, None, offset, EXPAND_MAX_BYTES, lambda p: _reaches(p, root)
                 )
             except RefError as exc:
                 raise ToolError(str(exc)) from None

@@ -56,6 +56,7 @@ __all__ = (
     "expand_page",
     "parse_ref",
     "ref_of",
+    "ref_path",
     "remember_source",
     "shown",
     "state_dir",
@@ -366,7 +367,7 @@ def parse_ref(text: str, directory: Path | None = None) -> Ref:
     for source in _recent_sources(where):
         ref = Ref(source, int(start), int(end), crc)
         try:
-            _checked(ref, _path_of(ref, where)).close()
+            _checked(ref, ref_path(ref, where)).close()
         except RefError:
             continue
         return ref
@@ -455,7 +456,9 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
     return archive, ref
 
 
-def _path_of(ref: Ref, directory: Path) -> Path:
+def ref_path(ref: Ref, directory: Path) -> Path:
+    """The file ``ref`` names: an archive (``stdin-<id>``) in the state directory ``directory``'s
+    ``archive/``, else its source as a path (a relative one is read from the working directory)."""
     if ref.source.startswith("stdin-") and "/" not in ref.source:
         return directory / "archive" / f"{ref.source}.log"
     return Path(ref.source)
@@ -526,11 +529,13 @@ def expand_page(
     directory: Path | None = None,
     offset: int = 0,
     limit: int | None = None,
+    within: Callable[[Path], bool] | None = None,
 ) -> tuple[Path | None, int | None]:
     """``expand``, one page at a time: the range's bytes from ``offset`` (bytes past its start), at
     most ``limit`` of them, cut after the page's last line end when the range goes on past it (a
     page that holds no line end is cut at ``limit``); the context lines before the first page and
-    after the last. The whole range's CRC-32 is checked for each page.
+    after the last. The whole range's CRC-32 is checked for each page. With ``within``, a rotated
+    file it does not allow is not read (the caller checks the ref's own path, ``ref_path``).
 
     Returns:
         The rotated file read instead of the ref's own, or None; and the offset where the next page
@@ -541,12 +546,14 @@ def expand_page(
     """
     if not 0 <= offset <= max(0, ref.end - ref.start - 1):
         raise RefError(f"ref {ref}: offset {offset} is past its {ref.end - ref.start} bytes")
-    path = _path_of(ref, directory or state_dir())
+    path = ref_path(ref, directory or state_dir())
     instead = None
     try:
         handle = _checked(ref, path)
     except RefError:
         for rotated in [] if path.name.startswith("stdin-") else _rotated_from(path):
+            if within is not None and not within(rotated):
+                continue
             try:
                 handle = _checked(ref, rotated)
             except RefError:

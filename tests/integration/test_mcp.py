@@ -455,3 +455,31 @@ async def test_filter_and_expand_read_only_the_project_and_the_state_directory(t
         assert result.is_error and "AAAA" not in text_of(result), text_of(result)
     assert "outside the folder this server runs in" in text_of(refused[0]) + text_of(refused[1])
     assert "names no byte" in text_of(refused[2]) and "names no byte" in text_of(refused[3])
+
+
+@pytest.mark.anyio
+async def test_expand_reads_no_link_out_of_the_project(tmp_path: Path) -> None:
+    """helper-71: a ref whose source is a bare name (no "/") was not checked, and a link in the
+    project to a file outside it was read (a checksum oracle on /etc/passwd); nor is a rotation
+    that links out read in its place."""
+    project = tmp_path / "project"
+    project.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"-----BEGIN KEY-----\nAAAA\n")
+    (project / "leak.txt").symlink_to(secret)
+    (project / "app.log").write_bytes(b"rewritten\n")
+    (project / "app.log.1").symlink_to(secret)
+    crc = f"{zlib.crc32(secret.read_bytes()):08x}"
+    size = secret.stat().st_size
+    async with connect(project) as session:
+        refused = [
+            await call(session, "expand", ref=f"leak.txt:0-{size}:{crc}"),
+            await call(session, "expand", ref=f"{project / 'leak.txt'}:0-{size}:{crc}"),
+            await call(session, "expand", ref=f"app.log:0-{size}:{crc}"),
+        ]
+        (project / "own.log").write_bytes(b"kept\nline two\n")
+        allowed = await call(session, "expand", ref=f"own.log:5-14:{zlib.crc32(b'line two' + bytes([10])):08x}")
+    for result in refused:
+        assert result.is_error and "AAAA" not in text_of(result), text_of(result)
+    assert "outside the folder this server runs in" in text_of(refused[0])
+    assert not allowed.is_error and text_of(allowed) == "line two\n", text_of(allowed)
