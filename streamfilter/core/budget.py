@@ -91,6 +91,7 @@ __all__ = (
     "NAMED_CHARS",
     "PROTECTED_FLOOR",
     "REF_BYTES_PER_TOKEN",
+    "REF_SOURCE_TOKENS",
     "SUMMARY_CHARS_PER_TOKEN",
     "Selection",
     "Unit",
@@ -117,6 +118,12 @@ ASKED_RELEVANCE = 2.0  # over any other unit's (at most 1), whatever the redunda
 LIBRARY_PENALTY = 0.2
 MAX_PER_SHAPE = 3  # units chosen whose first lines share a shape
 REF_BYTES_PER_TOKEN = 3  # bytes of a DROP summary's ref per token (corpus paths with offsets and CRC: about 3.4)
+# a ref's source (a path) as a budget counts it, named once in a text output (its later refs are
+# short, ``@START-END:CRC``): the same for any path, so that the same bytes give the same output
+# wherever their file is (a run's output file has its time and pid in its name, and a state
+# directory is anywhere: a path's length had moved the choice, helper-71); 120 bytes at
+# REF_BYTES_PER_TOKEN, more than most (a longer path's output goes over by its extra bytes, once)
+REF_SOURCE_TOKENS = 40.0
 # a DROP summary's most characters before its ref when a budget chooses: its range and counts, and
 # the count of failure lines it holds (room for little more): each piece kept apart costs a
 # summary, and at 140 characters (the filter's default) fewer fit. Corpus, mean recall at 300 /

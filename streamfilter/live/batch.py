@@ -26,6 +26,7 @@ from ..core.baseline import Baseline, ShapeCollector
 from ..core.budget import (
     BUDGET_SUMMARY_CHARS,
     REF_BYTES_PER_TOKEN,
+    REF_SOURCE_TOKENS,
     SUMMARY_CHARS_PER_TOKEN,
     Selection,
     UnitPool,
@@ -37,7 +38,7 @@ from ..core.records import Run
 from ..core.worker import FactsWorker, worth_a_worker
 from ._logging import log_notices
 from .checkpoint import PSEUDO_FILES, ReadPosition
-from .expand import REF_NOTE, Archive, TextRefs, archive_refs, ref_of
+from .expand import REF_NOTE, Archive, TextRefs, archive_refs, ref_of, short_ref
 from .outcome import Filtered, InputChanged
 from .stops import StopSignals
 from .writes import flush_out, write_all
@@ -153,14 +154,15 @@ def _budgeted(
         InputChanged: the file changed under the first pass (truncated or rewritten), or
             between passes: nothing is written for it, not even ``header``.
     """
-    # a summary line: its text, then "; ref ", the ref (source, two offsets, a CRC) and a newline; the
+    # a summary line: its text, then "; ref ", the short ref (two offsets, a CRC) and a newline; the
     # ref by its length (its offsets and CRC, unknown yet, would move an estimate of its tokens)
-    ref = f"; ref {refs.source}:{10**9}-{10**9}:{0xFFFFFFFF:08x}]\n"
+    ref = f"; ref @{10**9}-{10**9}:{0xFFFFFFFF:08x}]\n"
     # the chosen output's summaries are short: each piece kept apart costs one
     terse = replace(config, summary_chars=min(config.summary_chars, BUDGET_SUMMARY_CHARS))
     drop_tokens = terse.summary_chars / SUMMARY_CHARS_PER_TOKEN + len(ref.encode()) / REF_BYTES_PER_TOKEN
-    # the output's first ref says how to use one (TextRefs.note), once: taken off the units' budget
-    note_tokens = estimate_tokens(f"; {REF_NOTE}".encode())
+    # the output's first ref says how to use one (TextRefs.note) and names its source, once: taken
+    # off the units' budget (the source as REF_SOURCE_TOKENS, whatever its path)
+    note_tokens = estimate_tokens(f"; {REF_NOTE}".encode()) + REF_SOURCE_TOKENS
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
         handle = stack.enter_context(_open(name))
@@ -387,8 +389,9 @@ class _Writer:
     """Writes runs of one input to ``out`` in format ``fmt``, each DROP run with its ref.
 
     ``limit``: once the runs given would take more than this many estimated tokens
-    (``budget.estimate_tokens``) in the ``text`` format (what a budget counts, whatever ``fmt``),
-    nothing more is written (``within_limit`` then says so).
+    (``budget.estimate_tokens``) in the ``text`` format (what a budget counts, whatever ``fmt``: its
+    refs short, the source named once as ``budget.REF_SOURCE_TOKENS``), nothing more is written
+    (``within_limit`` then says so).
     """
 
     def __init__(self, out: IO[bytes], fmt: str, name: str, refs: _Refs, limit: float | None = None) -> None:
@@ -408,8 +411,10 @@ class _Writer:
             note = self.text_refs.note(text_ref)
             data = render(run, self.fmt, self.name, *((text_ref, None, note) if self.fmt == "text" else (ref,)))
             if self.limit is not None:
-                text = data if self.fmt == "text" else render(run, "text", "", text_ref, note=note)
-                self.written += estimate_tokens(text)
+                # counted with its ref short and its source, when named, as REF_SOURCE_TOKENS: the same
+                # for any path (the text's refs are short once a source is named)
+                text = render(run, "text", "", short_ref(ref), note=note)
+                self.written += estimate_tokens(text) + (REF_SOURCE_TOKENS if note else 0.0)
                 if not self.within_limit():
                     return
             write_all(self.out, data)

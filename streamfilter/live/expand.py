@@ -58,6 +58,7 @@ __all__ = (
     "ref_of",
     "ref_path",
     "remember_source",
+    "short_ref",
     "shown",
     "state_dir",
 )
@@ -309,14 +310,25 @@ def ref_of(source: str, run: Run, base: int = 0) -> str:
     return str(Ref(source, run.start_byte - base, run.end_byte - base, run.checksum))
 
 
+def short_ref(ref: str) -> str:
+    """A whole ref ``SOURCE:START-END:CRC`` as a text output writes it after naming its source,
+    ``@START-END:CRC`` (anything else as it is: ``""``)."""
+    m = _REF.fullmatch(ref)
+    return ref if m is None else "@" + ref[m.end("source") + 1 :]
+
+
 def remember_source(source: str, directory: Path | None = None) -> bool:
     """Remember ``source`` (a ref's, unescaped) as named by a text output just now, in ``sources/``
-    under the state directory (``directory``, default ``state_dir()``): one small file a source,
-    the least recently named past ``RECENT_SOURCES`` removed. Whether it is remembered: not when
-    the folder cannot be written (``TextRefs`` then writes the output's refs whole)."""
-    if directory is None and _homeless():
-        return False
-    folder = (directory or state_dir()) / "sources"
+    under the first of ``state_dirs()`` that can be written (``directory`` alone when given): one
+    small file a source, the least recently named past ``RECENT_SOURCES`` removed. Whether it is
+    remembered: not when no such folder can be written (``TextRefs`` then writes the output's refs
+    whole)."""
+    return any(_remember_in(source, where) for where in ([directory] if directory is not None else state_dirs()))
+
+
+def _remember_in(source: str, directory: Path) -> bool:
+    """``remember_source`` in the state directory ``directory``; whether its folder could be written."""
+    folder = directory / "sources"
     path = folder / hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     try:
         if path.exists():
@@ -341,20 +353,21 @@ def remember_source(source: str, directory: Path | None = None) -> bool:
     return True
 
 
-def _recent_sources(directory: Path) -> list[str]:
-    """The sources ``remember_source`` remembered, the most recently named first."""
+def _recent_sources(directories: list[Path]) -> list[str]:
+    """The sources ``remember_source`` remembered in ``directories``, the most recently named first."""
     entries = []
-    for entry in (directory / "sources").glob("[0-9a-f]*"):
-        with contextlib.suppress(OSError):  # (forgotten meanwhile by another output)
-            entries.append((entry.stat().st_mtime_ns, entry.read_bytes().decode("utf-8", "surrogateescape")))
+    for directory in directories:
+        for entry in (directory / "sources").glob("[0-9a-f]*"):
+            with contextlib.suppress(OSError):  # (forgotten meanwhile by another output)
+                entries.append((entry.stat().st_mtime_ns, entry.read_bytes().decode("utf-8", "surrogateescape")))
     return [source for _, source in sorted(entries, reverse=True)]
 
 
 def parse_ref(text: str, directory: Path | None = None) -> Ref:
     """The ref ``text`` names: ``SOURCE:START-END:CRC`` (``Ref.parse``), or a short ref
     ``@START-END:CRC`` as a text output printed it, read against the sources text outputs named
-    lately (``remember_source``; in the state directory ``directory``, default ``state_dir()``),
-    the most recent first: the first whose bytes in the range have the ref's CRC-32.
+    lately (``remember_source``; in the state directory ``directory``, default each of
+    ``state_dirs()``), the most recent first: the first whose bytes in the range have the ref's CRC-32.
 
     Raises:
         RefError: the text is not a ref; or a short one that no remembered source holds.
@@ -364,7 +377,7 @@ def parse_ref(text: str, directory: Path | None = None) -> Ref:
     start, _, rest = text[1:].partition("-")
     end, _, crc = rest.partition(":")
     where = directory or state_dir()
-    for source in _recent_sources(where):
+    for source in _recent_sources([directory] if directory is not None else state_dirs()):
         ref = Ref(source, int(start), int(end), crc)
         try:
             _checked(ref, ref_path(ref, where)).close()
@@ -409,7 +422,7 @@ class TextRefs:
         if m is None:
             return ref
         if m["source"] == self._source:
-            return "@" + ref[m.end("source") + 1 :]
+            return short_ref(ref)
         remembered = remember_source(_UNESCAPE.sub(_unescape, m["source"]))
         self._source = m["source"] if remembered else None
         return ref

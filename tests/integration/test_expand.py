@@ -41,8 +41,8 @@ LOG = (
 )
 
 
-def cli(*args: str, state: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "XDG_STATE_HOME": str(state)}
+def cli(*args: str, state: Path, stdin: bytes = b"", tmpdir: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "XDG_STATE_HOME": str(state), **({"TMPDIR": str(tmpdir)} if tmpdir else {})}
     env.pop("STATE_DIRECTORY", None)
     return subprocess.run(
         [sys.executable, "-m", "streamfilter", *args],
@@ -207,18 +207,25 @@ def test_every_ref_of_a_text_output_expands_as_printed(source: str, tmp_path: Pa
         assert got.stdout == LOG[int(drop["start_byte"]) : int(drop["end_byte"])]  # type: ignore[call-overload]
 
 
-def test_without_a_state_directory_to_remember_a_source_every_ref_is_whole(tmp_path: Path) -> None:
+def test_without_a_state_directory_the_sources_are_remembered_in_the_temporary_one(tmp_path: Path) -> None:
     """helper-23: with ``XDG_STATE_HOME`` a file, a short ref was printed that ``expand`` could not
-    read (its source was not remembered); the refs are whole then, and each expands."""
+    read (its source was not remembered). Then every ref was whole, and a budget's choice depended on
+    the path's length (helper-71); the source is remembered in the temporary directory, as a run's
+    output is kept there, and the short refs expand."""
     log = tmp_path / "build.log"
     log.write_bytes(LOG)
     blocked = tmp_path / "blocked"
     blocked.write_bytes(b"a file, not a directory\n")
-    proc = cli("filter", "--head", "0", "--tail", "0", str(log), state=blocked)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = cli("filter", "--head", "0", "--tail", "0", str(log), state=blocked, tmpdir=tmp)
     refs = [line.rsplit(b"; ref ", 1)[1][:-1].decode() for line in proc.stdout.splitlines() if b"; ref " in line]
-    assert len(refs) >= 2 and all(ref.startswith(str(log)) for ref in refs), refs
+    assert len(refs) >= 2 and refs[0].startswith(str(log)), refs
+    assert all(ref.startswith("@") for ref in refs[1:]), refs
+    assert [p.read_text() for p in (tmp / f"streamfilter-{os.getuid()}" / "sources").iterdir()] == [str(log)]
     for ref in refs:
-        assert cli("expand", ref, state=blocked).returncode == 0
+        back = cli("expand", ref, state=blocked, tmpdir=tmp)
+        assert back.returncode == 0 and back.stdout and back.stdout in LOG, back.stderr
 
 
 def test_the_sources_remembered_for_short_refs_are_bounded_and_the_newest_holder_wins(tmp_path: Path) -> None:

@@ -618,3 +618,35 @@ def test_an_output_within_the_budget_is_written_whole_unless_its_command_passed(
         assert "".join(e["text"] for e in runs).encode() == log.read_bytes(), argv
         end = next(e for e in events if e["event"] == "end")
         assert end["dropped_lines"] == 0 and end["kept_lines"] == log.read_bytes().count(b"\n"), argv
+
+
+@pytest.mark.parametrize("tokens", ["300", "1000"])
+def test_the_same_output_wherever_the_state_directory_is(tmp_path: Path, tokens: str) -> None:
+    """helper-71: a ref's source (the run's output file) was counted at its length in every summary, so
+    a longer state directory (or a pid of more digits) kept fewer lines of the same bytes (44 lines
+    against 51 of this log at 1000 tokens); and where the state directory cannot be written, short
+    refs were not remembered (in the temporary directory), so every ref was whole."""
+    log = Path(__file__).parent.parent / "data" / "pytest-q-79-failed.log"
+    homes = [tmp_path / "s", tmp_path / ("a-rather-long-state-directory-name" * 3) / "and-one-level-more"]
+    outputs = []
+    for home in homes:
+        cmd = ["run", "--budget-tokens", tokens, "--", "sh", "-c", f"cat {shlex.quote(str(log))}; exit 1"]
+        done = run_cli(*cmd, env={"XDG_STATE_HOME": str(home)})
+        assert done.returncode == 1
+        outputs.append(done.stdout.replace(str(home).encode(), b"HOME"))
+    # (the run's file has its time and pid in its name)
+    same = [re.sub(rb"runs/[^:\]]*", b"runs/RUN", out) for out in outputs]
+    assert same[0] == same[1]
+    assert outputs[0].count(b"; ref @") == outputs[0].count(b"; ref ") - 1 > 0  # later refs are short
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    fallback = run_cli(*cmd, env={"XDG_STATE_HOME": "/proc/streamfilter-nowhere", "TMPDIR": str(tmp)})
+    lines = fallback.stdout.splitlines()
+    assert b"cannot be written" in lines[-2]  # (the line that says where the output went instead)
+    moved = b"\n".join(lines[:-2] + lines[-1:]) + b"\n"
+    assert re.sub(rb"runs/[^:\]]*", b"runs/RUN", moved.replace(str(tmp).encode(), b"HOME")) == same[0].replace(
+        b"HOME/streamfilter", b"HOME/streamfilter-" + str(os.getuid()).encode()
+    )
+    last = re.findall(rb"; ref ([^\]]+)\]", fallback.stdout)[-1]
+    back = run_cli("expand", last.decode(), env={"XDG_STATE_HOME": "/proc/streamfilter-nowhere", "TMPDIR": str(tmp)})
+    assert back.returncode == 0 and back.stdout and back.stdout in log.read_bytes()
