@@ -86,6 +86,7 @@ __all__ = (
     "BUDGET_SUMMARY_CHARS",
     "LAMBDA",
     "LIBRARY_PENALTY",
+    "LINE_TOKENS",
     "MAX_CANDIDATES",
     "MAX_PER_SHAPE",
     "NAMED_CHARS",
@@ -124,6 +125,10 @@ REF_BYTES_PER_TOKEN = 3  # bytes of a DROP summary's ref per token (corpus paths
 # directory is anywhere: a path's length had moved the choice, helper-71); 120 bytes at
 # REF_BYTES_PER_TOKEN, more than most (a longer path's output goes over by its extra bytes, once)
 REF_SOURCE_TOKENS = 40.0
+# the tokens of a line a budget makes room for between two summaries, whatever it is: a budget
+# smaller than that room is raised to it, so that the likeliest line is shown, not summarized (at
+# 80 tokens, a 300-byte summary of 301 lines had been all there was of "error: boom", helper-71)
+LINE_TOKENS = 30.0
 # a DROP summary's most characters before its ref when a budget chooses: its range and counts, and
 # the count of failure lines it holds (room for little more): each piece kept apart costs a
 # summary, and at 140 characters (the filter's default) fewer fit. Corpus, mean recall at 300 /

@@ -25,6 +25,7 @@ import numpy as np
 from ..core.baseline import Baseline, ShapeCollector
 from ..core.budget import (
     BUDGET_SUMMARY_CHARS,
+    LINE_TOKENS,
     REF_BYTES_PER_TOKEN,
     REF_SOURCE_TOKENS,
     SUMMARY_CHARS_PER_TOKEN,
@@ -132,8 +133,9 @@ def _budgeted(
     filter whose output it is.
 
     A first pass runs the filter as usual, collecting the units it keeps
-    (``budget.UnitPool``) and its own output while that stays within the budget (or
-    within one summary line, which no budget can beat). When the whole input is within the
+    (``budget.UnitPool``) and its own output while that stays within the budget (at least the
+    room for a line between two summaries, ``budget.LINE_TOKENS``: a summary alone is what no
+    budget can beat, and one line beside it shows more than it). When the whole input is within the
     budget (``budget.estimate_tokens``) and is not of a run known to have passed
     (``FilterConfig.results``: terse), every line is kept (the input itself in text, its KEEP runs
     in JSONL): a budget with room for all of it leaves nothing out. When the input is a failed
@@ -163,6 +165,8 @@ def _budgeted(
     # the output's first ref says how to use one (TextRefs.note) and names its source, once: taken
     # off the units' budget (the source as REF_SOURCE_TOKENS, whatever its path)
     note_tokens = estimate_tokens(f"; {REF_NOTE}".encode()) + REF_SOURCE_TOKENS
+    # no less than a line between two summaries: a smaller budget is raised to it (LINE_TOKENS)
+    room = max(float(tokens), note_tokens + 2 * drop_tokens + LINE_TOKENS)
     with contextlib.ExitStack() as stack:
         held = stack.enter_context(tempfile.SpooledTemporaryFile(BUFFER_BYTES))
         handle = stack.enter_context(_open(name))
@@ -181,10 +185,10 @@ def _budgeted(
         def first_pass(seeds: Sequence[int] = ()) -> tuple[StreamFilter, UnitPool, _Writer, int, list[int]]:
             """A pass of the filter with the units it keeps, its own output (in ``held``), the bytes
             it read and the lines to read it again for (of a failed command's output)."""
-            pool = UnitPool(max(0.0, tokens - note_tokens), drop_tokens, asked=asked_patterns(config), own_end=failed)
+            pool = UnitPool(room - note_tokens, drop_tokens, asked=asked_patterns(config), own_end=failed)
             held.seek(0)
             held.truncate()
-            own = _Writer(held, fmt, name, refs, limit=max(tokens, drop_tokens + note_tokens))
+            own = _Writer(held, fmt, name, refs, limit=room)
             sf = StreamFilter(
                 replace(config, explain=True),
                 source=name,

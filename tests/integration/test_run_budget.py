@@ -650,3 +650,16 @@ def test_the_same_output_wherever_the_state_directory_is(tmp_path: Path, tokens:
     last = re.findall(rb"; ref ([^\]]+)\]", fallback.stdout)[-1]
     back = run_cli("expand", last.decode(), env={"XDG_STATE_HOME": "/proc/streamfilter-nowhere", "TMPDIR": str(tmp)})
     assert back.returncode == 0 and back.stdout and back.stdout in log.read_bytes()
+
+
+def test_a_budget_too_small_for_a_line_beside_a_summary_still_shows_the_error(tmp_path: Path) -> None:
+    """helper-71: at 80 tokens the output was one summary of all 301 lines (about 300 bytes), and
+    "error: boom" (12 bytes) was in it: a budget is raised to the room for a line between two summaries."""
+    done = run_cli(
+        "run", "--budget-tokens", "80", "--", "sh", "-c", "seq 300; echo error: boom; exit 1", env=_state(tmp_path)
+    )
+    assert done.returncode == 1
+    assert b"\nerror: boom\n" in done.stdout
+    assert b"[streamfilter: dropped lines " in done.stdout  # (not the whole output)
+    body = done.stdout[: -len(done.stdout.splitlines()[-1]) - 1]
+    assert estimate_tokens(body) <= 200
