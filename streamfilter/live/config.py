@@ -94,8 +94,9 @@ class SourceConfig:
         type: ``file``, ``unix``, ``tcp`` or ``stdin``.
         path: file path or glob (``file``), socket path (``unix``).
         address: ``HOST:PORT`` (``tcp``; default host 127.0.0.1).
-        start_at: ``beginning`` or ``end``: where files present at start-up are read from
-            (files that appear later are always read from their beginning).
+        start_at: ``beginning`` or ``end``: where files present at the source's first start are
+            read from (files that appear later, or while the daemon was down, are always read from
+            their beginning).
         roots: directories a followed file must resolve into (symlinks out are refused);
             default: the directory part of ``path``.
         mode: permission bits of a unix socket (default 0o600).

@@ -254,6 +254,7 @@ class FileFollower:
                 note = self._start(fd, info)
                 if note is not None and self.stream is not None:
                     await self.stream.marker(note[0], offset=note[1])
+                self._save()  # (a file opened at its end has a checkpoint too: a restart knows it is not new)
                 await self._follow(fd)
                 if not os.fstat(fd).st_nlink:
                     self.current = None  # deleted: its inode may be given to a new file once closed
@@ -424,7 +425,10 @@ class FileFollower:
                 if (info.st_dev, info.st_ino) == (saved.dev, saved.ino):  # (the same file, not a new one: say so)
                     text = f"{self.path} changed while the daemon was down: {why}; reading it again from byte 0"
                     note = (text, saved.offset)
-        elif self.at_startup and self.source.start_at == "end":
+        elif self.at_startup and self.source.start_at == "end" and not (self.restart and self.restart.followed_before):
+            # (start_at is for a source's first start: a file without a checkpoint where the source has
+            # others is new since, read from byte 0; a job's log made while the daemon restarted had
+            # been read from its end, its error lost, helper-73)
             offset = info.st_size
         else:
             offset, line = self._resume_left(info)
@@ -728,8 +732,9 @@ class FileFollower:
 class FileSource:
     """A ``file`` source: one path or a glob, each matching file followed by a ``FileFollower``.
 
-    Files present at start-up start at ``start_at``; files that appear later (seen by a
-    directory event or the periodic rescan) are read from byte 0.
+    Files present at the source's first start start at ``start_at``; files that appear later (seen
+    by a directory event or the periodic rescan), or while the daemon was down (no checkpoint of
+    theirs, where the source has others), are read from byte 0.
     """
 
     def __init__(
@@ -833,6 +838,7 @@ class FileSource:
         except OSError as exc:  # (each follower then warns of its own checkpoint's trouble)
             self._log.warning("checkpoint.unreadable", file=str(self.checkpoints.folder), reason=str(exc))
             return restart
+        restart.followed_before = bool(saved_all)
         scans: dict[str, list[os.DirEntry[str]]] = {}
         found: list[tuple[Checkpoint, list[tuple[str, os.stat_result]]]] = []
         for saved in saved_all:

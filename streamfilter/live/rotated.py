@@ -135,8 +135,12 @@ class RotatedWhileDown:
         handed: per file (device, inode) under a name another path of the source (a glob)
             follows, the checkpoint that path resumes it from (one at byte 0 for a later
             generation).
+        followed_before: the source has checkpoints: it was followed before, and a file present
+            now without one appeared while the daemon was down (``start_at`` is for a source's
+            first start).
     """
 
     def __init__(self) -> None:
         self.queued: dict[str, list[tuple[str, tuple[int, int], int]]] = {}
         self.handed: dict[tuple[int, int], Checkpoint] = {}
+        self.followed_before = False

@@ -127,3 +127,35 @@ def test_a_glob_resumes_a_file_rotated_while_down_to_a_name_it_also_matches(tmp_
     assert resumed["path"] == str(logs / "app.1.log") and resumed["rotated_from"] == str(log)
     assert resumed["line"] == 31
     assert [(e["first_line"], e["last_line"]) for e in runs(events, f"ci:{logs}/app.1.log")] == [(31, 50)]
+
+
+def test_a_file_made_while_the_daemon_was_down_is_read_from_its_start_whatever_start_at(tmp_path: Path) -> None:
+    """helper-73: with ``start_at = "end"`` (the default, and the shipped systemd config's), a job's
+    log made while the daemon restarted was read from its end: its 44 lines, the compiler's error
+    among them, were in no output and no summary. start_at is for a source's first start; a file
+    present then is still read from its end."""
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    body = glob_to_jsonl(logs, out, 'start_at = "end"\nprotect = ["gen"]\ntail_lines = 0\n')
+    (logs / "old.log").write_bytes(lines("gen0", 0, 10))  # (there at the first start: not replayed)
+    (logs / "job-1.log").write_bytes(b"")
+    live = start(tmp_path, body)
+    live.log_event("source.opened")
+    with (logs / "job-1.log").open("ab") as f:
+        f.write(lines("gen1", 0, 5))
+    live.wait_for(lambda: "gen1 0004" in kept(live.events(out)), 10)
+    time.sleep(0.3)  # (the checkpoint after the write)
+    live.stop(signal.SIGKILL)
+    (logs / "job-2.log").write_bytes(lines("gen2", 0, 20) + b"gen2 error: 'undefined_var' undeclared\n")
+    second = start(tmp_path, body)
+    second.wait_for(lambda: "gen2 error" in kept(second.events(out)), 15)
+    with (logs / "job-2.log").open("ab") as f:
+        f.write(lines("gen2", 20, 1))
+    second.wait_for(lambda: "gen2 0020" in kept(second.events(out)), 15)
+    assert second.stop() == 0
+    events = second.events(out)
+    text = kept(events)
+    expected = [*lines("gen2", 0, 20).decode().splitlines(), "gen2 error: 'undefined_var' undeclared", "gen2 0020"]
+    assert [line for line in expected if text.count(line + "\n") != 1] == []
+    assert "gen0" not in text and text.count("gen1 0000") == 1  # (job-1.log resumed, old.log never replayed)
+    assert runs(events, f"ci:{logs}/job-2.log")[0]["first_line"] == 1
