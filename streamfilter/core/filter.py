@@ -313,6 +313,7 @@ class StreamFilter:
         rest: bool = True,
         decide_before: int | None = None,
         tail_now: bool = False,
+        force: bool = False,
     ) -> list[Run]:
         """The stream went quiet: decide every complete line now, and close the open runs.
 
@@ -348,6 +349,11 @@ class StreamFilter:
         its end): the T lines up to the first exit verdict of the last ``tail_lines``, or up to the
         last line when none is (``found_tail_lines`` once a failure was found: ``_found``).
 
+        With ``partial`` and ``force`` (no ``hold_lines``), the unterminated last line is let out
+        whatever it holds, decided now as a line of its own (kept as any line is, else summarized),
+        its rest to come as above: for a source whose input waits on this output, and cannot come
+        while the line is held (a NATS partition whose messages in flight are all one long line's).
+
         With ``tail_now`` (and ``decide_before``, no ``hold_lines``, a tail), the stream may be
         waiting for its reader (a prompt): the lines the tail rule keeps at an end are kept as if
         the stream ended here (and its last ``LAST_LINES``), every line is decided, and an
@@ -372,7 +378,7 @@ class StreamFilter:
         if not (partial and not hold_lines and self._splitter.pending_bytes > 0):
             return let_out + self._settle(False, hold_lines, close_drop, before=before, tail=tail)
         facts = self._facts_of(self._splitter.pending)
-        if facts.hits.shape[0] or tail:  # protected, or a tail line: kept
+        if facts.hits.shape[0] or tail or force:  # protected, or a tail line: kept; forced: decided
             return self._settle(True, hold_lines, close_drop, before=before, tail=tail)
         runs = self._settle(False, hold_lines, close_drop, close=False, before=before)
         # a query term in a line that continues (indented) a kept one: kept with its record

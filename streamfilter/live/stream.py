@@ -320,6 +320,13 @@ class LiveStream:
         moment kept 63 % of a noisy partition's lines (helper-47)."""
         await self._write(self.filter.settle(decide_before=self._lines_fed))
 
+    async def release_line(self) -> None:
+        """Decide and write now the unterminated line held, whatever it holds (``StreamFilter.settle``'s
+        ``force``), its rest to come as a run of its own: for a source whose input waits on this
+        output (a NATS partition whose messages in flight are all one long line's: a 20 MB line
+        stopped its partition for good, helper-72)."""
+        await self._write(self.filter.settle(partial=True, decide_before=self._lines_fed, force=True))
+
     async def summarize_dropped(self) -> None:
         """Write the open DROP run's summary now if it is at most half the bytes it stands for
         (``StreamFilter.close_drop``), not when it is ``DROP_SUMMARY_SECONDS`` old: for a source

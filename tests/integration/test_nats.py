@@ -28,7 +28,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from streamfilter.core.settings import FilterConfig
 from streamfilter.live.config import SinkConfig, Timing
-from streamfilter.live.nats.leases import Lease
+from streamfilter.live.nats.leases import Lease, LeaseKeeper
 from streamfilter.live.nats.link import CONTROL, OFFSET, RUN, Turn, ensure_stream, partition_of
 from streamfilter.live.nats.sink import PART, NatsSink, Parts
 from streamfilter.live.nats.source import LeaseExpired, NatsStream
@@ -752,3 +752,65 @@ def test_a_pool_the_server_refuses_says_so_once_a_partition(tmp_path: Path, serv
     finally:
         second.stop()
         first.stop()
+
+
+@pytest.mark.anyio
+async def test_a_line_longer_than_the_messages_in_flight_does_not_stop_its_partition(tmp_path: Path) -> None:
+    """helper-72: a line over max_ack_pending messages (20 MiB in 64 KiB messages at 256) could
+    never end: its messages were held for it, the server sent no more, and the partition stopped
+    for good, every other stream on it too. The line is let out, its rest after it; played with a
+    6 MB line at max_ack_pending 64."""
+    srv = NatsServer(tmp_path / "nats", 1)
+    try:
+        config = worker_config(tmp_path, srv.url, 1, source_extra="max_ack_pending = 64\n")
+        worker = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "state")})
+        worker.log_event("daemon.ready", timeout=20)
+        log = tmp_path / "long.log"
+        data = b"building\n" + b"x" * (6 << 20) + b" error: at the end of it\n" + b"make: *** [all] Error 2\n"
+        log.write_bytes(data)
+        send = [sys.executable, "-m", "streamfilter", "send", "--nats", srv.url, "--partitions", "1", "--stream"]
+        long = await anyio.open_process(
+            [*send, "long", "--", "sh", "-c", f"cat {log}; exit 2"], stdout=None, stderr=None
+        )
+        with anyio.fail_after(120):
+            assert await long.wait() == 2
+        other = await anyio.open_process([*send, "after", "--", "sh", "-c", "echo error: next run; exit 1"])
+        with anyio.fail_after(60):
+            assert await other.wait() == 1
+        output = await read_output(srv.url, {"long", "after"}, seconds=60)
+        events = events_of(output["long"])
+        check_covered("long", data, events, [data.index(b"make: ***")])
+        rest = [e for e in events if e["event"] in ("keep", "drop") and e.get("rest")]
+        assert rest and rest[-1]["event"] == "keep" and rest[-1]["text"].endswith(" error: at the end of it\n")
+        check_covered("after", b"error: next run\n", events_of(output["after"]), [0])
+        assert worker.stop(timeout=40) == 0
+    finally:
+        srv.stop()
+
+
+@pytest.mark.anyio
+async def test_a_stream_id_used_again_after_its_run_ended_is_warned_of(tmp_path: Path, server: NatsServer) -> None:
+    """helper-72: a second run under an id whose run had ended was acked and left out without a word
+    (fleet.md promised ``stream.reused``): a CI retry that reused its job's id lost its failure."""
+    worker = start_worker(tmp_path, server.url)
+    send = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--partitions", str(PARTITIONS)]
+    first = await anyio.open_process([*send, "--stream", "job-7", "--run-id", "first", "--", "sh", "-c", "echo ok"])
+    with anyio.fail_after(60):
+        assert await first.wait() == 0
+    await read_output(server.url, {"job-7"}, seconds=30)
+    again = ["--stream", "job-7", "--run-id", "retry", "--", "sh", "-c", "echo error: retry failed; exit 3"]
+    second = await anyio.open_process([*send, *again])
+    with anyio.fail_after(60):
+        assert await second.wait() == 3
+    (said,) = worker.wait_for(lambda: [e for e in worker.logs() if e.get("event") == "stream.reused"], 20)
+    assert said["level"] == "warning" and said["stream"] == "job-7"
+    assert said["run"] == "retry" and said["ended_run"] == "first"
+    assert worker.stop(timeout=40) == 0
+
+
+def test_a_lease_keeper_stopped_before_it_started_stops_cleanly() -> None:
+    """A worker stopped while the server restarted, before the pool's bucket was found (its renewal
+    thread not started yet), exited 1 with "cannot join thread before it is started"."""
+    keeper = LeaseKeeper(["nats://127.0.0.1:1"], "pool-leases", "w1", 3.0)
+    keeper.close()
+    assert keeper.drop(0) is None

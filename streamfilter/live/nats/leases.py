@@ -81,9 +81,10 @@ class LeaseKeeper:
             return self.leases.pop(partition, None)
 
     def close(self) -> None:
-        """Stop the thread (within a renewal's time)."""
+        """Stop the thread (within a renewal's time), if it was started."""
         self._stop.set()
-        self._thread.join(timeout=self.lease_seconds)
+        if self._thread.ident is not None:  # (a stop before the pool's bucket was found: never started)
+            self._thread.join(timeout=self.lease_seconds)
 
     def _main(self) -> None:
         asyncio.run(self._renew_all())

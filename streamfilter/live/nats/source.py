@@ -281,6 +281,12 @@ class _Stream:
                 self.last = now  # (once a STARVED_SECONDS at most, while it lasts)
                 async with worker.turn.held():
                     await self.live.release_tail()
+                    await self._ack_written()
+                    if self._starved_soon():
+                        # what is held is one line not ended yet: let it out, its rest to come (a
+                        # line over max_ack_pending messages had stopped the partition for good,
+                        # every other stream on it too, helper-72)
+                        await self.live.release_line()
             if now >= next_progress:
                 await self._in_progress()
                 next_progress = now + worker.progress_seconds
@@ -299,6 +305,8 @@ class _Stream:
         if position is None:
             return
         self.located = True
+        run = position.get("run")
+        self.run_fields = json.loads(run) if run else None
         if position.get("ended") == "1":
             self.ended = True
             return
@@ -308,8 +316,6 @@ class _Stream:
         line = int(position.get("next-line", "1"))
         rest_line = int(position.get("rest-line", "0"))
         rest_of = (rest_line, position.get("rest-kept") == "1") if rest_line else None
-        run = position.get("run")
-        self.run_fields = json.loads(run) if run else None
         live = self._open(line, self.received, rest_of)
         live.done = (self.done_seq, self.next_implicit)
         text = (
@@ -380,7 +386,8 @@ class _Stream:
         meta = msg.metadata
         if meta.num_delivered > 1:
             worker.totals.redeliveries[self.source.name] = worker.totals.redeliveries.get(self.source.name, 0) + 1
-        if self.ended:
+        if self.ended:  # (its output's last event says so: ended elsewhere, or before a restart)
+            self.partition.late(self.sid, (self.run_fields or {}).get("run"), msg)
             await msg.ack()
             return
         headers = msg.headers or {}
@@ -495,7 +502,7 @@ class _Stream:
         else:
             await live.marker(f"{what} exited with status {status}", "exit", status=status)
         self.ended = True
-        self.partition.ended(self.sid)
+        self.partition.ended(self.sid, run)
         worker.log.info("run.ended", stream=self.sid, run=run, status=status)
         for held in live.held:
             await held.msg.ack()
@@ -538,7 +545,8 @@ class _Partition:
         self.number = number
         self.lease = lease
         self.streams: dict[str, _Stream] = {}
-        self.recent_ends: OrderedDict[str, None] = OrderedDict()
+        self.recent_ends: OrderedDict[str, str] = OrderedDict()  # stream id -> its run's id
+        self.reused: OrderedDict[tuple[str, str], None] = OrderedDict()  # (stream, run) said to reuse an id
         self.scope = anyio.CancelScope()
         self.stopping = False  # handed back or stopped: take no more messages
         self.lost = False  # its lease may be another worker's: stop now, writing nothing more
@@ -634,6 +642,7 @@ class _Partition:
             return  # (not acked: delivered again to the partition's next owner)
         sid = msg.subject.rpartition(".")[2]
         if sid in self.recent_ends:
+            self.late(sid, self.recent_ends[sid], msg)
             await msg.ack()  # a late copy of a stream that ended here
             return
         stream = self.streams.get(sid)
@@ -662,11 +671,26 @@ class _Partition:
             del self.streams[stream.sid]
         stream.receive.close()
 
-    def ended(self, sid: str) -> None:
-        """Stream ``sid`` ended: its late copies are acked without a look at its output."""
-        self.recent_ends[sid] = None
+    def ended(self, sid: str, run: str) -> None:
+        """Stream ``sid`` ended, its run ``run``'s: its late copies are acked without a look at its output."""
+        self.recent_ends[sid] = run
         if len(self.recent_ends) > ENDED_STREAMS:
             self.recent_ends.popitem(last=False)
+
+    def late(self, sid: str, run: str | None, msg: Msg) -> None:
+        """``msg`` came for stream ``sid`` after its run ``run`` ended (None: not known): a copy, or
+        another run's, which is not filtered: said once a run (``stream.reused``, a warning; a CI
+        retry that reused its job's id had its failure left out without a word, helper-72)."""
+        other = (msg.headers or {}).get(RUN)
+        if other is None or run is None or printable(other)[:64] == run or (sid, other) in self.reused:
+            return
+        self.reused[sid, other] = None
+        if len(self.reused) > ENDED_STREAMS:
+            self.reused.popitem(last=False)
+        self.worker.log.warning(
+            "stream.reused", stream=sid, run=printable(other)[:64], ended_run=run,
+            hint="its output is not filtered: the stream ended here with another run; use one id per run",
+        )  # fmt: skip
 
 
 class _Worker:
@@ -705,11 +729,18 @@ class _Worker:
         thread renews those held)."""
         source = self.source
         self.tg = tg
-        try:
-            self.kv = await self.js.key_value(self.keeper.bucket)
-        except nats.js.errors.BucketNotFoundError:
-            config = KeyValueConfig(bucket=self.keeper.bucket, ttl=source.lease_seconds)
-            self.kv = await self.js.create_key_value(config)
+        while self.kv is None:
+            # (a server away or slow here, as it restarts, had ended the worker; tried again as a
+            # renewal is)
+            try:
+                try:
+                    self.kv = await self.js.key_value(self.keeper.bucket)
+                except nats.js.errors.BucketNotFoundError:
+                    config = KeyValueConfig(bucket=self.keeper.bucket, ttl=source.lease_seconds)
+                    self.kv = await self.js.create_key_value(config)
+            except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as exc:
+                self.log.warning("leases.unavailable", error=str(exc) or repr(exc))
+                await anyio.sleep(source.lease_seconds / 3)
         self.keeper.start()
         while True:
             try:
