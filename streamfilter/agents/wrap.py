@@ -149,6 +149,25 @@ _NEVER_FOR = {
     "meson": frozenset(("--gdb",)),
     "ninja": frozenset(("browse",)),
 }
+# words that ask a listed command for what it prints on success as its answer (help, a version, a
+# listing, a dry run, a preprocessed file), which a green run's filter would cut: `pytest --co -q`
+# showed 3 of 803 test ids, `pytest --help` lost its usage line (helper-71)
+_ANSWER_WORDS = frozenset(("--help", "-h", "--version"))
+_COMPILER_ANSWERS = frozenset(("-E", "-M", "-MM", "-dumpversion", "-dumpmachine", "-dumpspecs", "-print-search-dirs"))
+_MAKE_ANSWERS = frozenset(("-n", "--just-print", "--dry-run", "--recon", "-p", "--print-data-base", "-v"))
+_ANSWER_FOR = {
+    "pytest": frozenset(("--co", "--collect-only", "--fixtures", "--fixtures-per-test", "--markers", "--setup-plan",
+                         "-V")),
+    "make": _MAKE_ANSWERS,
+    "gmake": _MAKE_ANSWERS,
+    **dict.fromkeys(("gcc", "g++", "clang", "clang++", "cc", "c++"), _COMPILER_ANSWERS),
+    "cargo": frozenset(("--list", "-V")),  # (cargo test -- --list: the test binary's)
+    "go": frozenset(("-list",)),
+    "mvn": frozenset(("-v",)),
+    "ctest": frozenset(("-N", "--show-only")),
+    "jest": frozenset(("--listTests", "--showConfig")),
+    "tsc": frozenset(("--showConfig", "--listFiles", "--listFilesOnly")),
+}  # fmt: skip
 # a script named as a watcher: ``npm run test:watch``, ``yarn watch-tests`` (not ``test_watchdog.py``)
 _WATCH_SCRIPT = re.compile(r"(?:^|[:_-])watch(?:$|[:_-])", re.IGNORECASE)
 # the variables an approval may cover a command setting (or ``env`` unsetting): they change how it
@@ -401,6 +420,15 @@ def _never_words(name: Sequence[str]) -> frozenset[str]:
         return frozenset()
     own = _NEVER_FOR.get(name[0], _NEVER_FOR.get(_program(name[0]), frozenset()))
     return (_NEVER_WORDS | own).intersection(name[1:])
+
+
+def _answer_words(name: Sequence[str]) -> frozenset[str]:
+    """The words of a command's ``name`` (``names_of``) that ask it for what it prints on success as
+    its answer (``_ANSWER_WORDS``, and its program's ``_ANSWER_FOR``)."""
+    if not name:
+        return frozenset()
+    own = _ANSWER_FOR.get(name[0], _ANSWER_FOR.get(_program(name[0]), frozenset()))
+    return (_ANSWER_WORDS | own).intersection(name[1:])
 
 
 def names_of(words: Sequence[str], bare: bool = True) -> list[tuple[str, ...]]:
@@ -662,6 +690,9 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     never |= {w for w in body[1:] if not w.startswith("-") and _WATCH_SCRIPT.search(w)}
     if never:
         return Wrap(None, f"{sorted(never)[0]!r}: a watcher, a server or a dialogue")
+    answer = set().union(*(_answer_words(name) for name in names_of(body, bare=False)))
+    if answer:
+        return Wrap(None, f"{sorted(answer)[0]!r} asks for what the command prints as its answer: a filter cuts it")
     prints = _asks_for_prints(body)
     if prints is not None:
         return Wrap(None, f"{prints!r} asks for the command's own prints, which a green run's filter would cut")

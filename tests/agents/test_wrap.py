@@ -192,6 +192,23 @@ def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) 
     assert _wrap(command) is None
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["pytest --co -q", "python -m pytest --collect-only", "pytest --fixtures", "pytest --help", "pytest -h",
+     "make -n", "make -j4 --dry-run all", "make -p", "gcc -E main.c", "g++ -MM a.cpp", "cargo test -- --list",
+     "cargo --version", "go test -list .", "ctest -N", "jest --listTests", "tsc --showConfig", "mvn -v"],
+)  # fmt: skip
+def test_a_command_asked_for_its_answer_is_left_alone(command: str) -> None:
+    """helper-71: `pytest --co -q` wrapped showed 3 of 803 test ids, `pytest --help` lost its usage
+    line, `gcc -E` kept fragments: what these print on success is what was asked for."""
+    assert _wrap(command) is None
+
+
+@pytest.mark.parametrize("command", ["pytest -v", "make -j4 all", "gcc -O2 -c main.c", "cargo test -- --nocapture-x"])
+def test_options_near_the_answer_words_are_still_wrapped(command: str) -> None:
+    assert _wrap(command) == f"{RUN} {command}"
+
+
 def test_a_word_that_only_holds_watch_is_no_watcher() -> None:
     assert _wrap("pytest tests/test_watchdog.py") == f"{RUN} pytest tests/test_watchdog.py"
 
