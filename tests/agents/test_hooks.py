@@ -365,9 +365,9 @@ def test_explain_says_what_the_hooks_do_with_a_command(tmp_path: Path) -> None:
     assert b"x\\x1b]0;T\\x07y is a symlink out" in done.stdout and b"\x1b" not in done.stdout, done.stdout
     (tmp_path / "proj3").mkdir()
     done = subprocess.run(
-        [*run, "make -p test"], capture_output=True, env=env, check=False, timeout=60, cwd=tmp_path / "proj3"
+        [*run, "make -e test"], capture_output=True, env=env, check=False, timeout=60, cwd=tmp_path / "proj3"
     )
-    assert b"codex: not approved (-p: an option not known to be harmless for make), so left alone" in done.stdout
+    assert b"codex: not approved (-e: an option not known to be harmless for make), so left alone" in done.stdout
     # each reason true of the command (helper-53: "behind a runner (True: ...)"; npm's extra word
     # called "not the project's own module")
     for command, reason in (
