@@ -364,8 +364,13 @@ def test_the_archive_a_run_still_writes_is_not_evicted(tmp_path: Path, monkeypat
         monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
         monkeypatch.delenv("STATE_DIRECTORY", raising=False)
         monkeypatch.setattr(Archive, "_last_scan", -1e9)  # (this process scanned lately: scan now)
-        Archive(tmp_path / "streamfilter", cap_bytes=1000).close()
+        with capture_logs() as logs:
+            Archive(tmp_path / "streamfilter", cap_bytes=1000).close()
         assert written.exists() and not older.exists()
+        # said: the refs into it no longer read back (helper-73: a full disk's eviction was silent)
+        (said,) = [e for e in logs if e["event"] == "archive.evicted"]
+        assert said["files"] == 1 and said["bytes"] == 2000 and said["oldest"] == "stdin-1-1"
+        assert said["log_level"] == "warning" and said["reason"] == "the archive's cap"
     finally:
         go.touch()
         proc.communicate(timeout=60)
