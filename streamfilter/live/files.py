@@ -420,6 +420,17 @@ class FileFollower:
                     inside_line=saved.rest_line or None,
                     rotated_from=saved.path if saved.path != self.path else None,
                 )
+            elif (info.st_dev, info.st_ino) != (saved.dev, saved.ino) and not (
+                self.restart and (saved.dev, saved.ino) in self.restart.found
+            ):
+                # the checkpointed file is not here, nor a rotation of it (those are read first): moved
+                # to another folder (logrotate's olddir) or removed while the daemon was down, what
+                # it got past the checkpoint unread; it had been said at info (helper-73)
+                self._log.warning(
+                    "checkpoint.stale", reason=why, offset=saved.offset,
+                    hint="the file read up to this offset was moved out of its folder or removed while the "
+                    "daemon was down: what was written to it after that is not read",
+                )  # fmt: skip
             else:
                 self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
                 if (info.st_dev, info.st_ino) == (saved.dev, saved.ino):  # (the same file, not a new one: say so)
@@ -859,6 +870,7 @@ class FileSource:
                 except OSError:
                     scans[directory] = []
             files, compressed = rotated_since(saved, scans[directory], now)
+            restart.found.update((info.st_dev, info.st_ino) for _, info in files)
             if compressed:
                 self._log.warning("checkpoint.rotated_compressed", path=saved.path, files=compressed, read=False)
             if files:

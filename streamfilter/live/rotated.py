@@ -138,9 +138,12 @@ class RotatedWhileDown:
         followed_before: the source has checkpoints: it was followed before, and a file present
             now without one appeared while the daemon was down (``start_at`` is for a source's
             first start).
+        found: the checkpointed files (device, inode) found under another name (rotated while
+            the daemon was down): read there, not lost.
     """
 
     def __init__(self) -> None:
         self.queued: dict[str, list[tuple[str, tuple[int, int], int]]] = {}
         self.handed: dict[tuple[int, int], Checkpoint] = {}
         self.followed_before = False
+        self.found: set[tuple[int, int]] = set()

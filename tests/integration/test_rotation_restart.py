@@ -159,3 +159,32 @@ def test_a_file_made_while_the_daemon_was_down_is_read_from_its_start_whatever_s
     assert [line for line in expected if text.count(line + "\n") != 1] == []
     assert "gen0" not in text and text.count("gen1 0000") == 1  # (job-1.log resumed, old.log never replayed)
     assert runs(events, f"ci:{logs}/job-2.log")[0]["first_line"] == 1
+
+
+def test_a_file_moved_to_another_folder_while_down_is_warned_of(tmp_path: Path) -> None:
+    """helper-73: logrotate's ``olddir`` moved app.log to old/ while the daemon was down, after more
+    lines were written to it: those lines were never read, and the only trace was checkpoint.stale
+    at info. It is a warning now; a rotation in the folder (read, not lost) is not."""
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    body = file_to_jsonl(log, out, 'protect = ["gen"]\ntail_lines = 0\n')
+    log.write_bytes(lines("gen1", 0, 10))
+    live = start(tmp_path, body)
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 10, 10)
+    assert live.stop() == 0
+    with log.open("ab") as f:
+        f.write(b"gen1 ZeroDivisionError: division by zero\n")
+    (tmp_path / "old").mkdir()
+    log.rename(tmp_path / "old" / "app.log-20261206")
+    log.write_bytes(lines("gen2", 0, 5))
+    second = start(tmp_path, body)
+    second.wait_for(lambda: "gen2 0004" in kept(second.events(out)), 15)
+    assert second.stop() == 0
+    (stale,) = [e for e in second.logs() if e.get("event") == "checkpoint.stale"]
+    assert stale["level"] == "warning" and stale["offset"] == len(lines("gen1", 0, 10)) and "not read" in stale["hint"]
+    # a rotation in the folder is read: no warning
+    log.rename(tmp_path / "app.log.1")
+    log.write_bytes(lines("gen3", 0, 5))
+    third = start(tmp_path, body)
+    third.wait_for(lambda: "gen3 0004" in kept(third.events(out)), 15)
+    assert third.stop() == 0
+    assert [e for e in third.logs() if e.get("level") == "warning"] == []
