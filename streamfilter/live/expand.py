@@ -221,7 +221,7 @@ class Archive:
         now = time.monotonic()
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
-            self._evict(cap_bytes - self.limit, cap_files - 1, "the archive's cap")
+            self._evict(cap_bytes - self.limit, cap_files - 1, None)
         # decimal, not hex: a summary's token estimate then does not vary with the name's letters
         name = f"stdin-{time.time_ns()}-{os.getpid()}"
         path = self.folder / f"{name}.log"
@@ -250,7 +250,7 @@ class Archive:
             except OSError as exc:
                 if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not self._made_room:
                     self._made_room = True  # (once: a disk full of other files is not ours to empty)
-                    if self._evict(None, None, exc.strerror or "the disk is full"):
+                    if self._evict(None, None, exc.strerror or "No space left on device"):
                         continue
                 self.failed = exc.strerror or str(exc)
                 return
@@ -278,11 +278,12 @@ class Archive:
             with contextlib.suppress(OSError):
                 os.unlink(self._file.name)
 
-    def _evict(self, room: int | None, files: int | None, why: str) -> bool:
+    def _evict(self, room: int | None, files: int | None, full: str | None) -> bool:
         """Remove the oldest archive files until the others take at most ``room`` bytes (None: half
         the bytes they take now) and are at most ``files`` (not one a stream still writes,
-        ``evict``); whether any was removed. Said (``archive.evicted``, a warning: the refs into
-        them no longer read back; on a full disk it had been silent, helper-73), with ``why``."""
+        ``evict``); whether any was removed. Said (``archive.evicted``: the refs into them no longer
+        read back; on a full disk it had been silent, helper-73): at info for the archive's cap
+        (the oldest go, as designed), a warning for a full disk (``full``: its error)."""
         sizes = []
         for entry in self.folder.glob("stdin-*.log"):
             with contextlib.suppress(FileNotFoundError):  # (evicted meanwhile by another process)
@@ -298,9 +299,10 @@ class Archive:
                 total, count = total - size, count - 1
                 removed.append((old.stem, size))
         if removed:
-            get_logger().warning(
+            log = get_logger()
+            (log.info if full is None else log.warning)(
                 "archive.evicted", files=len(removed), bytes=sum(size for _, size in removed),
-                oldest=removed[0][0], newest=removed[-1][0], reason=why,
+                oldest=removed[0][0], newest=removed[-1][0], reason=full or "the archive's cap",
                 hint="refs into these streams no longer read back",
             )  # fmt: skip
         return bool(removed)
