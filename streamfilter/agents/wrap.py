@@ -122,6 +122,7 @@ _TIMEOUT_OPTIONS = (frozenset(("--preserve-status", "--foreground", "-v", "--ver
 _ENV_OPTIONS = (frozenset(("-i", "--ignore-environment")), frozenset(("-u", "--unset")))
 # (patterns, not compiled ones: re compiles and caches one at its first use, and most commands use none)
 _DURATION = r"\d+(?:\.\d+)?[smhd]?"
+MAX_TAIL = 10_000  # most of a `| tail -N`'s lines kept as they are (the filter holds them until the end)
 # the one pipe kept: into ``tail`` with a count (the output an agent asked for, then cut as it asked)
 # (not `tail -n +N`: from the filtered output's Nth line it would cut its first lines, a failure
 # kept there among them, where it cut the command's header from the raw output; helper-29)
@@ -624,7 +625,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     if operator is not None:
         return Wrap(None, f"not one simple command ({operator})")
     *leading, (start, end) = segments
-    piped = ""
+    piped, tailed = "", 0
     if pipes:  # only one, after the last part, into tail: the command is wrapped, the pipe kept
         piped = " ".join(command[pipes[-1] + 1 : end].split())
         if pipes[-1] < start:  # ("pytest | tail -30 && echo ok": it blamed the pipe into tail)
@@ -636,7 +637,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
             return Wrap(None, "`tail -0` shows none of its output")
         end = pipes[0]
         # one line more, for run's status line: `| tail -1` showed it, not the command's last line (helper-43)
-        piped = f"tail -n {int(tail[1] or 10) + 1}"
+        tailed = int(tail[1] or 10)
+        piped = f"tail -n {tailed + 1}"
     parts: list[tuple[str, ...]] = []
     sourced_plain = True
     for a, b in leading:  # "cd DIR && CMD": CMD runs where it would have; "source FILE && CMD": as set up
@@ -704,7 +706,12 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     # `env`, not to streamfilter's Python (helper-29: `PYTHONPATH=. pytest` in a checkout whose
     # module shadows one streamfilter imports stopped it before the command ran)
     cut = raw_starts[assigned] if assigned else 0
-    run = [*executable, "run", "--budget-tokens", str(rules.budget_tokens)]
+    # into tail: no budget (the tail bounds what is read) and the command's last lines kept as they
+    # are, so that tail shows what it would have: a budget's choice, and the repeat cap of a failure
+    # shape, had put summaries where the raw tail showed failure lines (helper-71)
+    tailed = min(tailed, MAX_TAIL)
+    last = ["--tail", str(tailed), "--found-tail", str(tailed)] if piped else []
+    run = [*executable, "run", *(last or ["--budget-tokens", str(rules.budget_tokens)])]
     if rules.query:  # (a query that starts with "-" would be read as an option: "--query -Werror")
         run += [f"--query={rules.query}"] if rules.query.startswith("-") else ["--query", rules.query]
     through = f"env {text[:cut]}" if cut else ""

@@ -19,6 +19,7 @@ from streamfilter.agents.hooks import answer
 
 EXE = ["/opt/sf/bin/streamfilter"]
 RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
+TAILED = "/opt/sf/bin/streamfilter run --tail 30 --found-tail 30 --"  # (into tail: its lines, no budget)
 
 # what a user's policy would have asked about: the old hooks approved every one of them
 ASKED = [
@@ -194,11 +195,15 @@ def _approved(agent: str, command: str, cwd: Path, env: dict[str, str]) -> bool:
             return False
         specific = out["hookSpecificOutput"]
         assert specific["permissionDecision"] == "allow"
-        return str(specific["updatedInput"]["command"]).count(RUN) == 1
+        return _wrapped_once(str(specific["updatedInput"]["command"]))
     if out == {}:
         return False
     assert out["permission"] == "allow"
-    return str(out["updated_input"]["command"]).count(RUN) == 1
+    return _wrapped_once(str(out["updated_input"]["command"]))
+
+
+def _wrapped_once(command: str) -> bool:
+    return command.count(RUN) + (command.count(TAILED) if "| tail -n" in command else 0) == 1
 
 
 @pytest.mark.parametrize("agent", ["codex", "cursor"])

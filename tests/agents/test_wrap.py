@@ -15,6 +15,7 @@ from streamfilter.core.settings import MAX_COUNT
 
 EXE = ["/opt/sf/bin/streamfilter"]
 RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
+TAILED = "/opt/sf/bin/streamfilter run --tail {n} --found-tail {n} --"  # (into tail: its lines, no budget)
 
 
 def _wrap(command: str, rules: Rules | None = None, env: dict[str, str] | None = None) -> str | None:
@@ -217,12 +218,12 @@ def test_a_trailing_newline_and_raw_zero_are_not_reasons_to_leave_a_command_alon
     assert _wrap("pytest -q\n") == f"{RUN} pytest -q"
     assert _wrap("STREAMFILTER_RAW=0 pytest") == f"{RUN} env STREAMFILTER_RAW=0 pytest"
     # nor a line continuation (it said "cannot read it as shell words (No escaped character)", helper-35)
-    assert _wrap("pytest -q 2>&1 \\\n  | tail -3") == f"{RUN} pytest -q 2>&1 | tail -n 4"
+    assert _wrap("pytest -q 2>&1 \\\n  | tail -3") == f"{TAILED.format(n=3)} pytest -q 2>&1 | tail -n 4"
     assert _wrap("pytest -q \\\n  tests/") == f"{RUN} pytest -q   tests/"
     assert _wrap("pytest -k 'a\\\nb'") == f"{RUN} pytest -k 'a\\\nb'"  # (in single quotes: the shell keeps it)
     assert _wrap("pytest -k a\\\\\\\n  tests/") == f"{RUN} pytest -k a\\\\  tests/"  # (an escaped one, then one)
     assert _wrap("pytest -q  # the unit tests") == f"{RUN} pytest -q"  # (a comment: the command ends before it)
-    assert _wrap("pytest -q 2>&1 | tail -3  # the last lines") == f"{RUN} pytest -q 2>&1 | tail -n 4"
+    assert _wrap("pytest -q 2>&1 | tail -3  # the last lines") == f"{TAILED.format(n=3)} pytest -q 2>&1 | tail -n 4"
 
 
 def test_a_hash_inside_a_word_is_the_words() -> None:
@@ -279,10 +280,10 @@ def test_only_a_plain_command_may_be_approved(command: str, plain: bool) -> None
     [
         # the pipe into tail is kept: the agent reads the filtered output's end, as it asked
         # (a line more for run's status line: `| tail -1` showed it, not the command's last, helper-43)
-        ("pytest -q 2>&1 | tail -30", f"{RUN} pytest -q 2>&1 | tail -n 31"),
-        ("cargo test 2>&1 | tail -n 20", f"{RUN} cargo test 2>&1 | tail -n 21"),
-        ("cargo test 2>&1 | tail --lines=1", f"{RUN} cargo test 2>&1 | tail -n 2"),
-        ("cd web && npm test 2>&1 | tail", f"cd web && {RUN} npm test 2>&1 | tail -n 11"),
+        ("pytest -q 2>&1 | tail -30", f"{TAILED.format(n=30)} pytest -q 2>&1 | tail -n 31"),
+        ("cargo test 2>&1 | tail -n 20", f"{TAILED.format(n=20)} cargo test 2>&1 | tail -n 21"),
+        ("cargo test 2>&1 | tail --lines=1", f"{TAILED.format(n=1)} cargo test 2>&1 | tail -n 2"),
+        ("cd web && npm test 2>&1 | tail", f"cd web && {TAILED.format(n=10)} npm test 2>&1 | tail -n 11"),
         # timeout and env run the command: run runs them, so a timeout's kill is still filtered
         ("timeout 300 pytest", f"{RUN} timeout 300 pytest"),
         ("timeout -s KILL 5m make -j4", f"{RUN} timeout -s KILL 5m make -j4"),
@@ -355,7 +356,27 @@ def test_a_wrapped_pipe_into_tail_runs_and_ends_on_the_status_line(tmp_path: Pat
     lines = done.stdout.splitlines()
     # the command's last 3 lines, as asked, and the status line
     assert lines[:3] == [b"step 399 ok", b"step 400 ok", b"E: disk full"]
-    assert len(lines) == 4 and b"exited with status 3; whole output (401 lines" in lines[-1]
+    assert len(lines) == 4 and b"exited with status 3" in lines[-1]
+
+
+def test_a_wrapped_pipe_into_tail_shows_the_lines_the_raw_tail_does(tmp_path: Path) -> None:
+    """helper-71: `pytest 2>&1 | tail -30` wrapped showed a summary of 5 failure lines where the raw
+    tail showed them (a budget's choice), and the filter's repeat cap of a failure shape summarizes
+    the last of 79 FAILED lines: the command's last lines are kept as they are."""
+    log = Path(__file__).resolve().parents[1] / "data" / "pytest-q-79-failed.log"
+    script = tmp_path / "check.sh"
+    script.write_text(f"#!/bin/sh\ncat {log}\nexit 1\n")
+    script.chmod(0o755)
+    config = tmp_path / "hooks.toml"
+    config.write_text('wrap = ["./check.sh"]\n')
+    exe = [sys.executable, "-m", "streamfilter"]
+    wrapped = rewrite("./check.sh 2>&1 | tail -30", load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)}), exe, {})
+    assert wrapped.command is not None
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    done = subprocess.run(["bash", "-c", wrapped.command], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert lines[:-1] == log.read_bytes().splitlines()[-30:]
+    assert b"exited with status 1" in lines[-1]
 
 
 def test_the_rewrite_runs_as_the_command_would_with_its_assignments_and_the_query(tmp_path: Path) -> None:
