@@ -555,7 +555,10 @@ def _copy_notes(tee: Tee | None, streams: Sequence[LiveStream]) -> list[str]:
     if tee is not None and tee.failed is not None:
         notes.append(f"the whole output could not be kept in {tee.path}: {tee.failed}; no refs past byte {tee.written}")
     for live in streams:
-        archive = getattr(live, "archive", None)
+        archive = getattr(live, "archive", False)  # (False: a stream with a file of its own, --tee)
+        if archive is None and live.filter.stats.dropped_lines:
+            # (said on stderr alone, archive.unavailable, in JSON: an agent reads stdout, helper-71)
+            notes.append("the whole output could not be kept (no state or temporary directory can be written): no refs")
         if not isinstance(archive, Archive):
             continue
         if archive.archived and archive.gone():

@@ -619,6 +619,30 @@ def test_a_sandbox_gets_no_file_in_the_working_directory(tmp_path: Path) -> None
     assert lines[-1].endswith("exited with status 1; whole output (2 lines, 33 bytes) not kept]")
 
 
+def test_a_plain_run_in_a_sandbox_says_on_stdout_that_its_summaries_have_no_refs(tmp_path: Path) -> None:
+    """helper-71: without a budget, the only word that no directory could keep the whole output was
+    archive.unavailable, a JSON line on stderr: an agent read summaries without refs and no why."""
+    tmps = " ".join(d for d in ("/tmp", "/var/tmp", "/usr/tmp") if os.path.isdir(d))
+    here = (os.path.realpath(sys.prefix), os.path.realpath(Path(__file__).parents[2]))
+    if any(p == d or p.startswith(d + "/") for p in here for d in tmps.split()):
+        pytest.skip("the checkout or its venv is under a temporary directory, which the sandbox hides")
+    inner = (
+        f"for d in {tmps}; do mount -t tmpfs -o ro tmpfs $d || exit 99; done && "
+        f"exec {sys.executable} -m streamfilter run -- sh -c 'seq 300; echo \"error: boom\"; exit 1'"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "TEMP", "TMP")}
+    env["XDG_STATE_HOME"] = "/tmp/no-such-state"
+    done = subprocess.run(["unshare", "-m", "sh", "-c", inner], capture_output=True, env=env, timeout=60, check=False)
+    if done.returncode in (99,) or b"unshare:" in done.stderr or b"mount:" in done.stderr:
+        pytest.skip(f"no mount namespace here: {done.stderr.decode().strip()}")
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.decode().splitlines()
+    assert "error: boom" in lines and any(line.startswith("[streamfilter: dropped lines 1-") for line in lines)
+    note = "the whole output could not be kept (no state or temporary directory can be written): no refs"
+    assert lines[-2] == f"[streamfilter: {note}]"
+    assert lines[-1].endswith("exited with status 1]")
+
+
 def test_a_state_directory_that_cannot_be_written_still_gives_refs_that_expand(tmp_path: Path) -> None:
     """The archive of a plain run goes to the temporary directory: its summaries kept no ref, so
     their lines could not be read back (``--budget-tokens`` already fell back so)."""
