@@ -590,16 +590,23 @@ def test_an_output_past_the_file_cap_is_filtered_from_its_end_in_memory(tmp_path
 
 
 # -- 7. a sandbox where only the project is writable -------------------------------------------------------------
+def _temporary_directories() -> str:
+    """The temporary directories a sandbox test mounts read-only (skipped when the checkout or its
+    venv is under one of them, which the sandbox would hide)."""
+    tmps = " ".join(d for d in ("/tmp", "/var/tmp", "/usr/tmp") if os.path.isdir(d))
+    here = (os.path.realpath(sys.prefix), os.path.realpath(Path(__file__).parents[2]))
+    if any(p == d or p.startswith(d + "/") for p in here for d in tmps.split()):
+        pytest.skip("the checkout or its venv is under a temporary directory, which the sandbox hides")
+    return tmps
+
+
 def test_a_sandbox_gets_no_file_in_the_working_directory(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "main.c").write_text("int main(void) { return 0; }\n")
     # a mount namespace: the temporary directories (and the state directory, under /tmp) read-only,
     # the project, seen at /mnt, writable
-    tmps = " ".join(d for d in ("/tmp", "/var/tmp", "/usr/tmp") if os.path.isdir(d))
-    here = (os.path.realpath(sys.prefix), os.path.realpath(Path(__file__).parents[2]))
-    if any(p == d or p.startswith(d + "/") for p in here for d in tmps.split()):
-        pytest.skip("the checkout or its venv is under a temporary directory, which the sandbox hides")
+    tmps = _temporary_directories()
     inner = (
         f"mount --bind {project} /mnt && for d in {tmps}; do mount -t tmpfs -o ro tmpfs $d || exit 99; done && "
         f"cd /mnt && exec {sys.executable} -m streamfilter run --budget-tokens 300 -- "
@@ -622,10 +629,7 @@ def test_a_sandbox_gets_no_file_in_the_working_directory(tmp_path: Path) -> None
 def test_a_plain_run_in_a_sandbox_says_on_stdout_that_its_summaries_have_no_refs(tmp_path: Path) -> None:
     """helper-71: without a budget, the only word that no directory could keep the whole output was
     archive.unavailable, a JSON line on stderr: an agent read summaries without refs and no why."""
-    tmps = " ".join(d for d in ("/tmp", "/var/tmp", "/usr/tmp") if os.path.isdir(d))
-    here = (os.path.realpath(sys.prefix), os.path.realpath(Path(__file__).parents[2]))
-    if any(p == d or p.startswith(d + "/") for p in here for d in tmps.split()):
-        pytest.skip("the checkout or its venv is under a temporary directory, which the sandbox hides")
+    tmps = _temporary_directories()
     inner = (
         f"for d in {tmps}; do mount -t tmpfs -o ro tmpfs $d || exit 99; done && "
         f"exec {sys.executable} -m streamfilter run -- sh -c 'seq 300; echo \"error: boom\"; exit 1'"
