@@ -35,7 +35,7 @@ from .config import ConfigError, DaemonConfig, SourceConfig, check_access, load_
 from .expand import state_dir
 from .files import FileSource
 from .sinks import Sink, StdoutSink, open_sink
-from .sockets import serve_socket_source
+from .sockets import ConnectionNumbers, serve_socket_source
 from .stream import LiveStream, archived_stream
 from .systemd import Notifier, listen_fds
 from .totals import Totals
@@ -87,6 +87,7 @@ async def _socket_source(
     sinks: list[Sink],
     tg: TaskGroup,
     totals: Totals,
+    numbers: ConnectionNumbers,
     inherited: socket.socket | None,
     *,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
@@ -124,7 +125,7 @@ async def _socket_source(
                 lambda name, query=None, extra=None: _open_stream(source, sinks, totals, name, query, extra),
                 source.max_line_bytes,
                 tg,
-                lambda: totals.next_connection(source.name),
+                lambda: numbers.next(source.name),
             )
     finally:
         if source.type == "unix" and inherited is None:
@@ -192,6 +193,7 @@ class _Running:
         stdout = [s for s in before.sinks.values() if isinstance(s, StdoutSink)] if before else []
         self._stdout_labels = (stdout[0].last_stream, stdout[0].fresh) if stdout else None
         self.totals = totals
+        self.numbers: ConnectionNumbers = before.numbers if before else ConnectionNumbers(state_dir())
         self.inherited = inherited
         self.scope = anyio.CancelScope()
         self.finished = anyio.Event()
@@ -262,7 +264,7 @@ class _Running:
                     await tg.start(self.files[-1].run)
                 elif source.type in ("unix", "tcp"):
                     inherited = self.inherited.get(source.name)
-                    await tg.start(_socket_source, source, sinks, tg, self.totals, inherited)
+                    await tg.start(_socket_source, source, sinks, tg, self.totals, self.numbers, inherited)
                 elif source.type == "nats":
                     from .nats.source import serve_nats_source  # (nats-py loads only for a config that has one)
 

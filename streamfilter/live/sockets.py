@@ -10,9 +10,12 @@ Reading waits while the sinks are full, so backpressure reaches the peer (its se
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -26,12 +29,39 @@ from .envelope import SUCCESS_TAIL_LINES, Control, EnvelopeSplitter, printable, 
 if TYPE_CHECKING:
     from .stream import LiveStream
 
-__all__ = ("LineCap", "serve_socket_source")
+__all__ = ("ConnectionNumbers", "LineCap", "serve_socket_source")
 
 READ_BYTES = 1 << 16
 FINISH_SECONDS = 10.0  # most time a closing connection's stream gets to write what it holds
 DRAIN_SECONDS = 0.5  # at a stop, how long a connection is still read for what its peer sent
 REPLY_SECONDS = 2.0  # at a stop, how long a send client gets to read the reply and close
+
+
+class ConnectionNumbers:
+    """The numbers of a daemon's socket connections, per source (its streams ``NAME#k``): 1, 2, ...
+    over the daemon's reloads and restarts, the last one kept in ``connections/SOURCE.n`` under the
+    state directory ``directory`` (a restart had numbered from 1 again, and two builds' outputs
+    shared a stream name in the same sink, helper-73); counted from the last kept where it cannot
+    be written."""
+
+    def __init__(self, directory: Path) -> None:
+        self.folder = directory / "connections"
+        self._last: dict[str, int] = {}
+
+    def next(self, source: str) -> int:
+        """The number of ``source``'s next connection."""
+        if source not in self._last:
+            try:
+                self._last[source] = int((self.folder / f"{source}.n").read_text() or 0)
+            except (OSError, ValueError):  # (none kept yet, or unreadable: from 1)
+                self._last[source] = 0
+        self._last[source] += 1
+        with contextlib.suppress(OSError):
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            temp = self.folder / f".{source}.n.tmp"
+            temp.write_text(str(self._last[source]))
+            os.replace(temp, self.folder / f"{source}.n")  # (whole: a reader never sees half a number)
+        return self._last[source]
 
 
 class LineCap:
@@ -212,8 +242,8 @@ async def serve_socket_source(
         open_stream: makes each stream.
         max_line_bytes: the line cap (``LineCap``).
         task_group: where connection tasks run.
-        number: the next connection's ``k`` (counted over the daemon's reloads, so two
-            connections never share a stream name).
+        number: the next connection's ``k`` (``ConnectionNumbers``: counted over the daemon's
+            reloads and restarts, so two connections never share a stream name).
     """
     log = get_logger().bind(source=name)
 

@@ -38,7 +38,6 @@ class Totals:
 
     def __init__(self) -> None:
         self.by_source: dict[str, list[int]] = {}
-        self.connections: dict[str, int] = {}  # per socket source, over reloads
         self.latency: dict[str, list[float]] = {}
         self.command_runs: dict[tuple[str, str], int] = {}
         self.pauses: dict[tuple[str, str], int] = {}
@@ -46,11 +45,6 @@ class Totals:
         self.redeliveries: dict[str, int] = {}
         self.lag: dict[tuple[str, str], int] = {}
         self.moved: dict[str, int] = {}
-
-    def next_connection(self, source: str) -> int:
-        """The number of ``source``'s next connection (1, 2, ...; a reload does not start again at 1)."""
-        self.connections[source] = self.connections.get(source, 0) + 1
-        return self.connections[source]
 
     def add(self, source: str, counts: Sequence[int]) -> None:
         """Add ``counts`` (in ``COUNTS`` order, as many as given) to ``source``'s totals."""

@@ -1265,6 +1265,13 @@ def test_connections_are_numbered_on_across_a_reload(tmp_path: Path) -> None:
     assert live.stop() == 0
     sources = {e["source"]: e["text"] for e in live.events(out) if e["event"] == "keep"}
     assert sources == {"tools#1": "ERROR first failure\n", "tools#2": "ERROR second failure\n"}
+    # and across a restart (helper-73: both daemons' first connections were "tools#1" in one sink)
+    again = start(tmp_path, config)
+    with connect_unix(sock) as client:
+        client.sendall(b"ERROR third failure\n")
+    again.wait_for(lambda: "third failure" in kept(again.events(out)), 5)
+    assert again.stop() == 0
+    assert [e["source"] for e in again.events(out) if e["event"] == "keep"][-1] == "tools#3"
 
 
 def test_a_connections_count_has_its_unterminated_last_line_and_a_runs_events_have_command_and_cwd(
