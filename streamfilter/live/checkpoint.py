@@ -109,6 +109,9 @@ class CheckpointStore:
     Args:
         directory: the state directory; files go to ``checkpoints/`` in it.
 
+    Attributes:
+        followed: the sources claimed (``claim``) that an earlier run of the daemon followed.
+
     Raises:
         OSError: the directory cannot be created.
     """
@@ -117,17 +120,22 @@ class CheckpointStore:
         self.folder = directory / "checkpoints"
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._locks: list[int] = []
+        self.followed: set[str] = set()
 
     def claim(self, source: str) -> None:
         """Hold ``source``'s checkpoints for this process (an exclusive ``flock`` on
         ``checkpoints/SOURCE.lock``, released by ``close`` or at exit): a second daemon on the
-        same state would read the same files again and write over the same checkpoints.
+        same state would read the same files again and write over the same checkpoints. A lock
+        file there already says the source was followed before (``followed``).
 
         Raises:
             StreamfilterError: another process holds them (the message names its pid).
             OSError: the lock file cannot be opened.
         """
-        fd = os.open(self.folder / f"{source}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        lock = self.folder / f"{source}.lock"
+        if lock.exists():  # (left by an earlier run: the source was followed before)
+            self.followed.add(source)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

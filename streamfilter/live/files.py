@@ -431,11 +431,22 @@ class FileFollower:
                     hint="the file read up to this offset was moved out of its folder or removed while the "
                     "daemon was down: what was written to it after that is not read",
                 )  # fmt: skip
+            elif (info.st_dev, info.st_ino) == (saved.dev, saved.ino):  # (the same inode: say so)
+                # truncated (copytruncate) or rewritten in place while the daemon was down: what it got
+                # past the checkpoint before that is not read, as for a truncation while running (it
+                # had been said at info, helper-75)
+                self._log.warning(
+                    "checkpoint.stale", reason=why, offset=saved.offset,
+                    hint="truncated or rewritten while the daemon was down: what was written past this offset "
+                    "before that is not read (a copy of it, logrotate's copytruncate, is not read either)",
+                )  # fmt: skip
+                text = (
+                    f"{self.path} changed while the daemon was down: {why}; what it held past byte "
+                    f"{saved.offset} before that was not read; reading it again from byte 0"
+                )
+                note = (text, saved.offset)
             else:
                 self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
-                if (info.st_dev, info.st_ino) == (saved.dev, saved.ino):  # (the same file, not a new one: say so)
-                    text = f"{self.path} changed while the daemon was down: {why}; reading it again from byte 0"
-                    note = (text, saved.offset)
         elif self.at_startup and self.source.start_at == "end" and not (self.restart and self.restart.followed_before):
             # (start_at is for a source's first start: a file without a checkpoint where the source has
             # others is new since, read from byte 0; a job's log made while the daemon restarted had
@@ -849,7 +860,7 @@ class FileSource:
         except OSError as exc:  # (each follower then warns of its own checkpoint's trouble)
             self._log.warning("checkpoint.unreadable", file=str(self.checkpoints.folder), reason=str(exc))
             return restart
-        restart.followed_before = bool(saved_all)
+        restart.followed_before = bool(saved_all) or self.source.name in self.checkpoints.followed
         scans: dict[str, list[os.DirEntry[str]]] = {}
         found: list[tuple[Checkpoint, list[tuple[str, os.stat_result]]]] = []
         for saved in saved_all:

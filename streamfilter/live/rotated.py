@@ -135,9 +135,9 @@ class RotatedWhileDown:
         handed: per file (device, inode) under a name another path of the source (a glob)
             follows, the checkpoint that path resumes it from (one at byte 0 for a later
             generation).
-        followed_before: the source has checkpoints: it was followed before, and a file present
-            now without one appeared while the daemon was down (``start_at`` is for a source's
-            first start).
+        followed_before: the source was followed before (it has checkpoints, or an earlier run
+            claimed it: ``CheckpointStore.followed``), and a file present now without a checkpoint
+            appeared while the daemon was down (``start_at`` is for a source's first start).
         found: the checkpointed files (device, inode) found under another name (rotated while
             the daemon was down): read there, not lost.
     """

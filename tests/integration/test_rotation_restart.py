@@ -188,3 +188,20 @@ def test_a_file_moved_to_another_folder_while_down_is_warned_of(tmp_path: Path) 
     third.wait_for(lambda: "gen3 0004" in kept(third.events(out)), 15)
     assert third.stop() == 0
     assert [e for e in third.logs() if e.get("level") == "warning"] == []
+
+
+def test_a_file_made_while_down_is_read_whole_when_the_source_had_no_file_before(tmp_path: Path) -> None:
+    """helper-75: a source whose glob matched nothing at its last run had no checkpoint, so the
+    first file made while the daemon was down was read from its end, its error lost; the source's
+    lock file says it was followed before."""
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    body = glob_to_jsonl(logs, out, 'start_at = "end"\nprotect = ["job"]\ntail_lines = 0\n')
+    live = start(tmp_path, body)
+    live.log_event("daemon.ready")
+    assert live.stop() == 0
+    (logs / "j1.log").write_bytes(b"job 1 start\nERROR: job 1 failed\n")
+    second = start(tmp_path, body)
+    second.wait_for(lambda: "ERROR: job 1 failed" in kept(second.events(out)), 15)
+    assert second.stop() == 0
+    assert kept(second.events(out)).count("job 1 start\n") == 1
