@@ -393,6 +393,28 @@ def test_a_failed_commands_rare_line_is_kept_wherever_it_is(tmp_path: Path) -> N
     assert passed.returncode == 0 and rejected not in passed.stdout
 
 
+# a reconciliation of 5000 rows, one drifted in its own words mid-way (helper-74's)
+LEDGER = (
+    "import sys\n"
+    "for i in range(1, 5001):\n"
+    "    if i == 2437:\n"
+    "        print('row 2437: ledger balance drifted: want 10450 cents, have 10451 cents -- reconciliation aborted')\n"
+    "    else:\n"
+    "        print(f'row {i}: account acct-{i:04x} balance ok ({i * 7 % 9973} cents)')\n"
+    "print('done: 5000 rows checked')\n"
+    "sys.exit(3)\n"
+)
+
+
+def test_a_failed_commands_rare_line_beats_lines_the_prior_finds_unlikely(tmp_path: Path) -> None:
+    """helper-74: at 300 tokens, rows where the cents wrap (the output's most probable lines by the
+    prior, at 0.06) were read again for and kept, the one drifted row not: the most probable lines
+    are read again for only when the prior finds them likely (``hits.PRIOR_FLOOR``)."""
+    done = run_cli("run", "--budget-tokens", "300", "--", sys.executable, "-c", LEDGER, env=_state(tmp_path))
+    assert done.returncode == 3
+    assert b"row 2437: ledger balance drifted" in done.stdout
+
+
 # a harness whose one failure is a header and its indented details, then a cleanup of 30 lines (a
 # fresh user's): no word of it is one the prior knows, and it is 6 rare lines, one block of them
 HARNESS_BLOCK = """
