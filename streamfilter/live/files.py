@@ -139,6 +139,16 @@ class LeftFiles:
         return left if left is not None and left[0] <= size else None
 
 
+# checkpoint.stale's hint when what a file got past its checkpoint is lost: by whether the path still
+# names the same file (truncated or rewritten in place) or another (the checkpointed one moved or removed)
+_STALE_HINTS = {
+    True: "truncated or rewritten while the daemon was down: what was written past this offset before that "
+    "is not read (a copy of it, logrotate's copytruncate, is not read either)",
+    False: "the file read up to this offset was moved out of its folder or removed while the daemon was down: "
+    "what was written to it after that is not read",
+}
+
+
 class FileFollower:
     """Follows one path; see the module docstring.
 
@@ -420,37 +430,26 @@ class FileFollower:
                     inside_line=saved.rest_line or None,
                     rotated_from=saved.path if saved.path != self.path else None,
                 )
-            elif (info.st_dev, info.st_ino) != (saved.dev, saved.ino) and not (
-                self.restart and (saved.dev, saved.ino) in self.restart.found
-            ):
-                # the checkpointed file is not here, nor a rotation of it (those are read first): moved
-                # to another folder (logrotate's olddir) or removed while the daemon was down, what
-                # it got past the checkpoint unread; it had been said at info (helper-73)
-                self._log.warning(
-                    "checkpoint.stale", reason=why, offset=saved.offset,
-                    hint="the file read up to this offset was moved out of its folder or removed while the "
-                    "daemon was down: what was written to it after that is not read",
-                )  # fmt: skip
-            elif (info.st_dev, info.st_ino) == (saved.dev, saved.ino):  # (the same inode: say so)
-                # truncated (copytruncate) or rewritten in place while the daemon was down: what it got
-                # past the checkpoint before that is not read, as for a truncation while running (it
-                # had been said at info, helper-75)
-                self._log.warning(
-                    "checkpoint.stale", reason=why, offset=saved.offset,
-                    hint="truncated or rewritten while the daemon was down: what was written past this offset "
-                    "before that is not read (a copy of it, logrotate's copytruncate, is not read either)",
-                )  # fmt: skip
-                text = (
-                    f"{self.path} changed while the daemon was down: {why}; what it held past byte "
-                    f"{saved.offset} before that was not read; reading it again from byte 0"
-                )
-                note = (text, saved.offset)
             else:
-                self._log.info("checkpoint.stale", reason=why, offset=saved.offset)
+                # a loss unless the checkpointed file is read elsewhere (a rotation of it, read first):
+                # the same file truncated or rewritten in place (copytruncate), or one moved to another
+                # folder (logrotate's olddir) or removed, while the daemon was down; what it got past
+                # the checkpoint is not read (it had been said at info, helper-73, helper-75)
+                same = (info.st_dev, info.st_ino) == (saved.dev, saved.ino)
+                lost = same or not (self.restart and (saved.dev, saved.ino) in self.restart.found)
+                said = {"hint": _STALE_HINTS[same]} if lost else {}
+                log = self._log.warning if lost else self._log.info
+                log("checkpoint.stale", reason=why, offset=saved.offset, **said)
+                if same:  # (the same file, not a new one: the output says so)
+                    text = (
+                        f"{self.path} changed while the daemon was down: {why}; what it held past byte "
+                        f"{saved.offset} before that was not read; reading it again from byte 0"
+                    )
+                    note = (text, saved.offset)
         elif self.at_startup and self.source.start_at == "end" and not (self.restart and self.restart.followed_before):
-            # (start_at is for a source's first start: a file without a checkpoint where the source has
-            # others is new since, read from byte 0; a job's log made while the daemon restarted had
-            # been read from its end, its error lost, helper-73)
+            # (start_at is for a source's first start: a file without a checkpoint where an earlier run
+            # followed the source is new since, read from byte 0; a job's log made while the daemon
+            # restarted had been read from its end, its error lost, helper-73, helper-75)
             offset = info.st_size
         else:
             offset, line = self._resume_left(info)
@@ -756,7 +755,8 @@ class FileSource:
 
     Files present at the source's first start start at ``start_at``; files that appear later (seen
     by a directory event or the periodic rescan), or while the daemon was down (no checkpoint of
-    theirs, where the source has others), are read from byte 0.
+    theirs, where an earlier run followed the source: ``RotatedWhileDown.followed_before``), are
+    read from byte 0.
     """
 
     def __init__(
