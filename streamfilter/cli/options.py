@@ -131,6 +131,13 @@ def filter_options(f: argparse.ArgumentParser) -> None:
         action="store_false",
         help="do not keep the lines the learned line prior rates as part of a failure (signatures and BM25 only)",
     )
+    f.add_argument(
+        "--no-signatures",
+        dest="signatures",
+        action="store_false",
+        help="do not keep the lines the built-in failure signatures match (the query, the prior, --protect and"
+        " the tail only): how the filter does on a tool the signatures do not know",
+    )
 
 
 def filter_config(args: argparse.Namespace, explain: bool = False) -> FilterConfig:
@@ -147,6 +154,7 @@ def filter_config(args: argparse.Namespace, explain: bool = False) -> FilterConf
         min_score=args.min_score,
         explain=explain,
         prior=args.prior,
+        signatures=args.signatures,
         **{field: getattr(args, field) for _, field, *_ in COUNTS},
     )
     # the regexes are checked before anything is read (as the filter would: building one just for

@@ -206,9 +206,7 @@ class DaemonConfig:
 
 # (results: set by a run's exit status, not configured; signatures: off only to measure how the
 # filter does on tools no signature knows)
-_FILTER_KEYS = {
-    f.name: f for f in fields(FilterConfig) if f.name not in ("explain", "group_windows", "results", "signatures")
-}
+_FILTER_KEYS = {f.name: f for f in fields(FilterConfig) if f.name not in ("explain", "group_windows", "results")}
 _TIMING_KEYS = {f.name: f for f in fields(Timing)}
 _NATS_KEYS = (
     "servers",
@@ -359,7 +357,7 @@ def _settings(
                 except re.error as exc:
                     raise check.fail(f"{where}[{i}]", f"not a valid regex: {exc}") from None
             changes[name] = tuple(patterns)
-        elif name == "prior":
+        elif name in ("prior", "signatures"):
             changes[name] = check.typed(value, bool, where)
         elif name in _FILTER_KEYS:
             if _FILTER_KEYS[name].type in ("float", float):

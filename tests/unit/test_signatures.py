@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from streamfilter.core.normalize import strip_ansi
 from streamfilter.core.segment import line_layout
 from streamfilter.core.signatures import DEFAULT_SIGNATURES, LEAD_IN, SignatureSet, first_bytes, required_literal
 from streamfilter.core.tokens import token_table
+from streamfilter.live.config import ConfigError, load_config
+from tests.conftest import run_cli
 
 LINES = [
     ("python-traceback", b"Traceback (most recent call last):"),
@@ -675,3 +678,26 @@ def test_a_behave_step_traceback_is_kept_with_its_scenario_not_the_feature() -> 
     kept = b"".join(r.data for r in sf.feed(log) + sf.flush() if r.decision == "keep")
     assert scenario.rstrip(b"\n") in kept and b"ASSERT FAILED: expected 46 got 45" in kept
     assert b"Scenario: add item 34 " not in kept and b"Scenario: add item 36 " not in kept
+
+
+def test_no_signatures_turns_the_table_off_on_the_command_line_and_in_a_config(tmp_path: Path) -> None:
+    # a failure only a signature keeps: a refused connection amid passing lines, no prior for it
+    log = tmp_path / "job.log"
+    noise = b"".join(b"step %d ok: copied artifacts/part-%d.html\n" % (i, i) for i in range(200))
+    log.write_bytes(noise + b"psql: error: connection to server failed: Connection refused\n" + noise)
+    on = run_cli("filter", "--format", "jsonl", "--explain", "--no-prior", str(log))
+    off = run_cli("filter", "--format", "jsonl", "--explain", "--no-prior", "--no-signatures", str(log))
+    assert on.returncode == off.returncode == 0, (on.stderr, off.stderr)
+
+    def reasons(out: str) -> set[str]:
+        return {w["reason"] for line in out.splitlines() for w in json.loads(line).get("windows", [])}
+
+    assert any(r.startswith("protected:") for r in reasons(on.stdout))
+    assert not any(r.startswith("protected:") for r in reasons(off.stdout))
+    config = tmp_path / "c.toml"
+    config.write_text(f'[defaults]\nsignatures = false\n\n[[source]]\ntype = "file"\npath = "{log}"\n')
+    (source,) = load_config(config).sources
+    assert source.filter.signatures is False
+    config.write_text(f'[[source]]\ntype = "file"\npath = "{log}"\nsignatures = "no"\n')
+    with pytest.raises(ConfigError, match="signatures"):
+        load_config(config)
