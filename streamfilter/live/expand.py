@@ -236,6 +236,8 @@ class Archive:
         self.archived = 0  # bytes written so far
         self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
         self.capped = False  # bytes came past the per-stream limit: they are not archived, nor refs given
+        # the first line of the first DROP run past the archived bytes (no ref): where the notes say refs stop
+        self.first_unreferenced: int | None = None
         self._made_room = False  # the other archives were evicted for room on a full disk (once)
 
     def write(self, chunk: bytes) -> None:
@@ -458,18 +460,15 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
         get_logger().warning("archive.unavailable", source=stream, directory=str(state_dir()), error="; ".join(reasons))
         return None, lambda run: ""
 
-    full = False
-
     def ref(run: Run) -> str:
-        nonlocal full
         if run.decision != "drop":
             return ""
         if archive.covers(run.end_byte):
             # (removed with the state directory while the stream ran: a ref into it cannot be read
             # back, and none is given, helper-48; the run's last lines say why)
             return "" if archive.gone() else ref_of(archive.source, run)
-        if not full:  # said once: why this summary and the later ones have no ref
-            full = True
+        if archive.first_unreferenced is None:  # said once: why this summary and the later ones have no ref
+            archive.first_unreferenced = run.first_line
             get_logger().warning(
                 "archive.full", source=stream, archived_bytes=archive.archived, first_line_without_ref=run.first_line
             )

@@ -371,13 +371,18 @@ class Tee:
             raise NotStartedError(f"cannot write --tee file {path}: {exc.strerror or exc}; CMD was not run") from None
         self.written = 0  # bytes in the file
         self.failed: str | None = None
+        self.first_unreferenced: int | None = None  # as ``Archive.first_unreferenced``
 
     def write(self, data: bytes) -> None:
         if self.failed is None:
             self.written, self.failed = _write_fd(self._fd, data, self.written)
 
     def ref(self, run: Run) -> str:
-        return ref_of(self.path, run) if run.end_byte <= self.written else ""
+        if run.end_byte <= self.written:
+            return ref_of(self.path, run)
+        if run.decision == "drop" and self.first_unreferenced is None:
+            self.first_unreferenced = run.first_line
+        return ""
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -553,7 +558,7 @@ def _copy_notes(tee: Tee | None, streams: Sequence[LiveStream]) -> list[str]:
     """Why the whole output could not be kept (a copy whose write failed), once per copy."""
     notes = []
     if tee is not None and tee.failed is not None:
-        notes.append(f"the whole output could not be kept in {tee.path}: {tee.failed}; no refs past byte {tee.written}")
+        notes.append(f"the whole output could not be kept in {tee.path}: {tee.failed}; {_refs_end(tee)}")
     for live in streams:
         archive = getattr(live, "archive", False)  # (False: a stream with a file of its own, --tee)
         if archive is None and live.filter.stats.dropped_lines:
@@ -566,15 +571,24 @@ def _copy_notes(tee: Tee | None, streams: Sequence[LiveStream]) -> list[str]:
             notes.append(f"the whole output's file in {folder} was removed while CMD ran: no ref can be read back")
         elif archive.failed is not None:
             notes.append(
-                f"the whole output could not be kept in {archive.folder}: {archive.failed}; "
-                f"no refs past byte {archive.archived}"
+                f"the whole output could not be kept in {archive.folder}: {archive.failed}; {_refs_end(archive)}"
             )
         elif archive.capped:  # (said on stderr alone, archive.full: an agent reads stdout, helper-48)
             notes.append(
                 f"the whole output past its first {archive.limit >> 20} MiB is not kept (a stream's share of the "
-                f"archive); no refs past byte {archive.archived}"
+                f"archive); {_refs_end(archive)}"
             )
     return notes
+
+
+def _refs_end(copy: Tee | Archive) -> str:
+    """Where a copy that stopped leaves the refs: a DROP run that runs past its bytes has none, and
+    the note names that run's first line, not the byte (a ref is a whole run's: "no refs past byte
+    N" was read as refs up to it, where the run holding byte N began at line 1, helper-77)."""
+    kept = f"the copy holds its first {copy.written if isinstance(copy, Tee) else copy.archived} bytes"
+    if copy.first_unreferenced is None:
+        return f"{kept}, and every summary above has its ref"
+    return f"{kept}: the summaries from line {copy.first_unreferenced} on have no ref"
 
 
 def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:

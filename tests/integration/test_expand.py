@@ -281,7 +281,9 @@ def test_a_run_past_its_archive_share_says_so_in_its_closing_lines(
     assert _copy_notes(None, [SimpleNamespace(archive=archive)]) == []  # type: ignore[list-item]
     archive.write(b"b" * 400)
     (note,) = _copy_notes(None, [SimpleNamespace(archive=archive)])  # type: ignore[list-item]
-    assert "is not kept" in note and note.endswith("no refs past byte 500")
+    assert "is not kept" in note and note.endswith(
+        "the copy holds its first 500 bytes, and every summary above has its ref"
+    )
     archive.close()
 
 
@@ -331,6 +333,12 @@ def test_drop_runs_past_the_archive_limit_have_no_ref_and_say_why_once(
     assert len(without) > 1 and len(without) < len(drops)  # (several DROP runs: some before the limit)
     (full,) = [e for e in logs if e["event"] == "archive.full"]
     assert full["archived_bytes"] == 1000 and full["first_line_without_ref"] == without[0].first_line
+    # run's closing note names the first summary without a ref by its line, not the copy's last byte
+    # (helper-77: "no refs past byte 1048576" stood under a first summary of lines 1-39999 with none)
+    (note,) = _copy_notes(None, [SimpleNamespace(archive=archive)])  # type: ignore[list-item]
+    assert note.endswith(
+        f"the copy holds its first 1000 bytes: the summaries from line {without[0].first_line} on have no ref"
+    )
 
 
 def test_text_refs_name_a_source_once_in_a_row() -> None:
