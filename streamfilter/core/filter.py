@@ -318,7 +318,8 @@ class StreamFilter:
         """The stream went quiet: decide every complete line now, and close the open runs.
 
         The look-ahead is not waited for: the open window is closed (a line that
-        continues its record later starts a new window), the open cut group gets the
+        continues its record later starts a new window) unless the ``hold_lines`` take it in
+        (then the windows fall where ``feed`` alone puts them), the open cut group gets the
         cut it would get now, and protected hits extend through the lines known. The
         tail rule is not applied (the stream has not ended). If the last line was
         kept, continuation lines that arrive later are kept too (up to
@@ -415,7 +416,13 @@ class StreamFilter:
                 # right after it: a signature's repeat is dropped, and a settle that left it undecided
                 # wrote its rest first, at the offset of the first undecided line (helper-67)
                 before = max(before, forced.first_line)
-        self._assign(self._segmenter.close())
+        # the open window is closed only when its lines are to be decided now: a window the held
+        # lines take in stays open, so a pause does not shift where the windows after it fall (a
+        # failure's window, kept whole, held other lines for each pause before it, helper-77)
+        p = self._p
+        open_from = p.base + int(np.searchsorted(p.window[: self._assigned - p.base], self._segmenter_closed))
+        if forced is not None or open_from < p.base + p.ends.shape[0] - hold_lines:
+            self._assign(self._segmenter.close())
         self._score_windows(self._segmenter_closed)
         runs = self._emit(final=False, settle=True, hold=hold_lines, before=before, tail_now=tail)
         # a line let out unterminated: its run closes, its rest comes after it

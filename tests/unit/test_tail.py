@@ -290,3 +290,30 @@ def test_a_live_settle_keeps_the_tail_before_a_kept_line_as_if_the_stream_ended_
     assert set(range(49, 54)) <= batch_kept(found, tail_lines=25, found_tail_lines=5)
     assert live_kept(found, 20, tail_lines=25, found_tail_lines=5) == {*range(37, 42), *range(48, 54)}
     assert live_kept(data, 20, tail_lines=0) == {50, 51, 52}  # (make's line with its context, the verdict)
+
+
+ROWS = [b"row %d loaded fine from shard %d\n" % (i, i % 13) for i in range(600)]
+FATAL_ROWS = b"".join(ROWS[:300]) + b"FATAL: shard 7 checksum mismatch\n" + b"".join(ROWS[300:])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 330), max_size=3))
+def test_a_run_s_pauses_do_not_move_the_windows_a_failure_keeps(pauses: list[int]) -> None:
+    """helper-77: a run under CPU load paused where its command was only descheduled, and each such
+    pause closed the open window: the windows after it fell elsewhere, and the failure's window,
+    kept whole, took other lines around it (7 outputs of one command's bytes in 10 runs). A pause
+    whose held lines (``hold_lines``, the tail a run keeps for its end) take the open window in
+    leaves it open."""
+    lines = FATAL_ROWS.splitlines(keepends=True)
+    plain = runs_of(FATAL_ROWS, query=FilterConfig().query)
+    sf = StreamFilter(FilterConfig())
+    runs: list[Run] = []
+    at = 0
+    for line in sorted(set(pauses)):
+        runs += sf.feed(b"".join(lines[at:line])) + sf.settle(hold_lines=25, close_drop=False)
+        at = line
+    runs += sf.feed(b"".join(lines[at:])) + sf.flush()
+    assert b"FATAL: shard 7" in kept(plain)
+    assert [(r.first_line, r.last_line) for r in runs if r.decision == "keep"] == [
+        (r.first_line, r.last_line) for r in plain if r.decision == "keep"
+    ]
