@@ -169,6 +169,12 @@ class Hits:
         """Shape ``(h,)``: stream indexes of the hits not yet applied, ascending."""
         return self._lines
 
+    def taken(self, start: int, end: int) -> Int64Array:
+        """Stream indexes, ascending, of the signatures' hits not yet applied from ``start`` to ``end - 1``."""
+        lines = self._lines[(self._lines >= start) & (self._lines < end)]
+        result: Int64Array = lines[self._ids[(self._lines >= start) & (self._lines < end)] != self._signatures.prior_id]
+        return result
+
     def admit(self, facts: BlockFacts) -> BoolArray:
         """Queue the signature hits of the stream's next block that count: within their signature's
         ``max_hits``, and for a built-in signature the first ``max_repeats`` of their line shape (told
@@ -382,6 +388,7 @@ class PriorRater:
         # the stream's STREAM_TOP most probable lines rated so far, and their probabilities
         self._best_lines = np.zeros(0, dtype=np.int64)
         self._best_prob = np.zeros(0, dtype=np.float64)
+        self._sure = False  # a line rated so far is at PRIOR_SURE (``sure``)
         self._max_line_bytes = max_line_bytes
         self._tracer = tracer
         # the last REACH lines rated and their probabilities (0 for a weak line)
@@ -421,8 +428,9 @@ class PriorRater:
 
     @property
     def sure(self) -> bool:
-        """Whether a line rated so far (not weak, blank or a signature's repeat) is at ``PRIOR_SURE``."""
-        return bool(self._best_prob.shape[0] and self._best_prob[0] >= PRIOR_SURE)
+        """Whether a line rated so far (not weak, blank, a signature's line or an exit verdict) is at
+        ``PRIOR_SURE``."""
+        return self._sure
 
     def seen(self, shape_hashes: Int64Array) -> Int64Array:
         """Shape ``(n,)``: for each of the stream's next ``n`` lines (``prior.shape_hashes``), the
@@ -470,6 +478,14 @@ class PriorRater:
         seeds = (prob >= self._model.cut) & (own >= np.log(PRIOR_OWN / (1 - PRIOR_OWN)))
         likely = np.where(weak, 0.0, prob)
         self._remember_best(lines, likely)
+        if not self._sure:
+            # not a line a signature took (one that shows what failed says so itself; make's "***
+            # [all] Error 2" does not) nor an exit verdict: the prior rates them high, and the
+            # lines before them are what the tail is for
+            other = np.concatenate((hits.taken(self._done, upto), p.verdicts)) - self._done
+            taken = p.hit[lo:hi].copy()
+            taken[other[(other >= 0) & (other < hi - lo)]] = True
+            self._sure = bool((likely[~taken] >= PRIOR_SURE).any())
         forced = self._seeds[(self._seeds >= self._done) & (self._seeds < upto)] - self._done
         forced = np.union1d(forced, self._failure_counts(p, lo, hi))
         seeds[forced] = True
