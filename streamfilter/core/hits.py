@@ -73,6 +73,11 @@ PRIOR_REPEATS = 30
 # 0.944 / 0.0820 with 20, 0.908 / 0.945 / 0.0820 with 30, 0.909 / 0.946 / 0.0820 with 40, 0.911 /
 # 0.948 / 0.0824 with 60, whose total out_ratio is past 20's with PRIOR_AFTER 5)
 PRIOR_EXTEND = 40
+# lines of one shape the stretch a hit keeps after it keeps (its continuation lines, its section):
+# a list under a failure is one shape many times (the files a step archived after "psql: error:",
+# a kernel build's CC lines after an "error:", a recursion's identical frames, helper-76), which a
+# DROP summary names as "148× ..."; a failure's own lines are of shapes of their own
+CONT_REPEATS = 30
 # a line of the prior keeps, from up to this many lines above it, the line its block hangs from (its
 # record's first line, or the nearest less indented line: an exception's message over its frames, a
 # test's name over its table of fields) and the lines between (out of fold, signatures off: full
@@ -293,6 +298,7 @@ class Hits:
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)
         around = np.cumsum(marks[:-1]) > 0
+        around[_listed(p, hits, first, last)] = False
         around[hits] = True
         p.forced |= around
         # the lines before a hit (its context, lead-in): with a baseline, a seen line after a hit
@@ -339,6 +345,37 @@ class Hits:
                 line -= 1
             out[k] = line + 1
         return out
+
+
+def _listed(p: PendingLines, hits: Int64Array, first: Int64Array, last: Int64Array) -> Int64Array:
+    """Pending indexes of the lines that every hit whose stretch after it (``hits + 1 .. last``)
+    takes them in keeps past its ``CONT_REPEATS``-th line of their shape (``PendingLines.line_shapes``)
+    in that stretch, and no hit keeps before it (``first .. hits - 1``). Blank lines are not counted."""
+    past: list[int] = []
+    for h, end in zip(hits.tolist(), last.tolist(), strict=True):
+        if end - h <= CONT_REPEATS:
+            continue
+        seen: dict[bytes, int] = {}
+        for k, shape in enumerate(p.line_shapes(h + 1, end + 1).split(b"\n")[: end - h]):
+            if shape.strip():
+                seen[shape] = count = seen.get(shape, 0) + 1
+                if count > CONT_REPEATS:
+                    past.append(h + 1 + k)
+    if not past:
+        return np.zeros(0, dtype=np.int64)
+    # (every stretch that takes a line in, however short: a batch of hits or several give the same)
+    cover = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
+    np.add.at(cover, hits + 1, 1)
+    np.add.at(cover, last + 1, -1)
+    covering = np.cumsum(cover[:-1])
+    lines, times = np.unique(np.asarray(past, dtype=np.int64), return_counts=True)
+    lead = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
+    np.add.at(lead, first, 1)
+    np.add.at(lead, hits, -1)
+    before = np.cumsum(lead[:-1]) > 0
+    # (a hit's window is still kept whole, and a later hit's stretch counts from that hit)
+    result: Int64Array = lines[(times == covering[lines]) & ~before[lines]]
+    return result
 
 
 def _heads(p: PendingLines, records: Int64Array, hits: Int64Array) -> Int64Array:

@@ -701,3 +701,22 @@ def test_no_signatures_turns_the_table_off_on_the_command_line_and_in_a_config(t
     config.write_text(f'[[source]]\ntype = "file"\npath = "{log}"\nsignatures = "no"\n')
     with pytest.raises(ConfigError, match="signatures"):
         load_config(config)
+
+
+def test_a_hit_s_continuation_keeps_thirty_lines_of_one_shape_and_goes_on() -> None:
+    """helper-76: after "psql: error: ..." 148 indented lines of one shape (the files a step archived)
+    were kept as its continuation, 155 lines of 506; a kernel build's CC lines after an "error:" and a
+    recursion's identical frames the same. The stretch after a hit keeps ``CONT_REPEATS`` lines of a
+    shape; a line of another shape after them, the cause, is still kept, and the rest are summarized."""
+    noise = b"".join(b"step %d ok\n" % i for i in range(200))
+    listed = [b"  archived artifacts/report-part-%d.html (%d KB)\n" % (i, 3 * i) for i in range(100)]
+    cause = b"  caused by: disk quota exceeded on /var/ci\n"
+    data = noise + b"psql: error: connection to server failed: Connection refused\n" + b"".join(listed) + cause + noise
+    for chunk in (len(data), 777):
+        sf = StreamFilter(FilterConfig(prior=False))
+        runs = [r for i in range(0, len(data), chunk) for r in sf.feed(data[i : i + chunk])] + sf.flush()
+        kept = b"".join(r.data for r in runs if r.decision == "keep")
+        assert b"psql: error: connection to server failed" in kept and cause in kept
+        assert sum(line in kept for line in listed) <= 40  # (30, and the lines of the hit's own window)
+        assert any("archived artifacts/report-part-<" in r.summary for r in runs if r.decision == "drop")
+        assert sum(r.lines for r in runs) == data.count(b"\n")
