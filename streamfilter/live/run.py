@@ -513,8 +513,8 @@ async def run_command(
         tee.close()
     if left_open:
         await streams[-1].marker(LEFT_OPEN)
-    for note in _copy_notes(tee, streams):
-        await streams[-1].marker(note)
+    for copied, note in _copy_notes(tee, streams):
+        await (copied or streams[-1]).marker(note)
     if returncode == 0 and stopping.signum is None:  # (a run stopped early printed part of its output)
         _save(green)
     end = Ended.of(returncode)
@@ -554,30 +554,35 @@ async def _watch_reader(sink: StdoutSink, process: Command, gone: anyio.Event, r
             tg.start_soon(seen, reader_gone(sys.stdout.fileno()))
 
 
-def _copy_notes(tee: Tee | None, streams: Sequence[LiveStream]) -> list[str]:
-    """Why the whole output could not be kept (a copy whose write failed), once per copy."""
-    notes = []
+def _copy_notes(tee: Tee | None, streams: Sequence[LiveStream]) -> list[tuple[LiveStream | None, str]]:
+    """Why the whole output could not be kept (a copy whose write failed), once per copy, each with
+    the stream whose copy it is (None: ``--tee``'s, of the whole output): with ``--separate`` a
+    note goes out with its own stream, under its header (helper-78: stdout's note stood under
+    stderr's, beside stderr's own)."""
+    notes: list[tuple[LiveStream | None, str]] = []
     if tee is not None and tee.failed is not None:
-        notes.append(f"the whole output could not be kept in {tee.path}: {tee.failed}; {_refs_end(tee)}")
+        notes.append((None, f"the whole output could not be kept in {tee.path}: {tee.failed}; {_refs_end(tee)}"))
     for live in streams:
         archive = getattr(live, "archive", False)  # (False: a stream with a file of its own, --tee)
         if archive is None and live.filter.stats.dropped_lines:
             # (said on stderr alone, archive.unavailable, in JSON: an agent reads stdout, helper-71)
-            notes.append("the whole output could not be kept (no state or temporary directory can be written): no refs")
+            text = "the whole output could not be kept (no state or temporary directory can be written): no refs"
+            notes.append((live, text))
         if not isinstance(archive, Archive):
             continue
         if archive.archived and archive.gone():
             folder = archive.folder
-            notes.append(f"the whole output's file in {folder} was removed while CMD ran: no ref can be read back")
+            text = f"the whole output's file in {folder} was removed while CMD ran: no ref can be read back"
         elif archive.failed is not None:
-            notes.append(
-                f"the whole output could not be kept in {archive.folder}: {archive.failed}; {_refs_end(archive)}"
-            )
+            text = f"the whole output could not be kept in {archive.folder}: {archive.failed}; {_refs_end(archive)}"
         elif archive.capped:  # (said on stderr alone, archive.full: an agent reads stdout, helper-48)
-            notes.append(
+            text = (
                 f"the whole output past its first {archive.limit >> 20} MiB is not kept (a stream's share of the "
                 f"archive); {_refs_end(archive)}"
             )
+        else:
+            continue
+        notes.append((live, text))
     return notes
 
 
@@ -587,7 +592,7 @@ def _refs_end(copy: Tee | Archive) -> str:
     N" was read as refs up to it, where the run holding byte N began at line 1, helper-77)."""
     kept = f"the copy holds its first {copy.written if isinstance(copy, Tee) else copy.archived} bytes"
     if copy.first_unreferenced is None:
-        return f"{kept}, and every summary above has its ref"
+        return f"{kept}, and each of its summaries has its ref"
     return f"{kept}: the summaries from line {copy.first_unreferenced} on have no ref"
 
 

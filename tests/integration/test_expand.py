@@ -280,10 +280,17 @@ def test_a_run_past_its_archive_share_says_so_in_its_closing_lines(
     archive.write(b"a" * 400)
     assert _copy_notes(None, [SimpleNamespace(archive=archive)]) == []  # type: ignore[list-item]
     archive.write(b"b" * 400)
-    (note,) = _copy_notes(None, [SimpleNamespace(archive=archive)])  # type: ignore[list-item]
+    stream = SimpleNamespace(archive=archive)
+    ((live, note),) = _copy_notes(None, [stream])  # type: ignore[list-item]
     assert "is not kept" in note and note.endswith(
-        "the copy holds its first 500 bytes, and every summary above has its ref"
+        "the copy holds its first 500 bytes, and each of its summaries has its ref"
     )
+    # with --separate, each stream's note goes out with it, under its own header (helper-78)
+    other = Archive(tmp_path, cap_bytes=1000)
+    other.write(b"c" * 600)
+    notes = _copy_notes(None, [stream, SimpleNamespace(archive=other)])  # type: ignore[list-item]
+    assert [live.archive for live, _ in notes] == [archive, other] and live is stream
+    other.close()
     archive.close()
 
 
@@ -335,7 +342,7 @@ def test_drop_runs_past_the_archive_limit_have_no_ref_and_say_why_once(
     assert full["archived_bytes"] == 1000 and full["first_line_without_ref"] == without[0].first_line
     # run's closing note names the first summary without a ref by its line, not the copy's last byte
     # (helper-77: "no refs past byte 1048576" stood under a first summary of lines 1-39999 with none)
-    (note,) = _copy_notes(None, [SimpleNamespace(archive=archive)])  # type: ignore[list-item]
+    ((_, note),) = _copy_notes(None, [SimpleNamespace(archive=archive)])  # type: ignore[list-item]
     assert note.endswith(
         f"the copy holds its first 1000 bytes: the summaries from line {without[0].first_line} on have no ref"
     )
