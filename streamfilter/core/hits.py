@@ -178,8 +178,8 @@ class Hits:
 
     def taken(self, start: int, end: int) -> Int64Array:
         """Stream indexes, ascending, of the signatures' hits not yet applied from ``start`` to ``end - 1``."""
-        lines = self._lines[(self._lines >= start) & (self._lines < end)]
-        result: Int64Array = lines[self._ids[(self._lines >= start) & (self._lines < end)] != self._signatures.prior_id]
+        mine = (self._lines >= start) & (self._lines < end) & (self._ids != self._signatures.prior_id)
+        result: Int64Array = self._lines[mine]
         return result
 
     def admit(self, facts: BlockFacts) -> BoolArray:
@@ -298,15 +298,16 @@ class Hits:
         np.add.at(marks, first, 1)
         np.add.at(marks, last + 1, -1)
         around = np.cumsum(marks[:-1]) > 0
-        around[_listed(p, hits, first, last)] = False
-        around[hits] = True
-        p.forced |= around
         # the lines before a hit (its context, lead-in): with a baseline, a seen line after a hit
         # goes (``StreamFilter._emit``), one before it stays, what ran right before the failure
         marks[:] = 0
         np.add.at(marks, first, 1)
         np.add.at(marks, hits, -1)
-        p.lead |= np.cumsum(marks[:-1]) > 0
+        before = np.cumsum(marks[:-1]) > 0
+        around[_listed(p, hits, last, before)] = False
+        around[hits] = True
+        p.forced |= around
+        p.lead |= before
         p.hit[hits] = True
         # a window is explained by its first signature's hit, else by its first of the prior's (hits
         # are in order, and an earlier one is never applied after a later one), however the hits were
@@ -347,10 +348,11 @@ class Hits:
         return out
 
 
-def _listed(p: PendingLines, hits: Int64Array, first: Int64Array, last: Int64Array) -> Int64Array:
+def _listed(p: PendingLines, hits: Int64Array, last: Int64Array, before: BoolArray) -> Int64Array:
     """Pending indexes of the lines that every hit whose stretch after it (``hits + 1 .. last``)
     takes them in keeps past its ``CONT_REPEATS``-th line of their shape (``PendingLines.line_shapes``)
-    in that stretch, and no hit keeps before it (``first .. hits - 1``). Blank lines are not counted.
+    in that stretch, and no hit keeps before it (``before``, per pending line). Blank lines are not
+    counted.
 
     A line's count is least in the stretch of the latest hit that takes it in, so that one decides:
     each line is looked at once, however many stretches overlap (one per hit had cost 4 times the
@@ -373,10 +375,6 @@ def _listed(p: PendingLines, hits: Int64Array, first: Int64Array, last: Int64Arr
     # lines of its shape from the latest hit that takes it in (at latest - 1 relative) up to it
     since = upto - np.searchsorted(ordered, (sid + 1) * (m + 1) + latest - 1, side="right") + 1
     past = (latest >= 0) & (sid >= 0) & (since > CONT_REPEATS)
-    lead = np.zeros(p.forced.shape[0] + 1, dtype=np.int64)
-    np.add.at(lead, first, 1)
-    np.add.at(lead, hits, -1)
-    before = np.cumsum(lead[:-1]) > 0
     lines = np.flatnonzero(past) + lo
     # (a hit's window is still kept whole)
     result: Int64Array = lines[~before[lines]]
