@@ -18,7 +18,10 @@ plain filter's, on a log whose failure is one line of 50 MB (the size at most): 
 the line had taken 1.5 GB against the plain filter's 0.22 GB (helper-67). And the plain filter's
 peak memory on the short lines over its peak on the bench log: a read of 1 MiB is a block of
 150,000 such lines (a million blank ones), whose per-line arrays took 650 MB before blocks were
-cut at ``lines.MAX_BLOCK_LINES`` (helper-69).
+cut at ``lines.MAX_BLOCK_LINES`` (helper-69). And its peak memory on one progress bar redrawn by
+carriage returns with no newline (the size, 100 MB at most) over its peak on the bench log: the
+line was held whole, 406 MiB for 64 MB, before a line past ``filter.HELD_LINE_BYTES`` was let out
+in pieces.
 
 For each size (MB, 10**6 bytes) a log is generated once with ``../shared/bench/gen_log.py``
 (seeded, so the same file every time) and kept under ``--data`` (git-ignored). Each command
@@ -92,6 +95,19 @@ def ensure_long_line(size_mb: int, data_dir: Path) -> Path:
     return path
 
 
+def ensure_progress_line(size_mb: int, data_dir: Path) -> Path:
+    """A log that is one progress bar of ``size_mb`` MB redrawn by carriage returns, with no line
+    end (a download's), kept under ``data_dir``."""
+    path = data_dir / f"progress-line-{size_mb}MB.log"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        frames = b"".join(b"\rDownloading %3d%%" % (i % 100) for i in range(100))
+        with open(path, "wb") as out:
+            for _ in range(size_mb * 10**6 // len(frames)):
+                out.write(frames)
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="200", help="comma-separated sizes in MB (default 200)")
@@ -103,6 +119,7 @@ def main() -> int:
     budget_ratio: dict[int, float] = {}  # short lines: --budget-tokens 4000's time over the plain filter's
     short_rss: dict[int, float] = {}  # short lines: the plain filter's peak RSS over its peak on the bench log
     long_rss: dict[int, float] = {}  # one long line: --budget-tokens 4000's peak RSS over the plain filter's
+    progress_rss: dict[int, float] = {}  # one progress line: the plain filter's peak RSS over its peak on the bench log
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out")
         for size in (int(s) for s in args.sizes.split(",")):
@@ -142,6 +159,10 @@ def main() -> int:
             long = ensure_long_line(min(size, 50), args.data)
             plain_rss = measure([*streamfilter, str(long)], out)[1]
             long_rss[size] = measure([*streamfilter, "--budget-tokens", "4000", str(long)], out)[1] / plain_rss
+            progress = ensure_progress_line(min(size, 100), args.data)
+            progress_rss[size] = measure([*streamfilter, str(progress)], out)[1] / max(
+                t[1] for t in times["streamfilter filter"]
+            )
     print(f"command: python benchmarks/throughput.py --sizes {args.sizes} --repeat {args.repeat}")
     print(f"{'input':>8} {'tool':22} {'MB/s':>8} {'peak RSS MiB':>13} {'ratio to grep':>14} {'output bytes':>13}")
     grep_speed = {size: speed for size, name, speed, _, _ in rows if name.startswith("grep")}
@@ -159,6 +180,8 @@ def main() -> int:
         print(f"{size:>6}MB short lines: the filter's peak RSS is {peak:.2f} times its peak on the bench log")
         line, rss = min(size, 50), long_rss[size]
         print(f"{size:>6}MB one {line} MB failure line: --budget-tokens 4000's peak RSS is {rss:.2f} times filter's")
+        bar, rss = min(size, 100), progress_rss[size]
+        print(f"{size:>6}MB one {bar} MB progress line: the filter's peak RSS is {rss:.2f} times its bench log peak")
     return 0
 
 

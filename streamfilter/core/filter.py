@@ -66,6 +66,11 @@ MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one not
 # a query term counts on the first this many lines of each line shape: a warning printed after every
 # download is kept for BM25 the first times, and its later copies are counted in summaries
 TERM_REPEATS = 3
+# a line is held whole up to this many bytes (or ``max_line_bytes``, if more) without its line end;
+# a longer one is let out there, decided as a line of its own, and its rest in pieces of this size
+# (``StreamFilter.feed``): a progress bar redrawn by carriage returns for an hour, or a binary
+# without a newline, otherwise held the stream's memory at several times its size (helper-77)
+HELD_LINE_BYTES = 8 << 20
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -250,6 +255,7 @@ class StreamFilter:
         self._last_keep = False
         self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
+        self._held_cap = max(HELD_LINE_BYTES, cfg.max_line_bytes)
         self._tail_now = cfg.tail_lines
         self._tail_reach = cfg.tail_lines  # the tail's T before a found failure shortens it (with a baseline)
         self._done = False
@@ -295,15 +301,43 @@ class StreamFilter:
         if self._done:
             raise RuntimeError("feed() after flush()")
         runs: list[Run] = []
-        if self._rest is not None:
-            chunk = self._take_rest(self._rest_held + chunk, runs)
+        while True:
+            if self._rest is not None:
+                chunk = self._take_rest(self._rest_held + chunk, runs)
+                if self._rest is not None and chunk:  # (a piece of the rest let out: more may follow)
+                    continue
+            at = self._held_line_end(chunk)
+            if at < 0:
+                break
+            # the line reaches the cap without its line end: its bytes so far are a line of their own,
+            # decided with every line before it as at a pause (at the same byte however chunked)
+            self._feed(chunk[:at], runs)
+            runs += self._settle(force=True)
+            chunk = chunk[at:]
+        self._feed(chunk, runs)
+        return runs
+
+    def _feed(self, chunk: bytes, runs: list[Run]) -> None:
+        """Split ``chunk`` into lines and add the runs they decide to ``runs``."""
         parts = bounded(self._splitter.feed(chunk))
         for block in parts[:-1]:
             self._ingest(block)
             runs += self._emit(final=False)  # (each part's lines decided before the next's arrays are made)
         if parts:
             self._ingest(parts[-1])
-        return runs + self._emit(final=False)
+        runs += self._emit(final=False)
+
+    def _held_line_end(self, chunk: bytes) -> int:
+        """The offset in ``chunk`` at which a line, with the unterminated bytes held before it, reaches
+        ``_held_cap`` bytes without its line end, or -1 (one backward search per cap's bytes, not one per line)."""
+        cap = self._held_cap
+        pos, open_bytes = 0, self._splitter.pending_bytes
+        while len(chunk) - pos >= cap - open_bytes:
+            nl = chunk.rfind(b"\n", pos, pos + cap - open_bytes)
+            if nl < 0:
+                return pos + cap - open_bytes
+            pos, open_bytes = nl + 1, 0
+        return -1
 
     def settle(
         self,
@@ -491,10 +525,13 @@ class StreamFilter:
         whole are taken) or ``whole`` (all of them)."""
         assert self._rest is not None
         line, kept = self._rest
-        nl = chunk.find(b"\n")
+        cap = self._held_cap
+        nl = chunk.find(b"\n", 0, cap)
         rest = chunk if nl < 0 else chunk[: nl + 1]
         self._rest_held = b""
-        if nl < 0 and not whole:
+        if nl < 0 and len(chunk) >= cap:  # a piece of the cap's bytes (its last character whole) goes out
+            rest = chunk[: utf8_cut(chunk[:cap])]
+        elif nl < 0 and not whole:
             cut = utf8_cut(rest) if let_out else 0
             rest, self._rest_held = rest[:cut], rest[cut:]
         if not rest:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from streamfilter.core import filter as filter_module
 from streamfilter.core import lines
 from streamfilter.core.filter import MAX_TRACES, FilterConfig, StreamFilter
 from streamfilter.core.records import Run
@@ -556,3 +557,56 @@ def test_a_line_let_out_at_pauses_is_never_cut_inside_a_character(pieces: list[s
     for r in runs:
         data[r.start_byte : r.end_byte].decode("utf-8")  # each run's bytes are whole characters
         assert r.decision == "drop" or r.data == data[r.start_byte : r.end_byte]
+
+
+HELD = 300  # the cap of the tests below (``filter.HELD_LINE_BYTES``): a line past it is let out in pieces
+LONG_PIECES = ["x" * 97, "é" * 40, "\r50% ", "ERROR: failed ", "ok ", "\n", "日本語 "]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.sampled_from(LONG_PIECES), st.integers(1, 12)), max_size=20),
+    st.lists(st.integers(min_value=0, max_value=20_000), max_size=12),
+    st.sampled_from(range(len(CONFIGS))),
+)
+def test_a_line_past_the_held_cap_is_let_out_in_pieces_at_the_same_bytes_however_chunked(
+    parts: list[tuple[str, int]], cuts: list[int], which: int
+) -> None:
+    # a progress bar redrawn for an hour, with no newline, was held whole: memory grew with the stream
+    data = b"INFO start\n" + "".join(piece * n for piece, n in parts).encode()
+    config = replace(CONFIGS[which], max_line_bytes=64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(filter_module, "HELD_LINE_BYTES", HELD)
+        whole = run_filter(data, [], config)
+        assert run_filter(data, cuts, config) == whole
+        # fed 7 bytes at a time: once a line reaches the cap, at most the cap's bytes (and the last
+        # bytes of a character, and of the feed) are held
+        sf, out = StreamFilter(config), 0
+        for i in range(0, len(data), 7):
+            out += sum(r.n_bytes for r in sf.feed(data[i : i + 7]))
+            fed = i + len(data[i : i + 7])
+            held_line = fed - (data.rfind(b"\n", 0, fed) + 1)
+            assert held_line < HELD or fed - out < HELD + 10
+    assert [r.start_byte for r in whole] == [0] + [r.end_byte for r in whole[:-1]] and whole[-1].end_byte == len(data)
+    for r in whole:
+        piece = data[r.start_byte : r.end_byte]
+        piece.decode("utf-8")  # never cut inside a character
+        assert r.decision == "drop" or r.data == piece
+        assert not r.rest or len(piece) <= HELD  # a rest in pieces of the cap at most
+
+
+def test_a_long_line_s_pieces_are_kept_from_the_first_that_holds_a_failure() -> None:
+    # (the error in the first max_line_bytes of a piece: the bytes of a line, or of a rest, that score)
+    line = b"x" * 905 + b" ERROR: disk failed " + b"y" * 1096 + b"\n"
+    data = b"INFO start\n" + line + b"INFO done\n"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(filter_module, "HELD_LINE_BYTES", HELD)
+        runs = run_filter(data, [], FilterConfig(max_line_bytes=64, tail_lines=0, head_lines=0))
+    start = len(b"INFO start\n")
+    pieces = [r for r in runs if r.end_byte > start and r.start_byte < start + len(line)]
+    # its first 300 bytes let out (with the line before, dropped too), then rests of 300 bytes at
+    # most: dropped until the one with the error, which is kept with every piece after it
+    assert [min(r.end_byte, start + len(line)) - max(r.start_byte, start) for r in pieces] == [300] * 6 + [222]
+    assert [r.decision for r in pieces] == ["drop"] * 3 + ["keep"] * 4
+    assert [r.rest for r in pieces] == [False] + [True] * 6
+    assert all(r.first_line == r.last_line == 2 for r in pieces[1:])
