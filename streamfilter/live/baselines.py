@@ -89,7 +89,7 @@ class BaselineStore:
 
     def __init__(self, folder: Path | None = None, cap: int = MAX_BASELINES) -> None:
         # (the state directory, or a temporary one under a home directory that is not there)
-        self.folder = folder or (state_dirs() or [state_dir()])[0] / "baselines"
+        self.folder = folder or next(state_dirs(), state_dir()) / "baselines"
         self.cap = cap
 
     def path(self, command: str, cwd: str) -> Path:

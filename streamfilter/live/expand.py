@@ -31,7 +31,7 @@ import stat
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, ClassVar
@@ -129,16 +129,45 @@ def evict(path: Path) -> bool:
     return True
 
 
-def state_dirs() -> list[Path]:
+def state_dirs() -> Iterator[Path]:
     """Where state may go, in order: ``state_dir()`` (not under a home directory that is not there),
     then, where that cannot be written (a sandboxed
     agent), ``streamfilter-UID`` in each temporary directory as ``tempfile`` finds them, without its
     last resort, the working directory (in a sandbox where only the project is writable, the
-    repository)."""
+    repository). A temporary one is made (mode 0700) when it is reached, and passed over unless it
+    is a directory of this user's that no one else can write to (``_private``)."""
+    if not _homeless():
+        yield state_dir()
     dirs = [os.environ[name] for name in ("TMPDIR", "TEMP", "TMP") if os.environ.get(name)]
     dirs += [d for d in ("/tmp", "/var/tmp", "/usr/tmp") if d not in dirs]
-    temporary = [Path(os.path.abspath(d)) / f"streamfilter-{os.getuid()}" for d in dirs if os.path.isdir(d)]
-    return temporary if _homeless() else [state_dir(), *temporary]
+    for d in dirs:
+        if os.path.isdir(d):
+            where = Path(os.path.abspath(d)) / f"streamfilter-{os.getuid()}"
+            if _private(where):
+                yield where
+
+
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` (in a temporary directory anyone may write to) is this user's own: made
+    here with mode 0700 when it is not there, else a directory, not a symbolic link, owned by this
+    user, its mode narrowed to 0700. Another user who made it first (a link to a folder of theirs)
+    could change the files read back from it, a run's whole output that an agent is told to read
+    among them (helper-80), as ssh-agent and tmux refuse such a folder."""
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    try:
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            return False
+        if info.st_mode & 0o077:
+            os.chmod(folder, 0o700)
+    except OSError:
+        return False
+    return True
 
 
 def _homeless() -> bool:
@@ -364,7 +393,7 @@ def _remember_in(source: str, directory: Path) -> bool:
     return True
 
 
-def _recent_sources(directories: list[Path]) -> list[str]:
+def _recent_sources(directories: Iterable[Path]) -> list[str]:
     """The sources ``remember_source`` remembered in ``directories``, the most recently named first."""
     entries = []
     for directory in directories:

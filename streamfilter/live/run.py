@@ -801,7 +801,7 @@ class OutputCopy:
         ``rest``. Whether it could (not for a ``--tee`` file, which the user named)."""
         if self._argv is None or self.path is None:
             return False
-        old, dirs = self.path, state_dirs()
+        old, dirs = self.path, list(state_dirs())
         here = next((i for i, d in enumerate(dirs) if old.is_relative_to(d)), len(dirs))
         reasons = [f"{failed} in {old.parent}"]
         for where in dirs[here + 1 :]:

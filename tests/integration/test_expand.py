@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import re
+import stat
 import subprocess
 import sys
 import zlib
@@ -29,6 +30,7 @@ from streamfilter.live.expand import (
     expand_page,
     parse_ref,
     remember_source,
+    state_dirs,
 )
 from streamfilter.live.run import _copy_notes
 
@@ -226,6 +228,35 @@ def test_without_a_state_directory_the_sources_are_remembered_in_the_temporary_o
     for ref in refs:
         back = cli("expand", ref, state=blocked, tmpdir=tmp)
         assert back.returncode == 0 and back.stdout and back.stdout in LOG, back.stderr
+
+
+def test_a_temporary_state_directory_that_is_not_this_user_s_own_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helper-80: ``/tmp/streamfilter-UID`` made first by another user, as a link to a folder of
+    theirs, held a run's whole output that an agent is told to read: they could change it. Such a
+    folder is passed over (as ssh-agent and tmux refuse one), and one of this user's is made 0700."""
+    blocked = tmp_path / "blocked"
+    blocked.write_bytes(b"a file, not a directory\n")
+    tmp, theirs = tmp_path / "tmp", tmp_path / "theirs"
+    tmp.mkdir()
+    theirs.mkdir(mode=0o777)
+    ours = tmp / f"streamfilter-{os.getuid()}"
+    ours.symlink_to(theirs)
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocked))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    assert ours not in list(state_dirs())
+    proc = cli("run", "--", "sh", "-c", "seq 3000; echo 'error: disk failed'; exit 1", state=blocked, tmpdir=tmp)
+    assert proc.returncode == 1 and b"error: disk failed" in proc.stdout
+    assert list(theirs.iterdir()) == [], proc.stdout[-400:]  # nothing of the run's went through the link
+    ours.unlink()
+    ours.mkdir(mode=0o777)
+    os.chmod(ours, 0o777)  # (past the umask)
+    assert ours in list(state_dirs()) and stat.S_IMODE(ours.stat().st_mode) == 0o700
+    if os.getuid() == 0:  # another user's own folder (only root can make one here)
+        os.chown(ours, 65534, 65534)
+        assert ours not in list(state_dirs())
 
 
 def test_the_sources_remembered_for_short_refs_are_bounded_and_the_newest_holder_wins(tmp_path: Path) -> None:
