@@ -708,9 +708,11 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     cut = raw_starts[assigned] if assigned else 0
     # into tail: no budget (the tail bounds what is read) and the command's last lines kept as they
     # are, so that tail shows what it would have: a budget's choice, and the repeat cap of a failure
-    # shape, had put summaries where the raw tail showed failure lines (helper-71)
+    # shape, had put summaries where the raw tail showed failure lines (helper-71); as many when it
+    # passes, and none left out as printed by its last green run too (helper-79)
     tailed = min(tailed, MAX_TAIL)
-    last = ["--tail", str(tailed), "--found-tail", str(tailed)] if piped else []
+    last = ["--tail", str(tailed), "--found-tail", str(tailed), "--success-tail", str(tailed), "--no-baseline"]
+    last = last if piped else []
     run = [*executable, "run", *(last or ["--budget-tokens", str(rules.budget_tokens)])]
     if rules.query:  # (a query that starts with "-" would be read as an option: "--query -Werror")
         run += [f"--query={rules.query}"] if rules.query.startswith("-") else ["--query", rules.query]

@@ -19,7 +19,7 @@ from streamfilter.agents.hooks import answer
 
 EXE = ["/opt/sf/bin/streamfilter"]
 RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
-TAILED = "/opt/sf/bin/streamfilter run --tail 30 --found-tail 30 --"  # (into tail: its lines, no budget)
+TAILED = "/opt/sf/bin/streamfilter run --tail 30 --found-tail 30 --success-tail 30 --no-baseline --"  # (into tail)
 
 # what a user's policy would have asked about: the old hooks approved every one of them
 ASKED = [

@@ -15,7 +15,8 @@ from streamfilter.core.settings import MAX_COUNT
 
 EXE = ["/opt/sf/bin/streamfilter"]
 RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
-TAILED = "/opt/sf/bin/streamfilter run --tail {n} --found-tail {n} --"  # (into tail: its lines, no budget)
+# (into tail: its lines, passing or not, no budget, no green run)
+TAILED = "/opt/sf/bin/streamfilter run --tail {n} --found-tail {n} --success-tail {n} --no-baseline --"
 
 
 def _wrap(command: str, rules: Rules | None = None, env: dict[str, str] | None = None) -> str | None:
@@ -377,6 +378,33 @@ def test_a_wrapped_pipe_into_tail_shows_the_lines_the_raw_tail_does(tmp_path: Pa
     lines = done.stdout.splitlines()
     assert lines[:-1] == log.read_bytes().splitlines()[-30:]
     assert b"exited with status 1" in lines[-1]
+
+
+def test_a_wrapped_pipe_into_tail_shows_the_raw_tail_when_it_passes_and_after_a_green_run(tmp_path: Path) -> None:
+    """helper-79: a passing `make test 2>&1 | tail -12` wrapped showed the success tail's 5 lines, and
+    after a green run was stored, 2 lines: the others were printed by that run too. A failure after
+    it lost the lines before the failure line the same way."""
+    script = tmp_path / "check.sh"
+    script.write_text(
+        '#!/bin/sh\nfor i in $(seq 1 70); do echo "check $i passed"\n'
+        '  if [ "$i" = 60 ] && [ -e broken ]; then echo "check 61 FAILED: want 3, got 4"; exit 1; fi\ndone\n'
+    )
+    script.chmod(0o755)
+    config = tmp_path / "hooks.toml"
+    config.write_text('wrap = ["./check.sh"]\n')
+    exe = [sys.executable, "-m", "streamfilter"]
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    rules = load_rules({"STREAMFILTER_HOOKS_CONFIG": str(config)})
+    for broken, n in ((False, 12), (False, 12), (True, 5)):
+        if broken:
+            (tmp_path / "broken").touch()
+        wrapped = rewrite(f"./check.sh 2>&1 | tail -{n}", rules, exe, {})
+        assert wrapped.command is not None
+        raw = subprocess.run(["bash", "-c", f"./check.sh 2>&1 | tail -{n}"], cwd=tmp_path, capture_output=True)
+        done = subprocess.run(["bash", "-c", wrapped.command], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+        lines = done.stdout.splitlines()
+        assert lines[:-1] == raw.stdout.splitlines() and len(lines) == n + 1, done.stdout
+        assert f"exited with status {int(broken)}".encode() in lines[-1]
 
 
 def test_the_rewrite_runs_as_the_command_would_with_its_assignments_and_the_query(tmp_path: Path) -> None:
