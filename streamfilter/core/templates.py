@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .lines import utf8_cut
+
 __all__ = ("MAX_MINED", "MAX_TAKEN", "MAX_VALUES", "Miner", "Template", "delimiters", "show")
 
 MAX_VALUES = 3  # values a column lists, all of them
@@ -61,9 +63,11 @@ def delimiters(shape: bytes) -> bytes:
 
 
 def show(text: bytes) -> str:
-    """Shape bytes as text: ``<*>`` for masked spans, ``?`` for control bytes, a cut character dropped."""
-    shown = text.replace(bytes([_MARK]), b"<*>").translate(_SHOW).decode("utf-8", "replace")
-    return shown.rstrip("\ufffd")
+    """Shape bytes as text: ``<*>`` for masked spans, ``?`` for control bytes, ``\\xNN`` for bytes that
+    are not UTF-8 (as a terminal is shown them, output.md; U+FFFD had stood for bytes the log does not
+    hold, helper-80), a character cut at the end dropped."""
+    shown = text.replace(bytes([_MARK]), b"<*>").translate(_SHOW)
+    return shown[: utf8_cut(shown)].decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True, slots=True)

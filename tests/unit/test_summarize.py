@@ -98,6 +98,15 @@ def test_summary_states_range_counts_and_top_shapes() -> None:
     assert text.endswith("]") and "\n" not in text
 
 
+def test_a_summary_shows_bytes_that_are_not_utf8_as_escapes_not_as_a_replacement_character() -> None:
+    # helper-80: "6× caf\ufffd latin<*>" stood for bytes the log does not hold; a terminal and the
+    # MCP tools show such a byte as \xNN, and so does a summary now
+    data = b"".join(b"caf\xe9 latin line %d\n" % i for i in range(40)) + "naïve ünïcode line\n".encode() * 3
+    text = summary_of(data)
+    assert "40× caf\\xe9 latin line <*>" in text and "\ufffd" not in text
+    assert "naïve ünïcode line" in text
+
+
 def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_budget() -> None:
     """A fresh user's reconciler: 3000 passing rows and the one that drifted, summarized as "+1
     other line"; now that line's template is named, whatever the summary's length, and so is a
