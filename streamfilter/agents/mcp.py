@@ -19,6 +19,7 @@ to stderr; stdout is the protocol.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -98,6 +99,14 @@ Query = Annotated[
     ),
 ]
 Budget = Annotated[int, Field(description="About how many tokens the returned output may take.", ge=1, le=MAX_COUNT)]
+Failed = Annotated[
+    bool,
+    Field(
+        description="The file is the output of a command that failed (a failed CI job's log): its lines that may be "
+        "the failure in the tool's own words (the rare ones, the most probable by the learned prior) are looked for "
+        "wherever they are, as `run` does for a command that fails."
+    ),
+]
 FilePath = Annotated[
     str, Field(description="The log file to filter (a relative path starts from the server's working directory).")
 ]
@@ -547,13 +556,14 @@ class StreamfilterMCP:
             return await _run(argv, _directory(cwd), _filter_config(query), budget_tokens, running)
 
         async def filter_file(
-            path: FilePath, query: Query = query, budget_tokens: Budget = budget_tokens
+            path: FilePath, query: Query = query, budget_tokens: Budget = budget_tokens, failed: Failed = False
         ) -> Annotated[CallToolResult, FilterResult]:
             settings, name = _filter_config(query), _regular_file(path)
             _within_reach(name, root)
             out = io.BytesIO()
+            filtered = functools.partial(filter_input, budget_tokens=budget_tokens, failed=failed)
             try:
-                done = await anyio.to_thread.run_sync(filter_input, name, settings, "text", out, None, budget_tokens)
+                done = await anyio.to_thread.run_sync(filtered, name, settings, "text", out)
             except (StreamfilterError, OSError) as exc:
                 raise ToolError(f"cannot filter {path}: {getattr(exc, 'strerror', None) or exc}") from None
             if done.changed is not None:
@@ -630,7 +640,8 @@ class StreamfilterMCP:
                 "Return a log file (a build log, test output) cut down to what matters: errors, failures and their "
                 "context, and lines matching `query`, kept verbatim, within about `budget_tokens` tokens (default "
                 f"{budget_tokens}; query default {query!r}). {summaries} Refs point into the file itself (SOURCE is "
-                "its absolute path). Returns the text and `lines`, `bytes`, `kept_lines`, `dropped_lines` of the file."
+                "its absolute path). With `failed`, the file is a failed command's output, read as `run` reads one. "
+                "Returns the text and `lines`, `bytes`, `kept_lines`, `dropped_lines` of the file."
             ),
             annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
         )

@@ -50,6 +50,12 @@ def add_parser(sub: Any) -> None:
         help="keep the text output within about N tokens (o200k, estimated from its characters): reads each "
         "input twice, writes at the end",
     )
+    f.add_argument(
+        "--failed",
+        action="store_true",
+        help="with --budget-tokens: the input is a failed command's output (a failed CI job's log): look for "
+        "what may be the failure in the tool's own words wherever it is, as run does",
+    )
     f.set_defaults(handler=_filter)
 
 
@@ -77,6 +83,8 @@ def _check_inputs(paths: Sequence[str]) -> list[str]:
 def _filter(args: argparse.Namespace) -> int:
     if args.explain and args.format != "jsonl":
         raise UsageError("--explain needs --format jsonl")
+    if args.failed and args.budget_tokens is None:
+        raise UsageError("--failed needs --budget-tokens (a stream cannot take back the lines it dropped)")
     config = filter_config(args, args.explain)
     paths = _check_inputs(args.files)
     baseline = None
@@ -98,7 +106,9 @@ def _filter(args: argparse.Namespace) -> int:
             # a blank line between files, as head and tail print them (after an unended last line too)
             gap = {b"": b"", b"\n": b"\n"}.get(last, b"\n\n")
             header = gap + f"==> {name} <==\n".encode("utf-8", "surrogateescape")
-        done = filter_input(name, config, args.format, out, signals, args.budget_tokens, header, baseline)
+        done = filter_input(
+            name, config, args.format, out, signals, args.budget_tokens, header, baseline, failed=args.failed
+        )
         last = done.last or last
         if done.changed is not None:  # that file only: the others are still filtered
             sys.stderr.write(f"streamfilter: error: {done.changed}\n")

@@ -125,7 +125,7 @@ async def test_the_tools_are_listed_with_their_parameters(tmp_path: Path) -> Non
     params = {name: set(tool.input_schema["properties"]) for name, tool in listed.items()}
     assert params == {
         "run": {"command", "cwd", "query", "budget_tokens"},
-        "filter": {"path", "query", "budget_tokens"},
+        "filter": {"path", "query", "budget_tokens", "failed"},
         "expand": {"ref", "context_lines", "offset"},
     }
     assert listed["run"].input_schema["required"] == ["command"]
@@ -303,6 +303,28 @@ async def test_filter_keeps_the_failures_and_expand_gives_the_dropped_bytes_back
     assert start == 0  # (no lines before it) and two more after it
     after = whole[end:].split(b"\n")[:2]
     assert text_of(with_context).encode() == whole[:end] + b"\n".join(after) + b"\n"
+
+
+# a reconciliation no signature knows: one row drifted, in its own words, mid-way (helper-74's)
+LEDGER = b"".join(
+    b"row 2437: ledger balance drifted: want 10450 cents, have 10451 cents -- reconciliation aborted\n"
+    if i == 2437
+    else b"row %d: account acct-%04x balance ok (%d cents)\n" % (i, i, i * 7 % 9973)
+    for i in range(1, 5001)
+)
+
+
+@pytest.mark.anyio
+async def test_filter_of_a_failed_command_s_output_looks_for_its_failure_as_run_does(tmp_path: Path) -> None:
+    """helper-80: `run` kept a failure in a job's own words that the `filter` tool, and `filter` of
+    the same bytes, left out: a file's filter does not know the command failed; `failed` says so."""
+    (tmp_path / "ledger.log").write_bytes(LEDGER)
+    drifted = "row 2437: ledger balance drifted: want 10450 cents, have 10451 cents -- reconciliation aborted\n"
+    async with connect(tmp_path) as session:
+        plain = text_of(await call(session, "filter", path="ledger.log", budget_tokens=300))
+        failed = text_of(await call(session, "filter", path="ledger.log", budget_tokens=300, failed=True))
+    assert drifted not in plain and drifted in failed
+    assert len(failed.splitlines()) < 30
 
 
 @pytest.mark.anyio

@@ -415,6 +415,21 @@ def test_a_failed_commands_rare_line_beats_lines_the_prior_finds_unlikely(tmp_pa
     assert b"row 2437: ledger balance drifted" in done.stdout
 
 
+def test_filter_of_a_failed_command_s_saved_output_looks_for_its_failure_as_run_does(tmp_path: Path) -> None:
+    """helper-80: the same bytes kept the drifted row through `run` and not through `filter`, which
+    does not know the command failed; `--failed` says so (and needs a budget: a stream keeps no
+    line it dropped to read again)."""
+    log = tmp_path / "ledger.log"
+    log.write_bytes(subprocess.run([sys.executable, "-c", LEDGER], capture_output=True).stdout)
+    drifted = b"row 2437: ledger balance drifted"
+    plain = run_cli("filter", "--budget-tokens", "300", str(log), env=_state(tmp_path))
+    failed = run_cli("filter", "--budget-tokens", "300", "--failed", str(log), env=_state(tmp_path))
+    assert plain.returncode == failed.returncode == 0
+    assert drifted not in plain.stdout and drifted in failed.stdout
+    unbudgeted = run_cli("filter", "--failed", str(log), env=_state(tmp_path))
+    assert unbudgeted.returncode == 2 and b"--failed needs --budget-tokens" in unbudgeted.stderr
+
+
 # a harness whose one failure is a header and its indented details, then a cleanup of 30 lines (a
 # fresh user's): no word of it is one the prior knows, and it is 6 rare lines, one block of them
 HARNESS_BLOCK = """
