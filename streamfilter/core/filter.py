@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from . import lines
 from ._heap import keep_block_buffers
 from .baseline import NEAR_LINES, Baseline, Novelty, ShapeCollector, line_hashes, text_hashes
 from .budget import NAMED_CHARS, Selection
@@ -66,11 +67,6 @@ MAX_LONG_LINE_NOTICES = 5  # per stream; later long lines are counted in one not
 # a query term counts on the first this many lines of each line shape: a warning printed after every
 # download is kept for BM25 the first times, and its later copies are counted in summaries
 TERM_REPEATS = 3
-# a line is held whole up to this many bytes (or ``max_line_bytes``, if more) without its line end;
-# a longer one is let out there, decided as a line of its own, and its rest in pieces of this size
-# (``StreamFilter.feed``): a progress bar redrawn by carriage returns for an hour, or a binary
-# without a newline, otherwise held the stream's memory at several times its size (helper-77)
-HELD_LINE_BYTES = 8 << 20
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -110,14 +106,17 @@ class Notice:
             ``MAX_LONG_LINE_NOTICES`` of a stream each, then one at the end of the
             stream that counts the rest and names the last).
         line: 1-based line number.
-        n_bytes: the line's length in bytes.
+        n_bytes: the line's length in bytes; with ``rest_follows``, of its first piece.
         count: how many lines the notice stands for.
+        rest_follows: the line reached ``lines.HELD_LINE_BYTES`` without its line end: it was let out
+            there, and its rest follows in pieces (``StreamFilter.feed``).
     """
 
     event: str
     line: int
     n_bytes: int
     count: int = 1
+    rest_follows: bool = False
 
 
 class StreamFilter:
@@ -253,9 +252,11 @@ class StreamFilter:
         self._carry = 0
         self._carry_bridged = False  # the carry crossed its one gap already
         self._last_keep = False
-        self._rest: tuple[int, bool] | None = rest_of  # (line, kept)
+        # (line, kept, and whether it was let out at the cap: its pieces take its decision)
+        self._rest: tuple[int, bool, bool] | None = (*rest_of, False) if rest_of is not None else None
         self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
-        self._held_cap = max(HELD_LINE_BYTES, cfg.max_line_bytes)
+        self._held_cap = max(lines.HELD_LINE_BYTES, cfg.max_line_bytes)
+        self._letting_out = False  # a line that reached the cap is being let out (its notice says so)
         self._tail_now = cfg.tail_lines
         self._tail_reach = cfg.tail_lines  # the tail's T before a found failure shortens it (with a baseline)
         self._done = False
@@ -275,7 +276,7 @@ class StreamFilter:
     def rest_of(self) -> tuple[int, bool] | None:
         """``(line, kept)`` of a line let out before its end (``settle(partial=True)``, or
         ``rest_of`` at the start): the next bytes up to a line end are its rest; else None."""
-        return self._rest
+        return self._rest[:2] if self._rest is not None else None
 
     @property
     def rest_held(self) -> int:
@@ -312,7 +313,11 @@ class StreamFilter:
             # the line reaches the cap without its line end: its bytes so far are a line of their own,
             # decided with every line before it as at a pause (at the same byte however chunked)
             self._feed(chunk[:at], runs)
+            self._letting_out = True
             runs += self._settle(force=True)
+            self._letting_out = False
+            assert self._rest is not None
+            self._rest = (*self._rest[:2], True)  # (its pieces take its decision)
             chunk = chunk[at:]
         self._feed(chunk, runs)
         return runs
@@ -463,7 +468,7 @@ class StreamFilter:
         if close:
             self._runs.close(runs, close_drop or forced is not None)
         if forced is not None:
-            self._rest = (forced.first_line, self._last_keep)
+            self._rest = (forced.first_line, self._last_keep, False)
         return runs
 
     def close_drop(self) -> list[Run]:
@@ -524,7 +529,7 @@ class StreamFilter:
         held (``_rest_held``), unless ``let_out`` (then all but the last bytes of a character not yet
         whole are taken) or ``whole`` (all of them)."""
         assert self._rest is not None
-        line, kept = self._rest
+        line, kept, held = self._rest
         cap = self._held_cap
         nl = chunk.find(b"\n", 0, cap)
         rest = chunk if nl < 0 else chunk[: nl + 1]
@@ -536,9 +541,11 @@ class StreamFilter:
             rest, self._rest_held = rest[:cut], rest[cut:]
         if not rest:
             return chunk[len(self._rest_held) :]
-        # the rest is judged too: "Running tests... " let out, then "FAILED" must not be summarized
-        kept = kept or self._matters(rest)
-        self._rest = None if nl >= 0 else (line, kept)
+        # the rest is judged too: "Running tests... " let out, then "FAILED" must not be summarized;
+        # not a line let out at the cap, judged on its first bytes as any line (whose pieces with a
+        # query term had printed a 24 MB progress bar whole under a budget, helper-81)
+        kept = kept or (not held and self._matters(rest))
+        self._rest = None if nl >= 0 else (line, kept, held)
         start = self._p.buf_start
         self._splitter.skip(len(rest))
         self._p.buf_start += len(rest)
@@ -597,10 +604,13 @@ class StreamFilter:
         for i in norm.capped:
             length = int(block.ends[i] - (block.ends[i - 1] if i else 0))
             self._long_lines += 1
+            notice = Notice(
+                "input.long_line", block.first_line + i, length, rest_follows=self._letting_out and i == n - 1
+            )
             if self._long_lines <= MAX_LONG_LINE_NOTICES:
-                self.notices.append(Notice("input.long_line", block.first_line + i, length))
+                self.notices.append(notice)
             else:
-                self._last_long = Notice("input.long_line", block.first_line + i, length)
+                self._last_long = notice
         repeats = self._hits.admit(facts)  # failure lines past their shape's max_repeats
         first = block.first_line - 1
         p.ends = np.concatenate((p.ends, block.ends + block.start_byte))

@@ -16,6 +16,12 @@ __all__ = ("MAX_BLOCK_LINES", "LineSplitter", "bounded", "utf8_cut")
 # lines of a block at most (``bounded``): the stages' per-line arrays peak at about 600 bytes a
 # line, so a read of 1 MiB of blank lines (a million lines) took 650 MB (helper-69)
 MAX_BLOCK_LINES = 1 << 16
+# a line is held whole up to this many bytes (or ``max_line_bytes``, if more) without its line end;
+# a longer one is let out there, decided as a line of its own on its first bytes, and its rest in
+# pieces of this size that take its decision (``StreamFilter.feed``): a progress bar redrawn by
+# carriage returns for an hour, or a binary without a newline, otherwise held the stream's memory
+# at several times its size (helper-77)
+HELD_LINE_BYTES = 8 << 20
 
 
 def utf8_cut(data: bytes) -> int:

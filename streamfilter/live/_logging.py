@@ -74,5 +74,6 @@ def log_notices(notices: list[Notice], source: str) -> None:
     if notices:
         log = get_logger()
         for notice in notices:
-            log.warning(notice.event, source=source, line=notice.line, bytes=notice.n_bytes, count=notice.count)
+            more = {"rest_follows": True} if notice.rest_follows else {}
+            log.warning(notice.event, source=source, line=notice.line, bytes=notice.n_bytes, count=notice.count, **more)
         notices.clear()

@@ -49,13 +49,15 @@ def split_lines(data: bytes) -> list[bytes]:
 def check(data: bytes, events: list[dict[str, Any]]) -> None:
     lines = split_lines(data)
     runs = [e for e in events if e["event"] in ("keep", "drop")]
-    expect = 1
+    expect, at = 1, 0
     for run in runs:
-        assert run["first_line"] == expect
-        expect = run["last_line"] + 1
+        # (the rest of a line let out before its end, past lines.HELD_LINE_BYTES: that line again)
+        assert run["first_line"] == (expect - 1 if run.get("rest") else expect)
+        assert run["start_byte"] == at
+        expect, at = run["last_line"] + 1, run["end_byte"]
         if run["event"] == "keep":
-            assert run["text"] == b"".join(lines[run["first_line"] - 1 : run["last_line"]]).decode("utf-8", "replace")
-    assert expect == len(lines) + 1
+            assert run["text"] == data[run["start_byte"] : run["end_byte"]].decode("utf-8", "replace")
+    assert expect == len(lines) + 1 and at == len(data)
     end = [e for e in events if e["event"] == "end"]
     assert len(end) == 1 and end[0]["lines"] == len(lines) and end[0]["bytes"] == len(data)
 

@@ -355,6 +355,21 @@ def test_a_budget_holds_millions_of_blank_lines_to_it(tmp_path: Path) -> None:
     assert b"E   ValueError: boom in parse\n" in done.stdout and len(done.stdout) < 16_000
 
 
+def test_a_progress_line_past_the_held_cap_with_an_error_word_late_in_it_stays_within_the_budget(
+    tmp_path: Path,
+) -> None:
+    """helper-81: a 24 MB carriage-return progress line let out in pieces of 8 MiB, with "network
+    error" in its second piece, printed that piece and every one after it (16 MB under a budget of
+    4000 tokens): a line's pieces take its decision, made on its first bytes."""
+    bar = tmp_path / "bar.log"
+    frames = b"\rDownloading 42%" * (9_000_000 // 16)
+    bar.write_bytes(b"fetching\n" + frames + b"\rnetwork error, retrying" + frames * 2 + b"\ndone\n")
+    for args in (("filter", "--budget-tokens", "4000", str(bar)), ("filter", str(bar))):
+        done = run_cli(*args, env=_state(tmp_path), timeout=120)
+        assert done.returncode == 0 and len(done.stdout) < 4000, done.stdout[:300]
+        assert b"dropped the rest of line 2" in done.stdout or b"; ref " in done.stdout
+
+
 def test_a_failed_commands_line_of_millions_of_words_is_read_again_in_seconds(tmp_path: Path) -> None:
     """helper-68/69: a failed command's one 60 MB line, read again as one of its likeliest, took
     minutes: --explain's reasons named every word of it (the heaviest few are shown), of the whole
@@ -365,7 +380,11 @@ def test_a_failed_commands_line_of_millions_of_words_is_read_again_in_seconds(tm
         "run", "--budget-tokens", "4000", "--", "sh", "-c", f"cat {line}; exit 1", env=_state(tmp_path), timeout=60
     )
     assert done.returncode == 1, done.stderr
-    assert b"[streamfilter: dropped line 1 (1 line, 19.5 MiB)" in done.stdout
+    # (let out at 8 MiB, its rest in pieces of 8 MiB at most: lines.HELD_LINE_BYTES)
+    assert b"[streamfilter: dropped line 1 (1 line, 8.0 MiB)" in done.stdout
+    assert done.stdout.count(b"[streamfilter: dropped the rest of line 1 (") == 2
+    # the warning says the line was let out at its first 8 MiB, not that it is 8 MiB long
+    assert b'"bytes": 8388608, "count": 1, "rest_follows": true' in done.stderr
 
 
 def test_a_failed_commands_most_probable_line_is_kept_wherever_it_is(tmp_path: Path) -> None:

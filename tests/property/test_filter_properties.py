@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from streamfilter.core import filter as filter_module
 from streamfilter.core import lines
 from streamfilter.core.filter import MAX_TRACES, FilterConfig, StreamFilter
 from streamfilter.core.records import Run
@@ -559,7 +558,7 @@ def test_a_line_let_out_at_pauses_is_never_cut_inside_a_character(pieces: list[s
         assert r.decision == "drop" or r.data == data[r.start_byte : r.end_byte]
 
 
-HELD = 300  # the cap of the tests below (``filter.HELD_LINE_BYTES``): a line past it is let out in pieces
+HELD = 300  # the cap of the tests below (``lines.HELD_LINE_BYTES``): a line past it is let out in pieces
 LONG_PIECES = ["x" * 97, "é" * 40, "\r50% ", "ERROR: failed ", "ok ", "\n", "日本語 "]
 
 
@@ -576,7 +575,7 @@ def test_a_line_past_the_held_cap_is_let_out_in_pieces_at_the_same_bytes_however
     data = b"INFO start\n" + "".join(piece * n for piece, n in parts).encode()
     config = replace(CONFIGS[which], max_line_bytes=64)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(filter_module, "HELD_LINE_BYTES", HELD)
+        patch.setattr(lines, "HELD_LINE_BYTES", HELD)
         whole = run_filter(data, [], config)
         assert run_filter(data, cuts, config) == whole
         # fed 7 bytes at a time: once a line reaches the cap, at most the cap's bytes (and the last
@@ -595,18 +594,22 @@ def test_a_line_past_the_held_cap_is_let_out_in_pieces_at_the_same_bytes_however
         assert not r.rest or len(piece) <= HELD  # a rest in pieces of the cap at most
 
 
-def test_a_long_line_s_pieces_are_kept_from_the_first_that_holds_a_failure() -> None:
-    # (the error in the first max_line_bytes of a piece: the bytes of a line, or of a rest, that score)
-    line = b"x" * 905 + b" ERROR: disk failed " + b"y" * 1096 + b"\n"
-    data = b"INFO start\n" + line + b"INFO done\n"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(filter_module, "HELD_LINE_BYTES", HELD)
-        runs = run_filter(data, [], FilterConfig(max_line_bytes=64, tail_lines=0, head_lines=0))
+def test_a_long_line_s_pieces_take_its_decision_on_its_first_bytes() -> None:
+    # (judged on its first bytes as any line: a failure word in a later piece had kept that piece
+    # and every one after it, a 24 MB progress bar printed under a budget, helper-81)
     start = len(b"INFO start\n")
-    pieces = [r for r in runs if r.end_byte > start and r.start_byte < start + len(line)]
-    # its first 300 bytes let out (with the line before, dropped too), then rests of 300 bytes at
-    # most: dropped until the one with the error, which is kept with every piece after it
-    assert [min(r.end_byte, start + len(line)) - max(r.start_byte, start) for r in pieces] == [300] * 6 + [222]
-    assert [r.decision for r in pieces] == ["drop"] * 3 + ["keep"] * 4
-    assert [r.rest for r in pieces] == [False] + [True] * 6
-    assert all(r.first_line == r.last_line == 2 for r in pieces[1:])
+    for line, decision in (
+        (b"ERROR: disk failed " + b"y" * 2000 + b"\n", "keep"),
+        (b"x" * 905 + b" ERROR: disk failed " + b"y" * 1096 + b"\n", "drop"),
+    ):
+        data = b"INFO start\n" + line + b"INFO done\n"
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(lines, "HELD_LINE_BYTES", HELD)
+            runs = run_filter(data, [], FilterConfig(max_line_bytes=64, tail_lines=0, head_lines=0))
+        pieces = [r for r in runs if r.end_byte > start and r.start_byte < start + len(line)]
+        # its first 300 bytes let out, then its rest in pieces of 300 bytes at most
+        sizes = [min(r.end_byte, start + len(line)) - max(r.start_byte, start) for r in pieces]
+        assert sizes == [300] * (len(line) // 300) + [len(line) % 300]
+        assert [r.rest for r in pieces] == [False] + [True] * (len(pieces) - 1)
+        assert all(r.first_line == r.last_line == 2 for r in pieces[1:])
+        assert {r.decision for r in pieces} == {decision}

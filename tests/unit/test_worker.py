@@ -69,6 +69,20 @@ def test_a_worker_gives_the_same_runs(tmp_path: Path, worker_chunk: int) -> None
     assert left >= 2
 
 
+def test_a_worker_stops_at_a_line_the_filter_lets_out_in_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the worker held a 159 MB progress line whole, twice the filter's peak (helper-81): at the
+    # cap (max_line_bytes' 1 MiB here) it stops, and the filter does the rest, the same runs
+    monkeypatch.setattr(lines, "HELD_LINE_BYTES", 4096)
+    path = _log(tmp_path)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:300_000] + b"\rDownloading 50%" * 100_000 + b"\n" + whole[300_000:])
+    runs, taken, _ = _runs(path, 1 << 16, 1 << 16)
+    assert runs == _runs(path, None, 1 << 16)[0] and taken >= 1
+    assert any(r.rest for r in runs)
+
+
 def test_a_worker_only_for_a_large_file_with_a_cpu_free(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     small, large = tmp_path / "small.log", tmp_path / "large.log"
     small.write_bytes(b"x\n" * 10)
