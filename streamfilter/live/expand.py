@@ -150,9 +150,10 @@ def state_dirs() -> Iterator[Path]:
 def _private(folder: Path) -> bool:
     """Whether ``folder`` (in a temporary directory anyone may write to) is this user's own: made
     here with mode 0700 when it is not there, else a directory, not a symbolic link, owned by this
-    user, its mode narrowed to 0700. Another user who made it first (a link to a folder of theirs)
-    could change the files read back from it, a run's whole output that an agent is told to read
-    among them (helper-80), as ssh-agent and tmux refuse such a folder."""
+    user, that no one else could write to (its mode then narrowed to 0700). Another user who made it
+    first (a link to a folder of theirs), or wrote into it (a link in place of ``runs``), could
+    change the files read back from it, a run's whole output that an agent is told to read among
+    them (helper-80, helper-81), as ssh-agent and tmux refuse such a folder."""
     try:
         os.mkdir(folder, 0o700)
     except FileExistsError:
@@ -161,7 +162,7 @@ def _private(folder: Path) -> bool:
         return False
     try:
         info = os.lstat(folder)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
             return False
         if info.st_mode & 0o077:
             os.chmod(folder, 0o700)

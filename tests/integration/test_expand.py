@@ -251,8 +251,10 @@ def test_a_temporary_state_directory_that_is_not_this_user_s_own_is_passed_over(
     assert proc.returncode == 1 and b"error: disk failed" in proc.stdout
     assert list(theirs.iterdir()) == [], proc.stdout[-400:]  # nothing of the run's went through the link
     ours.unlink()
-    ours.mkdir(mode=0o777)
-    os.chmod(ours, 0o777)  # (past the umask)
+    ours.mkdir()
+    os.chmod(ours, 0o777)  # (past the umask) anyone could have put a link in place of runs/ (helper-81)
+    assert ours not in list(state_dirs())
+    os.chmod(ours, 0o755)  # (made so before: readable, not writable by others)
     assert ours in list(state_dirs()) and stat.S_IMODE(ours.stat().st_mode) == 0o700
     if os.getuid() == 0:  # another user's own folder (only root can make one here)
         os.chown(ours, 65534, 65534)
