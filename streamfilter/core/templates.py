@@ -35,8 +35,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .lines import utf8_cut
-
 __all__ = ("MAX_MINED", "MAX_TAKEN", "MAX_VALUES", "Miner", "Template", "delimiters", "show")
 
 MAX_VALUES = 3  # values a column lists, all of them
@@ -65,9 +63,9 @@ def delimiters(shape: bytes) -> bytes:
 def show(text: bytes) -> str:
     """Shape bytes as text: ``<*>`` for masked spans, ``?`` for control bytes, ``\\xNN`` for bytes that
     are not UTF-8 (as a terminal is shown them, output.md; U+FFFD had stood for bytes the log does not
-    hold, helper-80), a character cut at the end dropped."""
-    shown = text.replace(bytes([_MARK]), b"<*>").translate(_SHOW)
-    return shown[: utf8_cut(shown)].decode("utf-8", "backslashreplace")
+    hold, helper-80), a character cut at a shape's end too: its bytes are the log's, and Latin-1's
+    ``caf\\xe9`` ends as one does (dropping them had shown ``caf``, helper-81)."""
+    return text.replace(bytes([_MARK]), b"<*>").translate(_SHOW).decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,8 @@ def test_a_summary_shows_bytes_that_are_not_utf8_as_escapes_not_as_a_replacement
     text = summary_of(data)
     assert "40× caf\\xe9 latin line <*>" in text and "\ufffd" not in text
     assert "naïve ünïcode line" in text
+    # a line that ends in one is shown whole (helper-81: "48× x <*> caf", as if cut inside a character)
+    assert "50× x <*> caf\\xe9" in summary_of(b"".join(b"x %d caf\xe9\n" % i for i in range(50)))
 
 
 def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_budget() -> None:
