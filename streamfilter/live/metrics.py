@@ -16,16 +16,23 @@ label unless said otherwise):
   or a NATS stream's queue (``stream_queue``).
 - ``streamfilter_nats_redeliveries_total``: messages NATS delivered again;
   ``streamfilter_nats_consumer_lag_messages{partition}``: messages not yet delivered to this
-  worker's consumers; ``streamfilter_nats_streams_resumed_total``: streams taken over here.
+  worker's consumers; ``streamfilter_nats_unacked_messages{partition}``: delivered and not yet
+  acked (a partition whose messages wait on this worker: at ``max_ack_pending`` the server sends
+  no more); ``streamfilter_nats_streams_resumed_total``: streams taken over here.
+
+Only ``/metrics`` is served; another path is 404 (a probe of ``/health`` had been answered 200
+with the metrics, whatever the worker's state, helper-82).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from wsgiref.simple_server import WSGIServer
+from collections.abc import Callable, Iterator
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import start_http_server
+from prometheus_client import make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
@@ -109,14 +116,16 @@ class TotalsCollector(Collector):
         for source, n in list(t.moved.items()):
             moved.add_metric([source], n)
         yield moved
-        lag = GaugeMetricFamily(
-            "streamfilter_nats_consumer_lag_messages",
-            "Messages of a held partition not yet delivered to this worker.",
-            labels=["source", "partition"],
-        )
-        for (source, partition), n in list(t.lag.items()):
-            lag.add_metric([source, partition], n)
-        yield lag
+        for name, what, values in (
+            ("consumer_lag_messages", "not yet delivered to this worker", t.lag),
+            ("unacked_messages", "delivered to this worker and not yet acked", t.unacked),
+        ):
+            gauge = GaugeMetricFamily(
+                f"streamfilter_nats_{name}", f"Messages of a held partition {what}.", labels=["source", "partition"]
+            )
+            for (source, partition), n in list(values.items()):
+                gauge.add_metric([source, partition], n)
+            yield gauge
 
 
 class MetricsServer:
@@ -131,11 +140,13 @@ class MetricsServer:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(TotalsCollector(totals))
         try:
-            self._server: WSGIServer
-            self._thread: threading.Thread
-            self._server, self._thread = start_http_server(int(port), addr=host, registry=registry)
+            self._server: WSGIServer = make_server(
+                host, int(port), _only_metrics(make_wsgi_app(registry)), _Server, handler_class=_Quiet
+            )
         except OSError as exc:
             raise StreamfilterError(f"metrics: cannot listen on {address}: {exc.strerror or exc}") from None
+        self._thread = threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True)
+        self._thread.start()
         self.address = f"{host}:{self._server.server_port}"
 
     def close(self) -> None:
@@ -143,3 +154,31 @@ class MetricsServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    """A scrape a thread (a slow scraper holds no other)."""
+
+    daemon_threads = True
+
+
+class _Quiet(WSGIRequestHandler):
+    """No line on stderr per scrape (the daemon's stderr is its JSON log)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+_App = Callable[[dict[str, Any], Callable[..., Any]], Any]
+
+
+def _only_metrics(app: _App) -> _App:
+    """``app`` at ``/metrics``; 404 at any other path (prometheus-client answers every path)."""
+
+    def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO", "") != "/metrics":
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"only /metrics is served here\n"]
+        return app(environ, start_response)
+
+    return serve

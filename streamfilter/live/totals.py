@@ -33,6 +33,7 @@ class Totals:
         paused_seconds: ``(where, reason)`` -> seconds spent waiting so.
         redeliveries: source -> messages delivered again by NATS (their bytes, seen already, skipped).
         lag: ``(source, partition)`` -> messages of the partition's consumer not yet delivered.
+        unacked: ``(source, partition)`` -> messages delivered to it and not yet acked.
         moved: source -> streams resumed here from another worker's last output.
     """
 
@@ -44,6 +45,7 @@ class Totals:
         self.paused_seconds: dict[tuple[str, str], float] = {}
         self.redeliveries: dict[str, int] = {}
         self.lag: dict[tuple[str, str], int] = {}
+        self.unacked: dict[tuple[str, str], int] = {}
         self.moved: dict[str, int] = {}
 
     def add(self, source: str, counts: Sequence[int]) -> None:

@@ -14,6 +14,7 @@ import string
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections import defaultdict, deque
 from collections.abc import Iterator
@@ -683,6 +684,10 @@ def test_a_daemon_serves_its_counts_on_metrics(tmp_path: Path) -> None:
     assert samples['streamfilter_command_runs_total{outcome="failure",source="ci"}'] == 1
     assert samples['streamfilter_decision_latency_seconds_count{source="ci"}'] >= 1
     assert 'streamfilter_output_runs_total{decision="keep",source="ci"}' in samples
+    # only /metrics: a probe of another path is not answered 200 with the counts (helper-82)
+    with pytest.raises(urllib.error.HTTPError) as other:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
+    assert other.value.code == 404
     assert live.stop() == 0
 
 

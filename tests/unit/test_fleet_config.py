@@ -109,6 +109,7 @@ def test_the_daemons_counts_as_prometheus_metrics() -> None:
     totals.paused("stdout", "sink", 1.5)
     totals.redeliveries["fleet"] = 4
     totals.lag["fleet", "3"] = 12
+    totals.unacked["fleet", "3"] = 256
     registry = CollectorRegistry(auto_describe=False)
     registry.register(TotalsCollector(totals))
     text = generate_latest(registry).decode()
@@ -126,5 +127,6 @@ def test_the_daemons_counts_as_prometheus_metrics() -> None:
         'streamfilter_backpressure_seconds_total{reason="sink",where="stdout"} 1.5',
         'streamfilter_nats_redeliveries_total{source="fleet"} 4.0',
         'streamfilter_nats_consumer_lag_messages{partition="3",source="fleet"} 12.0',
+        'streamfilter_nats_unacked_messages{partition="3",source="fleet"} 256.0',
     ):
         assert sample in text, sample

@@ -608,6 +608,7 @@ class _Partition:
             with anyio.CancelScope(shield=True):
                 await self._unsubscribe()
                 worker.totals.lag.pop((source.name, str(self.number)), None)
+                worker.totals.unacked.pop((source.name, str(self.number)), None)
                 self.finished.set()
 
     def _unavailable(self, exc: Exception) -> None:
@@ -785,6 +786,8 @@ class _Worker:
             if partition.subscription is not None:
                 consumer = await partition.subscription.consumer_info()
                 self.totals.lag[source.name, str(number)] = consumer.num_pending or 0
+                # (delivered, not acked: a stalled partition's, whose lag stays 0 while the server waits, helper-82)
+                self.totals.unacked[source.name, str(number)] = consumer.num_ack_pending or 0
 
     def claimed(self, partition: _Partition) -> None:
         """``partition`` took its consumer on: its messages come."""
