@@ -813,6 +813,38 @@ async def test_a_stream_id_used_again_after_its_run_ended_is_warned_of(tmp_path:
     assert worker.stop(timeout=40) == 0
 
 
+@pytest.mark.anyio
+async def test_a_stream_id_used_again_after_its_stream_moved_is_acked_and_warned_of(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    """helper-82: a new run under the id of a stream that ended on a worker since stopped: the
+    worker that took its partition found the stream ended by its output and left its messages
+    unacked, without a word; at max_ack_pending the partition stopped for every stream on it."""
+    extra = "max_ack_pending = 64\n"
+    send = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--partitions", str(PARTITIONS)]
+    first_worker = start_worker(tmp_path, server.url, source_extra=extra)
+    first = await anyio.open_process([*send, "--stream", "job-8", "--", "sh", "-c", "echo error: one; exit 1"])
+    with anyio.fail_after(60):
+        assert await first.wait() == 1
+    await read_output(server.url, {"job-8"}, seconds=30)
+    assert first_worker.stop(timeout=40) == 0
+    worker = start_worker(tmp_path, server.url, source_extra=extra)
+    slow = "for i in $(seq 1 150); do echo line $i; sleep 0.005; done; exit 2"  # (more messages than 64)
+    again = await anyio.open_process([*send, "--stream", "job-8", "--", "sh", "-c", slow])
+    with anyio.fail_after(60):
+        assert await again.wait() == 2
+    partition = partition_of("job-8", PARTITIONS)
+    other = next(f"next-{i}" for i in range(1000) if partition_of(f"next-{i}", PARTITIONS) == partition)
+    after = await anyio.open_process([*send, "--stream", other, "--", "sh", "-c", "echo error: next job; exit 3"])
+    with anyio.fail_after(60):
+        assert await after.wait() == 3
+    output = await read_output(server.url, {other}, seconds=30)
+    check_covered(other, b"error: next job\n", events_of(output[other]), [0])
+    said = worker.wait_for(lambda: [e for e in worker.logs() if e.get("event") == "stream.reused"], 20)
+    assert {(e["stream"], e["level"]) for e in said} == {("job-8", "warning")}
+    assert worker.stop(timeout=40) == 0
+
+
 def test_a_lease_keeper_stopped_before_it_started_stops_cleanly() -> None:
     """A worker stopped while the server restarted, before the pool's bucket was found (its renewal
     thread not started yet), exited 1 with "cannot join thread before it is started"."""

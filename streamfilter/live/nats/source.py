@@ -224,6 +224,19 @@ class _Stream:
 
     async def _take_all(self, worker: _Worker, receive: MemoryObjectReceiveStream[Msg]) -> None:
         await self._resume()
+        if self.ended:
+            # its output ended elsewhere (the stream moved here since): its messages are a reused
+            # id's, acked and said of once, as where it ended (they had been left unacked, and at
+            # max_ack_pending its partition stopped for every stream on it, helper-82)
+            run = (self.run_fields or {}).get("run")
+            self.partition.ended(self.sid, run if isinstance(run, str) else None)
+            while True:
+                try:
+                    msg = receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    return
+                self.partition.late(self.sid, self.partition.recent_ends[self.sid], msg)
+                await msg.ack()
         next_progress = time.monotonic() + worker.progress_seconds
         while not self.ended:
             wake = min(next_progress, self.last + EVICT_SECONDS)
@@ -545,7 +558,7 @@ class _Partition:
         self.number = number
         self.lease = lease
         self.streams: dict[str, _Stream] = {}
-        self.recent_ends: OrderedDict[str, str] = OrderedDict()  # stream id -> its run's id
+        self.recent_ends: OrderedDict[str, str | None] = OrderedDict()  # stream id -> its run's id (None: not known)
         self.reused: OrderedDict[tuple[str, str], None] = OrderedDict()  # (stream, run) said to reuse an id
         self.scope = anyio.CancelScope()
         self.stopping = False  # handed back or stopped: take no more messages
@@ -672,7 +685,7 @@ class _Partition:
             del self.streams[stream.sid]
         stream.receive.close()
 
-    def ended(self, sid: str, run: str) -> None:
+    def ended(self, sid: str, run: str | None) -> None:
         """Stream ``sid`` ended, its run ``run``'s: its late copies are acked without a look at its output."""
         self.recent_ends[sid] = run
         if len(self.recent_ends) > ENDED_STREAMS:
@@ -690,7 +703,7 @@ class _Partition:
             self.reused.popitem(last=False)
         self.worker.log.warning(
             "stream.reused", stream=sid, run=printable(other)[:64], ended_run=run,
-            hint="its output is not filtered: the stream ended here with another run; use one id per run",
+            hint="its output is not filtered: the stream ended with another run; use one id per run",
         )  # fmt: skip
 
 
