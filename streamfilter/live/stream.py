@@ -224,7 +224,9 @@ class LiveStream:
             if self._drop_waits:
                 drop = max(drop, self._last + QUIET_SUMMARY_SECONDS)
         waits = [
-            max(quiet, self._rest_out + REST_SECONDS) if self.filter.rest_held else None,
+            # (a settle that holds lines lets no rest out: waiting on it had spun the loop while a
+            # line let out at 8 MiB went on, a command's run at 100 % CPU, a NATS partition stopped)
+            max(quiet, self._rest_out + REST_SECONDS) if self.filter.rest_held and not self._held() else None,
             drop,  # and lines a settle left undecided wait for theirs
             self._held_due(),
             self._release_due(),

@@ -759,24 +759,19 @@ def test_a_pool_the_server_refuses_says_so_once_a_partition(tmp_path: Path, serv
         first.stop()
 
 
-@pytest.mark.anyio
-async def test_a_line_longer_than_the_messages_in_flight_does_not_stop_its_partition(tmp_path: Path) -> None:
-    """helper-72: a line over max_ack_pending messages (20 MiB in 64 KiB messages at 256) could
-    never end: its messages were held for it, the server sent no more, and the partition stopped
-    for good, every other stream on it too. The line is let out, its rest after it; played with a
-    6 MB line at max_ack_pending 64."""
+async def long_line_run(tmp_path: Path, data: bytes, source_extra: str = "") -> list[dict[str, Any]]:
+    """``data`` (a command's output: its failure on its last line) sent as run ``long`` to a worker
+    of one partition, then a run ``after`` on it: ``after``'s output checked, ``long``'s events
+    (covered, its failure kept)."""
     srv = NatsServer(tmp_path / "nats", 1)
     try:
-        config = worker_config(tmp_path, srv.url, 1, source_extra="max_ack_pending = 64\n")
+        config = worker_config(tmp_path, srv.url, 1, source_extra=source_extra)
         worker = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "state")})
         worker.log_event("daemon.ready", timeout=20)
         log = tmp_path / "long.log"
-        data = b"building\n" + b"x" * (6 << 20) + b" error: at the end of it\n" + b"make: *** [all] Error 2\n"
         log.write_bytes(data)
         send = [sys.executable, "-m", "streamfilter", "send", "--nats", srv.url, "--partitions", "1", "--stream"]
-        long = await anyio.open_process(
-            [*send, "long", "--", "sh", "-c", f"cat {log}; exit 2"], stdout=None, stderr=None
-        )
+        long = await anyio.open_process([*send, "long", "--", "sh", "-c", f"cat {log}; exit 2"])
         with anyio.fail_after(120):
             assert await long.wait() == 2
         other = await anyio.open_process([*send, "after", "--", "sh", "-c", "echo error: next run; exit 1"])
@@ -784,13 +779,35 @@ async def test_a_line_longer_than_the_messages_in_flight_does_not_stop_its_parti
             assert await other.wait() == 1
         output = await read_output(srv.url, {"long", "after"}, seconds=60)
         events = events_of(output["long"])
-        check_covered("long", data, events, [data.index(b"make: ***")])
-        rest = [e for e in events if e["event"] in ("keep", "drop") and e.get("rest")]
-        assert rest and rest[-1]["event"] == "keep" and rest[-1]["text"].endswith(" error: at the end of it\n")
+        check_covered("long", data, events, [data.rindex(b"\n", 0, len(data) - 1) + 1])
         check_covered("after", b"error: next run\n", events_of(output["after"]), [0])
         assert worker.stop(timeout=40) == 0
+        return events
     finally:
         srv.stop()
+
+
+@pytest.mark.anyio
+async def test_a_line_longer_than_the_messages_in_flight_does_not_stop_its_partition(tmp_path: Path) -> None:
+    """helper-72: a line over max_ack_pending messages (20 MiB in 64 KiB messages at 256) could
+    never end: its messages were held for it, the server sent no more, and the partition stopped
+    for good, every other stream on it too. The line is let out, its rest after it; played with a
+    6 MB line at max_ack_pending 64."""
+    data = b"building\n" + b"x" * (6 << 20) + b" error: at the end of it\n" + b"make: *** [all] Error 2\n"
+    events = await long_line_run(tmp_path, data, "max_ack_pending = 64\n")
+    rest = [e for e in events if e["event"] in ("keep", "drop") and e.get("rest")]
+    assert rest and rest[-1]["event"] == "keep" and rest[-1]["text"].endswith(" error: at the end of it\n")
+
+
+@pytest.mark.anyio
+async def test_a_kept_line_past_the_held_cap_goes_out_in_pieces_and_its_partition_goes_on(tmp_path: Path) -> None:
+    """helper-82: a 20 MB line whose start is a failure, past the 8 MiB a line is held
+    (``lines.HELD_LINE_BYTES``): its rest's wait for a pause that could not let it out (a run
+    holds its tail) spun the worker's loop, which read no more messages; its partition stopped."""
+    data = b"building\nAssertionError: " + b"x" * (20 << 20) + b" the end of it\n" + b"make: *** [all] Error 2\n"
+    events = await long_line_run(tmp_path, data)
+    pieces = [e for e in events if e["event"] in ("keep", "drop") and e["first_line"] <= 2 <= e["last_line"]]
+    assert len(pieces) == 3 and all(e["event"] == "keep" for e in pieces)  # (8 MiB, 8 MiB, the rest)
 
 
 @pytest.mark.anyio

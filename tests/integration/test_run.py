@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -582,3 +583,21 @@ def test_a_failure_found_early_shows_while_the_command_goes_on(tmp_path: Path) -
     assert b"FAILED tests/test_x.py" in live.output()
     assert printed < 15, printed  # (lines the suite had printed after it when it showed)
     assert b"==== 1 failed, 60 passed in 6.1s ====" in live.output()
+
+
+def test_a_quiet_command_after_a_line_past_the_held_cap_leaves_the_cpu_idle(tmp_path: Path) -> None:
+    """A line let out at 8 MiB (``lines.HELD_LINE_BYTES``), its rest held: a run's pauses waited on
+    that rest, which a settle holding the run's tail could not let out, and the loop spun at 100 %
+    CPU while the command slept (helper-82's worker stopped reading its NATS messages so)."""
+    script = "import sys, time; sys.stdout.write('x' * 9_000_000); sys.stdout.flush(); time.sleep(3); print('done')"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [sys.executable, "-m", "streamfilter", "run", "--", sys.executable, "-c", script],
+        capture_output=True,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+        timeout=60,
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0 and b"exited with status 0" in done.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 2.0, cpu  # (about 0.5 s of work, the rest of the 3 s asleep: 3 s and more when it spun)
