@@ -862,6 +862,32 @@ async def test_a_stream_id_used_again_after_its_stream_moved_is_acked_and_warned
     assert worker.stop(timeout=40) == 0
 
 
+@pytest.mark.anyio
+async def test_a_run_s_failure_is_written_while_the_command_is_quiet_not_at_its_end(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    """helper-82: a build's linker errors, then 15 s of nothing before it exited: a worker wrote
+    them at its end (held for the tail rule); `run` and `follow` show them within a second or
+    so. A run quiet for HOLD_SECONDS lets out its held lines up to the last kept one, as `run` does."""
+    worker = start_worker(tmp_path, server.url)
+    before = "".join(f"cc -c module_{i}.c\n" for i in range(60))
+    failure = "echo 'ld: undefined reference to foo'; echo 'collect2: error: ld returned 1 exit status'"
+    script = f"printf '{before}'; {failure}; sleep 20"
+    send = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--partitions", str(PARTITIONS)]
+    build = await anyio.open_process([*send, "--stream", "slow-ld", "--", "sh", "-c", script])
+    try:
+        nc = await nats.connect(server.url)
+        error_end = len(before) + len("ld: undefined reference to foo\n")
+        events = await events_until(nc.jetstream(), "slow-ld", error_end, 12)  # (long before the 20 s)
+        await nc.close()
+        kept = "".join(e.get("text", "") for e in events if e["event"] == "keep")
+        assert "ld: undefined reference to foo\n" in kept and build.returncode is None
+    finally:
+        build.kill()
+        await build.wait()
+    assert worker.stop(timeout=40) == 0
+
+
 def test_a_lease_keeper_stopped_before_it_started_stops_cleanly() -> None:
     """A worker stopped while the server restarted, before the pool's bucket was found (its renewal
     thread not started yet), exited 1 with "cannot join thread before it is started"."""

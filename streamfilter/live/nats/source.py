@@ -58,7 +58,7 @@ from ..config import SourceConfig
 from ..envelope import SUCCESS_TAIL_LINES, printable
 from ..expand import archive_refs
 from ..sinks import Sink
-from ..stream import ArchivedStream
+from ..stream import HOLD_SECONDS, ArchivedStream
 from ..totals import Totals
 from .leases import Lease, LeaseKeeper
 from .link import CONTROL, OFFSET, RUN, Turn, connect, drain_and_close, ensure_stream
@@ -386,6 +386,10 @@ class _Stream:
             rest_of=rest_of,
         )
         live.archive = archive
+        if fields is not None:
+            # a run quiet for HOLD_SECONDS shows its held lines up to the last kept, as `run` does: a
+            # build's errors before a 15 s wait had come only at its end (helper-82)
+            live.release_after = HOLD_SECONDS
         live.lease = self.partition.lease
         live.turn = worker.turn
         live.held = deque()
