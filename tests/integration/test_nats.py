@@ -845,6 +845,7 @@ async def test_a_stream_id_used_again_after_its_stream_moved_is_acked_and_warned
         assert await first.wait() == 1
     await read_output(server.url, {"job-8"}, seconds=30)
     assert first_worker.stop(timeout=40) == 0
+    assert held(first_worker) == set()  # (each given up, and said so: partition.handed_back)
     worker = start_worker(tmp_path, server.url, source_extra=extra)
     slow = "for i in $(seq 1 150); do echo line $i; sleep 0.005; done; exit 2"  # (more messages than 64)
     again = await anyio.open_process([*send, "--stream", "job-8", "--", "sh", "-c", slow])

@@ -848,6 +848,7 @@ class _Worker:
         await anyio.to_thread.run_sync(self.keeper.close)
         for partition in list(self.held.values()):
             await self._release(partition)
+            self.log.info("partition.handed_back", partition=partition.number)  # (at a stop too, helper-82)
         self.held.clear()
         if self.kv is not None:
             try:
