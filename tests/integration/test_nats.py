@@ -889,6 +889,32 @@ async def test_a_run_s_failure_is_written_while_the_command_is_quiet_not_at_its_
     assert worker.stop(timeout=40) == 0
 
 
+def test_a_worker_stopped_gives_its_partitions_to_the_others_at_their_next_count(tmp_path: Path) -> None:
+    """helper-83: a worker's key deleted at its stop left a marker that the others counted as a
+    worker until the bucket's TTL: its partitions went unowned for lease_seconds and more, as
+    after a SIGKILL. Purged, the others take them at their next count (a third of lease_seconds)."""
+    srv = NatsServer(tmp_path / "nats", PARTITIONS)
+    try:
+        workers = [
+            Live(
+                tmp_path,
+                "daemon",
+                "--config",
+                str(worker_config(tmp_path, srv.url, PARTITIONS, lease_seconds=9)),
+                env={"XDG_STATE_HOME": str(tmp_path / f"state-{i}")},
+            )
+            for i in range(2)
+        ]
+        for worker in workers:
+            worker.log_event("daemon.ready", timeout=20)
+        wait_balanced(workers, PARTITIONS // 2)
+        assert workers[1].stop(timeout=40) == 0
+        wait_balanced(workers[:1], PARTITIONS, timeout=7.0)  # (3 s a count; the TTL, 9 s, and more before)
+        assert workers[0].stop(timeout=40) == 0
+    finally:
+        srv.stop()
+
+
 def test_a_lease_keeper_stopped_before_it_started_stops_cleanly() -> None:
     """A worker stopped while the server restarted, before the pool's bucket was found (its renewal
     thread not started yet), exited 1 with "cannot join thread before it is started"."""

@@ -75,13 +75,15 @@ class NatsServer:
         self.log.close()
 
 
-def worker_config(tmp: Path, url: str, partitions: int, extra: str = "", source_extra: str = "") -> Path:
+def worker_config(
+    tmp: Path, url: str, partitions: int, extra: str = "", source_extra: str = "", lease_seconds: int = 3
+) -> Path:
     """A worker's config: a nats source (short leases and ack wait for a test; ``source_extra`` keys
     added) and a nats sink (``extra`` tables after it)."""
     path = tmp / f"worker-{os.getpid()}-{time.monotonic_ns()}.toml"
     path.write_text(
         f'[[source]]\nname = "fleet"\ntype = "nats"\nservers = ["{url}"]\npartitions = {partitions}\n'
-        f'lease_seconds = 3\nack_wait_seconds = 2\n{source_extra}sinks = ["out"]\n'
+        f'lease_seconds = {lease_seconds}\nack_wait_seconds = 2\n{source_extra}sinks = ["out"]\n'
         f'[[sink]]\nname = "out"\ntype = "nats"\nservers = ["{url}"]\n{extra}'
     )
     return path

@@ -851,8 +851,12 @@ class _Worker:
             self.log.info("partition.handed_back", partition=partition.number)  # (at a stop too, helper-82)
         self.held.clear()
         if self.kv is not None:
+            bucket = self.keeper.bucket
             try:
-                await self.kv.delete(f"workers.{self.ident}")
+                # purged, not deleted: a delete leaves a marker on the subject, which the others count
+                # as a worker (``_balance``) until the bucket's TTL: they took its partitions only then,
+                # 12 s after a stop (helper-83)
+                await self.js.purge_stream(f"KV_{bucket}", subject=f"$KV.{bucket}.workers.{self.ident}")
             except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
                 pass
 
