@@ -173,12 +173,16 @@ _App = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
 
 def _only_metrics(app: _App) -> _App:
-    """``app`` at ``/metrics``; 404 at any other path (prometheus-client answers every path)."""
+    """``app`` at ``/metrics``; 404 at any other path (prometheus-client answers every path); a
+    ``HEAD`` answered as a ``GET`` without its body (prometheus-client's is 405, helper-83)."""
 
     def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         if environ.get("PATH_INFO", "") != "/metrics":
             start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
             return [b"only /metrics is served here\n"]
+        if environ.get("REQUEST_METHOD") == "HEAD":
+            list(app({**environ, "REQUEST_METHOD": "GET"}, start_response))
+            return []
         return app(environ, start_response)
 
     return serve

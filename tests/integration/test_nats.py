@@ -688,6 +688,9 @@ def test_a_daemon_serves_its_counts_on_metrics(tmp_path: Path) -> None:
     with pytest.raises(urllib.error.HTTPError) as other:
         urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
     assert other.value.code == 404
+    head = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", method="HEAD")
+    with urllib.request.urlopen(head, timeout=5) as answer:  # (a probe's HEAD: 200, no body)
+        assert answer.status == 200 and answer.read() == b""
     assert live.stop() == 0
 
 
