@@ -416,8 +416,9 @@ class _Writer:
             if not self.within_limit():
                 return
             ref = self.refs.of(run)
-            text_ref = self.text_refs(ref)
-            note = self.text_refs.note(text_ref)
+            # (a dropped line end alone writes nothing in text: no source is named by it)
+            text_ref = self.text_refs(ref) if run.summary else ref
+            note = self.text_refs.note(text_ref) if run.summary else ""
             data = render(run, self.fmt, self.name, *((text_ref, None, note) if self.fmt == "text" else (ref,)))
             if self.limit is not None:
                 # counted with its ref short and its source, when named, as REF_SOURCE_TOKENS: the same

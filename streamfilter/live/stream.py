@@ -361,7 +361,9 @@ class LiveStream:
         """The ref of ``run`` as ``sink`` writes it (``Sink.text_refs``), this stream's extra fields,
         and the note before the ref (``TextRefs.note``): ``render``'s arguments after the source."""
         ref = self.refs(run)
-        if sink.text_refs is None or sink.format != "text":
+        # (a dropped line end alone writes nothing in text: its ref named its source to no reader, and
+        # the first summary after a restart inside a line had a short ref, helper-85)
+        if sink.text_refs is None or sink.format != "text" or not run.summary:
             return ref, self.extra, ""
         ref = sink.text_refs(ref)
         return ref, self.extra, sink.text_refs.note(ref)

@@ -21,6 +21,12 @@ from typing import Any
 
 import pytest
 
+from streamfilter.core.records import Run
+from streamfilter.core.settings import FilterConfig
+from streamfilter.live.config import SinkConfig, Timing
+from streamfilter.live.expand import Ref
+from streamfilter.live.sinks import FileSink
+from streamfilter.live.stream import LiveStream
 from tests.conftest import run_cli
 from tests.live.proc import Live, jsonl_events
 
@@ -693,6 +699,27 @@ def test_a_restart_inside_a_line_goes_on_with_its_rest_not_a_new_line(tmp_path: 
     assert spans[0][0] == 0 and spans[-1][1] == log.stat().st_size
     for (_, end), (begin, _) in itertools.pairwise(spans):
         assert begin == end
+
+
+@pytest.mark.anyio
+async def test_the_first_summary_after_a_restart_inside_a_dropped_line_names_its_file(tmp_path: Path) -> None:
+    """helper-85: a stream resumed inside a dropped line (its checkpoint's ``rest_line``): the line's
+    end alone is a DROP run that writes nothing in text, but its ref was taken as naming the file,
+    so the first summary's ref was short (``@START-END:CRC``, no how-to) in an output that had
+    never named the file."""
+    out, log = tmp_path / "out.txt", str(tmp_path / "app.log")
+    sink = FileSink(SinkConfig("out", "file", str(out), format="text"))
+
+    def refs(run: Run) -> str:
+        return str(Ref(log, run.start_byte, run.end_byte, run.checksum)) if run.decision == "drop" else ""
+
+    resumed = {"start_line": 301, "start_byte": 5000, "rest_of": (300, False)}  # (inside line 300, dropped)
+    live = LiveStream("app", FilterConfig(), Timing(), [sink], refs, **resumed)  # type: ignore[arg-type]
+    await live.feed(b"\n" + b"".join(b"INFO processing item %d ok\n" % i for i in range(300)) + b"ERROR: b failed\n")
+    await live.end()
+    first = out.read_bytes().splitlines()[0]
+    assert first.startswith(b"[streamfilter: dropped lines 301-") and f"; ref {log}:5001-".encode() in first
+    assert b"to see them: streamfilter expand REF" in first
 
 
 def test_restart_after_a_rotation_with_late_writes_loses_and_repeats_nothing(tmp_path: Path) -> None:
