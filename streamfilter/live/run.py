@@ -54,7 +54,7 @@ from ..core.output import marker_event
 from ..core.settings import FilterConfig
 from ..core.words import counted
 from .baselines import BaselineStore, GreenRun
-from .envelope import SUCCESS_TAIL_LINES, Ended, control_line, exit_text, printable, status_of, stop_received
+from .envelope import SUCCESS_TAIL_LINES, Ended, control_line, exit_text, status_of, stop_received
 from .expand import Archive, evict, ref_of, state_dir, state_dirs
 from .outcome import Filtered
 from .process import (
@@ -1321,9 +1321,27 @@ def _save(green: GreenRun) -> None:
 
 
 def command_text(argv: Sequence[str]) -> str:
-    """CMD as the exit status line names it: printable, at most 80 characters."""
-    command = printable(shlex.join(argv))
+    """CMD as the exit status line names it, at most 80 characters: each argument as a shell reads
+    it back (``shlex.quote``), one with a control character in bash's ``$'...'`` with escapes
+    (``$'a\\tb'``; inside ``'...'``, ``\\t`` had stood for a tab and for a backslash and a t alike,
+    helper-86), a byte that is not UTF-8 as ``\\xNN``."""
+    command = " ".join(shlex.quote(arg) if arg.isprintable() else _ansi_c(arg) for arg in argv)
     return command if len(command) <= 80 else command[:77] + "..."
+
+
+def _ansi_c(arg: str) -> str:
+    """``arg`` in bash's ANSI-C quoting (``$'...'``); an undecodable byte (a surrogate escape) as ``\\xNN``."""
+    out = []
+    for ch in arg:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif 0xDC80 <= ord(ch) <= 0xDCFF:
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
+        else:
+            out.append(ch.encode("unicode_escape").decode())
+    return "$'" + "".join(out) + "'"
 
 
 def _command_source(name: str, config: FilterConfig) -> SourceConfig:

@@ -601,3 +601,21 @@ def test_a_quiet_command_after_a_line_past_the_held_cap_leaves_the_cpu_idle(tmp_
     assert done.returncode == 0 and b"exited with status 0" in done.stdout
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert cpu < 2.0, cpu  # (about 0.5 s of work, the rest of the 3 s asleep: 3 s and more when it spun)
+
+
+def test_the_status_line_names_each_argument_as_a_shell_reads_it_back(tmp_path: Path) -> None:
+    """helper-86: ``'a\\tb'`` stood for an argument with a tab and for one with a backslash and a t
+    alike (inside single quotes no escape is read); one with a control character is in bash's
+    ``$'...'`` now, so the line can be pasted back."""
+    argv = ["printf", "%s|", "a\tb", "e\\tf", "new\nline"]
+    done = subprocess.run(
+        [sys.executable, "-m", "streamfilter", "run", "--", *argv],
+        capture_output=True,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+        timeout=60,
+    )
+    status = done.stdout.splitlines()[-1].decode()
+    assert status == "[streamfilter: printf '%s|' $'a\\tb' 'e\\tf' $'new\\nline' exited with status 0]", status
+    command = status.removeprefix("[streamfilter: ").removesuffix(" exited with status 0]")
+    again = subprocess.run(["bash", "-c", command], capture_output=True, timeout=60)
+    assert again.stdout == b"a\tb|e\\tf|new\nline|"  # (the same arguments, read back by bash)
