@@ -254,7 +254,8 @@ class StreamFilter:
         self._last_keep = False
         # (line, kept, and whether it was let out at the cap: its pieces take its decision)
         self._rest: tuple[int, bool, bool] | None = (*rest_of, False) if rest_of is not None else None
-        self._rest_held = b""  # the rest's last bytes, a character not yet whole (held for the next chunk)
+        # the rest's last bytes, with no line end, held for the next chunk
+        self._rest_held = bytearray()
         self._held_cap = max(lines.HELD_LINE_BYTES, cfg.max_line_bytes)
         self._letting_out = False  # a line that reached the cap is being let out (its notice says so)
         self._tail_now = cfg.tail_lines
@@ -303,8 +304,11 @@ class StreamFilter:
             raise RuntimeError("feed() after flush()")
         runs: list[Run] = []
         while True:
-            if self._rest is not None:
-                chunk = self._take_rest(self._rest_held + chunk, runs)
+            if self._rest is not None and b"\n" not in chunk and len(self._rest_held) + len(chunk) < self._held_cap:
+                self._rest_held += chunk  # (no line end, short of the cap: held, not copied and searched again)
+                chunk = b""
+            elif self._rest is not None:
+                chunk = self._take_rest(bytes(self._rest_held) + chunk, runs)
                 if self._rest is not None and chunk:  # (a piece of the rest let out: more may follow)
                     continue
             at = self._held_line_end(chunk)
@@ -446,7 +450,7 @@ class StreamFilter:
         pending = self._splitter.pending if force else b""
         cut = len(pending) if whole else utf8_cut(pending)
         if cut:  # (a line that is so far one unfinished character waits for it)
-            self._rest_held = pending[cut:]
+            self._rest_held = bytearray(pending[cut:])
             forced = self._splitter.force(cut)
         if forced is not None:
             self._ingest(forced)
@@ -521,7 +525,7 @@ class StreamFilter:
         """Let the held bytes of a line's rest out into ``runs``: all of them if ``whole``, else up to
         their last whole character."""
         if self._rest is not None and self._rest_held:
-            self._take_rest(self._rest_held, runs, whole=whole, let_out=True)
+            self._take_rest(bytes(self._rest_held), runs, whole=whole, let_out=True)
 
     def _take_rest(self, chunk: bytes, runs: list[Run], whole: bool = False, let_out: bool = False) -> bytes:
         """Take the rest of the line that ``settle(partial=True)`` let out off ``chunk`` (the bytes
@@ -533,12 +537,12 @@ class StreamFilter:
         cap = self._held_cap
         nl = chunk.find(b"\n", 0, cap)
         rest = chunk if nl < 0 else chunk[: nl + 1]
-        self._rest_held = b""
+        self._rest_held = bytearray()
         if nl < 0 and len(chunk) >= cap:  # a piece of the cap's bytes (its last character whole) goes out
             rest = chunk[: utf8_cut(chunk[:cap])]
         elif nl < 0 and not whole:
             cut = utf8_cut(rest) if let_out else 0
-            rest, self._rest_held = rest[:cut], rest[cut:]
+            rest, self._rest_held = rest[:cut], bytearray(rest[cut:])
         if not rest:
             return chunk[len(self._rest_held) :]
         # the rest is judged too: "Running tests... " let out, then "FAILED" must not be summarized;
