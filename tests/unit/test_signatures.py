@@ -720,3 +720,14 @@ def test_a_hit_s_continuation_keeps_thirty_lines_of_one_shape_and_goes_on() -> N
         assert sum(line in kept for line in listed) <= 40  # (30, and the lines of the hit's own window)
         assert any("archived artifacts/report-part-<" in r.summary for r in runs if r.decision == "drop")
         assert sum(r.lines for r in runs) == data.count(b"\n")
+
+
+def test_a_valgrind_report_glued_to_the_program_s_own_output_is_kept() -> None:
+    # valgrind's memcheck on an out-of-bounds read (gcc -g -O0, valgrind 3.19, 2>&1 into one file):
+    # stdout is block-buffered, stderr not, so the report's first line starts in the middle of the
+    # program's "[ingest] row 292 sum=" (helper-88: the report was summarized among 599 rows)
+    log = (REAL / "valgrind-interleaved.log").read_bytes()
+    report = log[log.index(b"==23455== Invalid read") : log.index(b"==23455== \n=1752 ok")]
+    assert log[log.index(report) - 20 : log.index(report)] == b"[ingest] row 292 sum"  # (its "=1752 ok" after)
+    assert b"at 0x10918E: sum_row (vg.c:4)" in report and b"by 0x1091C3: main (vg.c:7)" in report
+    assert report in _kept(log)
