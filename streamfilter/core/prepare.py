@@ -224,6 +224,8 @@ def _uncount_passes(text: bytes, starts: Int64Array, ends: Int64Array, tf: Int64
 _VERDICT_LINE = re.compile(rb"\n[ \t]*test result: ")  # cargo's, after its failures list
 _FINISHED_LINE = re.compile(rb"\nFinished in \d")  # RSpec's and minitest's, after their failures
 _SUBTEST_LINE = re.compile(rb"\n# Subtest: ")  # node --test's next top-level test or suite, after a failed one
+# CTest's next test started or done, after a failed one's output (``--output-on-failure``)
+_CTEST_LINE = re.compile(rb"\n[ \t]*(?:Start +\d+: |\d+/\d+ Test +#\d+: )")
 _RULE = re.compile(rb"-{20,}[ \t\r]*")  # unittest's, after each report
 # pre-commit's line for each hook: "ruff.....Passed", "check json....(no files to check)Skipped",
 # looked for only in lines whose last token is its status
@@ -234,7 +236,7 @@ _HOOK_STATUS = KeySet.of(token_key(w) for w in (b"passed", b"failed", b"skipped"
 def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: TokenTable) -> Int64Array:
     """Lines whose first non-blank bytes are ``===``, vitest's ``⎯`` or cargo's ``test result: ``,
     RSpec's ``Finished in 4.2 seconds``, node's ``# Subtest: `` at column 0 (its next test or suite),
-    rules of ``-``, and pre-commit's hook lines."""
+    CTest's ``Start 9:`` and ``8/40 Test  #8:``, rules of ``-``, and pre-commit's hook lines."""
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
@@ -258,6 +260,7 @@ def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: Tok
         (b"test result: ", _VERDICT_LINE),
         (b"Finished in ", _FINISHED_LINE),
         (b"# Subtest: ", _SUBTEST_LINE),
+        (b" Test ", _CTEST_LINE),
     ):
         if literal in text:
             # the "\n" before each such line is at the line's offset in text

@@ -350,11 +350,14 @@ TABLE: tuple[Entry, ...] = (
         example="CMake Error at /home/travis/build/neovim/neovim/cmake/RunTests.cmake:85 (message):",
     ),
     # CTest's result of a test that did not pass: "***Failed", "***Exception: SegFault" (a crash:
-    # no query word), "***Timeout", "***Not Run" (helper-56: a segfault among 90 tests was summarized)
+    # no query word), "***Timeout", "***Not Run" (helper-56: a segfault among 90 tests was summarized);
+    # a section: --output-on-failure prints the test's output after it, at column 0, up to the next
+    # test's "Start N:" or "N/M Test #N:" line (helper-88: the assertion there was summarized)
     Entry(
         name="ctest-failed",
         family="make",
         find=(r"\*\*\*(?:Failed|Exception: |Timeout|Not Run)",),
+        section=True,
         example="37/90 Test #37: geo_case_37 ......................***Exception: SegFault  0.00 sec",
     ),
     # make's own errors in a makefile: "Makefile:12: *** missing separator.  Stop."

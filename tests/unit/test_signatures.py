@@ -731,3 +731,19 @@ def test_a_valgrind_report_glued_to_the_program_s_own_output_is_kept() -> None:
     assert log[log.index(report) - 20 : log.index(report)] == b"[ingest] row 292 sum"  # (its "=1752 ok" after)
     assert b"at 0x10918E: sum_row (vg.c:4)" in report and b"by 0x1091C3: main (vg.c:7)" in report
     assert report in _kept(log)
+
+
+def test_a_failed_ctest_keeps_its_output_up_to_the_next_test_line() -> None:
+    # ctest -j2 --output-on-failure (CMake 3.25) on a C test that fails among 40, and plain ctest -j2
+    # on the same tests: the failed test's output comes right after its "***Failed" line, at column 0,
+    # up to a blank line and the next "Start N:" (helper-88: the assertion after it was summarized)
+    log = (REAL / "ctest-output-on-failure.log").read_bytes()
+    output = log[log.index(b" 7/40 Test  #7: ") : log.index(b"case 7: check 19 ok\n") + 20]
+    assert output.count(b"\n") == 22 and b"unit.c:7: area(10.0) = 314.000000, expected 314.159265" in output
+    kept = _kept(log)
+    assert output in kept
+    assert b"Start  9: geom_case_9" not in kept and b"Test  #9: geom_case_9" not in kept
+    plain = (REAL / "ctest-plain.log").read_bytes()
+    kept = _kept(plain)
+    assert b" 1/40 Test  #7: geom_case_7 ......................***Failed" in kept
+    assert b"Start 16: geom_case_16" not in kept  # (the next line: no output of the test's follows)
