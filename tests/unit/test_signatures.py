@@ -747,3 +747,20 @@ def test_a_failed_ctest_keeps_its_output_up_to_the_next_test_line() -> None:
     kept = _kept(plain)
     assert b" 1/40 Test  #7: geom_case_7 ......................***Failed" in kept
     assert b"Start 16: geom_case_16" not in kept  # (the next line: no output of the test's follows)
+
+
+def test_test_more_diagnostics_are_kept_without_the_passing_points_after_them() -> None:
+    # prove -v (Perl 5.36, Test::More): a failed test's diagnostics go to stderr, so they come
+    # before its TAP file's points, with no blank line after them (helper-88: 30 passing points were
+    # kept as the rest of their record); is_deeply's and like()'s diagnostics span several lines
+    log = (REAL / "prove-failed-diag.log").read_bytes()
+    diag = log[log.index(b"#   Failed test 'round2") : log.index(b"t/50_round.t ... \n")]
+    assert diag.count(b"\n") == 5
+    kept = _kept(log)
+    assert diag in kept and b"\nnot ok 31 - round2 rounds half up\n" in kept
+    assert b"\nok 2 - add ok 2\n" not in kept and b"\nok 20 - add ok 20\n" not in kept
+    log = (REAL / "prove-is-deeply.log").read_bytes()
+    kept = _kept(log)
+    for failure in log[: log.index(b"# Looks like")].split(b"\n\n")[1:]:
+        assert failure.count(b"\n") >= 3 and failure in kept
+    assert b"\nok 10 - filler 10\n" not in kept
