@@ -727,6 +727,7 @@ class OutputCopy:
         self._held_bytes = 0
         self._lost_bytes = 0  # the output's first bytes, not held
         self._lost_lines = 0
+        self._held_cut: str | None = None  # why fewer than memory_bytes could be filtered
         self._argv: list[str] | None = None  # a file of ``output_file``'s: where it may move (``_move``)
         self._named = False  # the ``--tee`` file the user named: kept whatever it holds
 
@@ -898,7 +899,19 @@ class OutputCopy:
             yield None
             return
         try:
-            _write_fd(fd, data, 0)
+            written, problem = _write_fd(fd, data, 0)
+            if problem is not None:
+                # a limit on a file's size (ulimit -f) holds an anonymous file too: the last lines that
+                # fit are filtered, and the note says so (the first ones had gone silently, helper-89)
+                at = len(data) - written
+                cut = data.find(b"\n", at - 1) + 1 if at else 0
+                cut = cut or len(data)
+                self._lost_bytes += cut
+                self._lost_lines += data.count(b"\n", 0, cut)
+                self._held_cut = f"a copy to filter holds at most {counted(written, 'byte')}: {problem}"
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)
+                _write_fd(fd, data[cut:], 0)
             yield f"/proc/self/fd/{fd}"
         finally:
             os.close(fd)
@@ -913,7 +926,8 @@ class OutputCopy:
         if self._lost_bytes:
             text += (
                 f"; its first {counted(self._lost_lines, 'line')} ({counted(self._lost_bytes, 'byte')}) were let go "
-                f"(the last {self._limit >> 20} MiB are kept): line numbers count from line {self._lost_lines + 1}"
+                f"({self._held_cut or f'the last {self._limit >> 20} MiB are kept'}): "
+                f"line numbers count from line {self._lost_lines + 1}"
             )
         return text
 

@@ -719,3 +719,42 @@ def test_a_budget_too_small_for_a_line_beside_a_summary_still_shows_the_error(tm
     assert b"[streamfilter: dropped lines " in done.stdout  # (not the whole output)
     body = done.stdout[: -len(done.stdout.splitlines()[-1]) - 1]
     assert estimate_tokens(body) <= 200
+
+
+def test_under_a_file_size_limit_the_lines_filtered_from_memory_are_said_to_be_the_last_ones(tmp_path: Path) -> None:
+    """``ulimit -f 1024`` (1 MiB) holds the anonymous file the memory's copy is filtered from too: it
+    had kept the output's first MiB and said nothing of the rest, its last 30,000 lines and the
+    failure among them (helper-89). Now the last lines that fit, from a line start, are filtered, and
+    the note says which."""
+    import resource
+
+    script = (
+        "import sys\n"
+        "for i in range(50000):\n"
+        "    print(f'INFO step {i:06d} compiled unit ok, nothing to see here')\n"
+        "    if i == 45000:\n"
+        "        print('ERROR linker failed: undefined symbol frobnicate')\n"
+        "sys.exit(2)\n"
+    )
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamfilter", "run", "--budget-tokens", "4000", "--", sys.executable, "-c", script],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, **_state(tmp_path)},
+        preexec_fn=limit,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert b"ERROR linker failed: undefined symbol frobnicate\n" in proc.stdout
+    assert b"INFO step 049999 compiled unit ok, nothing to see here\n" in proc.stdout
+    note = next(line for line in proc.stdout.splitlines() if b"were let go" in line)
+    first = int(re.search(rb"its first (\d+) lines \((\d+) bytes\) were let go", note)[1])  # type: ignore[index]
+    assert b"a copy to filter holds at most 1048576 bytes: File too large" in note
+    assert note.endswith(b"line numbers count from line %d]" % (first + 1))
+    # (in 1 MiB: the error line's 49 bytes and the last 19,064 of the lines of 55)
+    assert 50001 - first == 19065 and 49 + 19064 * 55 <= 1 << 20 < 49 + 19065 * 55
+    assert b"whole output (50001 lines, 2750049 bytes) not kept]" in proc.stdout.splitlines()[-1]
