@@ -550,22 +550,36 @@ class StreamFilter:
         # query term had printed a 24 MB progress bar whole under a budget, helper-81)
         kept = kept or (not held and self._matters(rest))
         self._rest = None if nl >= 0 else (line, kept, held)
+        # but its last frame, what a terminal shows when the line ends, is judged on its own words: a
+        # progress bar's "\rerror: checksum mismatch" was summarized with the bar (helper-89)
+        frame = rest.rstrip(b"\r\n").rfind(b"\r") if held and not kept and nl >= 0 else -1
+        if frame >= 0 and not self._matters(rest[frame:]):
+            frame = -1
         start = self._p.buf_start
         self._splitter.skip(len(rest))
         self._p.buf_start += len(rest)
         self.stats.bytes += len(rest)
-        if kept:
-            self.stats.kept_bytes += len(rest)
-            self.stats.keep_runs += 1
-            runs.append(Run("keep", line, line, start, start + len(rest), rest, rest=True))
+        if frame > 0:
+            self._rest_run(line, start, rest[:frame], False, runs)
+        if frame >= 0:
+            self._rest_run(line, start + frame, rest[frame:], True, runs)
         else:
-            self.stats.dropped_bytes += len(rest)
+            self._rest_run(line, start, rest, kept, runs)
+        return chunk[len(rest) + len(self._rest_held) :]
+
+    def _rest_run(self, line: int, start: int, piece: bytes, kept: bool, runs: list[Run]) -> None:
+        """The run of ``piece``, part of line ``line``'s rest from the byte offset ``start``, into ``runs``."""
+        if kept:
+            self.stats.kept_bytes += len(piece)
+            self.stats.keep_runs += 1
+            runs.append(Run("keep", line, line, start, start + len(piece), piece, rest=True))
+        else:
+            self.stats.dropped_bytes += len(piece)
             self.stats.drop_runs += 1
             # only the line end of a dropped line: nothing to say in text (JSONL still has the bytes)
-            summary = f"[streamfilter: dropped the rest of line {line} ({len(rest)} B)]" if rest.strip() else ""
-            crc = f"{zlib.crc32(rest):08x}"
-            runs.append(Run("drop", line, line, start, start + len(rest), summary=summary, checksum=crc, rest=True))
-        return chunk[len(rest) + len(self._rest_held) :]
+            summary = f"[streamfilter: dropped the rest of line {line} ({len(piece)} B)]" if piece.strip() else ""
+            crc = f"{zlib.crc32(piece):08x}"
+            runs.append(Run("drop", line, line, start, start + len(piece), summary=summary, checksum=crc, rest=True))
 
     def flush(self, tail_lines: int | None = None, passed: bool = False) -> list[Run]:
         """End of the stream: decide and return every remaining run.

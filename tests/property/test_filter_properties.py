@@ -613,3 +613,22 @@ def test_a_long_line_s_pieces_take_its_decision_on_its_first_bytes() -> None:
         assert [r.rest for r in pieces] == [False] + [True] * (len(pieces) - 1)
         assert all(r.first_line == r.last_line == 2 for r in pieces[1:])
         assert {r.decision for r in pieces} == {decision}
+
+
+@pytest.mark.parametrize("chunk", [1 << 16, 7, 301])
+def test_the_last_frame_of_a_progress_line_past_the_held_cap_is_judged_on_its_own(chunk: int) -> None:
+    # what a terminal shows when the line ends: the bar's frames went with its first bytes' decision,
+    # and "error: checksum mismatch" with them (helper-89); a CRLF ends no frame
+    bar = "".join(f"\r[{'#' * (i // 10):<20}] {i}/200" for i in range(200)).encode()
+    for last, kept in ((b"\rerror: checksum mismatch for artifact.tar.gz\r\n", True), (b"\rdone\n", False)):
+        data = b"INFO start\n" + bar + last + b"INFO done\n"
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(lines, "HELD_LINE_BYTES", HELD)
+            config = FilterConfig(max_line_bytes=64, tail_lines=0, head_lines=0)
+            runs = run_filter(data, list(range(chunk, len(data), chunk)), config)
+        start, end = len(b"INFO start\n"), data.index(b"INFO done")
+        line = [r for r in runs if r.end_byte > start and r.start_byte < end]
+        assert len(line) > 2 and all(r.decision == "drop" for r in line[:-1])
+        assert (line[-1].decision == "keep") is kept
+        if kept:
+            assert line[-1].data == last and line[-2].end_byte == line[-1].start_byte == data.index(last)
