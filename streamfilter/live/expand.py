@@ -61,6 +61,7 @@ __all__ = (
     "short_ref",
     "shown",
     "state_dir",
+    "unreferenced_from",
 )
 
 # said once per text output, before its first ref (``TextRefs.note``)
@@ -266,8 +267,9 @@ class Archive:
         self.archived = 0  # bytes written so far
         self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
         self.capped = False  # bytes came past the per-stream limit: they are not archived, nor refs given
-        # the first line of the first DROP run past the archived bytes (no ref): where the notes say refs stop
-        self.first_unreferenced: int | None = None
+        # where the first DROP run past the archived bytes (no ref) starts (``unreferenced_from``): where the
+        # notes say refs stop
+        self.first_unreferenced: str | None = None
         self._made_room = False  # the other archives were evicted for room on a full disk (once)
 
     def write(self, chunk: bytes) -> None:
@@ -498,13 +500,19 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
             # back, and none is given, helper-48; the run's last lines say why)
             return "" if archive.gone() else ref_of(archive.source, run)
         if archive.first_unreferenced is None:  # said once: why this summary and the later ones have no ref
-            archive.first_unreferenced = run.first_line
+            archive.first_unreferenced = unreferenced_from(run)
             get_logger().warning(
                 "archive.full", source=stream, archived_bytes=archive.archived, first_line_without_ref=run.first_line
             )
         return ""
 
     return archive, ref
+
+
+def unreferenced_from(run: Run) -> str:
+    """Where the DROP run ``run``, the first with no ref, starts, as the notes name it: ``line N``, or
+    for a piece of a line's rest, the line and the byte (its earlier pieces had refs, helper-89)."""
+    return f"the rest of line {run.first_line} at byte {run.start_byte}" if run.rest else f"line {run.first_line}"
 
 
 def ref_path(ref: Ref, directory: Path) -> Path:

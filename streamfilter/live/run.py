@@ -55,7 +55,7 @@ from ..core.settings import FilterConfig
 from ..core.words import counted
 from .baselines import BaselineStore, GreenRun
 from .envelope import SUCCESS_TAIL_LINES, Ended, control_line, exit_text, status_of, stop_received
-from .expand import Archive, evict, ref_of, state_dir, state_dirs
+from .expand import Archive, evict, ref_of, state_dir, state_dirs, unreferenced_from
 from .outcome import Filtered
 from .process import (
     EXIT_GRACE_SECONDS,
@@ -373,7 +373,7 @@ class Tee:
             raise NotStartedError(f"cannot write --tee file {path}: {exc.strerror or exc}; CMD was not run") from None
         self.written = 0  # bytes in the file
         self.failed: str | None = None
-        self.first_unreferenced: int | None = None  # as ``Archive.first_unreferenced``
+        self.first_unreferenced: str | None = None  # as ``Archive.first_unreferenced``
 
     def write(self, data: bytes) -> None:
         if self.failed is None:
@@ -383,7 +383,7 @@ class Tee:
         if run.end_byte <= self.written:
             return ref_of(self.path, run)
         if run.decision == "drop" and self.first_unreferenced is None:
-            self.first_unreferenced = run.first_line
+            self.first_unreferenced = unreferenced_from(run)
         return ""
 
     def close(self) -> None:
@@ -595,7 +595,7 @@ def _refs_end(copy: Tee | Archive) -> str:
     kept = f"the copy holds its first {copy.written if isinstance(copy, Tee) else copy.archived} bytes"
     if copy.first_unreferenced is None:
         return f"{kept}, and each of its summaries has its ref"
-    return f"{kept}: the summaries from line {copy.first_unreferenced} on have no ref"
+    return f"{kept}: the summaries from {copy.first_unreferenced} on have no ref"
 
 
 def output_file(argv: Sequence[str], folder: Path | None = None, cap_bytes: int = RUNS_BYTES) -> Path:

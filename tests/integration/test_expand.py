@@ -381,6 +381,32 @@ def test_drop_runs_past_the_archive_limit_have_no_ref_and_say_why_once(
     )
 
 
+def test_the_note_names_a_piece_of_a_long_line_s_rest_as_where_refs_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a progress line past the held cap, its pieces' refs up to the archive's limit: "the summaries
+    # from line 2 on have no ref" stood under line 2's earlier pieces with refs (helper-89)
+    from streamfilter.core import lines
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    monkeypatch.setattr(lines, "HELD_LINE_BYTES", 300)
+    archive, ref = archive_refs("stdin")
+    assert archive is not None
+    archive.limit = 1000
+    data = b"INFO start\n" + b"\r50% x" * 400 + b"\nINFO done\n"
+    sf = StreamFilter(FilterConfig(max_line_bytes=64, head_lines=0, tail_lines=0))
+    archive.write(data)
+    runs = sf.feed(data) + sf.flush()
+    archive.close()
+    refs = [ref(run) for run in runs]
+    drops = [(run, r) for run, r in zip(runs, refs, strict=True) if run.decision == "drop"]
+    (first,) = [run for run, r in drops if not r][:1]
+    assert first.rest and first.first_line == 2 and any(r and run.rest for run, r in drops)
+    ((_, note),) = _copy_notes(None, [SimpleNamespace(archive=archive)])  # type: ignore[list-item]
+    assert note.endswith(f"the summaries from the rest of line 2 at byte {first.start_byte} on have no ref"), note
+
+
 def test_text_refs_name_a_source_once_in_a_row() -> None:
     refs = TextRefs()
     a1, a2 = str(Ref("/logs/a.log", 0, 10, "0000000a")), str(Ref("/logs/a.log", 20, 30, "0000000b"))
