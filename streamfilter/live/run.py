@@ -446,13 +446,14 @@ async def run_command(
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
         NotStartedError: the ``tee`` file cannot be made (CMD is not started).
-        StreamfilterError: stdout is closed.
+        StreamfilterError: stdout is closed; a write to it failed (a full disk): CMD runs to its
+            end, and the message says its status.
     """
     from .config import SinkConfig
     from .sinks import StdoutSink
     from .stream import HOLD_SECONDS, LiveStream, archived_stream
 
-    sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw), log_closed=False)
+    sink = StdoutSink(SinkConfig("stdout", "stdout", format=fmt, raw=raw), log_closed=False, hold_failure=True)
     sink.shared = separate  # text then labels each switch between stdout and stderr
     short = ShortOutput(sink, HOLD_SECONDS) if fmt == "text" and not separate else None
     out: Sink = short.held if short is not None else sink
@@ -521,6 +522,8 @@ async def run_command(
         _save(green)
     end = Ended.of(returncode)
     await sink.send(marker_event(fmt, name, exit_text(command, returncode), "exit", status=end.status))
+    if sink.failed is not None:  # (CMD ran to its end: its status is said where it can be, helper-89)
+        raise StreamfilterError(f"{sink.failed}; {exit_text(command, returncode)}")
     if gone.is_set():
         _stdout_to_devnull()
     return end
@@ -1046,7 +1049,7 @@ def run_budgeted(
     Raises:
         CommandError: CMD cannot be started (a status line says so first).
         NotStartedError: the ``tee_path`` file cannot be written (CMD is not started).
-        StreamfilterError: ``out`` cannot be written.
+        StreamfilterError: ``out`` cannot be written (the message says CMD's status).
     """
     green = _green_run(baselines, argv)
     copy = OutputCopy.create(argv, tee_path)
@@ -1081,6 +1084,8 @@ def run_budgeted(
         )
     except BrokenPipeError:  # the reader went away at the end: the status is still CMD's
         _stdout_to_devnull()
+    except StreamfilterError as exc:  # (a full disk: CMD's status is said where it can be, helper-89)
+        raise StreamfilterError(f"{exc}; {exit_text(command_text(argv), captured.returncode)}") from None
     if signals.received is not None:
         return Ended(StopSignals.STATUS[signals.received], signals.received), copy.path
     return end, copy.path

@@ -185,6 +185,12 @@ class StdoutSink(Sink):
         log_closed: log ``sink.closed`` when the reader goes away: the daemon's and ``follow``'s
             logs say why they stop; ``run``'s stay quiet, as a reader that goes away is normal
             for a command line tool (``| head``).
+        hold_failure: a write that fails (a full disk) is not raised: ``failed`` says why, and
+            output is discarded since (``run``: its command runs to its end, whose status is said
+            with the failure).
+
+    Raises:
+        StreamfilterError: stdout is closed; ``send``: a write failed (without ``hold_failure``).
     """
 
     def __init__(
@@ -193,9 +199,12 @@ class StdoutSink(Sink):
         out: BinaryIO | None = None,
         totals: Totals | None = None,
         log_closed: bool = True,
+        hold_failure: bool = False,
     ) -> None:
         super().__init__(config)
         self._totals = totals
+        self._hold_failure = hold_failure
+        self.failed: str | None = None  # why a write failed, with ``hold_failure``
         if out is None and sys.stdout is None:
             raise StreamfilterError("cannot write output: standard output is closed")
         self._out = out if out is not None else sys.stdout.buffer
@@ -230,7 +239,7 @@ class StdoutSink(Sink):
         get_logger().info("reading.paused", sink=self.name, reason="the sink is not taking output")
 
     def _write(self, data: bytes) -> None:
-        if self.broken:
+        if self.broken or self.failed is not None:
             return
         try:
             self._out.write(data)
@@ -240,7 +249,10 @@ class StdoutSink(Sink):
             if self._log_closed:
                 get_logger().info("sink.closed", sink=self.name, reason="the reader of standard output went away")
         except OSError as exc:  # a full disk (ENOSPC), an I/O error: said as the filter says it
-            raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
+            reason = f"cannot write output: {exc.strerror or exc}"
+            if not self._hold_failure:
+                raise StreamfilterError(reason) from None
+            self.failed = reason
 
 
 class FileSink(Sink):

@@ -619,3 +619,25 @@ def test_the_status_line_names_each_argument_as_a_shell_reads_it_back(tmp_path: 
     command = status.removeprefix("[streamfilter: ").removesuffix(" exited with status 0]")
     again = subprocess.run(["bash", "-c", command], capture_output=True, timeout=60)
     assert again.stdout == b"a\tb|e\\tf|new\nline|"  # (the same arguments, read back by bash)
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-tokens", "4000"]])
+def test_a_full_disk_under_run_s_output_lets_the_command_end_and_says_its_status(
+    tmp_path: Path, budget: list[str]
+) -> None:
+    """stdout on /dev/full (ENOSPC at every write): run had exited 1 at its first write, its command
+    left running on its own, and the command's status said nowhere (helper-89)."""
+    marker = tmp_path / "ended"
+    script = f"for i in $(seq 1 20000); do echo line $i; done; sleep 1; touch {shlex.quote(str(marker))}; exit 3"
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "streamfilter", "run", *budget, "--", "sh", "-c", script],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 1 and marker.exists()  # (run waited for it)
+    error = [line for line in proc.stderr.decode().splitlines() if line.startswith("streamfilter: error:")]
+    assert len(error) == 1 and error[0].endswith("... exited with status 3")
+    assert error[0].startswith("streamfilter: error: cannot write output: No space left on device; sh -c 'for i in")
