@@ -314,7 +314,10 @@ def answer(agent: str, payload: object, executable: Sequence[str], env: Mapping[
         rules = load_rules(env)
     except ConfigError as exc:
         return empty, f"{exc}: the command is left as it was"
-    return respond(payload, rules, executable, env), ""
+    try:
+        return respond(payload, rules, executable, env), ""
+    except FileNotFoundError:  # (where no cwd is given, the hook's own, which can be removed, helper-87)
+        return empty, "the working directory is gone: the command is left as it was"
 
 
 def executable_words(argv0: str, python: str) -> list[str]:

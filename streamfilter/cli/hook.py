@@ -62,19 +62,24 @@ def main(argv: Sequence[str]) -> int:
         return 78
     from ..live.envelope import printable  # (explain only: a file name's escape sequence is shown, not run, helper-59)
 
+    try:
+        here = os.getcwd()
+    except FileNotFoundError:  # (as an agent's hook answers there, helper-87)
+        sys.stdout.write("left alone: the working directory is gone\n")
+        return 0
     wrap = rewrite(args.command, rules, executable, env)
     sys.stdout.write(
         f"wrapped: {printable(wrap.command)}\n" if wrap.command else f"left alone: {printable(wrap.why)}\n"
     )
     if wrap.command:  # (Codex and Cursor take a rewrite only as an approval: approve.refusal)
-        said_claude = claude_rules_say(args.command, os.getcwd(), env, wrap)
+        said_claude = claude_rules_say(args.command, here, env, wrap)
         if said_claude in ("deny", "ask"):  # (Claude Code's own rules win: the hook leaves it to them)
             what = "deny it" if said_claude == "deny" else "ask about it"
             sys.stdout.write(f"claude: your permission rules {what}, so left alone\n")
         elif said_claude == "allow" and wrap.plain:  # (the hook answers "allow", as the rules did)
             sys.stdout.write("claude: your permission rules allow it, so wrapped and allowed\n")
         for agent in ("codex", "cursor"):
-            why = refusal(agent, wrap, rules, os.getcwd(), env)
+            why = refusal(agent, wrap, rules, here, env)
             said = "approved, so wrapped" if why is None else f"not approved ({printable(why)}), so left alone"
             sys.stdout.write(f"{agent}: {said}\n")
     return 0

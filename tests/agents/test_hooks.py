@@ -428,3 +428,36 @@ def test_another_event_gets_no_rewrite(tmp_path: Path) -> None:
     post = {**_claude_input("make", tmp_path), "hook_event_name": "PostToolUse"}
     assert answer("claude", post, EXE, _env(tmp_path))[0] is None
     assert answer("codex", post, EXE, _env(tmp_path))[0] is None
+
+
+def test_in_a_removed_working_directory_the_hook_leaves_the_command_alone_and_exits_0(tmp_path: Path) -> None:
+    # (the hook's own directory, read where the payload gives none, raised FileNotFoundError: exit 1
+    # and a traceback, helper-87)
+    env = {**os.environ, **_env(tmp_path)}
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    hook = f"{sys.executable} -m streamfilter hook"
+    payloads = {
+        "claude": {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "make"}},
+        "cursor": {"hook_event_name": "preToolUse", "tool_name": "Shell", "tool_input": {"command": "make"}},
+    }
+    for agent, payload in payloads.items():
+        done = subprocess.run(
+            ["sh", "-c", f'cd "$1" && rmdir "$1" && exec {hook} {agent}', "sh", str(gone)],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=env,
+            check=False,
+            timeout=60,
+        )
+        assert done.returncode == 0 and done.stdout in (b"", b"{}\n"), done.stderr
+        assert done.stderr == b"streamfilter: the working directory is gone: the command is left as it was\n"
+        gone.mkdir()
+    done = subprocess.run(
+        ["sh", "-c", f'cd "$1" && rmdir "$1" && exec {hook} explain make', "sh", str(gone)],
+        capture_output=True,
+        env=env,
+        check=False,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, b"left alone: the working directory is gone\n"), done.stderr
