@@ -255,6 +255,15 @@ def test_blank_lines_cost_tokens_as_o200k_counts_them() -> None:
     assert estimate_tokens(b"error\n") == estimate_tokens(b"error")  # (a line's own end: none)
 
 
+def test_a_long_run_of_blanks_costs_tokens_by_its_length_as_o200k_counts_it() -> None:
+    # (o200k, counted with gpt-tokenizer: 30,000 spaces between two words 237 tokens, 1,000 tabs 63;
+    # a run of blanks had cost 0.225 whatever its length, and 60 rows padded to 30 KB came out of a
+    # budget of 4000 tokens as 1.5 MB, helper-87)
+    assert estimate_tokens(b"a" + b" " * 30_000 + b"b") == pytest.approx(237, rel=0.05)
+    assert estimate_tokens(b"\t" * 1000) == pytest.approx(63, rel=0.05)
+    assert estimate_tokens(b"    return x") == pytest.approx(estimate_tokens(b" return x"), abs=0.03)
+
+
 def test_a_control_byte_is_about_a_token_as_a_spinner_s_backspaces_are() -> None:
     spinner = b"|\x08/\x08-\x08\\\x08" * 10
     assert estimate_tokens(spinner) >= 40  # 40 backspaces at least; o200k: 80 tokens
