@@ -232,9 +232,10 @@ def estimate_tokens(data: bytes) -> float:
 
     A linear model (weights above): 0.63 tokens per run of letters plus 0.134 per letter,
     1.37 per run of digits plus 0.335 per digit, 0.288 per punctuation byte, 0.225 per run
-    of blanks plus 1/128 per space and 1/16 per tab, 1.43 per ESC, 1 per other control byte and per character of 3 or 4 UTF-8
-    bytes, 0.5 per one of 2; a blank line 1/16 (1/4 with a CR). A run never crosses a line end,
-    so the estimate of a text is the sum of its lines'. Never raises.
+    of blanks plus 1/128 per space and 1/16 per tab, 1.43 per ESC, 1 per other control byte
+    and per character of 3 or 4 UTF-8 bytes, 0.5 per one of 2; a blank line 1/16 (1/4 with a
+    CR). A run never crosses a line end, so the estimate of a text is the sum of its lines'.
+    Never raises.
     """
     return float(prefixes_at(data, np.asarray([len(data)], dtype=np.int64))[0][0])
 
