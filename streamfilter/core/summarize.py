@@ -497,7 +497,7 @@ class DropSummary:
             # (what a signature or the learned prior protected: like a failure, not known to be one)
             facts.append(counted(self.failure_lines, "failure-like line"))
         if self.named:
-            return self._fit(head, [*facts, f"it starts: {self.named}"]), ()
+            return self._fit(head, facts, [f"it starts: {self.named}"]), ()
         if self.repeated_failures:
             facts.append(f"{counted(self.repeated_failures, 'more failure line')} like ones kept")
         terms = f"{counted(self.term_lines, 'line')} with query terms"
@@ -507,7 +507,7 @@ class DropSummary:
             if self.long_lines == self.lines:  # the run is those lines: their size is in the head
                 size = ""
             elif self.long_lines == 1:
-                size = f" ({_kib(self.longest)})"
+                size = f" of {_kib(self.longest)}"
             else:
                 size = f", the longest {_kib(self.longest)}"
             facts.append(f"{counted(self.long_lines, 'over-long line')}{size}")
@@ -516,7 +516,7 @@ class DropSummary:
             facts.append(warnings)
         # (the frames collapsed, not all frames: with the head it fits in a short summary)
         collapsed = self.frames - self.progress_lines
-        progress = f"{counted(self.progress_lines, 'progress line')}: {counted(collapsed, 'frame')} collapsed"
+        progress = f"{counted(self.progress_lines, 'progress line')}, {counted(collapsed, 'frame')} collapsed"
         if self.progress_lines:
             facts.append(progress)
         # what the last green run printed too: that the run holds nothing new (a fact that never
@@ -529,7 +529,7 @@ class DropSummary:
         if self.green and everything:
             # lines the last green run printed, all of them: that says what they are, and their
             # shapes would name the passing run's lines (``expand`` shows them); none is named
-            return self._fit(head, facts), ()
+            return self._fit(head, facts, []), ()
         # blank lines and bare "<*>" say little: counted among the other shapes, named only when
         # the run has no other shape to name ("95× <*>" for a run of numbers, "4975× blank")
         counts = np.fromiter(self._shapes.values(), dtype=np.int64, count=len(self._shapes))
@@ -542,7 +542,7 @@ class DropSummary:
         # frequent shape gets room too: the count of lines the last green run printed (but not
         # "all": that the run holds nothing new), of warning mentions, then that of progress lines
         # when they are few of the run's (a run of a few redraws among a build's lines said only
-        # that, "1 progress line: 3 frames collapsed"), then that of lines with query terms (the
+        # that, "1 progress line, 3 frames collapsed"), then that of lines with query terms (the
         # least telling facts, an error's words telling more than a warning's) give way to it
         room = self.max_chars - len(head) - len(": ]") - 2 - reserve  # for the facts and the shapes
         minor = (progress,) if 2 * self.progress_lines < self.lines else ()
@@ -601,7 +601,7 @@ class DropSummary:
             parts.append(f"+{counted(self.lines - named, 'other line')}")
         elif not parts and self._shapes:  # with no room to name one, the count of shapes is still given
             parts.append(counted(len(self._shapes) + bool(self._other), "shape"))
-        text = self._fit(head, [*facts, *parts])
+        text = self._fit(head, facts, parts)
         # the rare lines: when the templates found take in every line, those of few lines
         rare = max(self.odd_lines, self.lines // RARE_SHARE) if self.odd_lines else 0  # (none under a budget)
         few = [t for t in (taken + rest if odd else taken) if t.lines <= rare]
@@ -643,14 +643,28 @@ class DropSummary:
             return ()
         return tuple(firsts.tolist())
 
-    def _fit(self, head: str, pieces: list[str]) -> str:
-        """The summary line of ``head`` and ``pieces``, within ``max_chars``: on a short
-        ``max_chars`` whole pieces give way, last first; the count of failure lines left out by a
-        budget never does (a reader must know an error is in there), nor the head, with the range
-        and the counts."""
-        pieces = [p.translate(_LINE_BREAKS) for p in pieces if p]
-        text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
-        while len(text) > self.max_chars and len(pieces) > bool(self.failure_lines) + bool(self.named):
-            pieces.pop()
-            text = f"{head}: {'; '.join(pieces)}]" if pieces else f"{head}]"
+    def _fit(self, head: str, facts: list[str], parts: list[str]) -> str:
+        """The summary line of ``head``, ``facts`` (in its parentheses, after the counts: what some
+        of the lines are) and ``parts`` (after a colon: what the lines are, each line in one of
+        them, so their counts add up to the run's; helper-89 read "1 over-long line; 1× before
+        line; 1× xxxx…" as three of two lines), within ``max_chars``: on a short ``max_chars``
+        whole parts, then facts give way, last first; the count of failure lines left out by a
+        budget never does (a reader must know an error is in there), nor what the line it names
+        starts with, nor the head, with the range and the counts."""
+        facts = [p.translate(_LINE_BREAKS) for p in facts if p]
+        parts = [p.translate(_LINE_BREAKS) for p in parts if p]
+
+        def line() -> str:
+            opened = f"{head[:-1]}; {'; '.join(facts)})" if facts else head
+            return f"{opened}: {'; '.join(parts)}]" if parts else f"{opened}]"
+
+        text = line()
+        while len(text) > self.max_chars:
+            if len(parts) > bool(self.named):
+                parts.pop()
+            elif len(facts) > bool(self.failure_lines):
+                facts.pop()
+            else:
+                break
+            text = line()
         return text

@@ -261,7 +261,7 @@ def test_budget_the_output_fits_in_changes_nothing_and_a_tight_one_keeps_the_fai
     assert summaries(tight.stdout) and all(len(x) <= 80 for x in summaries(tight.stdout))
     assert any(len(x) > 80 for x in summaries(alone))
     # and they say how many failure lines the budget left out in them (the rest of those failures)
-    assert any(re.search(r": \d+ failure-like lines?$", x) for x in summaries(tight.stdout))
+    assert any(re.search(r"; \d+ failure-like lines?\)$", x) for x in summaries(tight.stdout))
     assert not any("failure-like line" in x for x in summaries(alone))
     roomier = run_cli("filter", "--budget-tokens", "600", str(EXAMPLE)).stdout
     assert b"E       ValueError: invalid literal for int() with base 10: ' lots'\n" in roomier
@@ -547,7 +547,7 @@ def test_under_a_budget_a_summary_counts_every_failure_line_it_holds() -> None:
     for first, last in summaries:
         held = int(last) - int(first) + 1  # every line but the first is a finding
         line = next(x for x in text.splitlines() if x.startswith(f"[streamfilter: dropped lines {first}-{last} "))
-        assert f": {held} failure-like lines" in line, line
+        assert f"; {held} failure-like lines)" in line, line
     kept = sum(e["last_line"] - e["first_line"] + 1 for e in events if e["event"] == "keep")
     assert kept + sum(int(b) - int(a) + 1 for a, b in summaries) == 1800
 

@@ -381,7 +381,7 @@ def test_a_failed_commands_line_of_millions_of_words_is_read_again_in_seconds(tm
     )
     assert done.returncode == 1, done.stderr
     # (let out at 8 MiB, its rest in pieces of 8 MiB at most: lines.HELD_LINE_BYTES)
-    assert b"[streamfilter: dropped line 1 (1 line, 8.0 MiB)" in done.stdout
+    assert b"[streamfilter: dropped line 1 (1 line, 8.0 MiB; 1 over-long line)" in done.stdout
     assert done.stdout.count(b"[streamfilter: dropped the rest of line 1 (") == 2
     # the warning says the line was let out at its first 8 MiB, not that it is 8 MiB long
     assert b'"bytes": 8388608, "count": 1, "rest_follows": true' in done.stderr

@@ -182,7 +182,7 @@ def test_a_summary_of_lines_all_in_the_green_run_names_no_shape() -> None:
     red = GREEN.replace(b"test_case_20 ... ok", b"test_case_20 ... FAILED")
     runs = filtered(red, baseline_of(GREEN), FilterConfig(tail_lines=0, prior=False))
     drops = [r.summary for r in runs if r.decision == "drop"]
-    assert drops[0] == "[streamfilter: dropped lines 1-19 (19 lines, 380 B): all in the last green run]"
+    assert drops[0] == "[streamfilter: dropped lines 1-19 (19 lines, 380 B; all in the last green run)]"
     # a run with lines the green run never printed (more than a lone one, which is kept) names
     # its shapes as without a baseline
     partly = GREEN
@@ -191,7 +191,7 @@ def test_a_summary_of_lines_all_in_the_green_run_names_no_shape() -> None:
     partly = partly.replace(b"test_case_30 ... ok", b"test_case_30 ... FAILED")
     runs = filtered(partly, baseline_of(GREEN), FilterConfig(tail_lines=0))
     summary = next(r.summary for r in runs if r.decision == "drop")
-    assert summary.endswith("25 in the last green run; 29× test_case_<*> ... {ok ×25, slow ×4 @L4}]")
+    assert summary.endswith("; 25 in the last green run): 29× test_case_<*> ... {ok ×25, slow ×4 @L4}]")
 
 
 @pytest.mark.parametrize(

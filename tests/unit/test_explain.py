@@ -37,7 +37,7 @@ def test_an_over_long_lines_query_terms_do_not_keep_its_window() -> None:
     assert all(r.decision == "drop" for r in runs)
     (window,) = [t for r in runs for t in r.traces if t.first_line <= 2 <= t.last_line]
     assert window.reason == "weak-line"
-    assert "1 over-long line (2.0 KiB)" in runs[0].summary
+    assert "1 over-long line of 2.0 KiB" in runs[0].summary
     # the same line under the cap is what keeps its window
     sf = StreamFilter(FilterConfig(query="error", explain=True, head_lines=0, tail_lines=0, max_line_bytes=4000))
     kept = [r for r in sf.feed(data) + sf.flush() if r.decision == "keep"]
