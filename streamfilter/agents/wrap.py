@@ -133,16 +133,25 @@ _ACTIVATE = r"(?!/)(?!.*(?:^|/)\.\.(?:/|$))[\w./-]*bin/activate"
 # words that make a listed command a watcher, a server or a dialogue: its output never ends, or
 # waits for a person (under a budget nothing is shown until the command ends)
 _NEVER_WORDS = frozenset(("--watch", "--watchAll", "watch", "--serve", "serve", "dev", "start",
-                          "--interactive", "menuconfig", "nconfig", "xconfig"))  # fmt: skip
+                          "--interactive", "menuconfig", "nconfig", "xconfig",
+                          # a debugger waited for, whatever runs it (npm test -- --inspect-brk,
+                          # manage.py test --pdb, ctest's and mix's, helper-90)
+                          "--inspect", "--inspect-brk", "--inspect-wait", "--pdb", "--ipdb",
+                          "--interactive-debug-mode", "--listen-on-stdin"))  # fmt: skip
 # the same, for one program: ``make run``, ``./gradlew bootRun``, ``tsc -w``, ``pytest --pdb``
 _NEVER_FOR = {
     "make": frozenset(("run", "up", "repl", "shell", "console", "run-server", "server")),
     "gmake": frozenset(("run", "up", "repl", "shell", "console", "run-server", "server")),
     "gradle": frozenset(("run", "bootRun", "-t", "--continuous")),
     "./gradlew": frozenset(("run", "bootRun", "-t", "--continuous")),
-    "mvn": frozenset(("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev")),
-    "./mvnw": frozenset(("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev")),
+    "mvn": frozenset(
+        ("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev", "-Dmaven.surefire.debug")
+    ),
+    "./mvnw": frozenset(
+        ("spring-boot:run", "exec:java", "exec:exec", "jetty:run", "quarkus:dev", "-Dmaven.surefire.debug")
+    ),
     "tsc": frozenset(("-w",)),
+    "vite": frozenset(("-w",)),
     "mocha": frozenset(("-w",)),
     "pytest": frozenset(("--pdb", "--trace", "-f", "--looponfail")),
     "py.test": frozenset(("--pdb", "--trace", "-f", "--looponfail")),
@@ -170,7 +179,7 @@ _ANSWER_FOR = {
     "tsc": frozenset(("--showConfig", "--listFiles", "--listFilesOnly")),
 }  # fmt: skip
 # a script named as a watcher: ``npm run test:watch``, ``yarn watch-tests`` (not ``test_watchdog.py``)
-_WATCH_SCRIPT = re.compile(r"(?:^|[:_-])watch(?:$|[:_-])", re.IGNORECASE)
+_WATCH_SCRIPT = re.compile(r"(?:^|[:_-])(?:watch|serve|livehtml|livereload|dev-?server)(?:$|[:_-])", re.IGNORECASE)
 # the variables an approval may cover a command setting (or ``env`` unsetting): they change how it
 # prints, not which program runs nor what it loads. A list of those that do was never whole
 # (helper-28: RUSTC_WRAPPER, PYTEST_ADDOPTS, MAKEFLAGS, JAVA_TOOL_OPTIONS, CC, npm_config_*, ...)
@@ -420,7 +429,8 @@ def _never_words(name: Sequence[str]) -> frozenset[str]:
     if not name:
         return frozenset()
     own = _NEVER_FOR.get(name[0], _NEVER_FOR.get(_program(name[0]), frozenset()))
-    return (_NEVER_WORDS | own).intersection(name[1:])
+    # (an option with its value too: jest --watch=true, mvn -Dmaven.surefire.debug=5005, helper-90)
+    return (_NEVER_WORDS | own).intersection(w.partition("=")[0] for w in name[1:])
 
 
 def _answer_words(name: Sequence[str]) -> frozenset[str]:
@@ -620,6 +630,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         # a line continuation is nothing to the shell; not in single quotes, nor at a comment's end,
         # nor after an escaped backslash (``a\\`` then a newline: two lines)
         command = _CONTINUATION.sub(r"\1", command)
+        if "\n" in command:  # (a here-document's body in $(...), whose continuations bash keeps, helper-90)
+            return Wrap(None, "not one simple command (a second line)")
     pipes: list[int] = []
     segments, operator = top_level(command, pipes)
     if operator is not None:
@@ -638,6 +650,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
         end = pipes[0]
         # one line more, for run's status line: `| tail -1` showed it, not the command's last line (helper-43)
         tailed = int(tail[1] or 10)
+        if tailed > MAX_TAIL:  # (run would keep MAX_TAIL of them, not as many as tail shows, helper-90)
+            return Wrap(None, f"`tail` of more than {MAX_TAIL} lines")
         piped = f"tail -n {tailed + 1}"
     parts: list[tuple[str, ...]] = []
     sourced_plain = True
@@ -710,7 +724,6 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     # are, so that tail shows what it would have: a budget's choice, and the repeat cap of a failure
     # shape, had put summaries where the raw tail showed failure lines (helper-71); as many when it
     # passes, and none left out as printed by its last green run too (helper-79)
-    tailed = min(tailed, MAX_TAIL)
     last = ["--tail", str(tailed), "--found-tail", str(tailed), "--success-tail", str(tailed), "--no-baseline"]
     last = last if piped else []
     run = [*executable, "run", *(last or ["--budget-tokens", str(rules.budget_tokens)])]

@@ -188,7 +188,12 @@ def test_the_config_file_shown_in_the_docs_is_one_the_hooks_accept(tmp_path: Pat
     ["tsc -w", "mocha -w", "./gradlew bootRun", "gradle build -t", "make run", "mvn spring-boot:run", "pytest --pdb",
      # under other names, scripts named as watchers, debuggers and prints asked for (helper-66: wrapped)
      "python -m pytest --pdb", "python3 -m pytest --trace", "pytest -f", "pytest --looponfail", "npm run test:watch",
-     "yarn watch-tests", "node --inspect-brk --test", "meson test --gdb", "ninja -t browse", "behave --no-capture"],
+     "yarn watch-tests", "node --inspect-brk --test", "meson test --gdb", "ninja -t browse", "behave --no-capture",
+     # helper-90: wrapped, so nothing showed while they ran
+     "make livehtml", "make dev-server", "vite build -w", "jest --watch=true", "mvn -Dmaven.surefire.debug test",
+     "mvn -Dmaven.surefire.debug=5005 test", "python manage.py test --pdb", "pytest --ipdb",
+     "npm test -- --inspect-brk", "jest --inspect-brk", "mix test --listen-on-stdin",
+     "ctest --interactive-debug-mode 1"],
 )  # fmt: skip
 def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) -> None:
     assert _wrap(command) is None
@@ -443,3 +448,25 @@ def test_skip_holds_for_the_commands_other_names(tmp_path: Path) -> None:
     for command in ("npm test", "npm t", "npm run test", "mypy src", "cargo test --doc"):
         assert rewrite(command, rules, EXE, {}).command is None, command
     assert rewrite("cargo test", rules, EXE, {}).command is not None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'make -s raw ARGS="$(cat <<"E"\nfoo\\\nbar\nE\n)"',  # (bash keeps the continuation in its body)
+        "make ARGS=`cat <<\\E\nfoo\\\nbar\nE\n`",
+        'pytest -k "$(printf a\nb)"',
+    ],
+)
+def test_a_second_line_inside_a_substitution_is_a_second_line(command: str) -> None:
+    # a here-document with a quoted delimiter in $(...) lost its "\\\n": the hook joined its
+    # lines as continuations, and make got another argument (helper-90)
+    wrap = rewrite(command, load_rules({"HOME": "/nonexistent"}), EXE, {})
+    assert wrap.command is None and wrap.why == "not one simple command (a second line)", wrap
+
+
+def test_a_tail_of_more_lines_than_run_keeps_is_left_alone() -> None:
+    # (run kept 10,000 of them where tail showed 15,000, helper-90)
+    assert _wrap("make 2>&1 | tail -n 10000") == f"{TAILED.format(n=10000)} make 2>&1 | tail -n 10001"
+    wrap = rewrite("make 2>&1 | tail -n 15000", load_rules({"HOME": "/nonexistent"}), EXE, {})
+    assert wrap.command is None and wrap.why == "`tail` of more than 10000 lines"
