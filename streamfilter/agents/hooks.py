@@ -228,6 +228,8 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
         if _leaves(cwd, workdir, env):
             return None
         cwd = os.path.join(cwd, workdir)
+    if not _folder(cwd) or (workdir not in (None, "") and not isinstance(workdir, str)):
+        return None  # (a call judged where it does not run is not approved, helper-90)
     if not approves("codex", wrap, rules, cwd, env, str(payload.get("permission_mode") or "")):
         return None  # (a rewrite is an approval: left to Codex's own)
     assert wrap.command is not None
@@ -240,6 +242,12 @@ def _codex(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str], 
             "updatedInput": {**tool_input, "command": new},
         }
     }
+
+
+def _folder(cwd: str) -> bool:
+    """Whether ``cwd``, where a call runs, is an absolute path of a folder (not ``5``, a file, or
+    ``/nonexistent``, which a call's ``cwd`` may be)."""
+    return os.path.isabs(cwd) and os.path.isdir(cwd)
 
 
 def _leaves(session: str, there: str, env: Mapping[str, str]) -> bool:
@@ -279,8 +287,8 @@ def _cursor(payload: Mapping[str, Any], rules: Rules, executable: Sequence[str],
     roots = payload.get("workspace_roots")
     root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None
     cwd = str(tool_input.get("cwd") or root or os.getcwd())
-    if root is not None and _leaves(root, cwd, env):
-        return {}
+    if not _folder(cwd) or (root is not None and _leaves(root, cwd, env)):
+        return {}  # (a call judged where it does not run is not approved, helper-90)
     if not approves("cursor", wrap, rules, cwd, env):
         return {}  # (a rewrite is an approval: left to Cursor's own)
     assert wrap.command is not None
@@ -318,6 +326,8 @@ def answer(agent: str, payload: object, executable: Sequence[str], env: Mapping[
         return respond(payload, rules, executable, env), ""
     except FileNotFoundError:  # (where no cwd is given, the hook's own, which can be removed, helper-87)
         return empty, "the working directory is gone: the command is left as it was"
+    except (OSError, UnicodeError) as exc:  # (a lone surrogate, or a path the locale cannot encode, helper-90)
+        return empty, f"a path of the call cannot be read ({exc}): the command is left as it was"
 
 
 def executable_words(argv0: str, python: str) -> list[str]:

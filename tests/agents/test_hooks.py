@@ -461,3 +461,45 @@ def test_in_a_removed_working_directory_the_hook_leaves_the_command_alone_and_ex
         timeout=60,
     )
     assert (done.returncode, done.stdout) == (0, b"left alone: the working directory is gone\n"), done.stderr
+
+
+def test_a_call_whose_folder_is_not_one_is_not_approved(tmp_path: Path) -> None:
+    """helper-90: a Cursor cwd of 5 or /nonexistent, a Codex workdir of 5 or a cwd that is a file were
+    judged in the hook's own folder and approved."""
+    env = _env(tmp_path)
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "file").write_text("x\n")
+    cursor = {"hook_event_name": "preToolUse", "tool_name": "Shell", "workspace_roots": [str(tmp_path / "proj")]}
+    for cwd in (5, "/nonexistent", str(tmp_path / "file"), "proj"):
+        payload = {**cursor, "tool_input": {"command": "pytest -q", "cwd": cwd}}
+        assert answer("cursor", payload, EXE, env) == ({}, ""), cwd
+    payload = {**cursor, "tool_input": {"command": "pytest -q", "cwd": str(tmp_path / "proj")}}
+    assert answer("cursor", payload, EXE, env)[0]["permission"] == "allow"
+    codex = {"hook_event_name": "PreToolUse", "tool_name": "Bash"}
+    for cwd, workdir in ((str(tmp_path / "proj"), 5), (str(tmp_path / "file"), None), ("/nonexistent", None)):
+        tool_input = {"command": "pytest -q", **({"workdir": workdir} if workdir is not None else {})}
+        assert answer("codex", {**codex, "cwd": cwd, "tool_input": tool_input}, EXE, env) == (None, ""), cwd
+    assert answer("codex", {**codex, "cwd": str(tmp_path / "proj"), "tool_input": {"command": "pytest"}}, EXE, env)[0]
+
+
+@pytest.mark.parametrize(
+    ("agent", "payload", "locale"),
+    [
+        ("codex", {"hook_event_name": "PreToolUse", "cwd": "{here}",
+                   "tool_input": {"command": "make ARGS=\ud800"}}, {}),
+        ("claude", {"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": "/tmp/\ud800",
+                    "tool_input": {"command": "pytest -q"}}, {}),
+        ("cursor", {"hook_event_name": "preToolUse", "tool_name": "Shell", "tool_input": {"command": "pytest -k é"}},
+         {"PYTHONUTF8": "0", "LC_ALL": "C", "PYTHONIOENCODING": ""}),
+    ],
+)  # fmt: skip
+def test_a_path_the_hook_cannot_encode_leaves_the_command_alone(
+    tmp_path: Path, agent: str, payload: dict[str, Any], locale: dict[str, str]
+) -> None:
+    # (a lone surrogate, valid in JSON, or a locale whose encoding is ASCII: UnicodeEncodeError from a
+    # path's resolve(), a traceback and exit 1, helper-90)
+    stdin = json.dumps(payload).replace("{here}", str(tmp_path)).encode()
+    done = _hook(agent, stdin, {**os.environ, **_env(tmp_path), **locale})
+    assert done.returncode == 0 and done.stdout in (b"", b"{}\n"), done.stderr
+    assert done.stderr.startswith(b"streamfilter: a path of the call cannot be read (")
+    assert done.stderr.endswith(b"): the command is left as it was\n")
