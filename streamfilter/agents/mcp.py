@@ -25,15 +25,17 @@ import json
 import os
 import signal
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .. import __version__
 from ..core.errors import StreamfilterError
@@ -535,17 +537,15 @@ class StreamfilterMCP:
     ) -> None:
         if not query.split():
             raise StreamfilterError("--query is empty: give at least one word")
-        self.server: MCPServer[Any] = MCPServer(
-            "streamfilter", instructions=_INSTRUCTIONS, log_level="WARNING", version=__version__
-        )
         self._running = _Running()
-        self._tools(query, budget_tokens)
-        if config is not None:
-            _daemon_tools(self.server, config)
+        tools = self._tools(query, budget_tokens) + (_daemon_tools(config) if config is not None else [])
+        self.server: MCPServer[Any] = MCPServer(
+            "streamfilter", instructions=_INSTRUCTIONS, log_level="WARNING", version=__version__, tools=tools
+        )
 
-    def _tools(self, query: str, budget_tokens: int) -> None:
+    def _tools(self, query: str, budget_tokens: int) -> list[Tool]:
         """``run``, ``filter`` and ``expand``, their parameters' defaults ``query`` and ``budget_tokens``."""
-        server, running, root = self.server, self._running, Path.cwd()
+        running, root = self._running, Path.cwd()
 
         async def run(
             command: Command, cwd: Cwd = None, query: Query = query, budget_tokens: Budget = budget_tokens
@@ -615,50 +615,52 @@ class StreamfilterMCP:
             "what they held; ref REF]`: pass REF to `expand` for those exact lines (a short ref, @START-END:CRC, "
             "as it is)."
         )
-        server.add_tool(
-            run,
-            name="run",
-            title="Run a command, read what matters",
-            description=(
-                "Run a command to its end and return its output cut down to what matters: errors, failures and "
-                "their context, and lines matching `query`, kept verbatim, within about `budget_tokens` tokens "
-                f"(default {budget_tokens}; query default {query!r}). Use it instead of a plain shell for builds, "
-                "tests, linters and installs whose output is long. On failure the last lines are kept too; on "
-                f"success the output is terse. {summaries} The last line gives the exit status and the file "
-                "holding the whole output (`output_path`: refs point into it). Returns `status` (127: not found, "
-                "126: not executable, 128+N: killed by signal N; a command that cannot start is a result, not an "
-                "error), `output_path`, `lines`, `bytes`. Stdin is empty. Cancelling the call kills the command "
-                "and what it started."
+        return [
+            _strict(
+                run,
+                name="run",
+                title="Run a command, read what matters",
+                description=(
+                    "Run a command to its end and return its output cut down to what matters: errors, failures and "
+                    "their context, and lines matching `query`, kept verbatim, within about `budget_tokens` tokens "
+                    f"(default {budget_tokens}; query default {query!r}). Use it instead of a plain shell for builds, "
+                    "tests, linters and installs whose output is long. On failure the last lines are kept too; on "
+                    f"success the output is terse. {summaries} The last line gives the exit status and the file "
+                    "holding the whole output (`output_path`: refs point into it). Returns `status` (127: not found, "
+                    "126: not executable, 128+N: killed by signal N; a command that cannot start is a result, not an "
+                    "error), `output_path`, `lines`, `bytes`. Stdin is empty. Cancelling the call kills the command "
+                    "and what it started."
+                ),
+                annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
             ),
-            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
-        )
-        server.add_tool(
-            filter_file,
-            name="filter",
-            title="Filter a log file",
-            description=(
-                "Return a log file (a build log, test output) cut down to what matters: errors, failures and their "
-                "context, and lines matching `query`, kept verbatim, within about `budget_tokens` tokens (default "
-                f"{budget_tokens}; query default {query!r}). {summaries} Refs point into the file itself (SOURCE is "
-                "its absolute path). With `failed`, the file is a failed command's output, read as `run` reads one. "
-                "Returns the text and `lines`, `bytes`, `kept_lines`, `dropped_lines` of the file."
+            _strict(
+                filter_file,
+                name="filter",
+                title="Filter a log file",
+                description=(
+                    "Return a log file (a build log, test output) cut down to what matters: errors, failures and "
+                    "their context, and lines matching `query`, kept verbatim, within about `budget_tokens` tokens "
+                    f"(default {budget_tokens}; query default {query!r}). {summaries} Refs point into the file itself "
+                    "(SOURCE is its absolute path). With `failed`, the file is a failed command's output, read as "
+                    "`run` reads one. Returns the text and `lines`, `bytes`, `kept_lines`, `dropped_lines` of the file."
+                ),
+                annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
             ),
-            annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-        )
-        server.add_tool(
-            expand_ref,
-            name="expand",
-            title="Get dropped lines back",
-            description=(
-                "Return exactly the lines a summary's ref names (`[streamfilter: dropped lines ...; ref REF]` in "
-                "the output of `run`, `filter` or `read`), checked by CRC-32, with `context_lines` more lines "
-                f"before and after (default 0); at most {EXPAND_MAX_BYTES} bytes a call, cut after a whole line (a "
-                "longer line at the limit): a longer range comes in pages (pass `next_offset` as `offset`). A ref "
-                "whose file was deleted, rewritten or evicted is an error that says so (run or filter again for fresh "
-                "refs)."
+            _strict(
+                expand_ref,
+                name="expand",
+                title="Get dropped lines back",
+                description=(
+                    "Return exactly the lines a summary's ref names (`[streamfilter: dropped lines ...; ref REF]` in "
+                    "the output of `run`, `filter` or `read`), checked by CRC-32, with `context_lines` more lines "
+                    f"before and after (default 0); at most {EXPAND_MAX_BYTES} bytes a call, cut after a whole line (a "
+                    "longer line at the limit): a longer range comes in pages (pass `next_offset` as `offset`). A ref "
+                    "whose file was deleted, rewritten or evicted is an error that says so (run or filter again for "
+                    "fresh refs)."
+                ),
+                annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
             ),
-            annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-        )
+        ]
 
     async def serve(self) -> int:
         """Serve the tools over stdin and stdout until the client closes stdin; return 0.
@@ -687,7 +689,20 @@ class StreamfilterMCP:
         return 0
 
 
-def _daemon_tools(server: MCPServer[Any], daemon: DaemonConfig) -> None:
+def _strict(fn: Callable[..., Any], **fields: Any) -> Tool:
+    """The SDK's tool of ``fn`` (``Tool.from_function`` with ``fields``), whose arguments are checked
+    for names it does not take: a misspelt one (``budget_token``) had been dropped without a word, and
+    the call run with the default (helper-84). Its input schema says so too (``additionalProperties``)."""
+    tool = Tool.from_function(fn, **fields)
+    loose = tool.fn_metadata.arg_model
+    config = ConfigDict(**{**loose.model_config, "extra": "forbid"})
+    strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), {"model_config": config}))
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
+
+
+def _daemon_tools(daemon: DaemonConfig) -> list[Tool]:
     """``streams`` and ``read`` over the daemon config ``daemon`` (as loaded at start)."""
 
     async def streams() -> Annotated[CallToolResult, StreamsResult]:
@@ -698,27 +713,29 @@ def _daemon_tools(server: MCPServer[Any], daemon: DaemonConfig) -> None:
     ) -> Annotated[CallToolResult, ReadResult]:
         return await anyio.to_thread.run_sync(_read, daemon, source, lines, sink)
 
-    server.add_tool(
-        streams,
-        name="streams",
-        title="The daemon's streams",
-        description=(
-            f"List the sources of the streamfilter daemon config {daemon.path} (files, sockets a build sends "
-            "its output to) and where each one's filtered output goes: file sinks (their paths and formats, "
-            "text or jsonl; `read` reads them), the daemon's stdout, unix-socket subscribers."
+    return [
+        _strict(
+            streams,
+            name="streams",
+            title="The daemon's streams",
+            description=(
+                f"List the sources of the streamfilter daemon config {daemon.path} (files, sockets a build sends "
+                "its output to) and where each one's filtered output goes: file sinks (their paths and formats, "
+                "text or jsonl; `read` reads them), the daemon's stdout, unix-socket subscribers."
+            ),
+            annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
         ),
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    )
-    server.add_tool(
-        read,
-        name="read",
-        title="Recent filtered output of a stream",
-        description=(
-            "Return the recent filtered output of a daemon source: the last `lines` lines (text sink) or events "
-            f"(jsonl sink; the source's own, by their `source` field) of each of its file sinks, oldest first "
-            f"(default {READ_LINES}, at most {READ_MAX_LINES}; only the last {READ_SCAN_BYTES >> 20} MiB of a "
-            "file are looked at). Text output keeps the lines that matter verbatim and summarizes the rest: "
-            "pass a summary's ref (jsonl: an event's `ref`) to `expand` for the exact lines."
+        _strict(
+            read,
+            name="read",
+            title="Recent filtered output of a stream",
+            description=(
+                "Return the recent filtered output of a daemon source: the last `lines` lines (text sink) or events "
+                f"(jsonl sink; the source's own, by their `source` field) of each of its file sinks, oldest first "
+                f"(default {READ_LINES}, at most {READ_MAX_LINES}; only the last {READ_SCAN_BYTES >> 20} MiB of a "
+                "file are looked at). Text output keeps the lines that matter verbatim and summarizes the rest: "
+                "pass a summary's ref (jsonl: an event's `ref`) to `expand` for the exact lines."
+            ),
+            annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    )
+    ]

@@ -505,3 +505,19 @@ async def test_expand_reads_no_link_out_of_the_project(tmp_path: Path) -> None:
         assert result.is_error and "AAAA" not in text_of(result), text_of(result)
     assert "outside the folder this server runs in" in text_of(refused[0])
     assert not allowed.is_error and text_of(allowed) == "line two\n", text_of(allowed)
+
+
+@pytest.mark.anyio
+async def test_a_misspelt_argument_is_an_error_that_names_it(tmp_path: Path) -> None:
+    # (the SDK's argument model dropped names it does not take: `budget_token` ran with the default
+    # budget and said nothing, helper-84)
+    log = tmp_path / "build.log"
+    log.write_text("".join(f"step {i} ok\n" for i in range(500)) + "ERROR: link failed\n")
+    async with connect(tmp_path) as session:
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert all(tool.input_schema.get("additionalProperties") is False for tool in listed.values())
+        result = await call(session, "filter", path=str(log), budget_token=50)
+        assert result.is_error and "budget_token" in text_of(result), text_of(result)
+        result = await call(session, "run", command="echo hi", cwdd=str(tmp_path))
+        assert result.is_error and "cwdd" in text_of(result), text_of(result)
+        assert facts(await call(session, "filter", path=str(log), budget_tokens=50))["lines"] == 501
