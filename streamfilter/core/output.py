@@ -6,6 +6,7 @@ summary line. ``jsonl``: one JSON object a line (see docs/output.md).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 
@@ -55,8 +56,11 @@ def render(
         ]
         event["windows_omitted"] = run.traces_omitted
     if run.decision == "keep":
-        # JSON carries text: invalid UTF-8 is replaced here (text format stays byte-exact)
-        event["text"] = run.data.decode("utf-8", "replace")
+        # JSON carries text: invalid UTF-8 is replaced there, and the exact bytes go beside it in
+        # base64, so a JSONL reader (a fleet's consumer) can have them too (helper-82)
+        event["text"] = text = run.data.decode("utf-8", "replace")
+        if "\ufffd" in text and not _utf8(run.data):
+            event["data_base64"] = base64.b64encode(run.data).decode("ascii")
     else:
         event["bytes"] = run.n_bytes
         event["summary"] = run.summary
@@ -64,6 +68,14 @@ def render(
             event["ref"] = ref
     # a source name's bytes that are not UTF-8 (os.fsdecode's surrogates) as JSON's \udcXX escapes
     return json.dumps(event, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def end_event(stats: FilterStats, source: str, extra: Mapping[str, object] | None = None) -> bytes:

@@ -632,3 +632,24 @@ def test_the_last_frame_of_a_progress_line_past_the_held_cap_is_judged_on_its_ow
         assert (line[-1].decision == "keep") is kept
         if kept:
             assert line[-1].data == last and line[-2].end_byte == line[-1].start_byte == data.index(last)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.binary(max_size=12)), max_size=60).map(b"".join),
+    st.sampled_from(range(len(CONFIGS))),
+)
+def test_a_jsonl_keep_event_gives_its_exact_bytes_back(data: bytes, which: int) -> None:
+    # "text" replaces bytes that are not UTF-8; "data_base64" had not been there, so a JSONL reader (a
+    # fleet's consumer) could not have them (helper-82)
+    import base64
+
+    from streamfilter.core.output import render
+
+    for run in run_filter(data, [], CONFIGS[which]):
+        if run.decision != "keep":
+            continue
+        event = json.loads(render(run, "jsonl", "s"))
+        exact = base64.b64decode(event["data_base64"]) if "data_base64" in event else event["text"].encode()
+        assert exact == data[run.start_byte : run.end_byte]
+        assert ("data_base64" in event) == (event["text"].encode() != run.data)  # (only where text is not exact)
