@@ -159,25 +159,39 @@ _SPACE[[0x20, 0x09, 0x0D, 0x0A]] = True
 # the corpus holds too few to fit them). On 146 other cases at --budget-tokens 2000 the
 # estimate / count - 1 ran from -5% to +8% (10th to 90th percentile), bytes/3 from -19% to +27%;
 # ``benchmarks/budget.py --tokenizer`` measures it on the corpus.
-_CLASS = np.zeros(256, dtype=np.uint8)  # 0: other, 1: letter, 2: digit, 3: space or tab
+_CLASS = np.zeros(256, dtype=np.uint8)  # 0: other, 1: letter, 2: digit, 3: space, 4: tab
 _CLASS[np.r_[0x41:0x5B, 0x61:0x7B]] = 1
 _CLASS[0x30:0x3A] = 2
-_CLASS[[0x20, 0x09]] = 3
-_RUN_TOKENS = np.array([0.0, 0.63, 1.37, 0.225])  # a run of each class starts
+_CLASS[0x20] = 3
+_CLASS[0x09] = 4
+_RUN_TOKENS = np.array([0.0, 0.63, 1.37, 0.225, 0.225])  # a run of each class starts
+# a run of blanks right after one of the other blank (spaces and tabs in turn): o200k takes such
+# a pair as a token (30,000 of them, as padding, 15,000 tokens; they had cost one run, helper-91)
+_SWITCH_TOKENS = 0.24
 _BYTE_TOKENS = np.zeros(256, dtype=np.float64)
 _BYTE_TOKENS[_CLASS == 1] = 0.134
 _BYTE_TOKENS[0x30:0x3A] = 0.335
-_BYTE_TOKENS[[b for b in range(0x21, 0x7F) if _CLASS[b] == 0]] = 0.288
+# (0.288 as fitted; 0.31 since a repeat costs less, which the fit had averaged in: on 198 corpus
+# outputs at --budget-tokens 1000, estimate / count - 1 at the median +0.004, 10th / 90th percentiles
+# -0.052 / +0.055, against +0.005, -0.054 / +0.075 before both)
+_BYTE_TOKENS[[b for b in range(0x21, 0x7F) if _CLASS[b] == 0]] = 0.31
 _BYTE_TOKENS[0xC0:0xE0] = 0.5  # the first byte of a 2-byte character
 _BYTE_TOKENS[0xE0:] = 1.0  # the first byte of a 3- or 4-byte character
 _BYTE_TOKENS[[b for b in range(0x20) if b not in (0x09, 0x0A, 0x0D)] + [0x7F]] = 1.0  # a control byte
 _BYTE_TOKENS[0x1B] = 1.43
 # and a long run of blanks by its length: o200k takes up to 128 spaces or 16 tabs in one token (30,000
 # spaces of a fixed-width row, 235 tokens, had cost 0.225, so a budget of 4000 printed 1.5 MB,
-# helper-87); on 198 corpus outputs at --budget-tokens 1000, estimate / count - 1 moved from +0.005
-# to +0.008 at the median
+# helper-87)
 _BYTE_TOKENS[0x20] = 1 / 128
 _BYTE_TOKENS[0x09] = 1 / 16
+# a punctuation byte that repeats the one before it: o200k takes up to 64 of "-", "=", ".", "_", "*",
+# "#", "/" in one token, 32 of "~" and "+", 4 of "|" (a row padded with 30,000 dots is about 470
+# tokens; at 0.288 a byte its failure line was taken for 8,640 and left out of a budget of 4000,
+# helper-91)
+_REPEAT_TOKENS = _BYTE_TOKENS.copy()
+_REPEAT_TOKENS[[b for b in range(0x21, 0x7F) if _CLASS[b] == 0]] = 1 / 64
+_REPEAT_TOKENS[[ord("~"), ord("+")]] = 1 / 32
+_REPEAT_TOKENS[ord("|")] = 1 / 4
 # a line end that starts its line (a blank line): o200k counts a run of N newlines as N / 16 tokens,
 # of N CRLFs as N / 4 (counted with gpt-tokenizer); these had cost none, so 4 MB of blank lines
 # "fit" a budget of 4000 tokens and came out whole (helper-70)
@@ -204,26 +218,32 @@ def prefixes_at(data: bytes, offsets: npt.NDArray[np.int64]) -> tuple[npt.NDArra
     tokens = np.zeros(offsets.shape[0], dtype=np.float64)
     solid = np.zeros(offsets.shape[0], dtype=np.int64)
     n = len(data)
-    # (before: the last byte's class; after_end: whether it ended a line, as data's start does)
-    carry, carry_solid, before, after_end = np.zeros(1), np.zeros(1, dtype=np.int64), -1, True
+    # (last: the byte before, -1 for none; after_end: whether it ended a line, as data's start does)
+    carry, carry_solid, last, after_end = np.zeros(1), np.zeros(1, dtype=np.int64), -1, True
     done = int(np.searchsorted(offsets, 0, side="right"))  # (offset 0: nothing before it)
     for start in range(0, n, PREFIX_CHUNK):
         arr = np.frombuffer(data, dtype=np.uint8, count=min(PREFIX_CHUNK, n - start), offset=start)
         cls = _CLASS[arr]
-        starts = np.empty(arr.shape[0], dtype=bool)
-        starts[0] = int(cls[0]) != before
-        np.not_equal(cls[1:], cls[:-1], out=starts[1:])
-        line_start = np.empty(arr.shape[0], dtype=bool)
+        prev = np.empty(arr.shape[0], dtype=np.int16)  # the byte before each
+        prev[0] = last
+        prev[1:] = arr[:-1]
+        prev_cls = np.where(prev >= 0, _CLASS[np.maximum(prev, 0)], 5)  # (5: no class, a run starts)
+        starts = cls != prev_cls
+        line_start = prev == 0x0A
         line_start[0] = after_end
-        np.equal(arr[:-1], 0x0A, out=line_start[1:])
-        per_byte = _BYTE_TOKENS[arr] + starts * _RUN_TOKENS[cls] + line_start * _LINE_START_TOKENS[arr]
+        blank = cls >= 3
+        per_byte = (
+            np.where(prev == arr, _REPEAT_TOKENS[arr], _BYTE_TOKENS[arr])
+            + starts * (_RUN_TOKENS[cls] + (blank & (prev_cls >= 3) & (prev_cls <= 4)) * _SWITCH_TOKENS)
+            + line_start * _LINE_START_TOKENS[arr]
+        )
         # (from the sum so far: the running sum adds each byte to it in turn, as one sum over all of data)
         sums = np.cumsum(np.concatenate((carry, per_byte)))
         counts = np.cumsum(np.concatenate((carry_solid, ~_SPACE[arr])))
         upto = int(np.searchsorted(offsets, start + arr.shape[0], side="right"))
         at = offsets[done:upto] - start
         tokens[done:upto], solid[done:upto] = sums[at], counts[at]
-        carry, carry_solid, before, after_end, done = sums[-1:], counts[-1:], int(cls[-1]), arr[-1] == 0x0A, upto
+        carry, carry_solid, last, after_end, done = sums[-1:], counts[-1:], int(arr[-1]), arr[-1] == 0x0A, upto
     return tokens, solid
 
 
@@ -231,8 +251,9 @@ def estimate_tokens(data: bytes) -> float:
     """Estimated o200k tokens of ``data`` (bytes of the ``text`` output), from its byte classes.
 
     A linear model (weights above): 0.63 tokens per run of letters plus 0.134 per letter,
-    1.37 per run of digits plus 0.335 per digit, 0.288 per punctuation byte, 0.225 per run
-    of blanks plus 1/128 per space and 1/16 per tab, 1.43 per ESC, 1 per other control byte
+    1.37 per run of digits plus 0.335 per digit, 0.31 per punctuation byte (1/64 for most that
+    repeat the one before), 0.225 per run of spaces or of tabs (0.5 right after one of the other)
+    plus 1/128 per space and 1/16 per tab, 1.43 per ESC, 1 per other control byte
     and per character of 3 or 4 UTF-8 bytes, 0.5 per one of 2; a blank line 1/16 (1/4 with a
     CR). A run never crosses a line end, so the estimate of a text is the sum of its lines'.
     Never raises.

@@ -212,7 +212,8 @@ def test_budget_keeps_the_text_output_within_the_estimate_and_accounts_for_every
     kept, _ = check_accounting(log.read_bytes(), jsonl.stdout)
     alone, _ = check_accounting(log.read_bytes(), run_cli("filter", "--format", "jsonl", str(log)).stdout)
     if estimate_tokens(run_cli("filter", str(log)).stdout) > tokens:
-        assert kept and len(kept) < len(alone)
+        # (fewer lines, or the same ones with the budget's shorter summaries: the Realm log at 1000 tokens)
+        assert kept and len(kept) <= len(alone)
     else:  # (the filter's own output fits: the budget takes it as it is)
         assert kept == alone
     # the kept lines are the filter's own, but for a short gap kept between two of them

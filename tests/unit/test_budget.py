@@ -264,6 +264,16 @@ def test_a_long_run_of_blanks_costs_tokens_by_its_length_as_o200k_counts_it() ->
     assert estimate_tokens(b"    return x") == pytest.approx(estimate_tokens(b" return x"), abs=0.03)
 
 
+def test_padding_of_repeated_punctuation_and_of_spaces_and_tabs_in_turn_costs_as_o200k_counts_it() -> None:
+    # (o200k, counted with gpt-tokenizer: 30,000 dots 470 tokens, not 8,640, and a failure line padded
+    # with them was left out of a budget it fitted; 15,000 space-tab pairs 15,000 tokens, not one
+    # run's 0.225, and a budget of 4000 printed 23,457, helper-91)
+    assert estimate_tokens(b"." * 30_000) == pytest.approx(470, rel=0.05)
+    assert estimate_tokens(b"=" * 64) == pytest.approx(0.31 + 63 / 64)
+    assert estimate_tokens(b" \t" * 1000) == pytest.approx(999, rel=0.05)
+    assert estimate_tokens(b"\t" * 1000) == pytest.approx(63, rel=0.05)  # (a run of one: as before)
+
+
 def test_a_control_byte_is_about_a_token_as_a_spinner_s_backspaces_are() -> None:
     spinner = b"|\x08/\x08-\x08\\\x08" * 10
     assert estimate_tokens(spinner) >= 40  # 40 backspaces at least; o200k: 80 tokens
