@@ -834,6 +834,33 @@ async def test_a_stream_id_used_again_after_its_run_ended_is_warned_of(tmp_path:
 
 
 @pytest.mark.anyio
+async def test_a_second_run_under_a_running_stream_s_id_is_left_out_and_warned_of(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    """helper-92: two senders of one id at once: the second's bytes were placed among the first's by
+    offset (lines cut in two), its run-end ended the stream with its status, and the first's
+    failure was neither kept nor counted."""
+    worker = start_worker(tmp_path, server.url)
+    send = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--partitions", str(PARTITIONS)]
+    alpha = "for i in $(seq 1 120); do echo alpha build step $i; sleep 0.01; done; echo 'alpha: link failed'; exit 2"
+    beta = "for i in $(seq 1 60); do echo beta test $i passed; sleep 0.01; done; exit 1"
+    first = await anyio.open_process([*send, "--stream", "job-9", "--run-id", "alpha", "--", "sh", "-c", alpha])
+    await anyio.sleep(0.4)
+    second = await anyio.open_process([*send, "--stream", "job-9", "--run-id", "beta", "--", "sh", "-c", beta])
+    with anyio.fail_after(60):
+        assert await second.wait() == 1 and await first.wait() == 2
+    output = await read_output(server.url, {"job-9"}, seconds=30)
+    events = events_of(output["job-9"])
+    expected = "".join(f"alpha build step {i}\n" for i in range(1, 121)) + "alpha: link failed\n"
+    check_covered("job-9", expected.encode(), events, [expected.index("alpha: link failed")])
+    (end,) = [e for e in events if e["event"] == "exit"]
+    assert end["status"] == 2 and "run alpha " in end["text"]
+    said = worker.wait_for(lambda: [e for e in worker.logs() if e.get("event") == "stream.reused"], 20)
+    assert [(e["run"], e["running_run"], e["level"]) for e in said] == [("beta", "alpha", "warning")]
+    assert worker.stop(timeout=40) == 0
+
+
+@pytest.mark.anyio
 async def test_a_stream_id_used_again_after_its_stream_moved_is_acked_and_warned_of(
     tmp_path: Path, server: NatsServer
 ) -> None:

@@ -416,6 +416,13 @@ class _Stream:
         if RUN in headers and self.run_fields is None and CONTROL not in headers:
             self.before_start.append(msg)  # its run's query and tail rule come with the run-start
             return
+        other = headers.get(RUN) if CONTROL not in headers else _run_of(msg)
+        if other is not None and self.run_fields is not None and printable(other)[:64] != self.run_fields["run"]:
+            # another run under this id while the stream's goes on (two senders of one id): its bytes
+            # had been placed among the stream's by offset, and its end had ended the stream (helper-92)
+            self.partition.late(self.sid, self.run_fields["run"], msg, other, going=True)
+            await msg.ack()
+            return
         if OFFSET in headers:
             try:
                 offset = int(headers[OFFSET])
@@ -552,6 +559,16 @@ class _Stream:
                 await msg.in_progress()
             except (TimeoutError, nats.errors.Error):
                 pass  # (a lost connection: the acks after it are what matter)
+
+
+def _run_of(msg: Msg) -> str | None:
+    """The run a control message (a run-start or run-end, JSON) names, or None."""
+    try:
+        fields = json.loads(msg.data) if msg.data else None
+    except ValueError:
+        return None
+    run = fields.get("run") if isinstance(fields, dict) else None
+    return run if isinstance(run, str) and run else None
 
 
 class _Partition:
@@ -695,19 +712,20 @@ class _Partition:
         if len(self.recent_ends) > ENDED_STREAMS:
             self.recent_ends.popitem(last=False)
 
-    def late(self, sid: str, run: str | None, msg: Msg) -> None:
-        """``msg`` came for stream ``sid`` after its run ``run`` ended (None: not known): a copy, or
-        another run's, which is not filtered: said once a run (``stream.reused``, a warning; a CI
-        retry that reused its job's id had its failure left out without a word, helper-72)."""
-        other = (msg.headers or {}).get(RUN)
+    def late(self, sid: str, run: str | None, msg: Msg, other: str | None = None, going: bool = False) -> None:
+        """``msg`` (of the run ``other``, else its header's) came for stream ``sid`` after its run
+        ``run`` ended, or while it goes on (``going``; None: not known): a copy, or another run's,
+        which is not filtered: said once a run (``stream.reused``, a warning; a CI retry that reused
+        its job's id had its failure left out without a word, helper-72)."""
+        other = other if other is not None else (msg.headers or {}).get(RUN)
         if other is None or run is None or printable(other)[:64] == run or (sid, other) in self.reused:
             return
         self.reused[sid, other] = None
         if len(self.reused) > ENDED_STREAMS:
             self.reused.popitem(last=False)
         self.worker.log.warning(
-            "stream.reused", stream=sid, run=printable(other)[:64], ended_run=run,
-            hint="its output is not filtered: the stream ended with another run; use one id per run",
+            "stream.reused", stream=sid, run=printable(other)[:64], **{"running_run" if going else "ended_run": run},
+            hint="its output is not filtered: the stream is another run's; use one id per run",
         )  # fmt: skip
 
 
