@@ -945,9 +945,23 @@ def test_a_worker_stopped_gives_its_partitions_to_the_others_at_their_next_count
         srv.stop()
 
 
+def test_a_worker_set_to_other_partitions_than_the_pool_is_warned_of(tmp_path: Path, server: NatsServer) -> None:
+    """helper-92: a worker with `partitions = 16` beside one of 8 made each count two workers and take
+    a share of 4, so partitions of the 8 were held by none, their streams stalled, and nothing said so."""
+    first = start_worker(tmp_path, server.url)
+    config = worker_config(tmp_path, server.url, 2 * PARTITIONS)
+    other = Live(tmp_path, "daemon", "--config", str(config), env={"XDG_STATE_HOME": str(tmp_path / "other")})
+    for live in (first, other):
+        (said, *_) = live.wait_for(
+            lambda w=live: [e for e in w.logs() if e.get("event") == "pool.partitions_differ"], 30
+        )
+        assert said["level"] == "warning" and said["pool"] == [str(PARTITIONS), str(2 * PARTITIONS)]
+    assert other.stop(timeout=40) == 0 and first.stop(timeout=40) == 0
+
+
 def test_a_lease_keeper_stopped_before_it_started_stops_cleanly() -> None:
     """A worker stopped while the server restarted, before the pool's bucket was found (its renewal
     thread not started yet), exited 1 with "cannot join thread before it is started"."""
-    keeper = LeaseKeeper(["nats://127.0.0.1:1"], "pool-leases", "w1", 3.0)
+    keeper = LeaseKeeper(["nats://127.0.0.1:1"], "pool-leases", "w1", 3.0, 8)
     keeper.close()
     assert keeper.drop(0) is None

@@ -6,7 +6,8 @@ worker holds are renewed here, on a thread with its own event loop and connectio
 ``lease_seconds``; each renewal moves the lease's deadline (``Lease.deadline``, read by the worker's
 streams before each write). A renewal that finds the key taken or gone sets the deadline to 0: the
 worker's next write for that partition stops it. The thread also renews the worker's own key
-(``workers.<id>``), by which the pool counts its workers.
+(``workers.<id>.<partitions>``), by which the pool counts its workers, and sees the partitions
+each is set to.
 """
 
 from __future__ import annotations
@@ -47,12 +48,14 @@ class LeaseKeeper:
         bucket: the key-value bucket of the leases.
         ident: this worker's id (the value of its lease keys).
         lease_seconds: the bucket's time to live.
+        partitions: the partitions this worker is set to (in its own key's name, ``worker_key``).
     """
 
-    def __init__(self, servers: Sequence[str], bucket: str, ident: str, lease_seconds: float) -> None:
+    def __init__(self, servers: Sequence[str], bucket: str, ident: str, lease_seconds: float, partitions: int) -> None:
         self.servers = list(servers)
         self.bucket = bucket
         self.ident = ident
+        self.worker_key = f"workers.{ident}.{partitions}"
         self.lease_seconds = lease_seconds
         self.leases: dict[int, Lease] = {}  # partition -> its lease (shared with the worker's loop)
         self._lock = threading.Lock()
@@ -99,7 +102,7 @@ class LeaseKeeper:
                     # JSON event, while the server restarts, helper-52)
                     nc = await nats.connect(servers=self.servers, name=name, error_cb=self._nats_error)
                 kv = await nc.jetstream().key_value(self.bucket)
-                await kv.put(f"workers.{self.ident}", b"")
+                await kv.put(self.worker_key, b"")
                 with self._lock:
                     held = list(self.leases.items())
                 await asyncio.gather(*(self._renew(kv, number, lease) for number, lease in held))

@@ -742,7 +742,10 @@ class _Worker:
         self.log = get_logger().bind(source=source.name, worker=self.ident)
         self.outputs = [s for s in sinks if isinstance(s, NatsSink)]
         self.progress_seconds = source.ack_wait_seconds / 3
-        self.keeper = LeaseKeeper(source.servers, f"{source.consumer}-leases", self.ident, source.lease_seconds)
+        self.keeper = LeaseKeeper(
+            source.servers, f"{source.consumer}-leases", self.ident, source.lease_seconds, source.partitions
+        )
+        self._counts_said: frozenset[str] = frozenset()  # the pool's partition counts last warned of
         self.held: dict[int, _Partition] = {}
         self._lost_why: dict[int, str] = {}  # each partition's last reason it was lost for, until claimed
         self.turn = Turn()  # held by the stream deciding (see _Stream._take_all)
@@ -798,6 +801,15 @@ class _Worker:
         bucket = self.keeper.bucket
         info = await self.js.stream_info(f"KV_{bucket}", subjects_filter=f"$KV.{bucket}.workers.>")
         workers = max(1, len(info.state.subjects or {}))
+        counts = frozenset(s.rsplit(".", 1)[-1] for s in info.state.subjects or {} if s.rsplit(".", 1)[-1].isdigit())
+        if len(counts) > 1 and counts != self._counts_said:
+            # (a worker set to 16 beside three of 8: each counted 4 workers and took 2, and partitions
+            # 4 and 5 were no one's, their streams stalled without a word, helper-92)
+            self.log.warning(
+                "pool.partitions_differ", partitions=source.partitions, pool=sorted(counts, key=int),
+                hint="every worker of a pool must have the same `partitions`: some may be no one's",
+            )  # fmt: skip
+        self._counts_said = counts if len(counts) > 1 else frozenset()
         share = math.ceil(source.partitions / workers)
         if len(self.held) < share:
             for k in range(source.partitions):
@@ -874,7 +886,7 @@ class _Worker:
                 # purged, not deleted: a delete leaves a marker on the subject, which the others count
                 # as a worker (``_balance``) until the bucket's TTL: they took its partitions only then,
                 # 12 s after a stop (helper-83)
-                await self.js.purge_stream(f"KV_{bucket}", subject=f"$KV.{bucket}.workers.{self.ident}")
+                await self.js.purge_stream(f"KV_{bucket}", subject=f"$KV.{bucket}.{self.keeper.worker_key}")
             except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
                 pass
 
