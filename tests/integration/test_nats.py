@@ -265,6 +265,20 @@ async def test_send_nats_publishes_a_run_and_exits_with_its_status(tmp_path: Pat
     assert worker.stop() == 0
 
 
+def test_send_nats_with_other_partitions_than_the_workers_is_warned_of(tmp_path: Path, server: NatsServer) -> None:
+    """helper-92: `send --partitions 4` to workers of 6 published to a partition a worker took, the
+    wrong one for the id, and fleet.md's promised warning did not come."""
+    worker = start_worker(tmp_path, server.url)
+    held_all = worker.wait_for(lambda: len(held(worker)) == PARTITIONS, 20)
+    assert held_all
+    for partitions, warned in ((PARTITIONS, False), (4, True)):
+        done = run_cli("send", "--nats", server.url, "--stream", "job-3", "--partitions", str(partitions), "--", "true")
+        assert done.returncode == 0, done.stderr
+        said = f"warning: the workers' partitions are {PARTITIONS}, not {partitions} (--partitions)".encode()
+        assert (said in done.stderr) is warned, done.stderr
+    assert worker.stop() == 0
+
+
 def test_send_nats_that_loses_its_server_mid_run_filters_the_rest_here_and_exits_with_its_status(
     tmp_path: Path, server: NatsServer
 ) -> None:

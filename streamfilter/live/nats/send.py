@@ -64,8 +64,9 @@ async def _publish(js: JetStreamContext, subject: str, data: bytes, headers: dic
 
 
 async def _warn_untaken(js: JetStreamContext, target: str, partitions: int) -> None:
-    """Warn when the workers' consumers take other partitions but none takes ``target``'s: its
-    messages would wait for a worker with ``partitions`` partitions (``--partitions``)."""
+    """Warn when the workers' consumers take other partitions but none takes ``target``'s (its
+    messages would wait for a worker with ``partitions`` partitions, ``--partitions``), or when the
+    live workers are set to other partitions than ``partitions`` (``_pool_partitions``)."""
     wanted = target.rpartition(".")[0] + ".*"
     others = 0
     try:
@@ -73,7 +74,8 @@ async def _warn_untaken(js: JetStreamContext, target: str, partitions: int) -> N
         while True:  # (the server lists 256 consumers a request)
             page = await js.consumers_info(stream, offset=others)
             if any(c.config.filter_subject == wanted for c in page):
-                return
+                others = 0
+                break
             if not page:
                 break
             others += len(page)
@@ -85,6 +87,31 @@ async def _warn_untaken(js: JetStreamContext, target: str, partitions: int) -> N
             f"streamfilter: warning: no worker takes {wanted} yet ({consumers} other subjects): "
             f"are the workers' partitions {partitions} (--partitions)?\n"
         )
+        return
+    # a worker takes it, but of a pool set to other partitions, whose worker for this id's messages
+    # is another: they are filtered, by the worker of the wrong partition (helper-92: no warning)
+    counts = await _pool_partitions(js)
+    if counts and str(partitions) not in counts:
+        sys.stderr.write(
+            f"streamfilter: warning: the workers' partitions are {', '.join(sorted(counts, key=int))}, "
+            f"not {partitions} (--partitions): this run's messages go to another partition than the workers'\n"
+        )
+
+
+async def _pool_partitions(js: JetStreamContext) -> set[str]:
+    """The partitions the live workers are set to, by their keys in the pools' lease buckets
+    (``workers.<id>.<partitions>``, ``leases``); empty when none can be read."""
+    counts: set[str] = set()
+    try:
+        for info in await js.streams_info():
+            name = info.config.name or ""
+            if name.startswith("KV_") and name.endswith("-leases"):
+                bucket = name.removeprefix("KV_")
+                found = await js.stream_info(name, subjects_filter=f"$KV.{bucket}.workers.>")
+                counts |= {s.rsplit(".", 1)[-1] for s in found.state.subjects or {} if s.rsplit(".", 1)[-1].isdigit()}
+    except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
+        return set()
+    return counts
 
 
 async def send_to_nats(
