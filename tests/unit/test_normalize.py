@@ -75,6 +75,15 @@ def test_crlf_is_not_a_redraw() -> None:
     assert norm.text == raw and list(norm.frames) == [0, 0]
 
 
+def test_valgrinds_blank_line_is_blank_to_score() -> None:
+    # ("==123== " alone ends a report as a blank line ends a record; lines with more are as they were)
+    raw = b"==123== \n==123==    at 0x1: f (a.c:4)\nrow 1 ok==123== \n==123==\r\n==9==x\n==1== "
+    norm = normalize_block(raw, 6, 1 << 20)
+    text = b"\n==123==    at 0x1: f (a.c:4)\nrow 1 ok==123== \n\r\n==9==x\n==1== "
+    assert norm.text == text
+    assert list(norm.ends) == [i + 1 for i, byte in enumerate(text) if byte == 10] + [len(text)]
+
+
 def test_double_cr_before_text_is_one_redraw() -> None:
     assert normalize_block(b"old\r\rnew\n", 1, 1 << 20).text == b"new\n"
 

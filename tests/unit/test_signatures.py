@@ -730,7 +730,11 @@ def test_a_valgrind_report_glued_to_the_program_s_own_output_is_kept() -> None:
     report = log[log.index(b"==23455== Invalid read") : log.index(b"==23455== \n=1752 ok")]
     assert log[log.index(report) - 20 : log.index(report)] == b"[ingest] row 292 sum"  # (its "=1752 ok" after)
     assert b"at 0x10918E: sum_row (vg.c:4)" in report and b"by 0x1091C3: main (vg.c:7)" in report
-    assert report in _kept(log)
+    kept = _kept(log)
+    assert report in kept
+    # and the report ends at valgrind's blank line ("==23455== "): the program's rows after it had
+    # been kept as the rest of its record, 30 of them (helper-91)
+    assert b"\n=1752 ok\n" not in kept and b"[ingest] row 293 " not in kept
 
 
 def test_a_failed_ctest_keeps_its_output_up_to_the_next_test_line() -> None:
