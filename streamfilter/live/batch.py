@@ -103,6 +103,10 @@ def filter_input(
 
 HELD_BYTES = 1 << 20  # most bytes of a line being read held back for a stop (a longer one is fed as it comes)
 BUFFER_BYTES = 8 << 20  # output held in memory while a budget is decided; a temporary file past this
+# a pipe's bytes held for a budget's second reading in memory, a temporary file past this: a smaller
+# input needs no disk (one that could not take the file, a full one or `ulimit -f`, had given no
+# output at all, helper-91)
+SPOOL_BYTES = 64 << 20
 # a failed command's output is read again to keep what its first reading left out that may be the
 # failure in words no signature or query knows, in the middle of a long output: at most MISSED_TOP
 # of its STREAM_TOP most probable lines (by the prior), and the first RARE_SEEDS rare lines of its
@@ -152,7 +156,8 @@ def _budgeted(
     its output is within the budget, it is written: the budget changes nothing. Else a
     second pass over the same bytes keeps the chosen units. Passes after the first
     read the same open file (a file renamed or replaced meanwhile is still the one
-    read), or a spool of what the first pass read (stdin, a pipe, a FIFO). The output
+    read), or a spool of what the first pass read (stdin, a pipe, a FIFO; in memory up to
+    ``SPOOL_BYTES``, then a temporary file). The output
     is held until the bytes are known to be the same (CRC-32), then written after
     ``header``.
 
@@ -177,7 +182,7 @@ def _budgeted(
         # (a /proc file reads otherwise a second time: spooled, as a pipe is)
         regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode) and not _pseudo(name)
         start = handle.tell() if regular else 0  # stdin redirected from a file may not start at 0
-        spool = None if regular else stack.enter_context(tempfile.TemporaryFile())  # deleted when closed
+        spool = None if regular else stack.enter_context(tempfile.SpooledTemporaryFile(SPOOL_BYTES))
         again = spool if spool is not None else handle
         origin = start if spool is None else 0
         checksum = _Checksum()
@@ -261,7 +266,7 @@ def _budgeted(
 
 
 def _read_again(
-    sf: StreamFilter, handle: BinaryIO, origin: int, emit: Callable[[list[Run]], None], first: _Checksum
+    sf: StreamFilter, handle: IO[bytes], origin: int, emit: Callable[[list[Run]], None], first: _Checksum
 ) -> int:
     """Feed the bytes the first pass read (``first``: their length and CRC-32) from ``handle`` at
     ``origin`` through ``sf`` again (a file that grew since is read as far as it was); return the
@@ -446,7 +451,7 @@ class _Writer:
 
 def _feed(
     sf: StreamFilter,
-    handle: BinaryIO,
+    handle: IO[bytes],
     emit: Callable[[list[Run]], None],
     signals: StopSignals | None,
     copies: Sequence[Callable[[bytes], object]] = (),

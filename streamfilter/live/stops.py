@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterable, Mapping
-from typing import BinaryIO, ClassVar
+from typing import IO, ClassVar
 
 __all__ = ("STOP_SIGNALS", "StopSignals", "not_ignored")
 
@@ -47,7 +47,7 @@ class StopSignals:
         if self.waiting:
             raise _Stop
 
-    def read(self, handle: BinaryIO, size: int) -> bytes:
+    def read(self, handle: IO[bytes], size: int) -> bytes:
         """The next chunk of at most ``size`` bytes, or b"" once a stop signal came."""
         if self.received is not None:
             return b""

@@ -241,6 +241,32 @@ def test_budget_on_stdin_reads_it_once_keeps_a_failure_and_explains_what_it_left
     assert back.returncode == 0 and back.stdout and back.stdout in data
 
 
+def test_budget_on_stdin_under_a_file_size_limit_still_keeps_the_failure(tmp_path: Path) -> None:
+    """``ulimit -f 500`` (500 KiB) below a 1.6 MB pipe: the temporary file its second reading needs
+    failed, and `filter --budget-tokens` exited 1 with nothing written (helper-91). The pipe's bytes
+    are held in memory for it now; the archive for refs stops at the limit, and says so."""
+    import resource
+
+    data = "".join(f"INFO step {i:06d} compiled unit ok, nothing to see here\n" for i in range(30000))
+    data += "ERROR: link failed: undefined reference to frobnicate\n"
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (500 << 10, 500 << 10))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamfilter", "filter", "--budget-tokens", "300"],
+        input=data.encode(),
+        capture_output=True,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+        preexec_fn=limit,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"ERROR: link failed: undefined reference to frobnicate\n" in proc.stdout
+    assert b'"event": "archive.full"' in proc.stderr and estimate_tokens(proc.stdout) <= 300
+
+
 def test_budget_the_output_fits_in_changes_nothing_and_a_tight_one_keeps_the_failure_line() -> None:
     alone = run_cli("filter", str(EXAMPLE)).stdout
     # just enough (a budget counts the source its refs name, once, as REF_SOURCE_TOKENS, whatever its path)
