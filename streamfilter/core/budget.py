@@ -218,24 +218,19 @@ def prefixes_at(data: bytes, offsets: npt.NDArray[np.int64]) -> tuple[npt.NDArra
     tokens = np.zeros(offsets.shape[0], dtype=np.float64)
     solid = np.zeros(offsets.shape[0], dtype=np.int64)
     n = len(data)
-    # (last: the byte before, -1 for none; after_end: whether it ended a line, as data's start does)
-    carry, carry_solid, last, after_end = np.zeros(1), np.zeros(1, dtype=np.int64), -1, True
+    carry, carry_solid, last = np.zeros(1), np.zeros(1, dtype=np.int64), 0x0A  # (as if a line ended before data)
     done = int(np.searchsorted(offsets, 0, side="right"))  # (offset 0: nothing before it)
     for start in range(0, n, PREFIX_CHUNK):
         arr = np.frombuffer(data, dtype=np.uint8, count=min(PREFIX_CHUNK, n - start), offset=start)
-        cls = _CLASS[arr]
-        prev = np.empty(arr.shape[0], dtype=np.int16)  # the byte before each
+        prev = np.empty_like(arr)  # the byte before each
         prev[0] = last
         prev[1:] = arr[:-1]
-        prev_cls = np.where(prev >= 0, _CLASS[np.maximum(prev, 0)], 5)  # (5: no class, a run starts)
+        cls, prev_cls = _CLASS[arr], _CLASS[prev]
         starts = cls != prev_cls
-        line_start = prev == 0x0A
-        line_start[0] = after_end
-        blank = cls >= 3
         per_byte = (
             np.where(prev == arr, _REPEAT_TOKENS[arr], _BYTE_TOKENS[arr])
-            + starts * (_RUN_TOKENS[cls] + (blank & (prev_cls >= 3) & (prev_cls <= 4)) * _SWITCH_TOKENS)
-            + line_start * _LINE_START_TOKENS[arr]
+            + starts * (_RUN_TOKENS[cls] + ((cls >= 3) & (prev_cls >= 3)) * _SWITCH_TOKENS)
+            + (prev == 0x0A) * _LINE_START_TOKENS[arr]
         )
         # (from the sum so far: the running sum adds each byte to it in turn, as one sum over all of data)
         sums = np.cumsum(np.concatenate((carry, per_byte)))
@@ -243,7 +238,7 @@ def prefixes_at(data: bytes, offsets: npt.NDArray[np.int64]) -> tuple[npt.NDArra
         upto = int(np.searchsorted(offsets, start + arr.shape[0], side="right"))
         at = offsets[done:upto] - start
         tokens[done:upto], solid[done:upto] = sums[at], counts[at]
-        carry, carry_solid, last, after_end, done = sums[-1:], counts[-1:], int(arr[-1]), arr[-1] == 0x0A, upto
+        carry, carry_solid, last, done = sums[-1:], counts[-1:], int(arr[-1]), upto
     return tokens, solid
 
 

@@ -305,8 +305,7 @@ def normalize_block(
     if ends is None:
         ends = _line_ends(text, n_lines)
     text, ends = _strip_service_prefixes(text, ends)
-    if b"==" in text:
-        text, ends = _blank_valgrind(text, ends, n_lines)
+    text, ends = _blank_valgrind(text, ends, n_lines)
     stamped = _timestamp_lines(text, ends)
     if stamped.shape[0]:
         text, ends = _strip_timestamps(text, ends, stamped)
@@ -331,10 +330,13 @@ def normalize_block(
 # valgrind's blank line, its prefix alone ("==123== "): the end of a report, as a blank line ends a
 # record (a report glued to the program's output had kept the 30 lines after it, helper-91)
 _VALGRIND_BLANK = re.compile(rb"\n==\d{1,10}==[ \t]*(?=\r?\n)")
+_VALGRIND_LINE = re.compile(rb"\n==\d")  # (looked for first: pytest's "=====" rules are no reason to copy a block)
 
 
 def _blank_valgrind(text: bytes, ends: npt.NDArray[np.int64], n_lines: int) -> tuple[bytes, npt.NDArray[np.int64]]:
     """``text`` with valgrind's blank lines (``_VALGRIND_BLANK``) made blank."""
+    if not text.startswith(b"==") and _VALGRIND_LINE.search(text) is None:
+        return text, ends
     blanked = _VALGRIND_BLANK.sub(b"\n", b"\n" + text)[1:]
     return (text, ends) if len(blanked) == len(text) else (blanked, _line_ends(blanked, n_lines))
 

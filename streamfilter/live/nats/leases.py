@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import nats
@@ -26,9 +26,15 @@ from nats.js.kv import KeyValue
 from .._logging import get_logger
 from .link import drain_and_close
 
-__all__ = ("LEASE_MARGIN_SECONDS", "Lease", "LeaseKeeper")
+__all__ = ("LEASE_MARGIN_SECONDS", "Lease", "LeaseKeeper", "pool_partitions")
 
 LEASE_MARGIN_SECONDS = 0.5  # a lease is taken as lost this long (or a quarter of it) before it can expire
+
+
+def pool_partitions(subjects: Iterable[str]) -> frozenset[str]:
+    """The partitions the workers whose keys' subjects are ``subjects`` (``...workers.<id>.<partitions>``,
+    ``LeaseKeeper.worker_key``) are set to."""
+    return frozenset(count for subject in subjects if (count := subject.rpartition(".")[2]).isdigit())
 
 
 @dataclass(slots=True)

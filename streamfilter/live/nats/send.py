@@ -30,6 +30,7 @@ from ...core.words import counted
 from ..envelope import SUCCESS_TAIL_LINES, Ended, exit_text, status_of
 from ..run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
 from ..stream import LiveStream
+from .leases import pool_partitions
 from .link import CONNECTION_LOST, CONTROL, OFFSET, RUN, connect, partition_of
 
 __all__ = ("send_to_nats",)
@@ -108,7 +109,7 @@ async def _pool_partitions(js: JetStreamContext) -> set[str]:
             if name.startswith("KV_") and name.endswith("-leases"):
                 bucket = name.removeprefix("KV_")
                 found = await js.stream_info(name, subjects_filter=f"$KV.{bucket}.workers.>")
-                counts |= {s.rsplit(".", 1)[-1] for s in found.state.subjects or {} if s.rsplit(".", 1)[-1].isdigit()}
+                counts |= pool_partitions(found.state.subjects or {})
     except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
         return set()
     return counts

@@ -60,7 +60,7 @@ from ..expand import archive_refs
 from ..sinks import Sink
 from ..stream import HOLD_SECONDS, ArchivedStream
 from ..totals import Totals
-from .leases import Lease, LeaseKeeper
+from .leases import Lease, LeaseKeeper, pool_partitions
 from .link import CONTROL, OFFSET, RUN, Turn, connect, drain_and_close, ensure_stream
 from .sink import NatsSink, PublishFailed
 
@@ -801,7 +801,7 @@ class _Worker:
         bucket = self.keeper.bucket
         info = await self.js.stream_info(f"KV_{bucket}", subjects_filter=f"$KV.{bucket}.workers.>")
         workers = max(1, len(info.state.subjects or {}))
-        counts = frozenset(s.rsplit(".", 1)[-1] for s in info.state.subjects or {} if s.rsplit(".", 1)[-1].isdigit())
+        counts = pool_partitions(info.state.subjects or {})
         if len(counts) > 1 and counts != self._counts_said:
             # (a worker set to 16 beside three of 8: each counted 4 workers and took 2, and partitions
             # 4 and 5 were no one's, their streams stalled without a word, helper-92)
