@@ -45,6 +45,7 @@ from ..live.batch import filter_input
 from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
 from ..live.expand import RefError, expand_page, parse_ref, ref_path, shown, state_dir, state_dirs
+from ..live.process import KILL_GRACE_SECONDS
 from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
 from ..live.sinks import escape_controls
 from .defaults import DEFAULT_BUDGET_TOKENS
@@ -67,6 +68,8 @@ __all__ = (
     "tail_sink",
 )
 
+TIMED_OUT = 124  # the run tool's status for a command its timeout stopped (timeout(1)'s)
+MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
 EXPAND_MAX_BYTES = 1 << 20  # most bytes of a ref's range the expand tool returns a call (the CLI has no cap)
 READ_LINES = 50  # read: lines (text sink) or events (JSONL sink) returned when the caller names no count
 READ_MAX_LINES = 2000  # read: the most it returns per sink
@@ -101,6 +104,17 @@ Query = Annotated[
     ),
 ]
 Budget = Annotated[int, Field(description="About how many tokens the returned output may take.", ge=1, le=MAX_COUNT)]
+Timeout = Annotated[
+    float | None,
+    Field(
+        description="Seconds after which the command and what it started are stopped (SIGTERM, SIGKILL "
+        f"{KILL_GRACE_SECONDS:g} s later) and the output so far is returned with status 124, as `timeout` "
+        "gives (default: none). Set it below your own call's timeout: a call that times out or is cancelled "
+        "returns nothing.",
+        gt=0,
+        le=MAX_TIMEOUT_SECONDS,
+    ),
+]
 Failed = Annotated[
     bool,
     Field(
@@ -327,14 +341,20 @@ class _Running:
 
 
 async def _run(
-    argv: list[str], cwd: str | None, config: FilterConfig, budget_tokens: int, running: _Running
+    argv: list[str],
+    cwd: str | None,
+    config: FilterConfig,
+    budget_tokens: int,
+    running: _Running,
+    stop_after: float | None = None,
 ) -> CallToolResult:
     """The ``run`` tool's work: the command awaited on the event loop (it writes its output to a
-    file itself), then that file filtered in a worker thread (CPU-bound work off the event loop)."""
+    file itself), then that file filtered in a worker thread (CPU-bound work off the event loop).
+    A command stopped after ``stop_after`` seconds ends with status ``TIMED_OUT`` and a note that says so."""
     copy = await anyio.to_thread.run_sync(OutputCopy.create, argv)  # (in memory where no file can be made)
     try:
         with running.one():
-            captured = await capture_command(argv, copy, cwd, detached=True)
+            captured = await capture_command(argv, copy, cwd, detached=True, stop_after=stop_after)
     except CommandError as exc:
         copy.discard()  # (empty: nothing to keep)
         text = _text(not_started_event(argv, exc, "text"))
@@ -346,6 +366,13 @@ async def _run(
     out = io.BytesIO()
     notes = [LEFT_OPEN] if captured.left_open else []
     returncode = captured.returncode
+    if captured.timed_out:  # (an agent's own call timeout returns nothing at all: helper-96)
+        notes.append(
+            f"timed out after {stop_after:g} s: the command and what it started were stopped (it had "
+            f"{'ended by signal ' + str(-returncode) if returncode < 0 else 'exited ' + str(returncode)}); "
+            f"status {TIMED_OUT}, as timeout(1) gives"
+        )
+        returncode = TIMED_OUT
     try:
         done = await anyio.to_thread.run_sync(
             lambda: report_run(argv, returncode, copy, config, "text", budget_tokens, out, notes=notes)
@@ -548,12 +575,19 @@ class StreamfilterMCP:
         running, root = self._running, Path.cwd()
 
         async def run(
-            command: Command, cwd: Cwd = None, query: Query = query, budget_tokens: Budget = budget_tokens
+            command: Command,
+            cwd: Cwd = None,
+            query: Query = query,
+            budget_tokens: Budget = budget_tokens,
+            timeout_seconds: Timeout = None,
         ) -> Annotated[CallToolResult, RunResult]:
             argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
             if not argv or not argv[0]:
                 raise ToolError("command is empty")
-            return await _run(argv, _directory(cwd), _filter_config(query), budget_tokens, running)
+            if any("\0" in arg for arg in argv):  # (exec refuses it: a traceback had said only "Error", helper-96)
+                raise ToolError("command holds a NUL character, which no program argument can")
+            config = _filter_config(query)
+            return await _run(argv, _directory(cwd), config, budget_tokens, running, timeout_seconds)
 
         async def filter_file(
             path: FilePath, query: Query = query, budget_tokens: Budget = budget_tokens, failed: Failed = False
@@ -628,8 +662,8 @@ class StreamfilterMCP:
                     f"success the output is terse. {summaries} The last line gives the exit status and the file "
                     "holding the whole output (`output_path`: refs point into it). Returns `status` (127: not found, "
                     "126: not executable, 128+N: killed by signal N; a command that cannot start is a result, not an "
-                    "error), `output_path`, `lines`, `bytes`. Stdin is empty. Cancelling the call kills the command "
-                    "and what it started."
+                    "error; 124: stopped by `timeout_seconds`), `output_path`, `lines`, `bytes`. Stdin is empty. "
+                    "Cancelling the call kills the command and what it started, and returns nothing."
                 ),
                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
             ),
@@ -654,7 +688,8 @@ class StreamfilterMCP:
                     "Return exactly the lines a summary's ref names (`[streamfilter: dropped lines ...; ref REF]` in "
                     "the output of `run`, `filter` or `read`), checked by CRC-32, with `context_lines` more lines "
                     f"before and after (default 0); at most {EXPAND_MAX_BYTES} bytes a call, cut after a whole line (a "
-                    "longer line at the limit): a longer range comes in pages (pass `next_offset` as `offset`). A ref "
+                    "longer line at the limit): a longer range comes in pages (pass `next_offset` as `offset`); "
+                    "context lines count toward it, the nearest first, those past it left out. A ref "
                     "whose file was deleted, rewritten or evicted is an error that says so (run or filter again for "
                     "fresh refs)."
                 ),
@@ -692,10 +727,11 @@ class StreamfilterMCP:
 def _strict(fn: Callable[..., Any], **fields: Any) -> Tool:
     """The SDK's tool of ``fn`` (``Tool.from_function`` with ``fields``), whose arguments are checked
     for names it does not take: a misspelt one (``budget_token``) had been dropped without a word, and
-    the call run with the default (helper-84). Its input schema says so too (``additionalProperties``)."""
+    the call run with the default (helper-84). Its input schema says so too (``additionalProperties``).
+    Types are strict too: ``"100"`` is not a number of tokens (it had been taken for one, helper-96)."""
     tool = Tool.from_function(fn, **fields)
     loose = tool.fn_metadata.arg_model
-    config = ConfigDict(**{**loose.model_config, "extra": "forbid"})
+    config = ConfigDict(**{**loose.model_config, "extra": "forbid", "strict": True})
     strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), {"model_config": config}))
     tool.fn_metadata.arg_model = strict
     tool.parameters = strict.model_json_schema(by_alias=True)

@@ -951,10 +951,16 @@ class Captured:
     stopping: Stopping
     left_open: bool = False
     reader_gone: bool = False
+    timed_out: bool = False
 
 
 async def capture_command(
-    argv: Sequence[str], copy: OutputCopy, cwd: str | None = None, detached: bool = False, watch_stdout: bool = False
+    argv: Sequence[str],
+    copy: OutputCopy,
+    cwd: str | None = None,
+    detached: bool = False,
+    watch_stdout: bool = False,
+    stop_after: float | None = None,
 ) -> Captured:
     """Run ``argv`` in ``cwd`` with stdout and stderr merged into a pipe, copied into ``copy``,
     passing stop signals on as ``run_command`` does; return how it ended.
@@ -966,13 +972,15 @@ async def capture_command(
     signals are its own to handle (not passed on). Whenever the capture is cancelled, CMD is sent
     SIGTERM (with ``detached``, its whole process group: what it started too), SIGKILL after
     ``KILL_GRACE_SECONDS``, and waited for: it never outlives the capture. ``watch_stdout``: when the
-    reader of our stdout goes away (``| head``), the pipe is closed, as that reader's was.
+    reader of our stdout goes away (``| head``), the pipe is closed, as that reader's was. ``stop_after``
+    (seconds): CMD is then stopped the same way (``Captured.timed_out``), and its output read to the
+    end, as ``timeout(1)`` in a pipeline leaves it.
 
     Raises:
         CommandError: CMD cannot be started.
     """
     stopping = Stopping()
-    gone = anyio.Event()
+    gone, timed_out = anyio.Event(), anyio.Event()
     with contextlib.ExitStack() as stack:
         signals = None if detached else stack.enter_context(anyio.open_signal_receiver(*passed_signals()))
         process = await start_command(argv, separate=False, cwd=cwd, detached=detached)
@@ -980,6 +988,8 @@ async def capture_command(
             async with anyio.create_task_group() as tg:
                 if signals is not None:
                     tg.start_soon(pass_signals, signals, process, stopping)
+                if stop_after is not None:
+                    tg.start_soon(_stop_after, process, stop_after, detached, timed_out)
                 with anyio.CancelScope() as reading:
                     if watch_stdout:
                         tg.start_soon(_when_reader_gone, process, gone, reading)
@@ -995,7 +1005,14 @@ async def capture_command(
             raise
     left_open = process.stdout.left_open
     await process.aclose()
-    return Captured(returncode, stopping, left_open, gone.is_set())
+    return Captured(returncode, stopping, left_open, gone.is_set(), timed_out.is_set())
+
+
+async def _stop_after(process: Command, seconds: float, group: bool, timed_out: anyio.Event) -> None:
+    await anyio.sleep(seconds)
+    timed_out.set()
+    with anyio.CancelScope(shield=True):  # (its end cancels this task: what it started is killed still)
+        await process.stop(group=group)
 
 
 async def _copy_pipe(pipe: OutputPipe, copy: OutputCopy) -> None:

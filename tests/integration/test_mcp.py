@@ -124,7 +124,7 @@ async def test_the_tools_are_listed_with_their_parameters(tmp_path: Path) -> Non
     assert set(listed) == {"run", "filter", "expand"}  # streams and read come with --config
     params = {name: set(tool.input_schema["properties"]) for name, tool in listed.items()}
     assert params == {
-        "run": {"command", "cwd", "query", "budget_tokens"},
+        "run": {"command", "cwd", "query", "budget_tokens", "timeout_seconds"},
         "filter": {"path", "query", "budget_tokens", "failed"},
         "expand": {"ref", "context_lines", "offset"},
     }
@@ -237,6 +237,41 @@ async def test_a_cancelled_run_kills_the_command_and_what_it_started(tmp_path: P
         # the server goes on serving
         again = await call(session, "run", command="echo still here")
     assert text_of(again).startswith("still here\n")
+
+
+@pytest.mark.anyio
+async def test_a_run_past_its_timeout_is_stopped_and_gives_what_it_printed(tmp_path: Path, pid_files: list[Path]) -> None:
+    # (an agent's own call timeout gives it nothing, not even the file: helper-96)
+    pids = tmp_path / "pids"
+    pid_files += [pids, Path(f"{pids}.bg")]
+    command = (
+        f"sleep 300 & echo $! > {pids}.bg; echo $$ > {pids}.sh; mv {pids}.sh {pids}; "
+        "trap 'echo stopping: saved 12 of 40 files; exit 3' TERM; echo started the long step; wait"
+    )
+    async with connect(tmp_path) as session:
+        began = time.monotonic()
+        result = await call(session, "run", command=command, timeout_seconds=1.5)
+        took = time.monotonic() - began
+        await anyio.to_thread.run_sync(wait_until, lambda: all(gone(pid) for pid in started(pids)))
+        refused = await call(session, "run", command="echo hi", timeout_seconds=0)
+    got, text = facts(result), text_of(result)
+    assert got["status"] == mcp_server.TIMED_OUT and 1.5 <= took < 1.5 + 10, (took, text)
+    # what it printed before and as it was stopped (its output is read to the end)
+    assert "started the long step\n" in text and "stopping: saved 12 of 40 files\n" in text, text
+    assert "timed out after 1.5 s" in text and "exited 3" in text, text
+    assert Path(got["output_path"]).read_text() == "started the long step\nstopping: saved 12 of 40 files\n"
+    assert refused.is_error and "timeout_seconds" in text_of(refused), text_of(refused)
+
+
+@pytest.mark.anyio
+async def test_a_nul_in_the_command_and_a_number_as_text_are_errors_that_say_so(tmp_path: Path) -> None:
+    async with connect(tmp_path) as session:
+        shell = await call(session, "run", command="echo a\0b")
+        listed = await call(session, "run", command=["echo", "a\0b"])
+        as_text = await call(session, "run", command="echo hi", budget_tokens="100")
+    for result in (shell, listed):
+        assert result.is_error and "NUL" in text_of(result), text_of(result)
+    assert as_text.is_error and "budget_tokens" in text_of(as_text), text_of(as_text)
 
 
 def test_a_stop_signal_kills_the_running_commands_then_the_server(tmp_path: Path, pid_files: list[Path]) -> None:
@@ -352,6 +387,35 @@ async def test_a_dropped_run_past_a_mebibyte_comes_back_in_pages_of_whole_lines(
     after = whole[end:].split(b"\n", 1)[0] + b"\n"
     assert b"".join(pages) == whole[start:end] + after and offsets[1] == len(pages[0])
     assert past.is_error and "past its" in text_of(past)
+
+
+@pytest.mark.anyio
+async def test_context_lines_count_toward_a_call_s_mebibyte_nearest_first(tmp_path: Path) -> None:
+    # (20,000 context lines had returned 1.4 MB a call, 2,000,000 timed out at 832 MB: helper-96)
+    before = b"".join(b"setup step %06d done, nothing to see\n" % i for i in range(60_000))
+    middle = b"".join(b"test_%06d ... ok\n" % i for i in range(3_000))
+    after = b"".join(b"teardown step %06d done, nothing to see\n" % i for i in range(60_000))
+    whole = before + b"ERROR: first\n" + middle + b"ERROR: second\n" + after
+    (tmp_path / "ctx.log").write_bytes(whole)
+
+    def span(ref: str) -> tuple[int, int]:
+        first, last = re.split(r"[:@]", ref.rsplit(":", 1)[0])[-1].split("-")
+        return int(first), int(last)
+
+    async with connect(tmp_path) as session:
+        text = text_of(await call(session, "filter", path="ctx.log", query="error", budget_tokens=4000))
+        ref = next(r for r in REF.findall(text) if len(before) < span(r)[0] < span(r)[1] < len(whole) - len(after))
+        start, end = span(ref)
+        got = await call(session, "expand", ref=ref, context_lines=200_000)
+    data = text_of(got).encode()
+    assert facts(got)["next_offset"] is None and end - start > 10_000
+    assert len(data) <= mcp_server.EXPAND_MAX_BYTES and data.endswith(b"\n")
+    # the range with whole lines on each side, the nearest ones, about as many bytes each side
+    at = whole.find(data)
+    assert 0 < at < start and whole[at - 1 : at] == b"\n" and at + len(data) > end
+    assert data[start - at : end - at] == whole[start:end]
+    lead, trail = start - at, at + len(data) - end
+    assert abs(lead - trail) < 100 and lead + trail > mcp_server.EXPAND_MAX_BYTES - (end - start) - 100
 
 
 @pytest.mark.anyio
