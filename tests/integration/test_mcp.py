@@ -240,7 +240,9 @@ async def test_a_cancelled_run_kills_the_command_and_what_it_started(tmp_path: P
 
 
 @pytest.mark.anyio
-async def test_a_run_past_its_timeout_is_stopped_and_gives_what_it_printed(tmp_path: Path, pid_files: list[Path]) -> None:
+async def test_a_run_past_its_timeout_is_stopped_and_says_what_it_printed(
+    tmp_path: Path, pid_files: list[Path]
+) -> None:
     # (an agent's own call timeout gives it nothing, not even the file: helper-96)
     pids = tmp_path / "pids"
     pid_files += [pids, Path(f"{pids}.bg")]
@@ -259,7 +261,8 @@ async def test_a_run_past_its_timeout_is_stopped_and_gives_what_it_printed(tmp_p
     # what it printed before and as it was stopped (its output is read to the end)
     assert "started the long step\n" in text and "stopping: saved 12 of 40 files\n" in text, text
     assert "timed out after 1.5 s" in text and "exited 3" in text, text
-    assert Path(got["output_path"]).read_text() == "started the long step\nstopping: saved 12 of 40 files\n"
+    kept = await anyio.Path(got["output_path"]).read_text()
+    assert kept == "started the long step\nstopping: saved 12 of 40 files\n"
     assert refused.is_error and "timeout_seconds" in text_of(refused), text_of(refused)
 
 
