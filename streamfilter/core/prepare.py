@@ -226,6 +226,7 @@ _FINISHED_LINE = re.compile(rb"\nFinished in \d")  # RSpec's and minitest's, aft
 _SUBTEST_LINE = re.compile(rb"\n# Subtest: ")  # node --test's next top-level test or suite, after a failed one
 # CTest's next test started or done, after a failed one's output (``--output-on-failure``)
 _CTEST_LINE = re.compile(rb"\n[ \t]*(?:Start +\d+: |\d+/\d+ Test +#\d+: )")
+_NINJA_LINE = re.compile(rb"\n[ \t]*\[\d+/\d+\] ")  # ninja's next step, after a failed one's output
 _RULE = re.compile(rb"-{20,}[ \t\r]*")  # unittest's, after each report
 # pre-commit's line for each hook: "ruff.....Passed", "check json....(no files to check)Skipped",
 # looked for only in lines whose last token is its status
@@ -236,7 +237,8 @@ _HOOK_STATUS = KeySet.of(token_key(w) for w in (b"passed", b"failed", b"skipped"
 def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: TokenTable) -> Int64Array:
     """Lines whose first non-blank bytes are ``===``, vitest's ``⎯`` or cargo's ``test result: ``,
     RSpec's ``Finished in 4.2 seconds``, node's ``# Subtest: `` at column 0 (its next test or suite),
-    CTest's ``Start 9:`` and ``8/40 Test  #8:``, rules of ``-``, and pre-commit's hook lines."""
+    CTest's ``Start 9:`` and ``8/40 Test  #8:``, ninja's ``[7/506] `` in a block with its
+    ``FAILED: ``, rules of ``-``, and pre-commit's hook lines."""
     arr = np.frombuffer(text, dtype=np.uint8)
     n = arr.shape[0]
     if n == 0:
@@ -261,6 +263,7 @@ def _section_stops(text: bytes, ends: Int64Array, layout: LineLayout, table: Tok
         (b"Finished in ", _FINISHED_LINE),
         (b"# Subtest: ", _SUBTEST_LINE),
         (b" Test ", _CTEST_LINE),
+        (b"FAILED: ", _NINJA_LINE),
     ):
         if literal in text:
             # the "\n" before each such line is at the line's offset in text

@@ -360,6 +360,15 @@ TABLE: tuple[Entry, ...] = (
         section=True,
         example="37/90 Test #37: geo_case_37 ......................***Exception: SegFault  0.00 sec",
     ),
+    # a section: ninja prints a failed step's command and its output after "FAILED: <outputs>", up
+    # to the next step's "[N/M] " line (helper-95: the generator's message after it was summarized)
+    Entry(
+        name="ninja-failed",
+        family="make",
+        pattern=r"FAILED: \S",
+        section=True,
+        example="FAILED: gen/payments.h ",
+    ),
     # make's own errors in a makefile: "Makefile:12: *** missing separator.  Stop."
     Entry(
         name="make-stop",
@@ -747,6 +756,14 @@ TABLE: tuple[Entry, ...] = (
         family="git",
         find=(r"! \[rejected\]", r"! \[remote rejected\]"),
         example=" ! [rejected]        main -> main (fetch first)",
+    ),
+    # a merge, rebase, cherry-pick or stash apply that stopped on a conflict, one line a path
+    # (helper-95: "2× CONFLICT (content): M…" named neither file)
+    Entry(
+        name="git-conflict",
+        family="git",
+        pattern=r"CONFLICT \([a-z/ ]+\): ",
+        example="CONFLICT (content): Merge conflict in src/mod137.txt",
     ),
     Entry(
         name="docker-error",

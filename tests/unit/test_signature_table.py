@@ -19,6 +19,7 @@ EXCEPTIONS = {
     ("gradle-task-failed", "test-failed"): "Gradle's FAILED ends the task's line",
     ("vitest-fail", "go-fail"): "vitest's lines start with go test's FAIL",
     ("vitest-fail", "generic-error"): "vitest's lines start with the catch-all's FAIL",
+    ("ninja-failed", "generic-error"): "ninja's lines start with the catch-all's FAILED:",
 }
 
 FAMILY = {e.name: e.family for e in TABLE}

@@ -768,3 +768,25 @@ def test_test_more_diagnostics_are_kept_without_the_passing_points_after_them() 
     for failure in log[: log.index(b"# Looks like")].split(b"\n\n")[1:]:
         assert failure.count(b"\n") >= 3 and failure in kept
     assert b"\nok 10 - filler 10\n" not in kept
+
+
+def test_a_failed_ninja_step_keeps_its_output_up_to_the_next_step_line() -> None:
+    # ninja 1.11 -k 0 on a build whose code generator fails among 105 steps: the step's command and
+    # the generator's own words come after "FAILED: <outputs>", up to the next "[N/M] " line
+    # (helper-95: the message after the line was kept or not by where the windows fell)
+    log = (REAL / "ninja-generator-failed.log").read_bytes()
+    output = log[log.index(b"FAILED: gen/payments.h") : log.index(b"[65/105]")]
+    assert output.count(b"\n") == 4 and b"which the wire format cannot carry" in output
+    for shift in range(8):  # wherever the windows fall
+        kept = _kept(b"+ setup step\n" * shift + log)
+        assert output in kept, shift
+        assert b"[74/105]" not in kept  # (the section ends at the next step: a window at most)
+
+
+def test_each_file_a_merge_stopped_on_is_kept() -> None:
+    # git 2.39 merge of a branch that changed 120 files, two of them where the other did:
+    # "2× CONFLICT (content): M…" had named neither file (helper-95)
+    log = (REAL / "git-merge-conflict.log").read_bytes()
+    kept = _kept(log)
+    for path in (b"src/mod37.txt", b"src/mod88.txt"):
+        assert b"CONFLICT (content): Merge conflict in " + path + b"\n" in kept
