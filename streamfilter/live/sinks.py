@@ -23,7 +23,6 @@ from typing import BinaryIO, Protocol
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
-from anyio.streams.memory import MemoryObjectSendStream
 
 from ..core.errors import StreamfilterError
 from ..core.words import counted
@@ -50,6 +49,9 @@ LAST_LINE_SECONDS = 10.0  # how long a dropped subscriber has to take its last l
 # may not have been scheduled; a reader that takes nothing for this long is not reading
 ROOM_SECONDS = 1.0
 PIECE_BYTES = 16 << 10  # a subscriber is written an event in pieces of at most this many bytes
+# bytes queued per subscriber besides ``queue_events``: a send is up to a MiB, so 1024 of them had
+# held 120 MB for one slow reader before its sources were slowed (helper-94)
+QUEUE_BYTES = 16 << 20
 OUTQ_POLL_SECONDS = 0.1  # while a send waits for a subscriber's room, how often its reading is looked at
 SLOWED_LOG_SECONDS = 10.0  # a unix sink's waits for a slow subscriber are logged at most this often
 CLOSE_SECONDS = 5.0  # at a stop, how long subscribers get to take what is queued for them (their streams' ends)
@@ -342,11 +344,50 @@ class _Reading:
         return self.took
 
 
+class _Queue:
+    """A subscriber's queue of sends, bounded in sends (``events``) and in bytes (``QUEUE_BYTES``;
+    one send of any size fits an empty queue)."""
+
+    def __init__(self, events: int) -> None:
+        self.sends, self.receive = anyio.create_memory_object_stream[bytes](events)
+        self.held = 0  # bytes queued
+        self._room = anyio.Event()  # set when the reader takes a send
+
+    def put_nowait(self, data: bytes) -> bool:
+        """Queue ``data`` if there is room; whether it was queued.
+
+        Raises:
+            anyio.BrokenResourceError, anyio.ClosedResourceError: the reader went, or the queue was closed.
+        """
+        if self.held and self.held + len(data) > QUEUE_BYTES:
+            return False
+        try:
+            self.sends.send_nowait(data)
+        except anyio.WouldBlock:
+            return False
+        self.held += len(data)
+        return True
+
+    async def put(self, data: bytes) -> None:
+        """Queue ``data`` once there is room (raises as ``put_nowait``)."""
+        while True:
+            room = self._room
+            if self.put_nowait(data):
+                return
+            await room.wait()
+
+    def took(self, data: bytes) -> None:
+        """The reader took ``data`` off the queue."""
+        self.held -= len(data)
+        self._room.set()
+        self._room = anyio.Event()
+
+
 class SubscriberSink(Sink):
     """A unix socket that subscribers connect to; each gets the events sent after it connected.
 
-    Each subscriber has a queue of ``queue_events`` sends, written to it in pieces of at most
-    ``PIECE_BYTES``. A send that finds queues full waits for room in them, its sources waiting with
+    Each subscriber has a queue of ``queue_events`` sends and ``QUEUE_BYTES``, written to it in pieces
+    of at most ``PIECE_BYTES``. A send that finds queues full waits for room in them, its sources waiting with
     it (backpressure: a burst is not taken for a reader falling behind; a reader slower than the
     sources slows them), as long as each subscriber takes a piece at least every ``ROOM_SECONDS``.
     One that takes nothing that long (it is not reading) gets a final line (a JSONL
@@ -371,7 +412,7 @@ class SubscriberSink(Sink):
         self._mode = config.mode
         self._group = config.group
         self._tg = task_group
-        self._queues: dict[int, MemoryObjectSendStream[bytes]] = {}
+        self._queues: dict[int, _Queue] = {}
         self._scopes: dict[int, anyio.CancelScope] = {}
         self._none_left = anyio.Event()  # set when the last subscriber went (``aclose`` waits for it)
         self._dropped: set[int] = set()
@@ -386,9 +427,9 @@ class SubscriberSink(Sink):
         self._tg.start_soon(listener.serve, self._serve, self._tg)
 
     async def _serve(self, stream: SocketStream) -> None:
-        send, receive = anyio.create_memory_object_stream[bytes](self.queue_events)
+        queue = _Queue(self.queue_events)
         ident, self._next = self._next, self._next + 1
-        self._queues[ident] = send
+        self._queues[ident] = queue
         self._reading[ident] = _Reading(stream.extra(SocketAttribute.raw_socket))
         self._log.info("subscriber.connected", subscriber=ident)
         # shielded: at a stop, what is queued (the streams' end events) is still written (``aclose``)
@@ -397,8 +438,9 @@ class SubscriberSink(Sink):
             if self._none_left.is_set():  # (one came after all had gone)
                 self._none_left = anyio.Event()
             try:
-                async with stream, receive:
-                    async for data in receive:
+                async with stream, queue.receive:
+                    async for data in queue.receive:
+                        queue.took(data)
                         # (in pieces, each a sign of life: a reader slower than one event a second still
                         # reads, and is waited for, helper-52)
                         for at in range(0, len(data), PIECE_BYTES):
@@ -418,16 +460,15 @@ class SubscriberSink(Sink):
 
     async def send(self, data: bytes) -> None:
         async with self._lock:  # one send at a time: a send that waits keeps its place in every queue
-            full: list[tuple[int, MemoryObjectSendStream[bytes]]] = []
+            full: list[tuple[int, _Queue]] = []
             for ident, queue in list(self._queues.items()):
                 try:
-                    queue.send_nowait(data)
-                except anyio.WouldBlock:
-                    full.append((ident, queue))
+                    if not queue.put_nowait(data):
+                        full.append((ident, queue))
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     self._queues.pop(ident, None)
             waiting_since = time.monotonic() if full else None
-            stuck: list[tuple[int, MemoryObjectSendStream[bytes]]] = []
+            stuck: list[tuple[int, _Queue]] = []
             try:
                 while full:
                     ident, queue = full[0]
@@ -442,7 +483,7 @@ class SubscriberSink(Sink):
                         continue
                     with anyio.move_on_after(min(left, OUTQ_POLL_SECONDS)):
                         try:
-                            await queue.send(data)
+                            await queue.put(data)
                         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                             self._queues.pop(ident, None)
                         del full[0]
@@ -469,19 +510,20 @@ class SubscriberSink(Sink):
             self._waited, self._said_at = 0.0, now
 
     def _last_line(self) -> bytes:
-        what = f"subscriber too slow: its queue of {counted(self.queue_events, 'event')} is full; disconnected"
+        queue = f"{counted(self.queue_events, 'event')} or {QUEUE_BYTES >> 20} MiB"
+        what = f"subscriber too slow: its queue of {queue} is full; disconnected"
         if self.format == "jsonl":
             return json.dumps({"event": "subscriber.dropped", "sink": self.name, "reason": what}).encode() + b"\n"
         return f"[streamfilter: {what}]\n".encode()
 
-    def _drop(self, ident: int, queue: MemoryObjectSendStream[bytes]) -> None:
+    def _drop(self, ident: int, queue: _Queue) -> None:
         """Stop queueing for a subscriber; once the write in progress is done it gets the last line.
 
         A subscriber that reads nothing for ``LAST_LINE_SECONDS`` is cut off without it.
         """
         del self._queues[ident]
         self._dropped.add(ident)
-        queue.close()
+        queue.sends.close()
         self._log.warning("subscriber.dropped", subscriber=ident, queue_events=self.queue_events)
 
         async def cut_off() -> None:
@@ -495,7 +537,7 @@ class SubscriberSink(Sink):
     async def aclose(self) -> None:
         """Stop taking subscribers; each gets what is queued for it, for ``CLOSE_SECONDS`` in all."""
         for queue in self._queues.values():
-            await queue.aclose()
+            await queue.sends.aclose()
         self._queues.clear()
         if self._scopes:
             with anyio.move_on_after(CLOSE_SECONDS):

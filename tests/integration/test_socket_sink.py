@@ -144,3 +144,37 @@ def test_a_subscriber_that_reads_slowly_but_steadily_gets_every_event(tmp_path: 
     assert live.stop() == 0
     reader.close()
     thread.join(10)
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The peak resident memory of process ``pid`` so far (VmHWM), in MiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
+
+
+def test_a_slow_subscriber_s_queue_is_bounded_in_bytes_too(tmp_path: Path) -> None:
+    """helper-94: a queue of 1024 sends of up to a MiB each held 120 MB for a subscriber reading 160
+    KB/s before its sources were slowed (and none was, for 96 MB). The queue holds ``QUEUE_BYTES``."""
+    sub, log = tmp_path / "sub.sock", tmp_path / "app.log"
+    log.touch()
+    live = start(
+        tmp_path,
+        f'[defaults]\nprotect = ["seq"]\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nsinks = ["sub"]\n'
+        f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "text"\n',
+    )
+    reader, received, thread = subscribe(live, sub, 65536, 0.01)  # about 6 MB/s
+    before = peak_rss_mib(live.proc.pid)
+    line = b"seq %06d " + b"x" * 8180 + b"\n"  # 8 KiB lines, each kept: a read of the file is one send
+    total = 96 << 20
+    with log.open("ab") as file:
+        for n in range(total // len(line % 0)):
+            file.write(line % n)
+    slowed = live.log_event("reading.slowed", 60)
+    assert slowed["sink"] == "sub"
+    live.wait_for(lambda: len(received) >= total, 60, "every byte at the slow subscriber")
+    grew = peak_rss_mib(live.proc.pid) - before
+    assert not [e for e in live.logs() if e.get("event") == "subscriber.dropped"]
+    assert live.stop() == 0
+    reader.close()
+    thread.join(10)
+    assert grew < 60, grew  # (QUEUE_BYTES, 16 MiB, with the reads' and the filter's own)
