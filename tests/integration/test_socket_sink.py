@@ -43,6 +43,19 @@ def subscribe(live: Live, sub: Path, size: int, pause: float) -> tuple[socket.so
     return reader, received, thread
 
 
+def start_one_file(tmp: Path, protect: str, sink: str) -> tuple[Live, Path, Path]:
+    """A daemon whose one file source ``app.log`` (every line matching ``protect`` kept) writes to
+    the unix sink ``sub.sock`` (``sink``: its further TOML lines); its file and socket."""
+    sub, log = tmp / "sub.sock", tmp / "app.log"
+    log.touch()
+    live = start(
+        tmp,
+        f'[defaults]\nprotect = ["{protect}"]\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\n'
+        f'sinks = ["sub"]\n[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\n{sink}',
+    )
+    return live, log, sub
+
+
 def test_a_subscriber_reading_as_fast_as_it_can_gets_every_event_of_a_burst(tmp_path: Path) -> None:
     # a user's find: with queue_events = 64, a reader in a tight recv() loop was dropped as too
     # slow, a burst of sends filling its queue before its writer task had a turn
@@ -93,13 +106,9 @@ def test_a_subscriber_reading_as_fast_as_it_can_gets_every_event_of_a_burst(tmp_
 def test_a_slow_subscriber_is_said_and_counted_as_backpressure(tmp_path: Path) -> None:
     """helper-50: a subscriber reading 4 KiB every 10 ms slowed the sources, and neither the log nor
     the metrics said so (only the stdout sink reported its waits)."""
-    port, sub, log = free_port(), tmp_path / "sub.sock", tmp_path / "app.log"
-    log.touch()
-    live = start(
-        tmp_path,
-        f'[defaults]\nprotect = ["."]\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nsinks = ["sub"]\n'
-        f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "jsonl"\nqueue_events = 1\n'
-        f'[metrics]\naddress = "127.0.0.1:{port}"\n',
+    port = free_port()
+    live, log, sub = start_one_file(
+        tmp_path, ".", f'format = "jsonl"\nqueue_events = 1\n[metrics]\naddress = "127.0.0.1:{port}"\n'
     )
     reader, _, _ = subscribe(live, sub, 16384, 0.01)
     with log.open("ab") as file:  # (appended in pieces: each read of the file is a few events)
@@ -121,13 +130,7 @@ def test_a_slow_subscriber_is_said_and_counted_as_backpressure(tmp_path: Path) -
 def test_a_subscriber_that_reads_slowly_but_steadily_gets_every_event(tmp_path: Path) -> None:
     """helper-52: a subscriber reading 40 KB/s, a piece every 0.1 s, was dropped as "not reading" a
     second after its queue filled: one 90 KB event took it 2 s. It is waited for while it takes bytes."""
-    sub, log = tmp_path / "sub.sock", tmp_path / "app.log"
-    log.touch()
-    live = start(
-        tmp_path,
-        f'[defaults]\nprotect = ["."]\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nsinks = ["sub"]\n'
-        f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "jsonl"\nqueue_events = 1\n',
-    )
+    live, log, sub = start_one_file(tmp_path, ".", 'format = "jsonl"\nqueue_events = 1\n')
     # 160 KB/s, a piece every 0.05 s: each 290 KB event takes it 1.8 s, past the socket's buffer
     reader, received, thread = subscribe(live, sub, 8192, 0.05)
     for first in range(0, 48_000, 12_000):  # (each read of the file is an event: the queue fills)
@@ -155,13 +158,7 @@ def peak_rss_mib(pid: int) -> float:
 def test_a_slow_subscriber_s_queue_is_bounded_in_bytes_too(tmp_path: Path) -> None:
     """helper-94: a queue of 1024 sends of up to a MiB each held 120 MB for a subscriber reading 160
     KB/s before its sources were slowed (and none was, for 96 MB). The queue holds ``QUEUE_BYTES``."""
-    sub, log = tmp_path / "sub.sock", tmp_path / "app.log"
-    log.touch()
-    live = start(
-        tmp_path,
-        f'[defaults]\nprotect = ["seq"]\n[[source]]\nname = "app"\ntype = "file"\npath = "{log}"\nsinks = ["sub"]\n'
-        f'[[sink]]\nname = "sub"\ntype = "unix"\npath = "{sub}"\nformat = "text"\n',
-    )
+    live, log, sub = start_one_file(tmp_path, "seq", 'format = "text"\n')
     reader, received, thread = subscribe(live, sub, 65536, 0.01)  # about 6 MB/s
     before = peak_rss_mib(live.proc.pid)
     line = b"seq %06d " + b"x" * 8180 + b"\n"  # 8 KiB lines, each kept: a read of the file is one send
