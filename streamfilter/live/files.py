@@ -67,7 +67,7 @@ from .checkpoint import (
 )
 from .config import SourceConfig, glob_directory
 from .expand import ref_of
-from .rotated import RotatedWhileDown, rotated_since
+from .rotated import COMPRESSED_NAMES, RotatedWhileDown, rotated_since
 from .sinks import Sink
 from .stream import LiveStream
 from .totals import Totals
@@ -774,6 +774,7 @@ class FileSource:
         self._tg = task_group
         self.magic = glob.has_magic(source.path)
         self.followers: dict[str, FileFollower] = {}
+        self._compressed: set[str] = set()  # compressed files the glob matches, said once (of those there now)
         self._left = LeftFiles()
         self._restart = RotatedWhileDown()
         self._log = get_logger().bind(source=source.name)
@@ -811,9 +812,17 @@ class FileSource:
             self._log.warning("source.directory_missing", directory=fixed)
 
     def _matches(self) -> list[str]:
+        """The files the source's path names now: a glob's, but those compressed, said once each
+        (``app.log*`` matches logrotate's ``app.log.2.gz``: followed, its gzip bytes were filtered as
+        lines, helper-94)."""
         if not self.magic:
             return [self.source.path] if os.path.exists(self.source.path) else []
-        return sorted(p for p in glob.glob(self.source.path) if os.path.isfile(p))
+        files = sorted(p for p in glob.glob(self.source.path) if os.path.isfile(p))
+        compressed = {p for p in files if p.endswith(COMPRESSED_NAMES)}
+        for path in sorted(compressed - self._compressed):
+            self._log.info("file.compressed", path=path, hint="a compressed file is not read")
+        self._compressed = compressed
+        return [p for p in files if p not in compressed]
 
     def _add(self, path: str, at_startup: bool) -> None:
         name = f"{self.source.name}:{path}" if self.magic else self.source.name
@@ -958,4 +967,5 @@ class FileSource:
             if follower is not None:
                 follower.hint()
             elif self.magic and fnmatch.fnmatch(path, self.source.path) and os.path.isfile(path):
-                self._add(path, at_startup=False)
+                if not path.endswith(COMPRESSED_NAMES):  # (said by the next scan, ``_matches``)
+                    self._add(path, at_startup=False)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from .checkpoint import Checkpoint
 
-__all__ = ("RotatedWhileDown", "is_compressed", "rotated_since", "rotation_rank")
+__all__ = ("COMPRESSED_NAMES", "RotatedWhileDown", "is_compressed", "rotated_since", "rotation_rank")
 
 # a rotated name's suffix, after the path's name or before its extension: numbered (``.1``) or dated
 # (``-20261206``, ``.2026-12-06``, ``-2026120614``, ``-20261206-1765000000``: logrotate's dateext)

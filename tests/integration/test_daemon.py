@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grp
+import gzip
 import hashlib
 import itertools
 import json
@@ -431,6 +432,29 @@ def test_B34_glob_reads_new_files_from_their_start_and_existing_ones_from_their_
     assert sum(e["lines"] for e in runs(events, stream)) == 35
     assert "OLD0" not in json.dumps(events)
     assert any(e.get("event") == "file.found" and e.get("path") == str(build) for e in live.logs())
+
+
+def test_a_glob_that_matches_compressed_rotated_files_does_not_read_them(tmp_path: Path) -> None:
+    # app.log* over logrotate's compress + delaycompress: app.log.2.gz was followed, its gzip bytes
+    # filtered as lines (helper-94)
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    (logs / "app.log.2.gz").write_bytes(gzip.compress(b"".join(b"old line %d ERROR\n" % i for i in range(50))))
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "ERROR"\n[[source]]\nname = "app"\ntype = "file"\npath = "{logs}/app.log*"\n'
+        f'start_at = "beginning"\nsinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\n'
+        'format = "jsonl"\n',
+    )
+    (logs / "app.log").write_bytes(b"".join(b"new line %d ok\n" % i for i in range(30)) + b"ERROR disk full\n")
+    (logs / "app.log.3.gz").write_bytes(gzip.compress(b"older ERROR\n"))  # (one that appears later too)
+    live.wait_for(lambda: "ERROR disk full" in kept(live.events(out)), 10)
+    said = live.log_event("file.compressed")
+    live.wait_for(lambda: len([e for e in live.logs() if e.get("event") == "file.compressed"]) == 2, 10)
+    assert live.stop() == 0
+    streams = {e["source"] for e in live.events(out)}
+    assert streams == {f"app:{logs}/app.log"}, streams
+    assert said["path"] in (f"{logs}/app.log.2.gz", f"{logs}/app.log.3.gz")
 
 
 def test_a_file_whose_name_is_not_utf8_is_followed_and_its_checkpoint_resumed(tmp_path: Path) -> None:
