@@ -410,7 +410,8 @@ def parse_ref(text: str, directory: Path | None = None) -> Ref:
     """The ref ``text`` names: ``SOURCE:START-END:CRC`` (``Ref.parse``), or a short ref
     ``@START-END:CRC`` as a text output printed it, read against the sources text outputs named
     lately (``remember_source``; in the state directory ``directory``, default each of
-    ``state_dirs()``), the most recent first: the first whose bytes in the range have the ref's CRC-32.
+    ``state_dirs()``), the most recent first: the first whose bytes in the range have the ref's
+    CRC-32, or failing that the first whose rotated files (``NAME.1``, ...) hold them.
 
     Raises:
         RefError: the text is not a ref; or a short one that no remembered source holds.
@@ -420,13 +421,24 @@ def parse_ref(text: str, directory: Path | None = None) -> Ref:
     start, _, rest = text[1:].partition("-")
     end, _, crc = rest.partition(":")
     where = directory or state_dir()
-    for source in _recent_sources([directory] if directory is not None else state_dirs()):
-        ref = Ref(source, int(start), int(end), crc)
+    sources = _recent_sources([directory] if directory is not None else state_dirs())
+    refs = [Ref(source, int(start), int(end), crc) for source in sources]
+    for ref in refs:
         try:
             _checked(ref, ref_path(ref, where)).close()
         except RefError:
             continue
         return ref
+    # then the files they were rotated to, as a full ref's (``expand_page``): after four rotations
+    # the full ref expanded and the short one did not (helper-94)
+    for ref in refs:
+        path = ref_path(ref, where)
+        for rotated in [] if path.name.startswith("stdin-") else _rotated_from(path):
+            try:
+                _checked(ref, rotated).close()
+            except RefError:
+                continue
+            return ref
     raise RefError(
         f"{text!r}: none of the last {RECENT_SOURCES} sources named in text output holds these bytes; give the"
         f" source of the full ref above it in the output, SOURCE:{text[1:]}"

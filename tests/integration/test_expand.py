@@ -162,6 +162,21 @@ def test_a_ref_into_a_rotated_file_is_read_from_the_file_it_was_rotated_to(tmp_p
     assert got.returncode == 1 and b"do not have the ref's checksum" in got.stderr and got.stdout == b""
 
 
+def test_a_short_ref_into_a_rotated_file_is_read_from_the_file_it_was_rotated_to(tmp_path: Path) -> None:
+    # (the full ref was read from app.log.4 after four rotations, its short one was "none of the last
+    # 64 sources", helper-94)
+    log = tmp_path / "build.log"
+    log.write_bytes(LOG)
+    proc = cli("filter", "--head", "0", "--tail", "0", str(log), state=tmp_path)
+    short = re.findall(rb"ref (@\d+-\d+:[0-9a-f]{8})\]", proc.stdout)[0].decode()
+    start, end = (int(n) for n in short[1:].split(":")[0].split("-"))
+    log.rename(tmp_path / "build.log.1")
+    log.write_bytes(LOG.replace(b"INFO", b"WARN"))  # the path's new file: same size, other bytes
+    got = cli("expand", short, state=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == LOG[start:end] and f"read from {tmp_path / 'build.log.1'}".encode() in got.stderr
+
+
 def test_a_ref_into_a_file_rotated_on_or_to_a_numbered_name_is_read_there(tmp_path: Path) -> None:
     # a ref into app.log.1 once logrotate shifted it to app.log.2, and a ref into app.log once it
     # was renamed app.1.log (a glob's naming): both failed, "no longer exists" (a fresh-user helper's find)
