@@ -39,8 +39,10 @@ on the opened descriptor, so a symlink swapped in later is caught too) is refuse
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
+import functools
 import glob
 import os
 import resource
@@ -147,6 +149,18 @@ _STALE_HINTS = {
     False: "the file read up to this offset was moved out of its folder or removed while the daemon was down: "
     "what was written to it after that is not read",
 }
+
+
+@functools.cache
+def _own_output() -> frozenset[tuple[int, int]]:
+    """The (device, inode) of this process's stdout and stderr where they are regular files."""
+    files = set()
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode):
+                files.add((info.st_dev, info.st_ino))
+    return frozenset(files)
 
 
 class FileFollower:
@@ -382,6 +396,9 @@ class FileFollower:
             elif any(sink.file == (info.st_dev, info.st_ino) for sink in self.sinks):
                 # (a symlink made to it at run time: the config's check sees only paths)
                 reason = "the source's own output (a sink writes it): it would be read back for ever"
+            elif (info.st_dev, info.st_ino) in _own_output():
+                # (``daemon > x/daemon.log`` with a source x/*.log: its output came round again, helper-94)
+                reason = "the daemon's own stdout or stderr: it would be read back for ever"
         log = self._log.warning
         if reason is None and self.claim is not None and not self.claim((info.st_dev, info.st_ino), self):
             reason = "the same file as another path of this source (read there)"

@@ -457,6 +457,23 @@ def test_a_glob_that_matches_compressed_rotated_files_does_not_read_them(tmp_pat
     assert said["path"] in (f"{logs}/app.log.2.gz", f"{logs}/app.log.3.gz")
 
 
+def test_a_glob_that_matches_the_daemon_s_own_stdout_does_not_read_it(tmp_path: Path) -> None:
+    # `streamfilter daemon > x/daemon.log` with a source x/*.log repeated its own output for ever
+    # (helper-94); here its stdout is out-N.txt, in the folder of the source's *.txt
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "ERROR"\n[[source]]\nname = "app"\ntype = "file"\npath = "{tmp_path}/*.txt"\n'
+        'start_at = "beginning"\nsinks = ["stdout"]\n',
+    )
+    (tmp_path / "app.txt").write_bytes(b"".join(b"line %d ok\n" % i for i in range(30)) + b"ERROR disk full\n")
+    live.wait_for(lambda: b"ERROR disk full" in live.output(), 10)
+    refused = live.log_event("file.refused")
+    time.sleep(1.5)  # (what it would have read back by now, a poll or two)
+    assert live.stop() == 0
+    assert refused["path"] == str(live.out_path) and "own stdout" in refused["reason"], refused
+    assert live.output().count(b"ERROR disk full") == 1, live.output()
+
+
 def test_a_file_whose_name_is_not_utf8_is_followed_and_its_checkpoint_resumed(tmp_path: Path) -> None:
     # "caf\xe9.log" (Latin-1) under logs/*.log: its checkpoint's name hashed the path as UTF-8 text,
     # and the surrogate that stands for \xe9 stopped the whole daemon (helper-30)
