@@ -836,6 +836,34 @@ TABLE: tuple[Entry, ...] = (
             "(node:5022) UnhandledPromiseRejectionWarning: Unhandled promise rejection (rejection id: 2): undefined"
         ),
     ),
+    # awk's own errors in its program: mawk's "awk: line 3: missing } near end of file", gawk's
+    # "gawk: cmd. line:1: ..." (helper-95: one among 880 lines of a report script was summarized)
+    Entry(
+        name="awk-error",
+        family="awk",
+        pattern=r"[gmn]?awk: (?:cmd\. )?line:? ?\d+: ",
+        example="awk: line 3: missing } near end of file",
+    ),
+    # Python's json decoder in a tool's own words (python -m json.tool, a config check): its
+    # message without a traceback (helper-95)
+    Entry(
+        name="json-decode-error",
+        family="python",
+        find=(
+            r"Expecting (?:value|property name enclosed in double quotes|'[,:]' delimiter): line \d+ column \d+",
+            r"Unterminated string starting at: line \d+ column \d+",
+        ),
+        example="Expecting ',' delimiter: line 4 column 3 (char 44)",
+    ),
+    # a truncated archive or stream: gzip's "stdin: unexpected end of file", tar's "Unexpected EOF
+    # in archive" and "Error is not recoverable: exiting now", dpkg-deb's "... unexpected end of file
+    # or stream" (helper-95: in a script that went on, only tar's last line was kept, by its word)
+    Entry(
+        name="unexpected-eof",
+        family="archive",
+        find=(r"nexpected EOF", r"unexpected end of file", r"Error is not recoverable"),
+        example="tar: Unexpected EOF in archive",
+    ),
     # dash and other POSIX shells: "/bin/sh: 1: jq: not found"
     Entry(
         name="sh-not-found",

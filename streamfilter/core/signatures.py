@@ -128,7 +128,8 @@ TRIGGER_WORDS = (
     "cannot unable terminate curl memory unhandled executed standard semicolons invalid uninitialised "
     "conditional mismatched unbound terminated can died illegal executing rated stop space refused "
     "econnrefused enotfound resolve resolution unreachable certificate rejected reformat kt kts crash pull "
-    "mix diff critical severe conflict 400 401 403 404 405 408 410 429 500 502 503 504"
+    "mix diff critical severe conflict awk mawk gawk expecting unterminated unexpected "
+    "400 401 403 404 405 408 410 429 500 502 503 504"
 ).split()
 _TRIGGERS = KeySet.of(token_key(w.encode()) for w in TRIGGER_WORDS)
 

@@ -790,3 +790,17 @@ def test_each_file_a_merge_stopped_on_is_kept() -> None:
     kept = _kept(log)
     for path in (b"src/mod37.txt", b"src/mod88.txt"):
         assert b"CONFLICT (content): Merge conflict in " + path + b"\n" in kept
+
+
+def test_a_truncated_archive_s_messages_are_kept_in_a_script_that_goes_on() -> None:
+    # tar 1.34 xzvf of a .tgz cut at 1500 bytes, between a script's own lines: gzip's and tar's
+    # messages, not only tar's last line that holds "Error" (helper-95)
+    log = (REAL / "tar-truncated.log").read_bytes()
+    kept = _kept(log)
+    for line in (
+        b"gzip: stdin: unexpected end of file\n",
+        b"tar: Unexpected EOF in archive\ntar: Unexpected EOF in archive\n",
+        b"tar: Error is not recoverable: exiting now\n",
+    ):
+        assert line in kept
+    assert kept.count(b"upload: ") < 10
