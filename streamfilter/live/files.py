@@ -69,7 +69,7 @@ from .checkpoint import (
 )
 from .config import SourceConfig, glob_directory
 from .expand import ref_of
-from .rotated import COMPRESSED_NAMES, RotatedWhileDown, rotated_since
+from .rotated import COMPRESSED_NAMES, RotatedWhileDown, rotated_since, rotation_rank
 from .sinks import Sink
 from .stream import LiveStream
 from .totals import Totals
@@ -149,6 +149,16 @@ _STALE_HINTS = {
     False: "the file read up to this offset was moved out of its folder or removed while the daemon was down: "
     "what was written to it after that is not read",
 }
+
+
+def _compressed_rotations(path: str) -> list[str]:
+    """The compressed files in ``path``'s folder named as its rotations (``app.log.1.gz``), by name."""
+    folder, base = os.path.split(path)
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return []
+    return [n for n in names if n.endswith(COMPRESSED_NAMES) and rotation_rank(n, base) is not None]
 
 
 @functools.cache
@@ -454,13 +464,24 @@ class FileFollower:
                 # the checkpoint is not read (it had been said at info, helper-73, helper-75)
                 same = (info.st_dev, info.st_ino) == (saved.dev, saved.ino)
                 lost = same or not (self.restart and (saved.dev, saved.ino) in self.restart.found)
-                said = {"hint": _STALE_HINTS[same]} if lost else {}
+                compressed = [] if same or not lost else _compressed_rotations(self.path)
+                said: dict[str, str | list[str]] = {"hint": _STALE_HINTS[same]} if lost else {}
+                if compressed:
+                    said["compressed"] = compressed  # (where it may be: not read)
                 log = self._log.warning if lost else self._log.info
                 log("checkpoint.stale", reason=why, offset=saved.offset, **said)
                 if same:  # (the same file, not a new one: the output says so)
                     text = (
                         f"{self.path} changed while the daemon was down: {why}; what it held past byte "
                         f"{saved.offset} before that was not read; reading it again from byte 0"
+                    )
+                    note = (text, saved.offset)
+                elif lost:  # (the output too: its lines went from line 195 to line 1 without a word, helper-94)
+                    where = f" (compressed rotations are not read: {', '.join(compressed)})" if compressed else ""
+                    text = (
+                        f"the file {self.path} named when the daemon stopped, read to byte {saved.offset} (line "
+                        f"{saved.line}), was rotated or removed while it was down and is not here to read{where}; "
+                        f"what it got past byte {saved.offset} was not read; reading the new {self.path} from byte 0"
                     )
                     note = (text, saved.offset)
         elif self.at_startup and self.source.start_at == "end" and not (self.restart and self.restart.followed_before):

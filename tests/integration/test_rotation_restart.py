@@ -161,16 +161,23 @@ def test_a_file_made_while_the_daemon_was_down_is_read_from_its_start_whatever_s
     assert runs(events, f"ci:{logs}/job-2.log")[0]["first_line"] == 1
 
 
+def ten_lines_read(tmp: Path) -> tuple[Path, Path, str]:
+    """``app.log``'s 10 ``gen1`` lines read by a daemon now stopped: the file, the JSONL output and
+    the config (every line kept, no tail)."""
+    log, out = tmp / "app.log", tmp / "out.jsonl"
+    body = file_to_jsonl(log, out, 'protect = ["gen"]\ntail_lines = 0\n')
+    log.write_bytes(lines("gen1", 0, 10))
+    live = start(tmp, body)
+    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 10, 10)
+    assert live.stop() == 0
+    return log, out, body
+
+
 def test_a_file_moved_to_another_folder_while_down_is_warned_of(tmp_path: Path) -> None:
     """helper-73: logrotate's ``olddir`` moved app.log to old/ while the daemon was down, after more
     lines were written to it: those lines were never read, and the only trace was checkpoint.stale
     at info. It is a warning now; a rotation in the folder (read, not lost) is not."""
-    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
-    body = file_to_jsonl(log, out, 'protect = ["gen"]\ntail_lines = 0\n')
-    log.write_bytes(lines("gen1", 0, 10))
-    live = start(tmp_path, body)
-    live.wait_for(lambda: sum(e["lines"] for e in runs(live.events(out))) == 10, 10)
-    assert live.stop() == 0
+    log, out, body = ten_lines_read(tmp_path)
     with log.open("ab") as f:
         f.write(b"gen1 ZeroDivisionError: division by zero\n")
     (tmp_path / "old").mkdir()
@@ -181,6 +188,9 @@ def test_a_file_moved_to_another_folder_while_down_is_warned_of(tmp_path: Path) 
     assert second.stop() == 0
     (stale,) = [e for e in second.logs() if e.get("event") == "checkpoint.stale"]
     assert stale["level"] == "warning" and stale["offset"] == len(lines("gen1", 0, 10)) and "not read" in stale["hint"]
+    # and the output says so where its lines start again at line 1 (helper-94)
+    (marker,) = [e for e in second.events(out) if e["event"] == "marker"]
+    assert marker["offset"] == len(lines("gen1", 0, 10)) and "(line 11), was rotated or removed" in marker["text"]
     # a rotation in the folder is read: no warning
     log.rename(tmp_path / "app.log.1")
     log.write_bytes(lines("gen3", 0, 5))
@@ -188,6 +198,23 @@ def test_a_file_moved_to_another_folder_while_down_is_warned_of(tmp_path: Path) 
     third.wait_for(lambda: "gen3 0004" in kept(third.events(out)), 15)
     assert third.stop() == 0
     assert [e for e in third.logs() if e.get("level") == "warning"] == []
+
+
+def test_a_file_rotated_and_compressed_while_down_is_named_where_its_lines_are_lost(tmp_path: Path) -> None:
+    # logrotate's compress without delaycompress while the daemon was down: app.log.1.gz holds the
+    # lines past the checkpoint, which are not read; the output went from line 10 to line 1 without a
+    # word, and the log said the file was "moved out of its folder or removed" (helper-94)
+    log, out, body = ten_lines_read(tmp_path)
+    (tmp_path / "app.log.1.gz").write_bytes(gzip.compress(log.read_bytes() + b"gen1 ERROR lost\n"))
+    (tmp_path / "app.log.new").write_bytes(lines("gen2", 0, 5))  # (made first: another inode)
+    (tmp_path / "app.log.new").rename(log)
+    second = start(tmp_path, body)
+    second.wait_for(lambda: "gen2 0004" in kept(second.events(out)), 15)
+    assert second.stop() == 0
+    (stale,) = [e for e in second.logs() if e.get("event") == "checkpoint.stale"]
+    assert stale["level"] == "warning" and stale.get("compressed") == ["app.log.1.gz"], stale
+    (marker,) = [e for e in second.events(out) if e["event"] == "marker"]
+    assert "compressed rotations are not read: app.log.1.gz" in marker["text"], marker
 
 
 def test_a_file_made_while_down_is_read_whole_when_the_source_had_no_file_before(tmp_path: Path) -> None:
