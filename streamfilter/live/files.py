@@ -17,8 +17,10 @@ names now:
   too), so no generation is skipped;
 * the same inode but shorter than what was read (copytruncate, ``>``), or the same inode whose
   first bytes or the bytes just before the read offset changed (a rewrite in place that kept
-  or grew the size): a **new generation**: the old one is flushed, a marker line says what
-  happened and where, and the file is read again from byte 0 as a new stream.
+  or grew the size): a **new generation**: the old one is flushed (with what the writer added
+  past the offset before a truncation, read from logrotate's ``copytruncate`` copy when there is
+  one: ``_copy``), a marker line says what happened and where, and the file is read again from
+  byte 0 as a new stream. A glob does not read such a copy again from its start (``_copy_of``).
 
 A checkpoint names the file being read (device, inode). If the path names another file when the
 daemon starts (rotated while it was down), the checkpointed file is looked for in the path's
@@ -57,6 +59,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from watchfiles._rust_notify import WatchfilesRustInternalError  # (not re-exported by watchfiles)
 
 from ..core.records import Run
+from ..core.words import counted
 from ._logging import get_logger
 from .checkpoint import (
     HEAD_BYTES,
@@ -192,6 +195,9 @@ class FileFollower:
         restart: what the source's checkpoints say was rotated while the daemon was down
             (``RotatedWhileDown``): the path's rotated files to read first, and the checkpoint
             of a file another path was rotated to this one's name from.
+        copy_of: asks, for the open file (its descriptor) this follower found, which other path of
+            the source it is a copy of (logrotate's ``copytruncate``: read through that path's
+            follower, ``_new_generation``), or None.
         let_go: a glob's path: once its file was deleted and none has been there for
             ``GONE_SECONDS``, ``run`` returns (a plain path is waited for as long as the daemon runs).
     """
@@ -209,8 +215,10 @@ class FileFollower:
         left: LeftFiles | None = None,
         restart: RotatedWhileDown | None = None,
         let_go: bool = False,
+        copy_of: Callable[[int, FileFollower], str | None] | None = None,
     ) -> None:
         self.path = path
+        self.copy_of = copy_of
         self.let_go = let_go
         self.source = source
         self.stream_name = stream_name
@@ -228,6 +236,7 @@ class FileFollower:
         self._log = get_logger().bind(source=source.name, path=path)
         self._wake = anyio.Event()
         self._pos = ReadPosition()  # how far the current file was read
+        self.old_head = b""  # the first bytes of the file's generation before a truncation (a copy's)
         self._base = 0  # stream offset of the current file's byte 0
         self._active_until = 0.0
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
@@ -413,6 +422,10 @@ class FileFollower:
         if reason is None and self.claim is not None and not self.claim((info.st_dev, info.st_ino), self):
             reason = "the same file as another path of this source (read there)"
             log = self._log.info  # (a rotation to a name the glob matches: nothing is wrong)
+        if reason is None and self.copy_of is not None and (original := self.copy_of(fd, self)) is not None:
+            # (read from byte 0 it repeated what the original's follower had written, helper-94)
+            reason = f"a copy of {original} (copytruncate): its lines are read there"
+            log = self._log.info
         if reason is not None:
             if self._refused != (info.st_dev, info.st_ino):
                 log("file.refused", reason=reason, roots=list(self.source.roots))
@@ -710,11 +723,65 @@ class FileFollower:
     async def _new_generation(self, fd: int, event: str, what: str) -> None:
         assert self.stream is not None
         self._log.warning(event, offset=self._pos.offset, size=os.fstat(fd).st_size)
+        copy = self._copy()
+        if copy is not None:  # copytruncate: what the writer added past the offset before the truncation
+            name, copy_fd, info = copy
+            read_to = self._pos.offset
+            try:
+                while data := os.pread(copy_fd, min(READ_BYTES, info.st_size - self._pos.offset), self._pos.offset):
+                    self._pos.advance(data)
+                    await self.stream.feed(data)
+            finally:
+                os.close(copy_fd)
+            self._log.info("file.copy_read", copy=name, offset=read_to, bytes=self._pos.offset - read_to)
+            what = (
+                f"{'truncated' if event == 'file.truncated' else 'rewritten'} after it was read to offset "
+                f"{read_to}; what was written past that before, {counted(self._pos.offset - read_to, 'byte')}, "
+                f"was read from its copy {name}"
+            )
         await self.stream.end()
+        if copy is not None and self.left is not None:  # (a glob's follower of the copy goes on from its end)
+            line = self.stream.emitted_line - self._line0 + 1
+            self.left.leave((copy[2].st_dev, copy[2].st_ino), self._pos.offset, line)
+        self.old_head = self._pos.head
         await self.stream.marker(f"{self.path} {what}; reading it again from byte 0", offset=self._pos.offset)
         self._set_position(fd, 0)
         self._base = 0
         self.stream = self._new_stream(1, 0)
+
+    def read_head(self) -> bytes:
+        """The first bytes (up to ``HEAD_BYTES``) of the file being read, as read so far."""
+        return self._pos.head
+
+    def _copy(self) -> tuple[str, int, os.stat_result] | None:
+        """logrotate's ``copytruncate`` copy of the generation just truncated, in the path's folder
+        under a rotated name (``app.log.1``; not a compressed one), opened: its name, descriptor and
+        ``fstat``; the one whose first bytes and the bytes before the read offset are those read, and
+        that is at least that long. None when there is none."""
+        folder, base = os.path.split(self.path)
+        try:
+            names = sorted(os.listdir(folder or "."))
+        except OSError:
+            return None
+        pos = self._pos
+        for name in names:
+            if name.endswith(COMPRESSED_NAMES) or rotation_rank(name, base) is None:
+                continue
+            try:
+                fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            except OSError:
+                continue
+            info = os.fstat(fd)
+            tail_at = pos.offset - len(pos.tail)
+            if (
+                stat.S_ISREG(info.st_mode)
+                and info.st_size >= pos.offset
+                and os.pread(fd, len(pos.head), 0) == pos.head
+                and os.pread(fd, len(pos.tail), tail_at) == pos.tail
+            ):
+                return os.path.join(folder, name), fd, info
+            os.close(fd)
+        return None
 
     def _path_moved(self, fd: int) -> bool:
         """Whether the open file is done with: the path names another file (it was renamed,
@@ -876,6 +943,7 @@ class FileSource:
             self._left,
             self._restart,
             let_go=self.magic,
+            copy_of=self._copy_of if self.magic else None,
         )
         self.followers[path] = follower
         if not at_startup and os.path.exists(path):  # (a missing path is followed until it appears)
@@ -951,6 +1019,27 @@ class FileSource:
                 else:
                     restart.queued.setdefault(saved.path, []).append((name, file, start.offset))
         return restart
+
+    def _copy_of(self, fd: int, follower: FileFollower) -> str | None:
+        """The path of this source that the open file ``fd``, found at ``follower``'s rotated name
+        of it (``app.log.1`` of ``app.log``), is a copy of: its first bytes (all of them while it is
+        short: a copy being made) are those another follower read of its file, or of the generation
+        a truncation ended. None for a file left there after a rotation, read on from where it was
+        left (``LeftFiles``)."""
+        info = os.fstat(fd)
+        if self._left.resume((info.st_dev, info.st_ino), info.st_size) is not None:
+            return None
+        folder, name = os.path.split(follower.path)
+        head = os.pread(fd, HEAD_BYTES, 0)
+        for other in self.followers.values():
+            if other is follower or os.path.dirname(other.path) != folder:
+                continue
+            if rotation_rank(name, os.path.basename(other.path)) is None:
+                continue
+            for known in (other.read_head(), other.old_head):
+                if known and (known.startswith(head) if len(head) < len(known) else head.startswith(known)):
+                    return other.path
+        return None
 
     def _claim(self, file: tuple[int, int], follower: FileFollower) -> bool:
         """Whether no other follower of this source is reading ``file`` (device, inode)."""

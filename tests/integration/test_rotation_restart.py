@@ -5,7 +5,10 @@ from __future__ import annotations
 import gzip
 import itertools
 import os
+import re
+import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -232,3 +235,45 @@ def test_a_file_made_while_down_is_read_whole_when_the_source_had_no_file_before
     second.wait_for(lambda: "ERROR: job 1 failed" in kept(second.events(out)), 15)
     assert second.stop() == 0
     assert kept(second.events(out)).count("job 1 start\n") == 1
+
+
+LOGROTATE = shutil.which("logrotate") or "/usr/sbin/logrotate"
+
+
+@pytest.mark.skipif(not os.path.exists(LOGROTATE), reason="needs logrotate")
+@pytest.mark.parametrize("pattern", ["app.log", "app.log*"])
+def test_copytruncate_s_copy_gives_the_lines_past_the_offset_and_is_not_read_again(
+    tmp_path: Path, pattern: str
+) -> None:
+    # real logrotate copytruncate, three times, while a writer appends: the lines written past what
+    # was read before the truncation are read from the copy (they were lost, helper-94), and a glob
+    # that matches the copies does not read them again from byte 0 (2381 lines twice, helper-94)
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    log = logs / "app.log"
+    log.write_bytes(b"")
+    conf, state = tmp_path / "lr.conf", tmp_path / "lr.state"
+    conf.write_text(f"{log} {{\n  copytruncate\n  rotate 5\n  missingok\n}}\n")
+    body = (
+        f'[defaults]\nprotect = ["seq"]\ntail_lines = 0\n[[source]]\nname = "app"\ntype = "file"\n'
+        f'path = "{logs}/{pattern}"\nstart_at = "beginning"\nsinks = ["out"]\n'
+        f'[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\nformat = "jsonl"\n'
+    )
+    live = start(tmp_path, body)
+    with log.open("ab", buffering=0) as writer:  # (O_APPEND: after a truncation it writes at the end)
+        for seq in range(3000):
+            writer.write(b"seq %05d of a busy writer's lines\n" % seq)
+            if seq % 700 == 699:
+                subprocess.run([LOGROTATE, "-s", str(state), "-f", str(conf)], check=True)
+            time.sleep(0.0005)
+    on_disk = set()
+    for file in logs.iterdir():
+        on_disk |= {int(line.split()[1]) for line in file.read_text().splitlines()}
+    live.wait_for(lambda: f"seq {max(on_disk):05d}" in kept(live.events(out)), 15)
+    time.sleep(1.0)  # (what a glob would read of the copies by now)
+    assert live.stop() == 0
+    seqs = [int(m) for m in re.findall(r"seq (\d{5})", kept(live.events(out)))]
+    assert len(seqs) == len(set(seqs)), f"{len(seqs) - len(set(seqs))} lines twice"
+    assert on_disk <= set(seqs), f"{len(on_disk - set(seqs))} lines on disk not read"
+    copied = [e for e in live.logs() if e.get("event") == "file.copy_read"]
+    assert copied and all(e["copy"] == f"{logs}/app.log.1" for e in copied), copied
