@@ -611,10 +611,10 @@ def expand_page(
     """``expand``, one page at a time: the range's bytes from ``offset`` (bytes past its start), at
     most ``limit`` of them, cut after the page's last line end when the range goes on past it (a
     page that holds no line end is cut at ``limit``); the context lines before the first page and
-    after the last, as many of them as fit in what the page leaves of ``limit`` (whole lines, the
-    nearest first; half of it before when lines after come too). The whole range's CRC-32 is
-    checked for each page. With ``within``, a rotated file it does not allow is not read (the
-    caller checks the ref's own path, ``ref_path``).
+    after the last, as many of them as fit in ``limit`` (whole lines, the nearest first): before a
+    range that fits a page, half of what it leaves; before a longer one, an eighth of the page.
+    The whole range's CRC-32 is checked for each page. With ``within``, a rotated file it does not
+    allow is not read (the caller checks the ref's own path, ``ref_path``).
 
     Returns:
         The rotated file read instead of the ref's own, or None; and the offset where the next page
@@ -643,25 +643,27 @@ def expand_page(
             raise
     start, end = ref.start + offset, ref.end
     with handle:
+        # context lines take what the range leaves of ``limit``, nearest lines first: before it, half
+        # of that, or an eighth of the first page when the range takes more than a page (20,000 of
+        # them had returned 1.4 MB a call, helper-96; a range of pages had none before, helper-97)
+        first = ref.start
+        if context_lines > 0 and offset == 0:
+            share = None if limit is None else (limit - (end - start)) // 2 if end - start < limit else limit // 8
+            first = _lines_before(handle, ref.start, context_lines, share)
+        room = None if limit is None else limit - (ref.start - first)
         page = None  # (a page's bytes, read once; a whole range is written in pieces)
-        if limit is not None and end - start > limit:
+        if room is not None and end - start > room:
             handle.seek(start)
-            page = handle.read(limit)
+            page = handle.read(room)
             page = page[: page.rfind(b"\n") + 1 or len(page)]
             end = start + len(page)
-        # context lines take what the page leaves of ``limit``, nearest lines first, half of it
-        # before when lines after come too (20,000 of them had returned 1.4 MB a call, helper-96)
-        room = None if limit is None else limit - (end - start)
-        if context_lines > 0 and offset == 0:
-            share = None if room is None else room // 2 if end == ref.end else room
-            first = _lines_before(handle, ref.start, context_lines, share)
-            room = None if room is None else room - (ref.start - first)
-            for piece in _pieces(handle, first, ref.start):
-                out.write(piece)
+        for piece in _pieces(handle, first, ref.start):
+            out.write(piece)
         for piece in [page] if page is not None else _pieces(handle, start, end):
             out.write(piece)
         if context_lines > 0 and end == ref.end:
-            for piece in _pieces(handle, ref.end, _lines_after(handle, ref.end, context_lines, room)):
+            after = None if room is None else room - (end - start)
+            for piece in _pieces(handle, ref.end, _lines_after(handle, ref.end, context_lines, after)):
                 out.write(piece)
     return instead, (end - ref.start if end < ref.end else None)
 
