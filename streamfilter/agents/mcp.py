@@ -107,10 +107,10 @@ Budget = Annotated[int, Field(description="About how many tokens the returned ou
 Timeout = Annotated[
     float | None,
     Field(
-        description="Seconds after which the command and what it started are stopped (SIGTERM, SIGKILL "
-        f"{KILL_GRACE_SECONDS:g} s later) and the output so far is returned with status 124, as `timeout` "
-        "gives (default: none). Set it below your own call's timeout: a call that times out or is cancelled "
-        "returns nothing.",
+        description="Seconds after which the command's process group is sent SIGTERM (SIGKILL "
+        f"{KILL_GRACE_SECONDS:g} s later to what is left) and the output, up to then and as it stopped, is "
+        "returned with status 124, as `timeout` gives (default: none). Set it below your own call's timeout: "
+        "a call that times out or is cancelled returns nothing.",
         gt=0,
         le=MAX_TIMEOUT_SECONDS,
     ),
@@ -367,10 +367,11 @@ async def _run(
     notes = [LEFT_OPEN] if captured.left_open else []
     returncode = captured.returncode
     if captured.timed_out:  # (an agent's own call timeout returns nothing at all: helper-96)
+        ended = f"ended by signal {-returncode}" if returncode < 0 else f"exited {returncode}"
         notes.append(
-            f"timed out after {stop_after:g} s: the command and what it started were stopped (it had "
-            f"{'ended by signal ' + str(-returncode) if returncode < 0 else 'exited ' + str(returncode)}); "
-            f"status {TIMED_OUT}, as timeout(1) gives"
+            f"timed out after {stop_after:g} s: its process group was sent SIGTERM, and SIGKILL "
+            f"{KILL_GRACE_SECONDS:g} s later to what was left ({argv[0]} {ended}); status {TIMED_OUT}, "
+            "as timeout(1) gives"
         )
         returncode = TIMED_OUT
     try:

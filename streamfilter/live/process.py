@@ -52,6 +52,7 @@ __all__ = (
 )
 
 KILL_GRACE_SECONDS = 2.0  # from SIGTERM (a cancelled capture, an MCP call) to SIGKILL, for a command still running
+GROUP_POLL_SECONDS = 0.02  # while a stopped group's processes are waited for, how often it is looked at
 EXIT_GRACE_SECONDS = 0.5  # after the command's exit, how long its pipes are read for what others still write
 # a stop signal sent to us, how long it waits for the same sent to our whole group (``timeout`` sends
 # us one, then the group one: 12 to 18 ms later on a loaded machine), which the command gets itself
@@ -92,6 +93,7 @@ class OutputPipe:
         self.fd = fd
         self.left_open = False
         self._until: float | None = None  # the command exited: read no longer than this (anyio time)
+        self._hold = 0.0  # whenever it exits, read at least until this (``hold``)
         self._owed = 0  # bytes in the pipe and the buffer at the command's exit still to read
         self._waiting: anyio.CancelScope | None = None
         self._reader: asyncio.StreamReader | None = None
@@ -133,9 +135,16 @@ class OutputPipe:
         if self._reader is not None and self._until is None:
             # in the pipe, and read from it already (asyncio keeps no count of its buffer but this)
             self._owed = _pending(self.fd) + len(getattr(self._reader, "_buffer", b""))
-            self._until = anyio.current_time() + grace
+            self._until = max(anyio.current_time() + grace, self._hold)
             if self._waiting is not None:
                 self._waiting.cancel()
+
+    def hold(self, seconds: float) -> None:
+        """Read for ``seconds`` more at least, whenever the command exits: what it started is being
+        stopped, and may write as it stops."""
+        self._hold = max(self._hold, anyio.current_time() + seconds)
+        if self._until is not None:
+            self._until = max(self._until, self._hold)
 
     def hand_off(self) -> None:
         """Close our end, held open by a process the command left running (``left_open``), handing it
@@ -382,21 +391,46 @@ class Command:
         self, signum: int = signal.SIGTERM, group: bool = False, grace: float = KILL_GRACE_SECONDS, sent: bool = False
     ) -> bool:
         """Stop it: ``signum`` (unless ``sent``: it has it already), SIGKILL after ``grace`` seconds if it
-        still runs (``group``: its whole process group, what is left of it either way); reap it.
+        still runs (``group``: its whole process group, SIGKILL to what is left of it after ``grace``
+        or once it is all gone, its pipes read meanwhile); reap it.
 
         Returns:
             Whether it had to be killed.
         """
         if not sent:
             self.send_signal(signum, group)
+        if group:  # (a shell's child printing as it stops had been killed as soon as the shell died, helper-97)
+            for pipe in self.pipes:
+                pipe.hold(grace + EXIT_GRACE_SECONDS)
         with anyio.move_on_after(grace):
             await self.wait()
+            while group and self._group_left():  # noqa: ASYNC110 - no event says a group is empty
+                await anyio.sleep(GROUP_POLL_SECONDS)
         killed = self.returncode is None
         if killed or group:
             self.send_signal(signal.SIGKILL, group)
         with anyio.CancelScope(shield=True):
             await self.wait()
         return killed
+
+    def _group_left(self) -> bool:
+        """Whether a process of its group (the group of a ``detached`` command) is still there."""
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # (one of another user's: there)
+            return True
+        return True
+
+    def has_exited(self) -> bool:
+        """Whether it has exited, reaped or not (it is not reaped here)."""
+        if self._popen.returncode is not None:
+            return True
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
 
     def close_pipes(self) -> None:
         """Close our ends of its pipes (its next writes fail, as when its reader exits)."""

@@ -1010,6 +1010,8 @@ async def capture_command(
 
 async def _stop_after(process: Command, seconds: float, group: bool, timed_out: anyio.Event) -> None:
     await anyio.sleep(seconds)
+    if process.has_exited():  # (on its own, just now: not timed out, helper-97)
+        return
     timed_out.set()
     with anyio.CancelScope(shield=True):  # (its end cancels this task: what it started is killed still)
         await process.stop(group=group)

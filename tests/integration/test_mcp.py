@@ -267,6 +267,25 @@ async def test_a_run_past_its_timeout_is_stopped_and_says_what_it_printed(
 
 
 @pytest.mark.anyio
+async def test_a_timed_out_shell_s_child_gets_its_grace_to_print_as_it_stops(tmp_path: Path) -> None:
+    # the shell the string runs in dies at SIGTERM; its child, printing as it stops, had been killed
+    # with it then, not 2 s later, its lines lost from the output and its file (helper-97)
+    script = tmp_path / "loud.sh"
+    script.write_text(
+        "trap 'seq 1 20000 | sed \"s/^/stopping line /\"; echo last line after TERM; exit 0' TERM\n"
+        "echo started; while :; do sleep 0.05; done\n"
+    )
+    script.chmod(0o755)
+    async with connect(tmp_path) as session:
+        result = await call(session, "run", command=f"{script}; echo not reached", timeout_seconds=1)
+    got, text = facts(result), text_of(result)
+    kept = await anyio.Path(got["output_path"]).read_bytes()
+    assert got["status"] == mcp_server.TIMED_OUT and "sh ended by signal 15" in text, text
+    assert kept.startswith(b"started\n") and kept.endswith(b"stopping line 20000\nlast line after TERM\n")
+    assert kept.count(b"\n") == got["lines"] >= 20002 and "last line after TERM" in text, text
+
+
+@pytest.mark.anyio
 async def test_a_nul_in_the_command_and_a_number_as_text_are_errors_that_say_so(tmp_path: Path) -> None:
     async with connect(tmp_path) as session:
         shell = await call(session, "run", command="echo a\0b")
@@ -369,7 +388,7 @@ async def test_filter_of_a_failed_command_s_output_looks_for_its_failure_as_run_
 async def test_a_dropped_run_past_a_mebibyte_comes_back_in_pages_of_whole_lines(tmp_path: Path) -> None:
     # (it had been an error, "more than the 1048576 this tool returns": lost to an agent with MCP alone, helper-68)
     passing = b"".join(b"test_%06d ... ok, all good here\n" % i for i in range(80_000))
-    whole = passing + b"FAILED: test_last (AssertionError: 1 != 2)\n"
+    whole = b"FAILED: test_first (AssertionError: 0 != 2)\n" + passing + b"FAILED: test_last (AssertionError: 1 != 2)\n"
     log = tmp_path / "long.log"
     log.write_bytes(whole)
     async with connect(tmp_path) as session:
@@ -384,11 +403,14 @@ async def test_a_dropped_run_past_a_mebibyte_comes_back_in_pages_of_whole_lines(
             offsets.append(offset)
             offset = facts(page)["next_offset"]
         past = await call(session, "expand", ref=ref, offset=end - start)
-    assert len(pages) >= 3 and all(len(p) <= mcp_server.EXPAND_MAX_BYTES + 200 for p in pages)
+    assert len(pages) >= 3 and all(len(p) <= mcp_server.EXPAND_MAX_BYTES for p in pages)
     assert all(p.endswith(b"\n") for p in pages)  # (each page whole lines)
-    # the pages are the run's bytes in order; the context line comes after the last page only
+    # the pages are the run's bytes in order, the context line before in the first page, the one
+    # after in the last (the line before had been left out, helper-97)
+    assert start > 0
+    before = whole[:start].rsplit(b"\n", 2)[-2] + b"\n"
     after = whole[end:].split(b"\n", 1)[0] + b"\n"
-    assert b"".join(pages) == whole[start:end] + after and offsets[1] == len(pages[0])
+    assert b"".join(pages) == before + whole[start:end] + after and offsets[1] == len(pages[0]) - len(before)
     assert past.is_error and "past its" in text_of(past)
 
 
