@@ -120,6 +120,9 @@ MAX_LEFT_FILES = 1024  # files left after a rotation, remembered per source (the
 # stream ends and its follower is dropped (a glob of per-job logs kept one, with its filter, for
 # every file it ever matched: 245 KB each, helper-42); a file made there later is a new stream
 GONE_SECONDS = 10.0
+# a file at a rotated name shorter than what was read of the path's file, and with its first bytes,
+# is taken for a copytruncate copy being made while it was written this recently (``_copy_of``)
+COPYING_SECONDS = 5.0
 
 
 class LeftFiles:
@@ -236,7 +239,7 @@ class FileFollower:
         self._log = get_logger().bind(source=source.name, path=path)
         self._wake = anyio.Event()
         self._pos = ReadPosition()  # how far the current file was read
-        self.old_head = b""  # the first bytes of the file's generation before a truncation (a copy's)
+        self.old: ReadPosition | None = None  # how far the generation before a truncation was read (a copy's)
         self._base = 0  # stream offset of the current file's byte 0
         self._active_until = 0.0
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
@@ -743,15 +746,15 @@ class FileFollower:
         if copy is not None and self.left is not None:  # (a glob's follower of the copy goes on from its end)
             line = self.stream.emitted_line - self._line0 + 1
             self.left.leave((copy[2].st_dev, copy[2].st_ino), self._pos.offset, line)
-        self.old_head = self._pos.head
+        self.old = self._pos
         await self.stream.marker(f"{self.path} {what}; reading it again from byte 0", offset=self._pos.offset)
         self._set_position(fd, 0)
         self._base = 0
         self.stream = self._new_stream(1, 0)
 
-    def read_head(self) -> bytes:
-        """The first bytes (up to ``HEAD_BYTES``) of the file being read, as read so far."""
-        return self._pos.head
+    def generations(self) -> list[ReadPosition]:
+        """How far the file being read, and the generation a truncation ended, were read."""
+        return [self._pos] if self.old is None else [self._pos, self.old]
 
     def _copy(self) -> tuple[str, int, os.stat_result] | None:
         """logrotate's ``copytruncate`` copy of the generation just truncated, in the path's folder
@@ -1022,22 +1025,29 @@ class FileSource:
 
     def _copy_of(self, fd: int, follower: FileFollower) -> str | None:
         """The path of this source that the open file ``fd``, found at ``follower``'s rotated name
-        of it (``app.log.1`` of ``app.log``), is a copy of: its first bytes (all of them while it is
-        short: a copy being made) are those another follower read of its file, or of the generation
-        a truncation ended. None for a file left there after a rotation, read on from where it was
-        left (``LeftFiles``)."""
+        of it (``app.log.1`` of ``app.log``), is a copy of, as far as another follower read its file
+        or the generation a truncation ended: the same first bytes and the same bytes before that
+        offset; or, while it is shorter and was written in the last ``COPYING_SECONDS`` (a copy
+        being made), the same first bytes as far as it goes. None for a file left there after a
+        rotation, read on from where it was left (``LeftFiles``)."""
         info = os.fstat(fd)
         if self._left.resume((info.st_dev, info.st_ino), info.st_size) is not None:
             return None
         folder, name = os.path.split(follower.path)
         head = os.pread(fd, HEAD_BYTES, 0)
+        copying = time.time() - info.st_mtime < COPYING_SECONDS
         for other in self.followers.values():
             if other is follower or os.path.dirname(other.path) != folder:
                 continue
             if rotation_rank(name, os.path.basename(other.path)) is None:
                 continue
-            for known in (other.read_head(), other.old_head):
-                if known and (known.startswith(head) if len(head) < len(known) else head.startswith(known)):
+            for pos in other.generations():
+                if not pos.head or not (pos.head.startswith(head) or head.startswith(pos.head)):
+                    continue
+                if info.st_size >= pos.offset:
+                    if os.pread(fd, len(pos.tail), pos.offset - len(pos.tail)) == pos.tail:
+                        return other.path
+                elif copying:
                     return other.path
         return None
 

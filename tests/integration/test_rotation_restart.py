@@ -277,3 +277,24 @@ def test_copytruncate_s_copy_gives_the_lines_past_the_offset_and_is_not_read_aga
     assert on_disk <= set(seqs), f"{len(on_disk - set(seqs))} lines on disk not read"
     copied = [e for e in live.logs() if e.get("event") == "file.copy_read"]
     assert copied and all(e["copy"] == f"{logs}/app.log.1" for e in copied), copied
+
+
+def test_a_rotated_file_with_the_same_first_bytes_is_not_taken_for_a_copy(tmp_path: Path) -> None:
+    # a service's banner longer than the fingerprint starts every generation: app.log.1, rotated by
+    # rename an hour ago and shorter than app.log, is not a copytruncate copy of it, and is read
+    logs, out = tmp_path / "logs", tmp_path / "out.jsonl"
+    logs.mkdir()
+    banner = b"".join(b"banner line %02d of the service, the same at every start\n" % i for i in range(40))
+    (logs / "app.log.1").write_bytes(banner + b"old run ERROR one\n")
+    hour_ago = time.time() - 3600
+    os.utime(logs / "app.log.1", (hour_ago, hour_ago))
+    (logs / "app.log").write_bytes(banner + b"".join(b"new run line %d\n" % i for i in range(200)))
+    live = start(
+        tmp_path,
+        f'[defaults]\nquery = "ERROR"\n[[source]]\nname = "app"\ntype = "file"\npath = "{logs}/app.log*"\n'
+        f'start_at = "beginning"\nsinks = ["out"]\n[[sink]]\nname = "out"\ntype = "file"\npath = "{out}"\n'
+        'format = "jsonl"\n',
+    )
+    live.wait_for(lambda: "old run ERROR one" in kept(live.events(out)), 10)
+    assert live.stop() == 0
+    assert not [e for e in live.logs() if e.get("event") == "file.refused"]
