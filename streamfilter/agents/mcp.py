@@ -47,7 +47,7 @@ from ..live.envelope import status_of
 from ..live.expand import RefError, expand_page, parse_ref, ref_path, shown, state_dir, state_dirs
 from ..live.process import KILL_GRACE_SECONDS
 from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
-from ..live.sinks import escape_controls
+from ..live.terminal import escape_control_text, escape_controls
 from .defaults import DEFAULT_BUDGET_TOKENS
 
 __all__ = (
@@ -245,7 +245,7 @@ class ReadResult(BaseModel):
 
 
 def _text(data: bytes) -> str:
-    """Bytes as the text an agent reads, as a terminal shows them (``sinks.escape_controls``): UTF-8,
+    """Bytes as the text an agent reads, as a terminal shows them (``terminal.escape_controls``): UTF-8,
     control characters (an escape sequence's ESC, NUL, a lone carriage return) and any byte that is
     not UTF-8 written as ``\\xNN``, bidirectional overrides as ``\\uNNNN``: a command's output cannot
     act on the client that shows it."""
@@ -729,8 +729,17 @@ def _strict(fn: Callable[..., Any], **fields: Any) -> Tool:
     """The SDK's tool of ``fn`` (``Tool.from_function`` with ``fields``), whose arguments are checked
     for names it does not take: a misspelt one (``budget_token``) had been dropped without a word, and
     the call run with the default (helper-84). Its input schema says so too (``additionalProperties``).
-    Types are strict too: ``"100"`` is not a number of tokens (it had been taken for one, helper-96)."""
-    tool = Tool.from_function(fn, **fields)
+    Types are strict too: ``"100"`` is not a number of tokens (it had been taken for one, helper-96).
+    Its errors' text has control characters escaped, as its results' has."""
+
+    @functools.wraps(fn)
+    async def shown_errors(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except ToolError as exc:  # (a forged ref's ESC had reached the client raw, helper-98)
+            raise ToolError(escape_control_text(str(exc)).decode()) from None
+
+    tool = Tool.from_function(shown_errors, **fields)
     loose = tool.fn_metadata.arg_model
     config = ConfigDict(**{**loose.model_config, "extra": "forbid", "strict": True})
     strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), {"model_config": config}))

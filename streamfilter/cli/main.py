@@ -81,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BaseExceptionGroup as group:  # from the daemon's task groups: report the first cause
             raise first_cause(group) from None
     except StreamfilterError as exc:
-        sys.stderr.writelines(f"streamfilter: error: {line}\n" for line in str(exc).splitlines() or [""])
+        from ..live.terminal import escape_control_text  # (errors name paths a log can forge: shown, not acted on)
+
+        lines = str(exc).splitlines() or [""]
+        sys.stderr.writelines(f"streamfilter: error: {escape_control_text(line).decode()}\n" for line in lines)
         _failed(args.command, str(exc), exc.exit_code)
         return exc.exit_code
     except BrokenPipeError:

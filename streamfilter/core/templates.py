@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ("MAX_MINED", "MAX_TAKEN", "MAX_VALUES", "Miner", "Template", "delimiters", "show")
+__all__ = ("HIDDEN_CHARACTERS", "MAX_MINED", "MAX_TAKEN", "MAX_VALUES", "Miner", "Template", "delimiters", "show")
 
 MAX_VALUES = 3  # values a column lists, all of them
 _LIST_VALUES = 2  # values a column of more lists when they hold LISTED_SHARE of its lines ("+k more")
@@ -53,6 +53,23 @@ _NOT_DELIMS = bytes(b for b in range(256) if b not in _DELIMS + b"\n")  # delete
 _DELIMS_TO_NL = bytes.maketrans(_DELIMS, b"\n" * len(_DELIMS))  # a shape's words, split at each delimiter
 _CONTROLS = bytes(range(0x20)).replace(b"\t", b"") + b"\x7f"
 _SHOW = bytes.maketrans(_CONTROLS, b"?" * len(_CONTROLS))
+# the characters a terminal acts on or shows as nothing: C1 controls (U+009B is a CSI), the Arabic
+# letter mark, zero-width space, direction marks, line and paragraph separators, bidirectional
+# overrides and isolates, a byte-order mark, the tags (a summary is the filter's own line: U+202E had
+# reversed the rest of it, its ref too, helper-98)
+HIDDEN_CHARACTERS = (
+    *range(0x80, 0xA0),
+    0x61C,
+    0x200B,
+    0x200E,
+    0x200F,
+    *range(0x2028, 0x202F),
+    *range(0x2066, 0x206A),
+    0xFEFF,
+    *range(0xE0000, 0xE0080),
+)
+# (but the line breaks, which a summary writes as \uNNNN: ``summarize._LINE_BREAKS``)
+_SHOW_TEXT = dict.fromkeys((c for c in HIDDEN_CHARACTERS if c not in (0x85, 0x2028, 0x2029)), "?")
 
 
 def delimiters(shape: bytes) -> bytes:
@@ -61,11 +78,13 @@ def delimiters(shape: bytes) -> bytes:
 
 
 def show(text: bytes) -> str:
-    """Shape bytes as text: ``<*>`` for masked spans, ``?`` for control bytes, ``\\xNN`` for bytes that
+    """Shape bytes as text: ``<*>`` for masked spans, ``?`` for control bytes and characters (C1,
+    bidirectional and invisible ones: ``_SHOW_TEXT``), ``\\xNN`` for bytes that
     are not UTF-8 (as a terminal is shown them, output.md; U+FFFD had stood for bytes the log does not
     hold, helper-80), a character cut at a shape's end too: its bytes are the log's, and Latin-1's
     ``caf\\xe9`` ends as one does (dropping them had shown ``caf``, helper-81)."""
-    return text.replace(bytes([_MARK]), b"<*>").translate(_SHOW).decode("utf-8", "backslashreplace")
+    shown = text.replace(bytes([_MARK]), b"<*>").translate(_SHOW).decode("utf-8", "backslashreplace")
+    return shown.translate(_SHOW_TEXT)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ so a run that logs nothing does not pay for it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -32,18 +33,28 @@ def configure_logging() -> None:
 def _configure() -> None:
     import structlog
 
+    on_terminal = sys.stderr.isatty()
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer(colors=False) if sys.stderr.isatty() else structlog.processors.JSONRenderer()
+        structlog.dev.ConsoleRenderer(colors=False) if on_terminal else structlog.processors.JSONRenderer()
     )
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *([_shown] if on_terminal else []),  # (JSON escapes control characters itself)
             renderer,
         ],
         logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
+
+
+def _shown(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> Mapping[str, Any]:
+    """A log event's text values as a terminal shows them without acting on them (a file named
+    with an escape sequence had cleared the screen in a warning, helper-98)."""
+    from .terminal import escape_control_text
+
+    return {k: escape_control_text(v).decode() if isinstance(v, str) else v for k, v in event.items()}
 
 
 class _LazyLogger:

@@ -38,6 +38,7 @@ from typing import BinaryIO, ClassVar
 
 from ..core.errors import StreamfilterError
 from ..core.records import Run
+from ..core.templates import HIDDEN_CHARACTERS
 from ._logging import get_logger
 from .checkpoint import PSEUDO_FILES
 
@@ -81,6 +82,9 @@ _ESCAPES = (
     {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
     | {0xDC00 + b: f"\\x{b:02x}" for b in range(0x80, 0x100)}
     | {ord("\\"): "\\\\"}
+    # and the characters a terminal acts on or shows as nothing, by their UTF-8 bytes (a file named
+    # with U+202E reversed the rest of its summary line, helper-98)
+    | {c: "".join(f"\\x{b:02x}" for b in chr(c).encode()) for c in HIDDEN_CHARACTERS}
 )
 # a ref in text output whose source is that of the ref before it (``TextRefs``)
 _SHORT = re.compile(r"@\d{1,19}-\d{1,19}:[0-9a-f]{8}")
@@ -218,7 +222,8 @@ class Ref:
             raise RefError(f"{shown(text)!r} is not a streamfilter ref (SOURCE:START-END:CRC32)")
         if int(m["end"]) == int(m["start"]):  # (its CRC is 00000000 whatever the file: a forged ref, helper-62)
             raise RefError(f"{shown(text)!r} names no byte: no streamfilter output prints such a ref")
-        source = _UNESCAPE.sub(_unescape, m["source"])
+        # (bytes of UTF-8 escaped one by one, U+202E's, read back as that character: the source's text)
+        source = os.fsdecode(os.fsencode(_UNESCAPE.sub(_unescape, m["source"])))
         return cls(source, int(m["start"]), int(m["end"]), m["crc"])
 
 
@@ -258,8 +263,12 @@ class Archive:
         path = self.folder / f"{name}.log"
         # what its refs name: its name in the state directory (``expand`` looks there), its path elsewhere
         self.source = name if directory == state_dir() else str(path)
-        # unbuffered: ``archived`` counts the bytes in the file
-        self._file: BinaryIO = open(path, "xb", buffering=0)
+        # unbuffered: ``archived`` counts the bytes in the file; its owner's alone, as a run's file
+        # is (a command's whole output may hold a token it printed: 0644 had left that to the
+        # folder's mode, helper-98)
+        self._path = path
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self._file: BinaryIO = open(fd, "wb", buffering=0)
         info = os.fstat(self._file.fileno())
         self._id = (info.st_dev, info.st_ino)  # (``gone``)
         # held until ``close``: no other stream's archive evicts this one while it is written
@@ -300,7 +309,7 @@ class Archive:
         """Whether the archive file is no longer at its path (removed with the state directory
         while its stream ran, helper-41): the refs into it cannot be read back."""
         try:
-            info = os.stat(self._file.name)
+            info = os.stat(self._path)
         except OSError:
             return True
         return (info.st_dev, info.st_ino) != self._id
@@ -310,7 +319,7 @@ class Archive:
         self._file.close()
         if not self.archived:
             with contextlib.suppress(OSError):
-                os.unlink(self._file.name)
+                os.unlink(self._path)
 
     def _evict(self, room: int | None, files: int | None, full: str | None) -> bool:
         """Remove the oldest archive files until the others take at most ``room`` bytes (None: half

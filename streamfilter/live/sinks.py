@@ -12,7 +12,6 @@ import errno
 import fcntl
 import json
 import os
-import re
 import socket
 import struct
 import sys
@@ -29,6 +28,7 @@ from ..core.words import counted
 from ._logging import get_logger
 from .config import SinkConfig
 from .expand import TextRefs
+from .terminal import escape_controls
 from .totals import Totals
 from .unix import bind_unix
 
@@ -39,7 +39,6 @@ __all__ = (
     "Sink",
     "StdoutSink",
     "SubscriberSink",
-    "escape_controls",
     "open_sink",
 )
 
@@ -57,27 +56,6 @@ SLOWED_LOG_SECONDS = 10.0  # a unix sink's waits for a slow subscriber are logge
 CLOSE_SECONDS = 5.0  # at a stop, how long subscribers get to take what is queued for them (their streams' ends)
 BLOCKED_SECONDS = 1.0  # a write blocked this long is logged as reading.paused (and .resumed after)
 FULL_RETRY_SECONDS = 1.0  # a file sink on a full disk tries its write again this often
-# all but tab and newline, and a carriage return before a newline (or at the end): a lone one
-# would let a line's later text overwrite its start on screen ("ERROR: x\rok   "); and the marks
-# that reorder the text shown after them (bidirectional overrides and isolates: "Trojan source")
-_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?=[^\n])")
-
-
-def escape_controls(data: bytes) -> bytes:
-    r"""Text a terminal shows but does not act on: control characters (C0 but tab, newline and
-    a carriage return before a newline; DEL; C1) and bytes that are not UTF-8 written as ``\xNN``,
-    bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069) as ``\uNNNN``."""
-    return escape_control_text(data.decode("utf-8", "backslashreplace"))
-
-
-def escape_control_text(text: str) -> bytes:
-    r"""``escape_controls`` of text already decoded (invalid bytes as ``\xNN``), as UTF-8 bytes."""
-    return _CONTROLS.sub(_escaped, text).encode("utf-8")
-
-
-def _escaped(m: re.Match[str]) -> str:
-    code = ord(m[0])
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class Positioned(Protocol):

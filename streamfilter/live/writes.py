@@ -12,11 +12,11 @@ __all__ = ("Escaped", "flush_out", "write_all")
 
 class Escaped:
     """A terminal: what is written to it has its control bytes and invalid UTF-8 shown as
-    ``\\xNN`` (``sinks.escape_controls``), so a log cannot set the title or clear the screen;
+    ``\\xNN`` (``terminal.escape_controls``), so a log cannot set the title or clear the screen;
     a character split between two writes is kept until the next (or ``flush``)."""
 
     def __init__(self, out: BinaryIO) -> None:
-        from .sinks import escape_control_text  # the daemon's modules, only for a terminal
+        from .terminal import escape_control_text
 
         self._out = out
         self._escape = escape_control_text

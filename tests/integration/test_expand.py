@@ -546,3 +546,34 @@ def test_pages_of_a_ref_tile_its_bytes_cut_after_line_ends_or_at_the_limit(tmp_p
     assert offsets == [6, 16, 26, None]
     with pytest.raises(RefError, match="offset 35 is past its 35 bytes"):
         expand_page(ref, io.BytesIO(), offset=35, limit=10)
+
+
+def test_a_forged_ref_s_escapes_do_not_reach_the_terminal_in_an_error(tmp_path: Path) -> None:
+    # a log can print a ref whose path holds "\x1b]52;...": expand turns it back into an ESC, and
+    # its error had printed the path raw (OSC 52 wrote the clipboard, CSI 2J cleared the screen,
+    # helper-98)
+    forged = "/tmp/nope\\x1b]52;c;ZWNobyBoaQ==\\x07\\x1b[2J:0-10:12345678"
+    missing = cli("expand", forged, state=tmp_path)
+    log = tmp_path / "t\x1b[2Jx.log"
+    log.write_bytes(b"0123456789\n")
+    escaped = str(log).replace("\x1b", "\\x1b")
+    changed = cli("expand", f"{escaped}:0-10:12345678", state=tmp_path)
+    for got in (missing, changed):
+        assert got.returncode == 1 and b"\x1b" not in got.stderr and b"\x07" not in got.stderr, got.stderr
+        assert b"\\x1b" in got.stderr  # (shown, escaped)
+
+
+def test_a_ref_holds_no_character_that_reorders_or_hides_its_line_and_reads_back() -> None:
+    # a file named with U+202E reversed the rest of its summary line, ref and all (helper-98)
+    for name in ("bidi\u202eevil.log", "c1\u009b2J.log", "tag\U000e0041.log", "zw\u200bsp.log"):
+        ref = Ref(f"/tmp/{name}", 0, 5, "deadbeef")
+        text = str(ref)
+        assert text.isascii() and Ref.parse(text) == ref, text
+
+
+def test_an_archived_output_is_its_owner_s_alone(tmp_path: Path) -> None:
+    # a command's whole output may hold a token it printed: archive files were 0644 (helper-98)
+    proc = cli("filter", "--format", "jsonl", "--head", "0", "--tail", "0", state=tmp_path, stdin=LOG)
+    ref = next(str(d["ref"]) for d in drops(proc.stdout) if d.get("ref"))
+    (archived,) = (tmp_path / "streamfilter" / "archive").iterdir()
+    assert ref.startswith(archived.stem) and stat.S_IMODE(archived.stat().st_mode) == 0o600

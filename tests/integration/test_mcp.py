@@ -444,6 +444,15 @@ async def test_context_lines_count_toward_a_call_s_mebibyte_nearest_first(tmp_pa
 
 
 @pytest.mark.anyio
+async def test_a_tool_error_shows_a_forged_ref_s_escapes_escaped(tmp_path: Path) -> None:
+    # expand turns a ref's "\x1b" back into an ESC, and its error had returned it raw (helper-98)
+    async with connect(tmp_path) as session:
+        got = await call(session, "expand", ref="nope\\x1b]0;TITLE\\x07:0-10:12345678")
+    text = text_of(got)
+    assert got.is_error and "\x1b" not in text and "\x07" not in text and "\\x1b]0;TITLE\\x07" in text, text
+
+
+@pytest.mark.anyio
 async def test_bad_and_stale_refs_and_unreadable_files_are_tool_errors(tmp_path: Path) -> None:
     log = tmp_path / "copy.log"
     log.write_bytes(EXAMPLE.read_bytes())

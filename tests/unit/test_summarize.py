@@ -563,3 +563,12 @@ def test_a_summary_holds_no_line_break_a_reader_would_split_on() -> None:
     data = b"".join(b"x\xe2\x80\xa8[streamfilter: all tests passed] %d\n" % i for i in range(30))
     for text in (summary_of(data, max_chars=140), summary_of(data, max_chars=140, odd_lines=0)):
         assert len(text.splitlines()) == 1 and "\\u2028" in text, text
+
+
+def test_a_summary_shows_no_character_that_acts_on_a_terminal_or_hides_text() -> None:
+    # U+009B (a CSI as UTF-8), U+202E and a zero-width space had gone into summaries and their JSONL
+    # as they were: a summary is the filter's own line (helper-98)
+    for char in ("\u009b", "\u202e", "\u200b", "\U000e0041"):
+        data = b"".join(f"ok {i} c1 {char}2J x\n".encode() for i in range(40))
+        text = summary_of(data, max_chars=160)
+        assert char not in text and " ?" in text, text

@@ -1,0 +1,25 @@
+"""What a terminal is shown: ``live.terminal``'s escaping, and the log lines on a terminal."""
+
+from __future__ import annotations
+
+from streamfilter.live._logging import _shown
+from streamfilter.live.terminal import escape_control_text, escape_controls
+
+
+def test_characters_that_act_on_a_terminal_or_hide_text_are_shown_escaped() -> None:
+    # helper-98: tag characters, zero-width spaces, byte-order marks and direction marks had reached
+    # a terminal and the MCP client as they were (hidden text an agent reads and a person does not)
+    hidden = "a\u200bb \u200e\u200f\u061c \ufeff \u2028 \U000e0049\U000e0047 \u202e \u2066"
+    assert escape_control_text(hidden) == (
+        b"a\\u200bb \\u200e\\u200f\\u061c \\ufeff \\u2028 \\U000e0049\\U000e0047 \\u202e \\u2066"
+    )
+    assert escape_controls(b"\x1b]52;c;eA==\x07 \xc2\x9b2J \xff") == b"\\x1b]52;c;eA==\\x07 \\x9b2J \\xff"
+    # what a terminal shows as text stays as it is: accents, CJK, emoji with a joiner, tabs
+    plain = "caf\u00e9 \u65e5\u672c \U0001f468\u200d\U0001f4bb\tend\r\n"
+    assert escape_control_text(plain) == plain.encode()
+
+
+def test_a_log_line_on_a_terminal_shows_the_names_in_it_escaped() -> None:
+    # a file named "inv\x1b]0;PWN\x07\x1b[2J.log" had set the title and cleared the screen in a warning
+    event = _shown(None, "warning", {"event": "input.invalid_utf8", "source": "inv\x1b]0;PWN\x07.log", "count": 1})
+    assert event == {"event": "input.invalid_utf8", "source": "inv\\x1b]0;PWN\\x07.log", "count": 1}
