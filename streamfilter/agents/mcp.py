@@ -605,7 +605,7 @@ class StreamfilterMCP:
                 raise ToolError(str(done.changed))
             text, stats = _text(out.getvalue()), done.stats
             facts = FilterResult(
-                path=name,
+                path=escape_control_text(name).decode(),
                 output=text,
                 lines=stats.lines,
                 bytes=stats.bytes,
@@ -639,7 +639,8 @@ class StreamfilterMCP:
             data = out.getvalue()
             text = _text(data)
             exact = text.encode() == data  # (nothing was escaped)
-            read_from = str(rotated) if rotated is not None else parsed.source
+            # (as a terminal shows a name: one not UTF-8 had crashed the server's reply, helper-99)
+            read_from = escape_control_text(str(rotated) if rotated is not None else parsed.source).decode()
             facts = ExpandResult(
                 ref=str(parsed), text=text, bytes=len(data), exact=exact, read_from=read_from, next_offset=next_offset
             )

@@ -11,8 +11,12 @@ import json
 from collections.abc import Mapping
 
 from .records import FilterStats, Run
+from .templates import HIDDEN_CHARACTERS
 
 __all__ = ("FORMATS", "end_event", "marker_event", "render")
+
+# each as JSON writes it with ensure_ascii (a pair of surrogates past U+FFFF)
+_JSON_HIDDEN = {c: json.dumps(chr(c))[1:-1] for c in HIDDEN_CHARACTERS}
 
 FORMATS = ("text", "jsonl")
 
@@ -66,8 +70,11 @@ def render(
         event["summary"] = run.summary
         if ref:
             event["ref"] = ref
-    # a source name's bytes that are not UTF-8 (os.fsdecode's surrogates) as JSON's \udcXX escapes
-    return json.dumps(event, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"
+    # a source name's bytes that are not UTF-8 (os.fsdecode's surrogates) as JSON's \udcXX escapes,
+    # and the characters a terminal acts on or shows as nothing as JSON escapes too (a terminal's
+    # escaping had written U+009B as "\x9b" inside a string: no JSON, helper-99)
+    text = json.dumps(event, ensure_ascii=False).translate(_JSON_HIDDEN)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
 def _utf8(data: bytes) -> bool:

@@ -14,8 +14,12 @@ __all__ = ("escape_control_text", "escape_controls")
 # characters a terminal acts on or shows as nothing (``HIDDEN_CHARACTERS``: C1 controls, the marks
 # that reorder the text shown after them, "Trojan source", zero-width and tag characters, hidden
 # text an agent reads and a person does not, helper-98)
+# and a lone surrogate: a byte that is not UTF-8 in a file name (``os.fsdecode``'s \udcNN), shown as
+# \xNN (it could not be written at all: a warning naming such a file had crashed the filter, helper-99)
 _CONTROLS = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f" + "".join(re.escape(chr(c)) for c in HIDDEN_CHARACTERS) + "]|\r(?=[^\n])"
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+    + "".join(re.escape(chr(c)) for c in HIDDEN_CHARACTERS)
+    + "\ud800-\udfff]|\r(?=[^\n])"
 )
 
 
@@ -35,4 +39,6 @@ def escape_control_text(text: str) -> bytes:
 
 def _escaped(m: re.Match[str]) -> str:
     code = ord(m[0])
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

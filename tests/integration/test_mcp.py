@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, TextContent
 
 from streamfilter import __version__
 from streamfilter.agents import mcp as mcp_server
+from streamfilter.live.expand import Ref
 from tests.conftest import ROOT, run_cli
 from tests.live.proc import Live
 
@@ -450,6 +451,20 @@ async def test_a_tool_error_shows_a_forged_ref_s_escapes_escaped(tmp_path: Path)
         got = await call(session, "expand", ref="nope\\x1b]0;TITLE\\x07:0-10:12345678")
     text = text_of(got)
     assert got.is_error and "\x1b" not in text and "\x07" not in text and "\\x1b]0;TITLE\\x07" in text, text
+
+
+@pytest.mark.anyio
+async def test_expand_of_a_file_whose_name_is_not_utf8_answers(tmp_path: Path) -> None:
+    # its reply's read_from could not be written: the server died and later calls hung (helper-99)
+    log = tmp_path / os.fsdecode(b"raw\x9b\xff.log")
+    lines = b"".join(b"INFO step %d\n" % i for i in range(200))
+    log.write_bytes(lines + b"ERROR: boom\n")
+    ref = str(Ref(str(log), 0, len(lines), f"{zlib.crc32(lines):08x}"))  # (as filter prints it)
+    async with connect(tmp_path) as session:
+        got = await call(session, "expand", ref=ref)
+        missing = await call(session, "expand", ref="nope\\xff.log:0-10:deadbeef")
+    assert facts(got)["read_from"].endswith("raw\\x9b\\xff.log") and text_of(got).startswith("INFO step 0\n")
+    assert missing.is_error and "nope\\xff.log" in text_of(missing), text_of(missing)
 
 
 @pytest.mark.anyio

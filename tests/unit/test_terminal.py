@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from streamfilter.live._logging import _shown
 from streamfilter.live.terminal import escape_control_text, escape_controls
 
@@ -23,3 +25,25 @@ def test_a_log_line_on_a_terminal_shows_the_names_in_it_escaped() -> None:
     # a file named "inv\x1b]0;PWN\x07\x1b[2J.log" had set the title and cleared the screen in a warning
     event = _shown(None, "warning", {"event": "input.invalid_utf8", "source": "inv\x1b]0;PWN\x07.log", "count": 1})
     assert event == {"event": "input.invalid_utf8", "source": "inv\\x1b]0;PWN\\x07.log", "count": 1}
+
+
+def test_a_name_that_is_not_utf8_is_shown_with_its_bytes_escaped() -> None:
+    # os.fsdecode gives such a name's bytes as lone surrogates, which cannot be written at all: a
+    # warning naming "raw\x9b\xff.log" on a terminal had crashed the filter (helper-99)
+    assert escape_control_text("raw\udc9b\udcff.log") == b"raw\\x9b\\xff.log"
+    event = _shown(None, "warning", {"event": "input.invalid_utf8", "source": "raw\udc9b\udcff.log"})
+    assert event["source"] == "raw\\x9b\\xff.log"
+
+
+def test_jsonl_writes_the_characters_a_terminal_acts_on_as_json_escapes() -> None:
+    # a terminal's escaping had written U+009B as "\x9b" inside a JSON string: no JSON (helper-99)
+    from streamfilter.core.filter import FilterConfig, StreamFilter
+    from streamfilter.core.output import render
+    from streamfilter.live.terminal import escape_controls as on_terminal
+
+    sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0))
+    data = "ok\nerror \u009b2J \u202e tag\U000e0041 caf\u00e9\n".encode()
+    (keep,) = [r for r in sf.feed(data) + sf.flush() if r.decision == "keep"]
+    line = render(keep, "jsonl", "-")
+    assert json.loads(on_terminal(line))["text"] == "error \u009b2J \u202e tag\U000e0041 caf\u00e9\n"
+    assert "\\u009b" in line.decode() and "\\udb40\\udc41" in line.decode() and "caf\u00e9" in line.decode()
