@@ -123,6 +123,7 @@ GONE_SECONDS = 10.0
 # a file at a rotated name shorter than what was read of the path's file, and with its first bytes,
 # is taken for a copytruncate copy being made while it was written this recently (``_copy_of``)
 COPYING_SECONDS = 5.0
+CLOCK_SLACK_SECONDS = 0.1  # a file's ctime against time.time(): the kernel's clock for it is coarser
 
 
 class LeftFiles:
@@ -240,6 +241,8 @@ class FileFollower:
         self._wake = anyio.Event()
         self._pos = ReadPosition()  # how far the current file was read
         self.old: ReadPosition | None = None  # how far the generation before a truncation was read (a copy's)
+        self._began = 0.0  # when the file's generation began to be read (time.time(): a copy is made after)
+        self.old_began = 0.0
         self._base = 0  # stream offset of the current file's byte 0
         self._active_until = 0.0
         self._refused: tuple[int, int] | None = None  # (dev, ino) refused, not logged again
@@ -480,16 +483,19 @@ class FileFollower:
                 # the checkpoint is not read (it had been said at info, helper-73, helper-75)
                 same = (info.st_dev, info.st_ino) == (saved.dev, saved.ino)
                 lost = same or not (self.restart and (saved.dev, saved.ino) in self.restart.found)
-                compressed = [] if same or not lost else _compressed_rotations(self.path)
+                compressed = _compressed_rotations(self.path) if lost else []
                 said: dict[str, str | list[str]] = {"hint": _STALE_HINTS[same]} if lost else {}
                 if compressed:
                     said["compressed"] = compressed  # (where it may be: not read)
                 log = self._log.warning if lost else self._log.info
                 log("checkpoint.stale", reason=why, offset=saved.offset, **said)
                 if same:  # (the same file, not a new one: the output says so)
+                    # (or a new file given the rotated one's inode: compress without create, helper-99)
+                    names = ", ".join(compressed)
+                    where = f" (or it was rotated and compressed: {names} is not read)" if compressed else ""
                     text = (
                         f"{self.path} changed while the daemon was down: {why}; what it held past byte "
-                        f"{saved.offset} before that was not read; reading it again from byte 0"
+                        f"{saved.offset} before that was not read{where}; reading it again from byte 0"
                     )
                     note = (text, saved.offset)
                 elif lost:  # (the output too: its lines went from line 195 to line 1 without a word, helper-94)
@@ -563,6 +569,7 @@ class FileFollower:
 
     def _set_position(self, fd: int, offset: int) -> None:
         self._pos = ReadPosition.at(fd, offset)
+        self._began = time.time()
 
     # -- following -----------------------------------------------------------------------
     async def _follow(self, fd: int) -> None:
@@ -746,21 +753,23 @@ class FileFollower:
         if copy is not None and self.left is not None:  # (a glob's follower of the copy goes on from its end)
             line = self.stream.emitted_line - self._line0 + 1
             self.left.leave((copy[2].st_dev, copy[2].st_ino), self._pos.offset, line)
-        self.old = self._pos
+        self.old, self.old_began = self._pos, self._began
         await self.stream.marker(f"{self.path} {what}; reading it again from byte 0", offset=self._pos.offset)
         self._set_position(fd, 0)
         self._base = 0
         self.stream = self._new_stream(1, 0)
 
-    def generations(self) -> list[ReadPosition]:
-        """How far the file being read, and the generation a truncation ended, were read."""
-        return [self._pos] if self.old is None else [self._pos, self.old]
+    def generations(self) -> list[tuple[ReadPosition, float]]:
+        """How far the file being read, and the generation a truncation ended, were read, and when
+        each began to be read (``time.time()``)."""
+        now = [(self._pos, self._began)]
+        return now if self.old is None else [*now, (self.old, self.old_began)]
 
     def _copy(self) -> tuple[str, int, os.stat_result] | None:
         """logrotate's ``copytruncate`` copy of the generation just truncated, in the path's folder
         under a rotated name (``app.log.1``; not a compressed one), opened: its name, descriptor and
-        ``fstat``; the one whose first bytes and the bytes before the read offset are those read, and
-        that is at least that long. None when there is none."""
+        ``fstat``; the one made since the generation began to be read whose first bytes and the bytes
+        before the read offset are those read, and that is at least that long. None when there is none."""
         folder, base = os.path.split(self.path)
         try:
             names = sorted(os.listdir(folder or "."))
@@ -778,6 +787,7 @@ class FileFollower:
             tail_at = pos.offset - len(pos.tail)
             if (
                 stat.S_ISREG(info.st_mode)
+                and info.st_ctime >= self._began - CLOCK_SLACK_SECONDS  # (made since: not an older file)
                 and info.st_size >= pos.offset
                 and os.pread(fd, len(pos.head), 0) == pos.head
                 and os.pread(fd, len(pos.tail), tail_at) == pos.tail
@@ -1026,13 +1036,14 @@ class FileSource:
     def _copy_of(self, fd: int, follower: FileFollower) -> str | None:
         """The path of this source that the open file ``fd``, found at ``follower``'s rotated name
         of it (``app.log.1`` of ``app.log``), is a copy of, as far as another follower read its file
-        or the generation a truncation ended: the same first bytes and the same bytes before that
-        offset; or, while it is shorter and was written in the last ``COPYING_SECONDS`` (a copy
-        being made), the same first bytes as far as it goes. None for a file left there after a
-        rotation, read on from where it was left (``LeftFiles``)."""
+        or the generation a truncation ended: made since that generation began to be read, with the
+        same first bytes and the same bytes before that offset; or, while it is shorter and was
+        written in the last ``COPYING_SECONDS`` (a copy being made), the same first bytes as far as
+        it goes. None for a file there when the source started, or left there after a rotation,
+        read on from where it was left (``LeftFiles``)."""
         info = os.fstat(fd)
-        if self._left.resume((info.st_dev, info.st_ino), info.st_size) is not None:
-            return None
+        if follower.at_startup or self._left.resume((info.st_dev, info.st_ino), info.st_size) is not None:
+            return None  # (a file there at the start is no copy being made: a banner's, helper-99)
         folder, name = os.path.split(follower.path)
         head = os.pread(fd, HEAD_BYTES, 0)
         copying = time.time() - info.st_mtime < COPYING_SECONDS
@@ -1041,7 +1052,9 @@ class FileSource:
                 continue
             if rotation_rank(name, os.path.basename(other.path)) is None:
                 continue
-            for pos in other.generations():
+            for pos, began in other.generations():
+                if info.st_ctime < began - CLOCK_SLACK_SECONDS:
+                    continue  # (made before that generation was read from: not its copy)
                 if not pos.head or not (pos.head.startswith(head) or head.startswith(pos.head)):
                     continue
                 if info.st_size >= pos.offset:
