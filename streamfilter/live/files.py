@@ -72,7 +72,7 @@ from .checkpoint import (
 )
 from .config import SourceConfig, glob_directory
 from .expand import ref_of
-from .rotated import COMPRESSED_NAMES, RotatedWhileDown, rotated_since, rotation_rank
+from .rotated import COMPRESSED_NAMES, RotatedWhileDown, rotated_since, rotation_rank, rotations_of
 from .sinks import Sink
 from .stream import LiveStream
 from .totals import Totals
@@ -156,16 +156,6 @@ _STALE_HINTS = {
     False: "the file read up to this offset was moved out of its folder or removed while the daemon was down: "
     "what was written to it after that is not read",
 }
-
-
-def _compressed_rotations(path: str) -> list[str]:
-    """The compressed files in ``path``'s folder named as its rotations (``app.log.1.gz``), by name."""
-    folder, base = os.path.split(path)
-    try:
-        names = sorted(os.listdir(folder or "."))
-    except OSError:
-        return []
-    return [n for n in names if n.endswith(COMPRESSED_NAMES) and rotation_rank(n, base) is not None]
 
 
 @functools.cache
@@ -483,15 +473,15 @@ class FileFollower:
                 # the checkpoint is not read (it had been said at info, helper-73, helper-75)
                 same = (info.st_dev, info.st_ino) == (saved.dev, saved.ino)
                 lost = same or not (self.restart and (saved.dev, saved.ino) in self.restart.found)
-                compressed = _compressed_rotations(self.path) if lost else []
+                compressed = [n for n in rotations_of(self.path) if n.endswith(COMPRESSED_NAMES)] if lost else []
                 said: dict[str, str | list[str]] = {"hint": _STALE_HINTS[same]} if lost else {}
                 if compressed:
                     said["compressed"] = compressed  # (where it may be: not read)
                 log = self._log.warning if lost else self._log.info
                 log("checkpoint.stale", reason=why, offset=saved.offset, **said)
+                names = ", ".join(compressed)
                 if same:  # (the same file, not a new one: the output says so)
                     # (or a new file given the rotated one's inode: compress without create, helper-99)
-                    names = ", ".join(compressed)
                     where = f" (or it was rotated and compressed: {names} is not read)" if compressed else ""
                     text = (
                         f"{self.path} changed while the daemon was down: {why}; what it held past byte "
@@ -499,7 +489,7 @@ class FileFollower:
                     )
                     note = (text, saved.offset)
                 elif lost:  # (the output too: its lines went from line 195 to line 1 without a word, helper-94)
-                    where = f" (compressed rotations are not read: {', '.join(compressed)})" if compressed else ""
+                    where = f" (compressed rotations are not read: {names})" if compressed else ""
                     text = (
                         f"the file {self.path} named when the daemon stopped, read to byte {saved.offset} (line "
                         f"{saved.line}), was rotated or removed while it was down and is not here to read{where}; "
@@ -770,14 +760,10 @@ class FileFollower:
         under a rotated name (``app.log.1``; not a compressed one), opened: its name, descriptor and
         ``fstat``; the one made since the generation began to be read whose first bytes and the bytes
         before the read offset are those read, and that is at least that long. None when there is none."""
-        folder, base = os.path.split(self.path)
-        try:
-            names = sorted(os.listdir(folder or "."))
-        except OSError:
-            return None
+        folder = os.path.dirname(self.path)
         pos = self._pos
-        for name in names:
-            if name.endswith(COMPRESSED_NAMES) or rotation_rank(name, base) is None:
+        for name in rotations_of(self.path):
+            if name.endswith(COMPRESSED_NAMES):
                 continue
             try:
                 fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)

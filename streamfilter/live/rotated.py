@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from .checkpoint import Checkpoint
 
-__all__ = ("COMPRESSED_NAMES", "RotatedWhileDown", "is_compressed", "rotated_since", "rotation_rank")
+__all__ = ("COMPRESSED_NAMES", "RotatedWhileDown", "is_compressed", "rotated_since", "rotation_rank", "rotations_of")
 
 # a rotated name's suffix, after the path's name or before its extension: numbered (``.1``) or dated
 # (``-20261206``, ``.2026-12-06``, ``-2026120614``, ``-20261206-1765000000``: logrotate's dateext)
@@ -44,6 +44,17 @@ def rotation_rank(name: str, base: str) -> int | None:
                     return -int(numbers[0])
                 return int("".join(numbers))
     return None
+
+
+def rotations_of(path: str) -> list[str]:
+    """The names in ``path``'s folder named as its rotations (``rotation_rank``: ``app.log.1``,
+    ``app.log.2.gz``), in name order; none when the folder cannot be listed."""
+    folder, base = os.path.split(path)
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return []
+    return [n for n in names if rotation_rank(n, base) is not None]
 
 
 def is_compressed(path: str) -> bool:
