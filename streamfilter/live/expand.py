@@ -21,10 +21,13 @@ the ref's CRC-32.
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import errno
 import fcntl
+import gzip
 import hashlib
+import lzma
 import os
 import re
 import stat
@@ -34,7 +37,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import BinaryIO, ClassVar, cast
 
 from ..core.errors import StreamfilterError
 from ..core.records import Run
@@ -595,7 +598,8 @@ def expand(ref: Ref, out: BinaryIO, context_lines: int = 0, directory: Path | No
     once to check its CRC-32, then to write it, so nothing is written unless it checks. When the
     ref's file no longer holds them (rotated: the path names a new file), a file rotated from it
     in the same directory (``app.log.1``, ``app.log-20261201``, ``app.1.log``; ``app.log.2`` for a
-    ref into ``app.log.1`` rotated on; not a compressed one) that holds them is read instead.
+    ref into ``app.log.1`` rotated on; ``app.log.2.gz`` read through gzip, bzip2 or xz) that holds
+    them is read instead.
 
     Returns:
         The rotated file read instead of the ref's own, or None.
@@ -678,11 +682,13 @@ def expand_page(
 
 
 def _checked(ref: Ref, path: Path) -> BinaryIO:
-    """``path`` opened, once its bytes in the ref's range have the ref's CRC-32.
+    """``path`` opened, once its bytes in the ref's range have the ref's CRC-32; a rotated file
+    logrotate's ``compress`` left (``app.log.2.gz``: a name in ``_DECOMPRESSED``) is read through
+    its decompressor, its offsets those of the file it was.
 
     Raises:
-        RefError: it is missing, unreadable, not a regular file, shorter than the range, or its
-            bytes differ.
+        RefError: it is missing, unreadable, not a regular file, shorter than the range, its
+            bytes differ, or it does not decompress.
     """
     if str(path).startswith(PSEUDO_FILES) or os.path.realpath(path).startswith(PSEUDO_FILES):
         # (a /proc input's refs name its archived copy: /proc/self/environ is a forged ref's, helper-62)
@@ -705,14 +711,23 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
         os.close(fd)
         raise RefError(f"ref {ref}: {path} is not a regular file (a ref names bytes of a log file or an archive)")
     os.set_blocking(fd, True)
-    handle = os.fdopen(fd, "rb")
+    handle: BinaryIO = os.fdopen(fd, "rb")
+    opener = next((o for suffix, o in _DECOMPRESSED.items() if path.name.endswith(suffix)), None)
     try:
-        if info.st_size < ref.end:
+        if opener is not None:
+            handle.close()
+            handle = opener(path)  # (its size is known once read: the CRC's loop counts it)
+        elif info.st_size < ref.end:
             why = "it was truncated, rewritten, or rotated and replaced"
             raise RefError(f"ref {ref}: {path} is now shorter than byte {ref.end} ({why})")
-        crc = 0
-        for piece in _pieces(handle, ref.start, ref.end):
-            crc = zlib.crc32(piece, crc)
+        crc = size = 0
+        try:
+            for piece in _pieces(handle, ref.start, ref.end):
+                crc, size = zlib.crc32(piece, crc), size + len(piece)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise RefError(f"ref {ref}: {path} does not decompress: {exc}") from None
+        if size < ref.end - ref.start:
+            raise RefError(f"ref {ref}: {path} decompresses to fewer than {ref.end} bytes")
         if f"{crc:08x}" != ref.checksum:
             why = "the file was rewritten, or rotated and replaced, or the ref was not printed so"
             raise RefError(
@@ -724,13 +739,20 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
     return handle
 
 
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".lz4")
+# rotated files read through their decompressor (the standard library's); other compressed names are not read
+_DECOMPRESSED: dict[str, Callable[[Path], BinaryIO]] = {
+    ".gz": lambda path: cast(BinaryIO, gzip.GzipFile(path, "rb")),
+    ".bz2": lambda path: cast(BinaryIO, bz2.BZ2File(path, "rb")),
+    ".xz": lambda path: cast(BinaryIO, lzma.LZMAFile(path, "rb")),
+}
+_COMPRESSED = (".zst", ".zip", ".lz4", ".lzma", ".Z")
 
 
 def _rotated_from(path: Path) -> list[Path]:
     """Files in ``path``'s directory named like rotations of it: first ``NAME.1``, ``NAME-DATE``; then
     the others of its family, by its name's first part (``app.1.log`` and ``app.log.2`` for
-    ``app.log``, ``app.log.2`` for ``app.log.1``, shifted on by a later rotation), in name order."""
+    ``app.log``, ``app.log.2`` for ``app.log.1``, shifted on by a later rotation), in name order;
+    compressed ones too when ``_checked`` can read them (``app.log.2.gz``)."""
     try:
         names = sorted(os.listdir(path.parent))
     except OSError:

@@ -144,7 +144,7 @@ def test_a_ref_that_names_a_fifo_or_a_device_is_an_error_at_once(tmp_path: Path)
 
 def test_a_ref_into_a_rotated_file_is_read_from_the_file_it_was_rotated_to(tmp_path: Path) -> None:
     """A ref made before ``mv build.log build.log.1`` (a new build.log then written): the bytes
-    are found in build.log.1, with a note; a compressed rotation is not looked at."""
+    are found in build.log.1, with a note; a compressed name that does not decompress is passed over."""
     log = tmp_path / "build.log"
     log.write_bytes(LOG)
     proc = cli("filter", "--format", "jsonl", "--head", "0", "--tail", "0", str(log), state=tmp_path)
@@ -191,6 +191,38 @@ def test_a_ref_into_a_file_rotated_on_or_to_a_numbered_name_is_read_there(tmp_pa
         assert got.stdout == LOG[int(first["start_byte"]) : int(first["end_byte"])]  # type: ignore[call-overload]
         assert f"read from {tmp_path / after}".encode() in got.stderr
         (tmp_path / after).unlink()
+
+
+@pytest.mark.parametrize("tool", ["gzip", "bzip2", "xz"])
+def test_a_ref_into_a_compressed_rotation_is_read_through_its_decompressor(tool: str, tmp_path: Path) -> None:
+    # logrotate's compress: app.log -> app.log.1 -> app.log.1.gz -> app.log.2.gz; its refs had failed,
+    # "do not have the ref's checksum" (helper-94); a full ref and a short one, and a zstd file passed over
+    log = tmp_path / "app.log"
+    log.write_bytes(LOG)
+    proc = cli("filter", "--format", "jsonl", "--head", "0", "--tail", "0", str(log), state=tmp_path)
+    first = drops(proc.stdout)[-1]
+    text = cli("filter", "--head", "0", "--tail", "0", str(log), state=tmp_path)
+    short = re.findall(rb"ref (@\d+-\d+:[0-9a-f]{8})\]", text.stdout)[-1].decode()
+    log.rename(tmp_path / "app.log.1")
+    subprocess.run([tool, tmp_path / "app.log.1"], check=True)
+    suffix = {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz"}[tool]
+    (tmp_path / f"app.log.1{suffix}").rename(tmp_path / f"app.log.2{suffix}")
+    (tmp_path / "app.log.1.zst").write_bytes(b"\x28\xb5\x2f\xfd not read")
+    log.write_bytes(LOG.replace(b"INFO", b"WARN"))
+    got = cli("expand", str(first["ref"]), state=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == LOG[int(first["start_byte"]) : int(first["end_byte"])]  # type: ignore[call-overload]
+    assert f"read from {tmp_path / f'app.log.2{suffix}'}".encode() in got.stderr
+    start, end = (int(n) for n in short[1:].split(":")[0].split("-"))
+    got = cli("expand", "--context", "2", short, state=tmp_path)
+    assert got.returncode == 0, got.stderr
+    before = LOG[:start].rsplit(b"\n", 3)[-3:]
+    assert got.stdout.startswith(b"\n".join(before)) and LOG[start:end] in got.stdout
+    # a rotation cut short (a disk that filled as it was compressed) is an error, not short bytes
+    rotated = tmp_path / f"app.log.2{suffix}"
+    rotated.write_bytes(rotated.read_bytes()[: rotated.stat().st_size // 2])
+    got = cli("expand", str(first["ref"]), state=tmp_path)
+    assert got.returncode == 1 and got.stdout == b"" and b"checksum" in got.stderr
 
 
 @pytest.mark.parametrize(
