@@ -12,6 +12,7 @@ from typing import Any, BinaryIO, cast
 from ..core.errors import InputError, StreamfilterError, UsageError
 from ..live.baselines import baseline_of_files
 from ..live.batch import StopSignals, filter_input
+from ..live.expand import escaped_source
 from ..live.writes import Escaped
 from .options import count, filter_config, filter_options
 
@@ -105,7 +106,7 @@ def _filter(args: argparse.Namespace) -> int:
         if len(paths) > 1 and args.format == "text":
             # a blank line between files, as head and tail print them (after an unended last line too)
             gap = {b"": b"", b"\n": b"\n"}.get(last, b"\n\n")
-            header = gap + f"==> {name} <==\n".encode("utf-8", "surrogateescape")
+            header = gap + f"==> {escaped_source(name)} <==\n".encode()  # (a name's newline or ESC: one line)
         done = filter_input(
             name, config, args.format, out, signals, args.budget_tokens, header, baseline, failed=args.failed
         )

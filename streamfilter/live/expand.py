@@ -55,6 +55,7 @@ __all__ = (
     "RefError",
     "TextRefs",
     "archive_refs",
+    "escaped_source",
     "evict",
     "expand",
     "expand_page",
@@ -92,6 +93,13 @@ _ESCAPES = (
 # a ref in text output whose source is that of the ref before it (``TextRefs``)
 _SHORT = re.compile(r"@\d{1,19}-\d{1,19}:[0-9a-f]{8}")
 _UNESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2})")
+
+
+def escaped_source(source: str) -> str:
+    """``source`` (a path, or ``stdin-<id>``) as a ref and a ``==> NAME <==`` label write it: one
+    line of printable UTF-8, its control characters, backslashes, characters a terminal hides and
+    bytes that are not UTF-8 written ``\\xNN`` (``Ref.parse`` reads it back)."""
+    return source.translate(_ESCAPES)
 
 
 def _unescape(m: re.Match[str]) -> str:
@@ -205,7 +213,7 @@ class Ref:
     checksum: str
 
     def __str__(self) -> str:
-        return f"{self.source.translate(_ESCAPES)}:{self.start}-{self.end}:{self.checksum}"
+        return f"{escaped_source(self.source)}:{self.start}-{self.end}:{self.checksum}"
 
     @classmethod
     def parse(cls, text: str) -> Ref:

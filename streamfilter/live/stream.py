@@ -32,7 +32,7 @@ from ..core.output import end_event, marker_event, render
 from ..core.records import Run
 from ._logging import log_notices
 from .config import SourceConfig, Timing
-from .expand import Archive, archive_refs
+from .expand import Archive, archive_refs, escaped_source
 from .sinks import Sink
 from .totals import COUNTS, Totals
 
@@ -386,7 +386,7 @@ class LiveStream:
             return b""
         gap = b"" if sink.fresh else b"\n"
         sink.last_stream, sink.fresh = self.source, False
-        return gap + f"==> {self.source} <==\n".encode("utf-8", "surrogateescape")
+        return gap + f"==> {escaped_source(self.source)} <==\n".encode()  # (a name's newline: one line)
 
     def _count_read(self) -> tuple[int, ...] | None:
         """Add the lines and bytes read since the last count to the totals (they count as they

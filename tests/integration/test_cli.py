@@ -834,3 +834,21 @@ def test_a_proc_file_is_read_to_its_end_not_taken_for_a_truncated_one() -> None:
     assert refs and not any(ref.startswith("/proc/") for ref in refs)
     budget = run_cli("filter", "--budget-tokens", "300", "/proc/self/status")
     assert budget.returncode == 0 and b"changed while" not in budget.stderr, budget.stderr
+
+
+def test_each_files_label_is_one_line_whatever_its_name(tmp_path: Path) -> None:
+    # a file named with a newline had its ==> NAME <== label written over two lines, the second one
+    # reading like a log line (helper-99)
+    odd = tmp_path / "a\nERROR forged\x1b[2J.log"
+    odd.write_bytes(b"ERROR: first failed\n")
+    plain = tmp_path / "b.log"
+    plain.write_bytes(b"ERROR: second failed\n")
+    got = run_cli("filter", "--head", "0", "--tail", "0", str(odd), str(plain))
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines() == [
+        f"==> {tmp_path}/a\\x0aERROR forged\\x1b[2J.log <==".encode(),
+        b"ERROR: first failed",
+        b"",
+        f"==> {plain} <==".encode(),
+        b"ERROR: second failed",
+    ]
