@@ -93,7 +93,6 @@ __all__ = (
     "capture_command",
     "command_text",
     "filtered_here",
-    "forward_signals",
     "not_started_event",
     "output_file",
     "parse_socket",
@@ -165,7 +164,15 @@ class CommandError(StreamfilterError):
 
 async def start_command(argv: Sequence[str], separate: bool, cwd: str | None = None, detached: bool = False) -> Command:
     """Start ``argv`` in ``cwd``, its output to a pipe (stderr merged, or to a second pipe with
-    ``separate``); ``detached``: see ``capture_command``."""
+    ``separate``); ``detached``: see ``capture_command``. The caller has taken our stop signals
+    already (``anyio.open_signal_receiver``): a ^C that came before, while the event loop started,
+    cancelled the run (asyncio's handler), and that ends it here, before CMD starts; it had ended it
+    at the first wait after, ``run`` exiting 130 with nothing said and CMD left running (helper-101).
+
+    Raises:
+        CommandError: CMD cannot be started.
+    """
+    await anyio.lowlevel.checkpoint()
     if not argv[0]:  # (exec looks for "" in each PATH folder, a directory: "permission denied")
         raise CommandError(argv[0], "command not found", 127)
     try:
@@ -240,13 +247,6 @@ async def pass_signals(signals: AsyncIterator[int], process: Command, stopping: 
         await anyio.sleep(GROUP_SIGNAL_SECONDS)
         if not process.got_directly(signum):
             process.send_signal(signum)
-
-
-async def forward_signals(process: Command, received: anyio.Event | None = None) -> None:
-    """Pass our signals on to ``process`` until cancelled (``pass_signals``); ``received`` is set at
-    the first stop signal."""
-    with anyio.open_signal_receiver(*passed_signals()) as signals:
-        await pass_signals(signals, process, Stopping(received))
 
 
 async def pump(
@@ -1249,9 +1249,10 @@ async def send_command(
         start["query"] = query
     link = _Link(connect)
     here: LiveStream | None = None  # the rest of the output, once the daemon is gone
-    async with connect, anyio.create_task_group() as replies:
+    async with connect, anyio.create_task_group() as replies, contextlib.AsyncExitStack() as stack:
         replies.start_soon(link.read_replies)
         await link.send(control_line("run-start", **start))
+        signals = stack.enter_context(anyio.open_signal_receiver(*passed_signals()))  # (before CMD starts)
         try:
             process = await start_command(argv, separate=False)
         except CommandError as exc:
@@ -1262,7 +1263,7 @@ async def send_command(
         ended_with_newline = True
         stopped = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(forward_signals, process, stopped)
+            tg.start_soon(pass_signals, signals, process, Stopping(stopped))
             tg.start_soon(_give_up_after_a_stop, link, stopped)
             while True:
                 try:

@@ -927,3 +927,34 @@ def test_with_its_standard_output_closed_run_still_runs_the_command(tmp_path: Pa
     done = subprocess.run(["sh", "-c", f"{inner} >&-"], capture_output=True, env=_state(tmp_path), timeout=60)
     assert done.returncode == 3 and marker.exists(), done
     assert b"standard output is closed: CMD runs" in done.stderr
+
+
+def test_a_stop_signal_as_run_starts_stops_it_before_cmd_or_is_passed_on(tmp_path: Path) -> None:
+    # a ^C while run's event loop started (before it took the signals) cancelled the run as its
+    # command started: run exited 130 with nothing said and the command ran on (helper-101). The
+    # signal is sent at delays swept over run's start-up, measured first: each time, either the
+    # command never started (130) or it got the signal, and run died of it saying so
+    marker = tmp_path / "started"
+    started = time.monotonic()
+    proc = _started(["run", "--", "sh", "-c", f'touch "{marker}"; exec sleep 60'], marker, _state(tmp_path))
+    startup = time.monotonic() - started
+    proc.send_signal(signal.SIGINT)
+    _finish(proc, 30)
+    for i in range(24):
+        marker = tmp_path / f"started{i}"
+        # (a sleep of its own length: pgrep tells this command from the others)
+        command = ["run", "--", "sh", "-c", f'touch "{marker}"; exec sleep 6{i}.5']
+        pipe = subprocess.PIPE
+        proc = subprocess.Popen([*SF, *command], stdout=pipe, stderr=pipe, env=_state(tmp_path), start_new_session=True)
+        time.sleep(startup * (0.4 + 0.8 * i / 23))
+        proc.send_signal(signal.SIGINT)
+        out, err = _finish(proc, 30)
+        time.sleep(0.05)
+        left = subprocess.run(["pgrep", "-f", f"sleep 6{i}.5"], capture_output=True, text=True, check=False).stdout
+        for pid in left.split():
+            os.kill(int(pid), signal.SIGKILL)
+        assert not left, f"run exited {proc.returncode} and left its command running: {out!r} {err!r}"
+        if marker.exists():
+            assert proc.returncode == -signal.SIGINT and b"was killed by signal 2 (SIGINT)" in out, (out, err)
+        else:
+            assert proc.returncode in (130, -signal.SIGINT), (out, err)  # (or Python's own, importing)

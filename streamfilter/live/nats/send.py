@@ -28,7 +28,8 @@ from nats.js import JetStreamContext
 from ...core.errors import StreamfilterError
 from ...core.words import counted
 from ..envelope import SUCCESS_TAIL_LINES, Ended, exit_text, status_of
-from ..run import CommandError, command_text, filtered_here, forward_signals, pump, start_command
+from ..process import passed_signals
+from ..run import CommandError, Stopping, command_text, filtered_here, pass_signals, pump, start_command
 from ..stream import LiveStream
 from .leases import pool_partitions
 from .link import CONNECTION_LOST, CONTROL, OFFSET, RUN, connect, partition_of
@@ -146,6 +147,7 @@ async def send_to_nats(
     here: LiveStream | None = None  # the rest of the output, once the server is gone
     lost = ""
     offset = 0
+    stack = contextlib.ExitStack()  # (our stop signals, taken just before CMD starts)
     try:
         await _warn_untaken(js, target, partitions)
         try:
@@ -157,6 +159,7 @@ async def send_to_nats(
             ) from None
         except _Lost as exc:
             raise StreamfilterError(f"cannot publish to {target}: {exc}") from None
+        signals = stack.enter_context(anyio.open_signal_receiver(*passed_signals()))  # (before CMD starts)
         try:
             process = await start_command(argv, separate=False)
         except CommandError as exc:
@@ -166,7 +169,7 @@ async def send_to_nats(
             raise
         assert process.stdout is not None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(forward_signals, process)
+            tg.start_soon(pass_signals, signals, process, Stopping())
             while True:
                 try:
                     data = await process.stdout.receive(read_bytes)
@@ -195,6 +198,7 @@ async def send_to_nats(
             except _Lost as exc:
                 sys.stderr.write(f"streamfilter: warning: the run's end (status) could not be published: {exc}\n")
     finally:
+        stack.close()
         # (a server lost mid-run fails the close too: the loss is said below, the output filtered here)
         with (
             anyio.CancelScope(shield=True),
