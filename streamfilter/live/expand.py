@@ -269,21 +269,8 @@ class Archive:
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
             self._evict(cap_bytes - self.limit, cap_files - 1, None)
-        # decimal, not hex: a summary's token estimate then does not vary with the name's letters
-        name = f"stdin-{time.time_ns()}-{os.getpid()}"
-        path = self.folder / f"{name}.log"
-        # what its refs name: its name in the state directory (``expand`` looks there), its path elsewhere
-        self.source = name if directory == state_dir() else str(path)
-        # unbuffered: ``archived`` counts the bytes in the file; its owner's alone, as a run's file
-        # is (a command's whole output may hold a token it printed: 0644 had left that to the
-        # folder's mode, helper-98)
-        self._path = path
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        self._file: BinaryIO = open(fd, "wb", buffering=0)
-        info = os.fstat(self._file.fileno())
-        self._id = (info.st_dev, info.st_ino)  # (``gone``)
-        # held until ``close``: no other stream's archive evicts this one while it is written
-        fcntl.flock(self._file.fileno(), fcntl.LOCK_SH)
+        self._directory = directory
+        self._open(directory)
         self.archived = 0  # bytes written so far
         self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
         self.capped = False  # bytes came past the per-stream limit: they are not archived, nor refs given
@@ -291,21 +278,82 @@ class Archive:
         # notes say refs stop
         self.first_unreferenced: str | None = None
         self._made_room = False  # the other archives were evicted for room on a full disk (once)
+        self.referenced = False  # a ref into the file was given (``archive_refs``)
+
+    def _open(self, directory: Path) -> None:
+        """Make the archive file in ``directory``'s ``archive/`` and write from here on to it.
+
+        Raises:
+            OSError: it cannot be made.
+        """
+        folder = directory / "archive"
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # decimal, not hex: a summary's token estimate then does not vary with the name's letters
+        name = f"stdin-{time.time_ns()}-{os.getpid()}"
+        path = folder / f"{name}.log"
+        # unbuffered: ``archived`` counts the bytes in the file; its owner's alone, as a run's file
+        # is (a command's whole output may hold a token it printed: 0644 had left that to the
+        # folder's mode, helper-98)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self._file: BinaryIO = open(fd, "wb", buffering=0)
+        info = os.fstat(self._file.fileno())
+        self._id = (info.st_dev, info.st_ino)  # (``gone``)
+        # held until ``close``: no other stream's archive evicts this one while it is written
+        fcntl.flock(self._file.fileno(), fcntl.LOCK_SH)
+        self.folder, self._path = folder, path
+        # what its refs name: its name in the state directory (``expand`` looks there), its path elsewhere
+        self.source = name if directory == state_dir() else str(path)
+
+    def _move(self, failed: str) -> bool:
+        """The archive's disk is full: go on in a new file in a later folder of ``state_dirs()``
+        (the temporary directory), the bytes archived so far copied there (``archive.elsewhere``);
+        the old file stays for the refs given into it, if any. Whether it could (a full state directory
+        had left the rest of a run's summaries without refs, where a budget's copy moved, helper-101)."""
+        dirs = list(state_dirs())
+        here = next((i for i, d in enumerate(dirs) if d == self._directory), len(dirs))
+        old = self._file, self._path, self.folder, self._id, self.source
+        reasons = [f"{self.folder}: {failed}"]
+        for where in dirs[here + 1 :]:
+            try:
+                self._open(where)
+                with open(old[1], "rb") as handle:
+                    for piece in _pieces(handle, 0, self.archived):
+                        self._file.write(piece)
+            except OSError as exc:
+                reasons.append(f"{where / 'archive'}: {exc.strerror or exc}")
+                if self._path != old[1]:
+                    self._file.close()
+                    with contextlib.suppress(OSError):
+                        os.unlink(self._path)
+                self._file, self._path, self.folder, self._id, self.source = old
+                continue
+            old[0].close()
+            if not self.referenced:  # (no ref names it: the full disk gets its bytes back)
+                with contextlib.suppress(OSError):
+                    os.unlink(old[1])
+            self._directory = where
+            get_logger().warning("archive.elsewhere", directory=str(where), error="; ".join(reasons))
+            return True
+        return False
 
     def write(self, chunk: bytes) -> None:
         """Append the next bytes of the stream (while under the per-stream limit, and no write failed).
         On a full disk the older half of the other archives (by bytes) is removed, once a stream, and
-        the write tried again: a stream archived after a full one still gets refs."""
+        the write tried again: a stream archived after a full one still gets refs; failing that, the
+        archive moves to a later folder of ``state_dirs()`` (``_move``)."""
         take = memoryview(chunk)[: max(0, self.limit - self.archived)]
         self.capped = self.capped or len(take) < len(chunk)
         while take and self.failed is None:
             try:
                 n = self._file.write(take) or 0
             except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not self._made_room:
+                full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                if full and not self._made_room:
                     self._made_room = True  # (once: a disk full of other files is not ours to empty)
                     if self._evict(None, None, exc.strerror or "No space left on device"):
                         continue
+                if full and self._move(exc.strerror or "No space left on device"):
+                    continue
                 self.failed = exc.strerror or str(exc)
                 return
             take = take[n:]
@@ -530,7 +578,10 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
         if archive.covers(run.end_byte):
             # (removed with the state directory while the stream ran: a ref into it cannot be read
             # back, and none is given, helper-48; the run's last lines say why)
-            return "" if archive.gone() else ref_of(archive.source, run)
+            if archive.gone():
+                return ""
+            archive.referenced = True
+            return ref_of(archive.source, run)
         if archive.first_unreferenced is None:  # said once: why this summary and the later ones have no ref
             archive.first_unreferenced = unreferenced_from(run)
             get_logger().warning(

@@ -457,14 +457,26 @@ def test_a_full_disk_never_fails_the_command(tmp_path: Path, budget: list[str]) 
             timeout=120,
             check=False,
         )
+        left = list((full / "streamfilter").glob("archive/*"))
     assert done.returncode == 3 and b"Traceback" not in done.stderr, done.stderr
     lines = done.stdout.decode().splitlines()
     assert "error: the final step failed" in lines and "INFO compiling unit 40000 of the big module" in lines
-    # a plain run's archive stops where the disk did; a budgeted run's whole output moves to the
-    # temporary directory (test_a_full_state_directory_makes_room_or_moves_to_the_temporary_directory)
-    (note,) = [line for line in lines if ("kept in" if budget else "could not be kept") in line]
-    assert "No space left on device" in note
     assert "exited with status 3" in lines[-1]
+    if budget:  # the whole output moves to the temporary directory, and says so
+        (note,) = [line for line in lines if "kept in" in line]
+        assert "No space left on device" in note
+        return
+    # a plain run's archive moves there too (its summaries had no ref from where the disk filled on,
+    # helper-101): every summary's ref reads back the lines it counts, and the full disk keeps none
+    assert not [line for line in lines if "could not be kept" in line] and b"archive.elsewhere" in done.stderr
+    summaries = [line for line in lines if line.startswith("[streamfilter: dropped")]
+    assert summaries and all(" ref " in line for line in summaries), summaries
+    got = subprocess.run(
+        [*SF, "expand", summaries[0].rsplit(" ref ", 1)[1].rstrip("]")], capture_output=True, check=True
+    ).stdout
+    first, last = (int(n) for n in summaries[0].split(" (", 1)[0].rsplit(" ", 1)[1].split("-"))
+    assert got == b"".join(b"INFO compiling unit %d of the big module\n" % i for i in range(first, last + 1))
+    assert left == []
 
 
 @pytest.mark.parametrize("budget", [[], ["--budget-tokens", "300"]])
