@@ -7,7 +7,7 @@ import sys
 from typing import Any, BinaryIO, cast
 
 from ..core.errors import StreamfilterError, UsageError
-from ..live.expand import RefError, expand, parse_ref
+from ..live.expand import RefError, expand, is_short_ref, parse_ref
 from ..live.writes import Escaped, flush_out
 from .options import count
 
@@ -42,7 +42,7 @@ def _expand(args: argparse.Namespace) -> int:
     try:
         ref = parse_ref(args.ref)
     except RefError as exc:
-        if args.ref.startswith("@"):  # a short ref that no source named lately holds: as an expired one
+        if is_short_ref(args.ref):  # a short ref that no source named lately holds: as an expired one
             raise
         raise UsageError(str(exc)) from None  # not a ref at all: a bad argument, as a bad option value is
     try:
@@ -52,7 +52,7 @@ def _expand(args: argparse.Namespace) -> int:
             raise
         raise StreamfilterError(f"cannot write output: {exc.strerror or exc}") from None
     flush_out(out)
-    if args.ref.startswith("@"):  # (the source is the latest one that holds such bytes: say which, helper-62)
+    if is_short_ref(args.ref):  # (the source is the latest one that holds such bytes: say which, helper-62)
         sys.stderr.write(f"streamfilter: note: {args.ref} read from {ref.source}\n")
     if rotated is not None:
         sys.stderr.write(

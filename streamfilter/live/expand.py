@@ -59,6 +59,7 @@ __all__ = (
     "evict",
     "expand",
     "expand_page",
+    "is_short_ref",
     "parse_ref",
     "ref_of",
     "ref_path",
@@ -474,6 +475,11 @@ def _recent_sources(directories: Iterable[Path]) -> list[str]:
     return [source for _, source in sorted(entries, reverse=True)]
 
 
+def is_short_ref(text: str) -> bool:
+    """Whether ``text`` is a short ref, ``@START-END:CRC`` (``TextRefs``)."""
+    return _SHORT.fullmatch(text) is not None
+
+
 def parse_ref(text: str, directory: Path | None = None) -> Ref:
     """The ref ``text`` names: ``SOURCE:START-END:CRC`` (``Ref.parse``), or a short ref
     ``@START-END:CRC`` as a text output printed it, read against the sources text outputs named
@@ -484,7 +490,7 @@ def parse_ref(text: str, directory: Path | None = None) -> Ref:
     Raises:
         RefError: the text is not a ref; or a short one that no remembered source holds.
     """
-    if not _SHORT.fullmatch(text):
+    if not is_short_ref(text):
         return Ref.parse(text)
     start, _, rest = text[1:].partition("-")
     end, _, crc = rest.partition(":")
