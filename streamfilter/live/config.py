@@ -126,6 +126,8 @@ class SourceConfig:
             (after it dies, its partitions are taken over that much later).
         max_ack_pending: ``nats``: most messages delivered and not yet acked per partition (what
             a worker holds in memory for it).
+        evict_seconds: ``nats``: a stream quiet this long is written out (its last line ended, a
+            ``quiet`` event for a run with no end) and forgotten; more of it resumes it.
         payload: ``nats``: what a message without an offset header holds: ``lines`` (whole lines; a
             line end is added to one that lacks it, as Vector's ``text`` codec sends them) or
             ``fluent-bit`` (Fluent Bit's JSON records, whose ``log`` or ``message`` fields are the lines).
@@ -152,6 +154,7 @@ class SourceConfig:
     ack_wait_seconds: float = 30.0
     lease_seconds: float = 10.0
     max_ack_pending: int = 256
+    evict_seconds: float = 300.0
     payload: str = "lines"
     filter: FilterConfig = field(default_factory=FilterConfig)
     timing: Timing = field(default_factory=Timing)
@@ -217,6 +220,7 @@ _NATS_KEYS = (
     "ack_wait_seconds",
     "lease_seconds",
     "max_ack_pending",
+    "evict_seconds",
     "payload",
 )
 _SOURCE_KEYS = {
@@ -480,7 +484,7 @@ def _nats(check: _Checker, table: Mapping[str, Any], key: str, source: bool) -> 
             if not low <= count <= high:
                 raise check.fail(f"{key}.{name}", f"must be {low} to {high}, not {count}")
             values[name] = count
-    for name in ("ack_wait_seconds", "lease_seconds"):
+    for name in ("ack_wait_seconds", "lease_seconds", "evict_seconds"):
         if name in table:
             seconds = float(check.typed(table[name], (int, float), f"{key}.{name}"))
             if not 1 <= seconds <= MAX_SECONDS:  # (NaN fails too)

@@ -8,6 +8,7 @@ Producers are real clients: ``streamfilter send --nats`` and nats-py publishing 
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import string
@@ -979,3 +980,39 @@ def test_a_lease_keeper_stopped_before_it_started_stops_cleanly() -> None:
     keeper = LeaseKeeper(["nats://127.0.0.1:1"], "pool-leases", "w1", 3.0, 8)
     keeper.close()
     assert keeper.drop(0) is None
+
+
+@pytest.mark.anyio
+async def test_a_run_whose_sender_died_gets_a_quiet_event_after_its_last_lines(
+    tmp_path: Path, server: NatsServer
+) -> None:
+    """helper-100: a sender killed mid-run left its stream at its last lines, with no end and no
+    word, for ever: a reader waiting for its exit waited on. Once it is quiet for ``evict_seconds``
+    its unended line is written, then a ``quiet`` event that says its status is not known."""
+    worker = start_worker(tmp_path, server.url, source_extra="evict_seconds = 2\n")
+    send = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--partitions", str(PARTITIONS)]
+    script = "printf 'step 1\\nerror: the sender dies after this'; sleep 60"
+    sender = await anyio.open_process(
+        [*send, "--stream", "lost-1", "--run-id", "r1", "--", "sh", "-c", script], start_new_session=True
+    )
+    nc = await nats.connect(server.url)
+    try:
+        sub = await nc.jetstream().subscribe("filtered.lost-1", ordered_consumer=True)
+        events: list[dict[str, Any]] = []
+        with anyio.fail_after(40):
+            while not any(e["event"] == "start" for e in events):
+                events += [json.loads(line) for line in (await sub.next_msg(timeout=40)).data.splitlines()]
+            os.killpg(sender.pid, signal.SIGKILL)
+            await sender.wait()
+            while not any(e["event"] in ("quiet", "exit") for e in events):
+                events += [json.loads(line) for line in (await sub.next_msg(timeout=40)).data.splitlines()]
+    finally:
+        await nc.close()
+    kinds = [e["event"] for e in events]
+    assert kinds[-1] == "quiet" and "exit" not in kinds, kinds
+    kept = "".join(e.get("text", "") for e in events if e["event"] == "keep")
+    assert kept.endswith("error: the sender dies after this")  # (its line, unended, as it came)
+    quiet = events[-1]
+    assert (quiet["run"], quiet["seconds"], quiet["source"]) == ("r1", 2, "lost-1")
+    assert "its status is not known" in quiet["text"]
+    assert worker.stop(timeout=40) == 0

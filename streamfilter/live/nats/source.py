@@ -77,7 +77,6 @@ QUEUE_MESSAGES = 64  # per stream: messages handed to it and not yet taken (the 
 # bytes fed 1 MiB at a time, and an idle worker spends that for latency
 FEED_BYTES = 128 << 10
 FEED_SECONDS = 0.05
-EVICT_SECONDS = 300.0  # a stream quiet this long is written out (its last line ended) and forgotten
 # a stream that holds messages for its run's tail rule while its partition has all the messages in
 # flight the server allows (max_ack_pending) and none came for this long lets its held lines out
 STARVED_SECONDS = 0.25
@@ -198,7 +197,7 @@ class _Stream:
 
     async def run(self) -> None:
         """Take messages until the queue is closed (a stop, a hand-over: what is held is written, as a
-        pause would, and acked), the stream ends, or it is quiet for ``EVICT_SECONDS``."""
+        pause would, and acked), the stream ends, or it is quiet for the source's ``evict_seconds``."""
         worker = self.partition.worker
         failed = False  # a write could not be published: nothing more is written for it here
         try:
@@ -239,7 +238,7 @@ class _Stream:
                 await msg.ack()
         next_progress = time.monotonic() + worker.progress_seconds
         while not self.ended:
-            wake = min(next_progress, self.last + EVICT_SECONDS)
+            wake = min(next_progress, self.last + self.source.evict_seconds)
             # bytes waiting to be fed are fed at their deadline; the filter's own timers wait for them
             due = self.unfed_since + FEED_SECONDS if self.unfed else self.live.due() if self.live is not None else None
             if due is not None:
@@ -303,10 +302,20 @@ class _Stream:
             if now >= next_progress:
                 await self._in_progress()
                 next_progress = now + worker.progress_seconds
-            if now >= self.last + EVICT_SECONDS and not self.waiting and self.live is not None:
+            quiet = self.source.evict_seconds
+            if now >= self.last + quiet and not self.waiting and self.live is not None:
                 await self.live.end_line()  # a producer that went away: what it sent is written
+                if self.run_fields is not None:
+                    # a run with no end: its reader waited for an exit event that never came, with
+                    # no word that its sender had gone quiet (helper-100)
+                    run = self.run_fields["run"]
+                    text = (
+                        f"run {run} sent nothing for {quiet:g} s and no end: its sender may have stopped;"
+                        " its status is not known (more of it resumes the stream)"
+                    )
+                    await self.live.marker(text, "quiet", seconds=quiet)  # (its run is in every event)
                 await self._ack_written()
-                worker.log.info("stream.evicted", stream=self.sid, quiet_seconds=EVICT_SECONDS)
+                worker.log.info("stream.evicted", stream=self.sid, quiet_seconds=quiet)
                 return
             await self._ack_written()
 
