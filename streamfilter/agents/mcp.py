@@ -620,7 +620,9 @@ class StreamfilterMCP:
             try:
                 # a ref ends with its CRC's hex digits: a "]" after it was copied from the summary's end
                 # (a short ref is looked for in the sources outputs named lately: files are read)
-                parsed = await anyio.to_thread.run_sync(parse_ref, ref.strip().removesuffix("]"))
+                # (with context lines, one that several outputs hold is refused: their context may differ)
+                given = ref.strip().removesuffix("]")
+                parsed = await anyio.to_thread.run_sync(parse_ref, given, None, context_lines > 0)
             except RefError as exc:
                 raise ToolError(str(exc)) from None
             # (the file the ref names, whatever its name's form: a bare name is read from the folder)

@@ -40,7 +40,7 @@ def _expand(args: argparse.Namespace) -> int:
     if not args.raw and out.isatty():  # (as filter and run: a log's escapes do not reach the terminal, helper-62)
         out = cast(BinaryIO, Escaped(out))
     try:
-        ref = parse_ref(args.ref)
+        ref = parse_ref(args.ref, unique=args.context > 0)
     except RefError as exc:
         if is_short_ref(args.ref):  # a short ref that no source named lately holds: as an expired one
             raise

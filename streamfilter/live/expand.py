@@ -480,15 +480,18 @@ def is_short_ref(text: str) -> bool:
     return _SHORT.fullmatch(text) is not None
 
 
-def parse_ref(text: str, directory: Path | None = None) -> Ref:
+def parse_ref(text: str, directory: Path | None = None, unique: bool = False) -> Ref:
     """The ref ``text`` names: ``SOURCE:START-END:CRC`` (``Ref.parse``), or a short ref
     ``@START-END:CRC`` as a text output printed it, read against the sources text outputs named
     lately (``remember_source``; in the state directory ``directory``, default each of
     ``state_dirs()``), the most recent first: the first whose bytes in the range have the ref's
-    CRC-32, or failing that the first whose rotated files (``NAME.1``, ...) hold them.
+    CRC-32, or failing that the first whose rotated files (``NAME.1``, ...) hold them. With
+    ``unique`` (the lines around the range are asked for), a short ref that several of them hold is
+    an error: the bytes are the same, their context need not be.
 
     Raises:
-        RefError: the text is not a ref; or a short one that no remembered source holds.
+        RefError: the text is not a ref; or a short one that no remembered source holds, or with
+            ``unique`` more than one.
     """
     if not is_short_ref(text):
         return Ref.parse(text)
@@ -497,12 +500,25 @@ def parse_ref(text: str, directory: Path | None = None) -> Ref:
     where = directory or state_dir()
     sources = _recent_sources([directory] if directory is not None else state_dirs())
     refs = [Ref(source, int(start), int(end), crc) for source in sources]
+    held = []
     for ref in refs:
         try:
             _checked(ref, ref_path(ref, where)).close()
         except RefError:
             continue
-        return ref
+        held.append(ref)
+        if not unique:
+            break
+    if len(held) > 1:
+        # (parallel runs of one test suite print the same passes: the context of one run's short ref
+        # was read from another's file, its failure shown as a pass, helper-103)
+        names = ", ".join(escaped_source(ref.source) for ref in held[:3])
+        raise RefError(
+            f"{text!r}: {len(held)} outputs named lately hold these bytes ({names}{', ...' if len(held) > 3 else ''}),"
+            f" and the lines around them may differ; give the full ref above it in the output, SOURCE:{text[1:]}"
+        )
+    if held:
+        return held[0]
     # then the files they were rotated to, as a full ref's (``expand_page``): after four rotations
     # the full ref expanded and the short one did not (helper-94)
     for ref in refs:
@@ -550,9 +566,12 @@ class TextRefs:
         m = _REF.fullmatch(ref)
         if m is None:
             return ref
-        if m["source"] == self._source:
-            return short_ref(ref)
+        # remembered again at each ref (its entry's time renewed, or made again): a long run's source
+        # was forgotten once 64 others were named since, and its later short refs read back from none
+        # (helper-103)
         remembered = remember_source(_UNESCAPE.sub(_unescape, m["source"]))
+        if remembered and m["source"] == self._source:
+            return short_ref(ref)
         self._source = m["source"] if remembered else None
         return ref
 

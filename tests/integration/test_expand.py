@@ -12,6 +12,7 @@ import re
 import stat
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 from types import SimpleNamespace
@@ -327,6 +328,29 @@ def test_the_sources_remembered_for_short_refs_are_bounded_and_the_newest_holder
     assert parse_ref(f"@0-11:{same}", tmp_path).source == str(logs[-1])
     with pytest.raises(RefError, match="none of the last"):
         parse_ref(f"@0-11:{zlib.crc32(b'other bytes'):08x}", tmp_path)
+    # the lines around them asked for: which output's? (the context of one parallel run's short ref
+    # was read from another's file, its failure shown as a pass, helper-103)
+    with pytest.raises(RefError, match=r"\d+ outputs named lately hold these bytes .*give the full ref"):
+        parse_ref(f"@0-11:{same}", tmp_path, unique=True)
+    assert parse_ref(f"@0-6:{zlib.crc32(b'run 6' + bytes([10])):08x}", tmp_path, unique=True).source == str(logs[6])
+
+
+def test_a_long_runs_short_refs_read_back_after_many_other_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a run that printed a summary now and then while 64 other outputs named their sources: its
+    # source was forgotten, and its later short refs read back from none (helper-103)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    long = tmp_path / "long.log"
+    long.write_bytes(b"step 1\nstep 2\n")
+    refs = TextRefs()
+    assert refs(f"{long}:0-7:{zlib.crc32(b'step 1' + bytes([10])):08x}").startswith(str(long))  # named whole
+    for i in range(RECENT_SOURCES + 1):
+        remember_source(str(tmp_path / f"other-{i}.log"))
+        time.sleep(0.002)  # (remembered in order, whatever the clock's resolution)
+    short = refs(f"{long}:7-14:{zlib.crc32(b'step 2' + bytes([10])):08x}")
+    assert short.startswith("@") and parse_ref(short).source == str(long)
 
 
 def test_a_ref_into_another_state_directorys_archive_says_where_it_may_be(tmp_path: Path) -> None:
@@ -616,3 +640,23 @@ def test_an_archived_output_is_its_owner_s_alone(tmp_path: Path) -> None:
     ref = next(str(d["ref"]) for d in drops(proc.stdout) if d.get("ref"))
     (archived,) = (tmp_path / "streamfilter" / "archive").iterdir()
     assert ref.startswith(archived.stem) and stat.S_IMODE(archived.stat().st_mode) == 0o600
+
+
+def test_a_short_ref_two_outputs_hold_gives_no_context_but_its_own(tmp_path: Path) -> None:
+    # two runs of one suite print the same passes: with --context, a short ref of the first had its
+    # lines around read from the second's file, its failure shown as the other's (helper-103)
+    def log(name: str) -> bytes:
+        noise = b"".join(b"INFO test_%d passed\n" % i for i in range(200))
+        return noise + f"ERROR test_x failed in run {name}\n".encode() + noise + b"ERROR the end\n"
+
+    outputs = []
+    for name in ("A", "B"):
+        (tmp_path / f"{name}.log").write_bytes(log(name))
+        outputs.append(cli("filter", "--head", "0", "--tail", "0", str(tmp_path / f"{name}.log"), state=tmp_path))
+    short = re.findall(rb"ref (@\d+-\d+:[0-9a-f]{8})\]", outputs[0].stdout)[0].decode()
+    assert short.encode() in outputs[1].stdout  # (the same bytes at the same place in both)
+    got = cli("expand", "--context", "2", short, state=tmp_path)
+    assert got.returncode == 1 and got.stdout == b"" and b"2 outputs named lately hold these bytes" in got.stderr
+    start, end = (int(n) for n in short[1:].split(":")[0].split("-"))
+    got = cli("expand", short, state=tmp_path)  # (the bytes alone are the same whichever file holds them)
+    assert got.returncode == 0 and got.stdout == log("A")[start:end]
