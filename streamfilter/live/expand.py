@@ -245,12 +245,12 @@ class Archive:
     Args:
         directory: the state directory (``state_dir()``), or where state goes when it cannot be
             written (``state_dirs``); files go to ``archive/`` in it.
-        cap_bytes: most bytes of all archived streams together; when a new stream starts,
-            the oldest archive files are removed until the others fit in half the cap and are
-            fewer than ``cap_files`` (not
-            one whose stream is still archived, ``evict``; the folder is scanned at most every
-            ``EVICT_SECONDS`` per process, or after a quarter of the cap was written), and one
-            stream stops being archived (its later refs are not given) at half the cap.
+        cap_bytes: about the most bytes of all archived streams together: the oldest archive
+            files are removed (not one whose stream is still archived, ``evict``) until all fit
+            in the cap less a sixteenth of it, and are fewer than ``cap_files``, when a new stream
+            starts (the folder is scanned at most every ``EVICT_SECONDS`` per process, or after a
+            quarter of the cap was written) and each time a stream has written another sixteenth;
+            one stream stops being archived (its later refs are not given) at half the cap.
 
     Raises:
         OSError: the archive directory cannot be created or written.
@@ -266,10 +266,14 @@ class Archive:
         self.folder = directory / "archive"
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.limit = cap_bytes // 2
+        # room is made as the stream grows, not for all it may hold at its start: a 30-line run had
+        # evicted a run ended a second before, the archive at half its cap (helper-103)
+        self._cap, self._step = cap_bytes, max(1, cap_bytes // 16)
+        self._next_room = self._step  # (bytes archived when room is made next)
         now = time.monotonic()
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
-            self._evict(cap_bytes - self.limit, cap_files - 1, None)
+            self._evict(cap_bytes - self._step, cap_files - 1, None)
         self._directory = directory
         self._open(directory)
         self.archived = 0  # bytes written so far
@@ -360,6 +364,9 @@ class Archive:
             take = take[n:]
             self.archived += n
             Archive._written += n
+            if self.archived >= self._next_room:
+                self._next_room = self.archived + self._step
+                self._evict(self._cap - self._step, None, None)
 
     def covers(self, end: int) -> bool:
         """Whether the stream's bytes up to ``end`` are archived."""

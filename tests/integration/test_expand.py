@@ -375,7 +375,9 @@ def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(
     newer.write(b"b" * 800)  # only half the cap is archived for one stream
     newer.close()
     assert newer.covers(500) and not newer.covers(501)
-    third = Archive(tmp_path, cap_bytes=1000)  # makes room: the oldest goes first
+    third = Archive(tmp_path, cap_bytes=1000)  # the others fit: none goes for a new stream
+    assert (tmp_path / "archive" / f"{old.source}.log").exists()
+    third.write(b"c" * 100)  # past the cap less a sixteenth, all told: the oldest goes first
     third.close()
     assert not (tmp_path / "archive" / f"{old.source}.log").exists()
     assert (tmp_path / "archive" / f"{newer.source}.log").stat().st_size == 500
