@@ -794,6 +794,11 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
                 " another machine (a fleet's worker) or state directory; expand it there, or set"
                 " STATE_DIRECTORY or XDG_STATE_HOME as its writer had them"
             ) from None
+        if any(path.parent == where / "runs" for where in state_dirs()):  # (a run's whole output, helper-103)
+            raise RefError(
+                f"ref {ref}: {path} no longer exists: evicted (the oldest runs' outputs go when newer ones need"
+                " the room), or deleted"
+            ) from None
         raise RefError(f"ref {ref}: {path} no longer exists (deleted or rotated)") from None
     except OSError as exc:
         raise RefError(f"ref {ref}: cannot read {path}: {exc.strerror or exc}") from None

@@ -758,3 +758,16 @@ def test_under_a_file_size_limit_the_lines_filtered_from_memory_are_said_to_be_t
     # (in 1 MiB: the error line's 49 bytes and the last 19,064 of the lines of 55)
     assert 50001 - first == 19065 and 49 + 19064 * 55 <= 1 << 20 < 49 + 19065 * 55
     assert b"whole output (50001 lines, 2750049 bytes) not kept]" in proc.stdout.splitlines()[-1]
+
+
+def test_a_ref_into_an_evicted_runs_output_says_it_was_evicted(tmp_path: Path) -> None:
+    # it said "no longer exists (deleted or rotated)", as of a log file (helper-103)
+    script = "for i in $(seq 1 2000); do echo INFO step $i; done; echo 'error: boom'; exit 1"
+    done = run_cli("run", "--budget-tokens", "300", "--", "sh", "-c", script, env=_state(tmp_path))
+    assert done.returncode == 1
+    kept = Path(done.stdout.decode().splitlines()[-1].rsplit("): ", 1)[1].rstrip("]"))
+    ref = re.findall(rb"ref (\S+):(\d+-\d+:[0-9a-f]{8})\]", done.stdout)[0]
+    assert kept.parent.name == "runs" and ref[0].decode() == str(kept)
+    kept.unlink()  # (as the oldest are when newer runs need the room)
+    got = run_cli("expand", b":".join(ref).decode(), env=_state(tmp_path))
+    assert got.returncode == 1 and b"no longer exists: evicted (the oldest runs' outputs go" in got.stderr
