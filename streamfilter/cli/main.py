@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -55,8 +56,22 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status. As the
     program itself (no ``argv``), ``run`` and ``send`` die of the signal that killed their command
-    (``run.die_of``) instead of returning its status."""
+    (``run.die_of``) instead of returning its status, and a ^C that no subcommand took (one as it
+    starts) kills it with SIGINT, as it would a program without a handler: a shell's loop stops
+    (it had exited 130, and the loop went on, helper-104); else 130."""
     program = argv is None
+    try:
+        return _main(argv, program)
+    except KeyboardInterrupt:
+        if program:
+            from ..live.envelope import Ended
+            from .run import die_of
+
+            die_of(Ended.of(-signal.SIGINT))
+        return 130
+
+
+def _main(argv: Sequence[str] | None, program: bool) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # an agent runs it before every command: no more imports than it needs
         from . import hook
@@ -89,8 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return _reader_gone()
-    except KeyboardInterrupt:
-        return 130
     except OSError as exc:  # a socket or file the daemon could not open
         where = f" {exc.filename}" if exc.filename else ""
         sys.stderr.write(f"streamfilter: error:{where} {exc.strerror or exc}\n")
