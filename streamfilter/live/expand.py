@@ -284,6 +284,7 @@ class Archive:
         self.first_unreferenced: str | None = None
         self._made_room = False  # the other archives were evicted for room on a full disk (once)
         self.referenced = False  # a ref into the file was given (``archive_refs``)
+        self._moved_from: list[BinaryIO] = []  # files it moved from that refs name (``_move``)
 
     def _open(self, directory: Path) -> None:
         """Make the archive file in ``directory``'s ``archive/`` and write from here on to it.
@@ -332,8 +333,12 @@ class Archive:
                         os.unlink(self._path)
                 self._file, self._path, self.folder, self._id, self.source = old
                 continue
-            old[0].close()
-            if not self.referenced:  # (no ref names it: the full disk gets its bytes back)
+            if self.referenced:
+                # held (and its lock) while the stream runs, as the file written is: another run's
+                # full disk had evicted it at once, and the refs printed into it failed (helper-104)
+                self._moved_from.append(old[0])
+            else:  # (no ref names it: the full disk gets its bytes back)
+                old[0].close()
                 with contextlib.suppress(OSError):
                     os.unlink(old[1])
             self._directory = where
@@ -383,6 +388,8 @@ class Archive:
 
     def close(self) -> None:
         """Flush and close the archive file; removed when it holds nothing (no ref points into it)."""
+        for moved in self._moved_from:
+            moved.close()
         self._file.close()
         if not self.archived:
             with contextlib.suppress(OSError):

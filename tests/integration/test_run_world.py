@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import fcntl
+import io
 import itertools
 import json
 import os
@@ -971,3 +972,43 @@ def test_a_stop_signal_as_run_starts_stops_it_before_cmd_or_is_passed_on(tmp_pat
         assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
         if marker.exists():
             assert b"was killed by signal 2 (SIGINT)" in out, (out, err)
+
+
+def test_an_archive_moved_off_a_full_disk_holds_the_file_its_refs_name_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # parallel runs on a full state directory: one run's refs named its first archive file, which
+    # it left when it moved to the temporary directory, and another run's full disk evicted that
+    # file at once, the refs failing (helper-104)
+    from streamfilter.core.filter import FilterConfig, StreamFilter
+    from streamfilter.live.expand import archive_refs, expand, parse_ref
+
+    with _small_disk(tmp_path / "full", "256k") as full:
+        tmp = tmp_path / "tmp"
+        tmp.mkdir()
+        monkeypatch.setenv("XDG_STATE_HOME", str(full))
+        monkeypatch.setenv("TMPDIR", str(tmp))
+        monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+        archive, ref = archive_refs("stdin")
+        assert archive is not None
+        data = b"".join(
+            b"ERROR: step %05d failed\n" % i if i % 500 == 499 else b"INFO line %05d\n" % i for i in range(30000)
+        )
+        sf = StreamFilter(FilterConfig(head_lines=0, tail_lines=0))
+        refs = []
+        for i in range(0, len(data), 4096):
+            archive.write(data[i : i + 4096])
+            refs += [(run, ref(run)) for run in sf.feed(data[i : i + 4096])]
+        refs += [(run, ref(run)) for run in sf.flush()]
+        drops = [(run, r) for run, r in refs if run.decision == "drop"]
+        assert all(r for _, r in drops) and archive.source.startswith(str(tmp))  # (moved, each with its ref)
+        assert any(r.startswith("stdin-") for _, r in drops)  # (and some name the first file)
+        other, _ = archive_refs("stdin")  # another run, on the full disk: it makes room, then moves
+        assert other is not None
+        other.write(b"x" * 300_000)
+        for run, r in drops:
+            out = io.BytesIO()
+            expand(parse_ref(r), out)
+            assert out.getvalue() == data[run.start_byte : run.end_byte]
+        other.close()
+        archive.close()
