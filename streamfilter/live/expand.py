@@ -740,17 +740,27 @@ def expand_page(
     instead = None
     try:
         handle = _checked(ref, path)
-    except RefError:
-        for rotated in [] if path.name.startswith("stdin-") else _rotated_from(path):
+    except RefError as exc:
+        unread: list[str] = []  # (compressed rotations that could not be read: the error names them)
+        for rotated in [] if path.name.startswith("stdin-") else _rotated_from(path, unread):
             if within is not None and not within(rotated):
                 continue
             try:
                 handle = _checked(ref, rotated)
+            except _Damaged:
+                unread.append(f"{rotated.name} (it does not decompress)")
+                continue
             except RefError:
                 continue
             instead = rotated
             break
         else:
+            if unread:
+                # (a .zst rotation, or a damaged .gz, had been passed over without a word, helper-104)
+                raise RefError(
+                    f"{exc}; not read: {', '.join(unread)}: a rotation decompressed beside it, under its name"
+                    " without the compression's, is read"
+                ) from None
             raise
     start, end = ref.start + offset, ref.end
     with handle:
@@ -777,6 +787,10 @@ def expand_page(
             for piece in _pieces(handle, ref.end, _lines_after(handle, ref.end, context_lines, after)):
                 out.write(piece)
     return instead, (end - ref.start if end < ref.end else None)
+
+
+class _Damaged(RefError):
+    """A compressed rotation that does not decompress (cut short, or not the format its name says)."""
 
 
 def _checked(ref: Ref, path: Path) -> BinaryIO:
@@ -828,7 +842,7 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
             for piece in _pieces(handle, ref.start, ref.end):
                 crc, size = zlib.crc32(piece, crc), size + len(piece)
         except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise RefError(f"ref {ref}: {path} does not decompress: {exc}") from None
+            raise _Damaged(f"ref {ref}: {path} does not decompress: {exc}") from None
         if size < ref.end - ref.start:
             raise RefError(f"ref {ref}: {path} decompresses to fewer than {ref.end} bytes")
         if f"{crc:08x}" != ref.checksum:
@@ -851,11 +865,12 @@ _DECOMPRESSED: dict[str, Callable[[Path], BinaryIO]] = {
 _COMPRESSED = (".zst", ".zip", ".lz4", ".lzma", ".Z")
 
 
-def _rotated_from(path: Path) -> list[Path]:
+def _rotated_from(path: Path, unread: list[str] | None = None) -> list[Path]:
     """Files in ``path``'s directory named like rotations of it: first ``NAME.1``, ``NAME-DATE``; then
     the others of its family, by its name's first part (``app.1.log`` and ``app.log.2`` for
     ``app.log``, ``app.log.2`` for ``app.log.1``, shifted on by a later rotation), in name order;
-    compressed ones too when ``_checked`` can read them (``app.log.2.gz``)."""
+    compressed ones too when ``_checked`` can read them (``app.log.2.gz``), the other compressed
+    names added to ``unread``."""
     try:
         names = sorted(os.listdir(path.parent))
     except OSError:
@@ -865,10 +880,11 @@ def _rotated_from(path: Path) -> list[Path]:
     family.sort(key=lambda n: not n.startswith((path.name + ".", path.name + "-")))  # (stable: name order)
     found = []
     for name in family:
-        if not name.endswith(_COMPRESSED):
-            candidate = path.parent / name
-            if candidate.is_file():
-                found.append(candidate)
+        if name.endswith(_COMPRESSED):
+            if unread is not None:
+                unread.append(f"{name} (its compression is not one read here)")
+        elif (path.parent / name).is_file():
+            found.append(path.parent / name)
     return found
 
 

@@ -224,6 +224,12 @@ def test_a_ref_into_a_compressed_rotation_is_read_through_its_decompressor(tool:
     rotated.write_bytes(rotated.read_bytes()[: rotated.stat().st_size // 2])
     got = cli("expand", str(first["ref"]), state=tmp_path)
     assert got.returncode == 1 and got.stdout == b"" and b"checksum" in got.stderr
+    # and the error names the rotations it could not read (they had been passed over without a word,
+    # helper-104)
+    assert (
+        f"not read: app.log.1.zst (its compression is not one read here), app.log.2{suffix} (it does not".encode()
+        in (got.stderr)
+    )
 
 
 @pytest.mark.parametrize(
