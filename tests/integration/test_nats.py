@@ -828,23 +828,51 @@ async def test_a_kept_line_past_the_held_cap_goes_out_in_pieces_and_its_partitio
     assert len(pieces) == 3 and all(e["event"] == "keep" for e in pieces)  # (8 MiB, 8 MiB, the rest)
 
 
+async def events_until_exits(url: str, sid: str, exits: int, seconds: float) -> list[dict[str, Any]]:
+    """The events on ``filtered.SID`` until ``exits`` runs' exit events came (fails after ``seconds``)."""
+    nc = await nats.connect(url)
+    try:
+        sub = await nc.jetstream().subscribe(f"filtered.{sid}", ordered_consumer=True)
+        events: list[dict[str, Any]] = []
+        with anyio.fail_after(seconds):
+            while sum(e["event"] == "exit" for e in events) < exits:
+                events += [json.loads(line) for line in (await sub.next_msg(timeout=seconds)).data.splitlines()]
+    finally:
+        await nc.close()
+    return events
+
+
+def second_run(events: list[dict[str, Any]], statuses: tuple[int, int]) -> list[dict[str, Any]]:
+    """The events of the second of two runs under one stream id, once each run's exit status is
+    checked (``statuses``) and the second is seen to start after the first's exit."""
+    exits = [e for e in events if e["event"] == "exit"]
+    assert tuple(e["status"] for e in exits) == statuses and exits[0]["run"] != exits[1]["run"], exits
+    second = events[events.index(exits[0]) + 1 :]
+    assert second[0]["event"] == "start" and second[0]["run"] == exits[1]["run"], second[:2]
+    return second
+
+
 @pytest.mark.anyio
-async def test_a_stream_id_used_again_after_its_run_ended_is_warned_of(tmp_path: Path, server: NatsServer) -> None:
-    """helper-72: a second run under an id whose run had ended was acked and left out without a word
-    (fleet.md promised ``stream.reused``): a CI retry that reused its job's id lost its failure."""
+async def test_a_new_run_under_an_id_whose_run_ended_is_filtered_after_it(tmp_path: Path, server: NatsServer) -> None:
+    """helper-72, helper-100: a second run under an id whose run had ended was acked and left out, only
+    a worker's warning said so: a CI retry that reused its job's id lost its failure. It is filtered
+    now, its events after the first run's exit; within the server's duplicate window too (its
+    writes had the first run's message ids)."""
     worker = start_worker(tmp_path, server.url)
     send = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--partitions", str(PARTITIONS)]
     first = await anyio.open_process([*send, "--stream", "job-7", "--run-id", "first", "--", "sh", "-c", "echo ok"])
     with anyio.fail_after(60):
         assert await first.wait() == 0
     await read_output(server.url, {"job-7"}, seconds=30)
-    again = ["--stream", "job-7", "--run-id", "retry", "--", "sh", "-c", "echo error: retry failed; exit 3"]
-    second = await anyio.open_process([*send, *again])
+    retry = "for i in $(seq 1 200); do echo step $i ok; done; echo 'error: retry failed'; exit 3"
+    second = await anyio.open_process([*send, "--stream", "job-7", "--run-id", "retry", "--", "sh", "-c", retry])
     with anyio.fail_after(60):
         assert await second.wait() == 3
-    (said,) = worker.wait_for(lambda: [e for e in worker.logs() if e.get("event") == "stream.reused"], 20)
-    assert said["level"] == "warning" and said["stream"] == "job-7"
-    assert said["run"] == "retry" and said["ended_run"] == "first"
+    events = second_run(await events_until_exits(server.url, "job-7", 2, 60), (0, 3))
+    assert events[0]["run"] == "retry"
+    expected = "".join(f"step {i} ok\n" for i in range(1, 201)) + "error: retry failed\n"
+    check_covered("job-7", expected.encode(), events, [expected.index("error: retry failed")])
+    assert not [e for e in worker.logs() if e.get("event") == "stream.reused"]
     assert worker.stop(timeout=40) == 0
 
 
@@ -876,12 +904,14 @@ async def test_a_second_run_under_a_running_stream_s_id_is_left_out_and_warned_o
 
 
 @pytest.mark.anyio
-async def test_a_stream_id_used_again_after_its_stream_moved_is_acked_and_warned_of(
+async def test_a_new_run_under_the_id_of_a_stream_that_ended_on_a_stopped_worker_is_filtered(
     tmp_path: Path, server: NatsServer
 ) -> None:
     """helper-82: a new run under the id of a stream that ended on a worker since stopped: the
     worker that took its partition found the stream ended by its output and left its messages
-    unacked, without a word; at max_ack_pending the partition stopped for every stream on it."""
+    unacked, without a word; at max_ack_pending the partition stopped for every stream on it. They
+    were then acked and left out (a warning); now the run is filtered after the first's exit, and
+    the partition's other streams go on (helper-100)."""
     extra = "max_ack_pending = 64\n"
     send = [sys.executable, "-m", "streamfilter", "send", "--nats", server.url, "--partitions", str(PARTITIONS)]
     first_worker = start_worker(tmp_path, server.url, source_extra=extra)
@@ -896,6 +926,8 @@ async def test_a_stream_id_used_again_after_its_stream_moved_is_acked_and_warned
     again = await anyio.open_process([*send, "--stream", "job-8", "--", "sh", "-c", slow])
     with anyio.fail_after(60):
         assert await again.wait() == 2
+    events = second_run(await events_until_exits(server.url, "job-8", 2, 60), (1, 2))
+    check_covered("job-8", "".join(f"line {i}\n" for i in range(1, 151)).encode(), events, [])
     partition = partition_of("job-8", PARTITIONS)
     other = next(f"next-{i}" for i in range(1000) if partition_of(f"next-{i}", PARTITIONS) == partition)
     after = await anyio.open_process([*send, "--stream", other, "--", "sh", "-c", "echo error: next job; exit 3"])
@@ -903,8 +935,7 @@ async def test_a_stream_id_used_again_after_its_stream_moved_is_acked_and_warned
         assert await after.wait() == 3
     output = await read_output(server.url, {other}, seconds=30)
     check_covered(other, b"error: next job\n", events_of(output[other]), [0])
-    said = worker.wait_for(lambda: [e for e in worker.logs() if e.get("event") == "stream.reused"], 20)
-    assert {(e["stream"], e["level"]) for e in said} == {("job-8", "warning")}
+    assert not [e for e in worker.logs() if e.get("event") == "stream.reused"]
     assert worker.stop(timeout=40) == 0
 
 

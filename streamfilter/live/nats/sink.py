@@ -5,8 +5,9 @@ output then ends (``Streamfilter-Next-Byte``, ``-Next-Line``, and ``-Rest-Line``
 inside a line; a NATS source adds ``-Seq``, ``-Run``, and ``-Ended`` on a run's exit event), so the last
 message of a subject is the stream's checkpoint, written in the same step as its output: a worker
 that takes the stream over goes on exactly from there (``last_position``). ``Nats-Msg-Id`` is the
-stream and the byte range (or ``EVENT@OFFSET``), so a message published twice, by a retry or a
-worker that repeats it after a crash, is dropped by the server within its duplicate window.
+stream, its run's id when it has one, and the byte range (or ``EVENT@OFFSET``), so a message
+published twice, by a retry or a worker that repeats it after a crash, is dropped by the server
+within its duplicate window.
 A publish waits for the server's ack; while the server is away it is retried (the stream waits:
 backpressure), which the de-duplication makes safe, until ``give_up`` (a stop) says how long.
 
@@ -150,7 +151,14 @@ class NatsSink(Sink):
                 no longer surely this worker's: nothing is published.
         """
         subject = self.subject(stream.source)
-        ident = f"{subject_token(stream.source)}:{key}"
+        # a run's writes are told from another run's under the same stream id (a retry's, filtered
+        # after the first's exit: the server had dropped them as repeats of the first run's)
+        run = (getattr(stream, "run_fields", None) or {}).get("run")
+        ident = (
+            f"{subject_token(stream.source)}:{key}"
+            if run is None
+            else f"{subject_token(stream.source)}:{subject_token(run)}:{key}"
+        )
         after = self._position(stream)
         room = self._message_bytes - HEADER_ROOM - sum(len(k) + len(v) + 4 for k, v in after.items()) - len(ident)
         turn = getattr(stream, "turn", None)  # (a NATS source's stream: others decide while it retries)

@@ -187,6 +187,7 @@ class _Stream:
         self.before_start: list[Msg] = []  # a run's data delivered before its run-start (delivered again)
         self.located = False  # where its bytes start here is known (an output's position, a first message)
         self.run_fields: dict[str, Any] | None = None
+        self.first_run: str | None = None  # the run its first message here names (``_msg_run``)
         self.ended = False
         self.last = time.monotonic()
         self.send, self.receive = anyio.create_memory_object_stream[Msg](QUEUE_MESSAGES)
@@ -326,12 +327,19 @@ class _Stream:
         position = await worker.last_position(self.sid)
         if position is None:
             return
-        self.located = True
         run = position.get("run")
-        self.run_fields = json.loads(run) if run else None
+        fields = json.loads(run) if run else None
         if position.get("ended") == "1":
-            self.ended = True
+            ended_run = (fields or {}).get("run")
+            if _another_run(self.first_run, ended_run):
+                # a new run under the id of one whose output ended (a CI retry that keeps its job's
+                # id): filtered from its start, its events after the other's exit (it had been left
+                # out, only a worker's warning said so, helper-72, helper-100)
+                worker.log.info("stream.new_run", stream=self.sid, run=self.first_run, ended_run=ended_run)
+                return
+            self.located, self.run_fields, self.ended = True, fields, True
             return
+        self.located, self.run_fields = True, fields
         seq, _, seq_end = position.get("seq", "0 0").partition(" ")
         self.received = int(position.get("next-byte", "0"))
         self.done_seq, self.next_implicit = int(seq or 0), int(seq_end or 0)
@@ -570,6 +578,19 @@ class _Stream:
                 pass  # (a lost connection: the acks after it are what matter)
 
 
+def _msg_run(msg: Msg) -> str | None:
+    """The run ``msg`` is of: a data message's ``RUN`` header, a control message's JSON ``run``;
+    None for a line without one (Vector, Fluent Bit)."""
+    headers = msg.headers or {}
+    return _run_of(msg) if CONTROL in headers else headers.get(RUN)
+
+
+def _another_run(run: str | None, ended: str | None) -> bool:
+    """Whether ``run`` (a message's) is known and another than the ended run ``ended`` (its output's
+    name for it, ``printable`` and at most 64 characters)."""
+    return run is not None and ended is not None and printable(run)[:64] != ended
+
+
 def _run_of(msg: Msg) -> str | None:
     """The run a control message (a run-start or run-end, JSON) names, or None."""
     try:
@@ -686,12 +707,15 @@ class _Partition:
             return  # (not acked: delivered again to the partition's next owner)
         sid = msg.subject.rpartition(".")[2]
         if sid in self.recent_ends:
-            self.late(sid, self.recent_ends[sid], msg)
-            await msg.ack()  # a late copy of a stream that ended here
-            return
+            if not _another_run(_msg_run(msg), self.recent_ends[sid]):
+                self.late(sid, self.recent_ends[sid], msg)
+                await msg.ack()  # a late copy of a stream that ended here
+                return
+            del self.recent_ends[sid]  # a new run under its id: a stream again (``_Stream._resume``)
         stream = self.streams.get(sid)
         if stream is None:
             stream = self.streams[sid] = _Stream(self, sid)
+            stream.first_run = _msg_run(msg)
             tg.start_soon(stream.run)
         try:
             try:
