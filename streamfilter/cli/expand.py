@@ -55,7 +55,10 @@ def _expand(args: argparse.Namespace) -> int:
     if is_short_ref(args.ref):  # (the source is the latest one that holds such bytes: say which, helper-62)
         sys.stderr.write(f"streamfilter: note: {args.ref} read from {ref.source}\n")
     if rotated is not None:
-        sys.stderr.write(
-            f"streamfilter: note: read from {rotated}: {ref.source} was rotated, it holds other bytes now\n"
+        why = (
+            "it moved there off a full disk"
+            if rotated.name.startswith("stdin-")
+            else "was rotated, it holds other bytes now"
         )
+        sys.stderr.write(f"streamfilter: note: read from {rotated}: {ref.source} {why}\n")
     return 0

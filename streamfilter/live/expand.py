@@ -247,10 +247,11 @@ class Archive:
             written (``state_dirs``); files go to ``archive/`` in it.
         cap_bytes: about the most bytes of all archived streams together: the oldest archive
             files are removed (not one whose stream is still archived, ``evict``) until all fit
-            in the cap less a sixteenth of it, and are fewer than ``cap_files``, when a new stream
-            starts (the folder is scanned at most every ``EVICT_SECONDS`` per process, or after a
-            quarter of the cap was written) and each time a stream has written another sixteenth;
-            one stream stops being archived (its later refs are not given) at half the cap.
+            in the cap and are fewer than ``cap_files`` when a new stream starts (the folder is
+            scanned at most every ``EVICT_SECONDS`` per process, or after a quarter of the cap
+            was written), and until they fit in the cap less a sixteenth of it (room for its next
+            sixteenth) each time a stream has written another sixteenth; one stream stops being
+            archived (its later refs are not given) at half the cap.
 
     Raises:
         OSError: the archive directory cannot be created or written.
@@ -273,7 +274,7 @@ class Archive:
         now = time.monotonic()
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
-            self._evict(cap_bytes - self._step, cap_files - 1, None)
+            self._evict(cap_bytes, cap_files - 1, None)
         self._directory = directory
         self._open(directory)
         self.archived = 0  # bytes written so far
@@ -283,11 +284,10 @@ class Archive:
         # notes say refs stop
         self.first_unreferenced: str | None = None
         self._made_room = False  # the other archives were evicted for room on a full disk (once)
-        self.referenced = False  # a ref into the file was given (``archive_refs``)
-        self._moved_from: list[BinaryIO] = []  # files it moved from that refs name (``_move``)
 
-    def _open(self, directory: Path) -> None:
-        """Make the archive file in ``directory``'s ``archive/`` and write from here on to it.
+    def _open(self, directory: Path, name: str | None = None) -> None:
+        """Make the archive file ``name`` (default a new one) in ``directory``'s ``archive/`` and
+        write from here on to it.
 
         Raises:
             OSError: it cannot be made.
@@ -295,7 +295,7 @@ class Archive:
         folder = directory / "archive"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         # decimal, not hex: a summary's token estimate then does not vary with the name's letters
-        name = f"stdin-{time.time_ns()}-{os.getpid()}"
+        name = name or f"stdin-{time.time_ns()}-{os.getpid()}"
         path = folder / f"{name}.log"
         # unbuffered: ``archived`` counts the bytes in the file; its owner's alone, as a run's file
         # is (a command's whole output may hold a token it printed: 0644 had left that to the
@@ -311,17 +311,18 @@ class Archive:
         self.source = name if directory == state_dir() else str(path)
 
     def _move(self, failed: str) -> bool:
-        """The archive's disk is full: go on in a new file in a later folder of ``state_dirs()``
-        (the temporary directory), the bytes archived so far copied there (``archive.elsewhere``);
-        the old file stays for the refs given into it, if any. Whether it could (a full state directory
-        had left the rest of a run's summaries without refs, where a budget's copy moved, helper-101)."""
+        """The archive's disk is full: go on in a file of the same name in a later folder of
+        ``state_dirs()`` (the temporary directory), the bytes archived so far copied there
+        (``archive.elsewhere``), and the old file removed (``expand`` finds the refs given into it
+        there: ``_elsewhere``). Whether it could (a full state directory had left the rest of a
+        run's summaries without refs, where a budget's copy moved, helper-101)."""
         dirs = list(state_dirs())
         here = next((i for i, d in enumerate(dirs) if d == self._directory), len(dirs))
         old = self._file, self._path, self.folder, self._id, self.source
         reasons = [f"{self.folder}: {failed}"]
         for where in dirs[here + 1 :]:
             try:
-                self._open(where)
+                self._open(where, self._path.stem)
                 with open(old[1], "rb") as handle:
                     for piece in _pieces(handle, 0, self.archived):
                         self._file.write(piece)
@@ -333,14 +334,11 @@ class Archive:
                         os.unlink(self._path)
                 self._file, self._path, self.folder, self._id, self.source = old
                 continue
-            if self.referenced:
-                # held (and its lock) while the stream runs, as the file written is: another run's
-                # full disk had evicted it at once, and the refs printed into it failed (helper-104)
-                self._moved_from.append(old[0])
-            else:  # (no ref names it: the full disk gets its bytes back)
-                old[0].close()
-                with contextlib.suppress(OSError):
-                    os.unlink(old[1])
+            # (the full disk gets its bytes back: a partial copy left there, named by the refs given
+            # into it, was evicted by the next run's full disk, those refs failing, helper-104, -105)
+            old[0].close()
+            with contextlib.suppress(OSError):
+                os.unlink(old[1])
             self._directory = where
             get_logger().warning("archive.elsewhere", directory=str(where), error="; ".join(reasons))
             return True
@@ -388,8 +386,6 @@ class Archive:
 
     def close(self) -> None:
         """Flush and close the archive file; removed when it holds nothing (no ref points into it)."""
-        for moved in self._moved_from:
-            moved.close()
         self._file.close()
         if not self.archived:
             with contextlib.suppress(OSError):
@@ -537,7 +533,7 @@ def parse_ref(text: str, directory: Path | None = None, unique: bool = False) ->
     # the full ref expanded and the short one did not (helper-94)
     for ref in refs:
         path = ref_path(ref, where)
-        for rotated in [] if path.name.startswith("stdin-") else _rotated_from(path):
+        for rotated in _elsewhere(path):
             try:
                 _checked(ref, rotated).close()
             except RefError:
@@ -617,10 +613,7 @@ def archive_refs(stream: str) -> tuple[Archive | None, Callable[[Run], str]]:
         if archive.covers(run.end_byte):
             # (removed with the state directory while the stream ran: a ref into it cannot be read
             # back, and none is given, helper-48; the run's last lines say why)
-            if archive.gone():
-                return ""
-            archive.referenced = True
-            return ref_of(archive.source, run)
+            return "" if archive.gone() else ref_of(archive.source, run)
         if archive.first_unreferenced is None:  # said once: why this summary and the later ones have no ref
             archive.first_unreferenced = unreferenced_from(run)
             get_logger().warning(
@@ -742,7 +735,7 @@ def expand_page(
         handle = _checked(ref, path)
     except RefError as exc:
         unread: list[str] = []  # (compressed rotations that could not be read: the error names them)
-        for rotated in [] if path.name.startswith("stdin-") else _rotated_from(path, unread):
+        for rotated in _elsewhere(path, unread):
             if within is not None and not within(rotated):
                 continue
             try:
@@ -863,6 +856,16 @@ _DECOMPRESSED: dict[str, Callable[[Path], BinaryIO]] = {
     ".xz": lambda path: cast(BinaryIO, lzma.LZMAFile(path, "rb")),
 }
 _COMPRESSED = (".zst", ".zip", ".lz4", ".lzma", ".Z")
+
+
+def _elsewhere(path: Path, unread: list[str] | None = None) -> list[Path]:
+    """Where else the bytes of a ref into ``path`` may be: for an archive (``stdin-<id>.log``), the
+    file of its name in the other state folders' ``archive/`` (an archive moves there off a full
+    disk, ``Archive._move``); for a file, its rotations (``_rotated_from``)."""
+    if not path.name.startswith("stdin-"):
+        return _rotated_from(path, unread)
+    moved = (where / "archive" / path.name for where in state_dirs())
+    return [other for other in moved if other != path and other.is_file()]
 
 
 def _rotated_from(path: Path, unread: list[str] | None = None) -> list[Path]:

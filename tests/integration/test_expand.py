@@ -374,6 +374,7 @@ def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path))  # (its files named by name, not path)
+    monkeypatch.setattr(Archive, "EVICT_SECONDS", -1.0)  # (each new stream scans the folder)
     old = Archive(tmp_path, cap_bytes=1000)
     old.write(b"a" * 400)
     old.close()
@@ -381,12 +382,18 @@ def test_archive_evicts_the_oldest_streams_and_stops_at_its_limit(
     newer.write(b"b" * 800)  # only half the cap is archived for one stream
     newer.close()
     assert newer.covers(500) and not newer.covers(501)
-    third = Archive(tmp_path, cap_bytes=1000)  # the others fit: none goes for a new stream
+    small = Archive(tmp_path, cap_bytes=1000)
+    small.write(b"s" * 50)
+    small.close()
+    # the others fit in the cap (950 of 1000): none goes for a new stream (one had, for all a new
+    # stream may hold, helper-103; then for its first sixteenth, helper-105)
+    third = Archive(tmp_path, cap_bytes=1000)
     assert (tmp_path / "archive" / f"{old.source}.log").exists()
     third.write(b"c" * 100)  # past the cap less a sixteenth, all told: the oldest goes first
     third.close()
     assert not (tmp_path / "archive" / f"{old.source}.log").exists()
     assert (tmp_path / "archive" / f"{newer.source}.log").stat().st_size == 500
+    assert (tmp_path / "archive" / f"{small.source}.log").exists()
 
 
 def test_a_run_past_its_archive_share_says_so_in_its_closing_lines(
