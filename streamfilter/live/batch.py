@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import sys
 import tempfile
@@ -35,12 +36,12 @@ from ..core.budget import (
 )
 from ..core.filter import FilterConfig, FilterStats, StreamFilter, asked_patterns
 from ..core.hits import PRIOR_FLOOR
-from ..core.output import end_event, render
+from ..core.output import end_event, marker_event, render
 from ..core.records import Run
 from ..core.worker import FactsWorker, worth_a_worker
 from ._logging import log_notices
 from .checkpoint import PSEUDO_FILES, ReadPosition
-from .expand import REF_NOTE, Archive, TextRefs, archive_refs, ref_of, short_ref
+from .expand import REF_NOTE, Archive, TextRefs, archive_refs, escaped_source, ref_of, short_ref
 from .outcome import Filtered, InputChanged
 from .stops import StopSignals
 from .writes import flush_out, write_all
@@ -95,10 +96,28 @@ def filter_input(
             _feed(sf, handle, writer, signals, copies=refs.copies)
         except InputChanged as exc:
             changed = exc
+        stopped = signals is not None and signals.received is not None and not _read_to_end(handle)
     refs.close()
     writer(sf.flush())
+    if stopped:
+        assert signals is not None and signals.received is not None
+        # (an interrupted filter's output had ended as a whole one does, helper-105)
+        what = "standard input" if name == "-" else escaped_source(name)
+        text = f"filtering stopped by {signal.Signals(signals.received).name} after line {sf.stats.lines} of {what}"
+        note = marker_event(fmt, name, f"{text}: the rest is not shown")
+        write_all(out, note)
+        writer.last = note[-1:]
     writer.end(sf)
     return Filtered(writer.last or header[-1:], sf.stats, changed)
+
+
+def _read_to_end(handle: BinaryIO) -> bool:
+    """Whether ``handle`` (a regular file) was read to its end; False for a pipe, a FIFO, a device."""
+    try:
+        info = os.fstat(handle.fileno())
+        return stat.S_ISREG(info.st_mode) and handle.tell() >= info.st_size
+    except (OSError, ValueError):
+        return False
 
 
 HELD_BYTES = 1 << 20  # most bytes of a line being read held back for a stop (a longer one is fed as it comes)

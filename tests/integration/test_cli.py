@@ -380,6 +380,11 @@ def test_an_interrupt_still_writes_what_was_read(sig: int, status: int) -> None:
     runs = [e for e in events if e["event"] in ("keep", "drop")]
     assert runs[0]["first_line"] == 1 and runs[-1]["last_line"] == n
     assert runs[-1]["event"] == "keep"  # the last lines read are the tail
+    # and it says it stopped there: the output had ended as a whole one does (helper-105)
+    name = signal.Signals(sig).name
+    assert events[-2]["event"] == "marker" and events[-2]["text"] == (
+        f"filtering stopped by {name} after line {n} of standard input: the rest is not shown"
+    )
 
 
 @pytest.mark.parametrize("command", [["filter", str(EXAMPLE)], ["run", "--", "sh", "-c", "echo ERROR failed; exit 3"]])
