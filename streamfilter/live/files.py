@@ -71,7 +71,7 @@ from .checkpoint import (
     fingerprint,
 )
 from .config import SourceConfig, glob_directory
-from .expand import ref_of
+from .expand import escaped_source, ref_of
 from .rotated import COMPRESSED_NAMES, RotatedWhileDown, rotated_since, rotation_rank, rotations_of
 from .sinks import Sink
 from .stream import LiveStream
@@ -628,8 +628,18 @@ class FileFollower:
         ``ROTATE_QUIET_SECONDS`` once deleted) or the follower stops; then end the stream and close ``fd``."""
         info = os.fstat(fd)
         ino, start = info.st_ino, offset
-        # the name it has now: a ref written after it was deleted names it still (expand then says so)
+        # the name it has now: a ref written after it was deleted names it still, its bytes read
+        # before then may be in a compressed rotation (expand reads them there)
         name = next(iter(self._names_of(ino)), self.path)
+        # where it was seen deleted: the bytes past it are on no disk (written after logrotate's
+        # compress made its copy), and a ref into them never read back (helper-104)
+        deleted_at: list[int] = []
+
+        def ref(run: Run) -> str:
+            if deleted_at and run.end_byte > deleted_at[0]:
+                return ""
+            return ref_of(next(iter(self._names_of(ino)), name), run, 0)
+
         for sink in self.sinks:
             sink.shared = True  # two streams of the path write there now: a text sink labels them
         stream = LiveStream(
@@ -637,7 +647,7 @@ class FileFollower:
             self.source.filter,
             self.source.timing,
             self.sinks,
-            lambda run: ref_of(next(iter(self._names_of(ino)), name), run, 0),
+            ref,
             1,
             offset,
             totals=self.totals,
@@ -651,6 +661,10 @@ class FileFollower:
             while True:
                 data = os.pread(fd, READ_BYTES, offset)
                 now = time.monotonic()
+                if not deleted_at and not os.fstat(fd).st_nlink:
+                    deleted_at.append(offset)
+                    gone = f"{escaped_source(name)} was deleted while read, at byte {offset}"
+                    await stream.marker(f"{gone}: what it got after is on no disk, and has no ref", offset=offset)
                 if data:
                     offset += len(data)
                     quiet_since = now

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 
@@ -1511,3 +1511,38 @@ def test_a_start_at_the_open_files_limit_gets_ready_and_stops_on_sigterm(tmp_pat
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_late_readers_bytes_past_its_files_deletion_get_no_ref_and_a_marker_says_so(tmp_path: Path) -> None:
+    # logrotate's compress without delaycompress, its writer still writing to the old file: the bytes
+    # written after the copy was made are on no disk once the file is deleted, and the summaries of
+    # them had refs that never read back ("is now shorter than byte ...", helper-104)
+    log, out = tmp_path / "app.log", tmp_path / "out.jsonl"
+    log.write_bytes(b"")
+    live = start(tmp_path, file_to_jsonl(log, out, 'protect = ["ERROR"]\ntail_lines = 0\n'))
+    written = 0
+
+    def some(old: BinaryIO, count: int) -> None:
+        nonlocal written
+        for _ in range(count):
+            old.write(b"".join(b"late line %d\n" % (written + k) for k in range(30)) + b"ERROR late %d\n" % written)
+            written += 30
+            time.sleep(0.05)
+
+    with log.open("ab", buffering=0) as old:
+        log.rename(tmp_path / "app.log.1")
+        log.write_bytes(b"new line\n")
+        some(old, 120)  # (past the 5 s the path's stream waits for the renamed file: a late reader's)
+        live.wait_for(lambda: live.log_event("file.rotated")["late_reader"], 10)
+        (tmp_path / "app.log.1").unlink()
+        some(old, 40)
+    live.wait_for(lambda: kept(live.events(out)).count("ERROR late") == 160, 20)
+    assert live.stop() == 0
+    events = [e for e in live.events(out) if e["source"].startswith("app@")]
+    (said,) = [e for e in events if e["event"] == "marker"]
+    assert "was deleted while read, at byte" in said["text"] and said["text"].endswith("is on no disk, and has no ref")
+    drops = [e for e in events if e["event"] == "drop"]
+    assert all(bool(e.get("ref")) == (e["end_byte"] <= said["offset"]) for e in drops), drops
+    assert [e for e in drops if e["start_byte"] >= said["offset"]]  # (summaries past it: none with a ref)
+    late = [e for e in live.events(out) if e["event"] in ("keep", "drop")]
+    assert sum(e["lines"] for e in late) == 160 * 31 + 1  # (every line once: the late ones and "new line")
