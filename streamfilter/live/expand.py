@@ -225,7 +225,7 @@ class Ref:
             RefError: the text is not a ref.
         """
         m = _REF.fullmatch(text)
-        if m is None and _SHORT.fullmatch(text):
+        if m is None and is_short_ref(text):
             raise RefError(
                 f"{shown(text)!r} is a ref without its source: put the source of the full ref above it in the"
                 f" output before it, SOURCE:{text[1:]}"
@@ -262,6 +262,8 @@ class Archive:
     EVICT_SECONDS: ClassVar[float] = 10.0
     _last_scan: ClassVar[float] = -1e9
     _written: ClassVar[int] = 0
+    _file: BinaryIO  # (the file written, at ``_path``: ``_open``)
+    _path: Path
 
     def __init__(self, directory: Path, cap_bytes: int = ARCHIVE_BYTES, cap_files: int = ARCHIVE_FILES) -> None:
         self.folder = directory / "archive"
@@ -275,7 +277,6 @@ class Archive:
         if now - Archive._last_scan > self.EVICT_SECONDS or Archive._written > cap_bytes // 4:
             Archive._last_scan, Archive._written = now, 0
             self._evict(cap_bytes, cap_files - 1, None)
-        self._directory = directory
         self._open(directory)
         self.archived = 0  # bytes written so far
         self.failed: str | None = None  # why a write failed (a full disk): the stream is archived no further
@@ -285,9 +286,9 @@ class Archive:
         self.first_unreferenced: str | None = None
         self._made_room = False  # the other archives were evicted for room on a full disk (once)
 
-    def _open(self, directory: Path, name: str | None = None) -> None:
-        """Make the archive file ``name`` (default a new one) in ``directory``'s ``archive/`` and
-        write from here on to it.
+    def _open(self, directory: Path, moved: bool = False) -> None:
+        """Make the archive file in ``directory``'s ``archive/`` and write from here on to it; with
+        ``moved`` (``_move``), one of the current file's name, holding its bytes.
 
         Raises:
             OSError: it cannot be made.
@@ -295,17 +296,26 @@ class Archive:
         folder = directory / "archive"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         # decimal, not hex: a summary's token estimate then does not vary with the name's letters
-        name = name or f"stdin-{time.time_ns()}-{os.getpid()}"
+        name = self._path.stem if moved else f"stdin-{time.time_ns()}-{os.getpid()}"
         path = folder / f"{name}.log"
         # unbuffered: ``archived`` counts the bytes in the file; its owner's alone, as a run's file
         # is (a command's whole output may hold a token it printed: 0644 had left that to the
         # folder's mode, helper-98)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        self._file: BinaryIO = open(fd, "wb", buffering=0)
-        info = os.fstat(self._file.fileno())
-        self._id = (info.st_dev, info.st_ino)  # (``gone``)
+        file: BinaryIO = open(fd, "wb", buffering=0)
         # held until ``close``: no other stream's archive evicts this one while it is written
-        fcntl.flock(self._file.fileno(), fcntl.LOCK_SH)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        if moved:  # (the bytes archived so far go first)
+            try:
+                with open(self._path, "rb") as handle:
+                    for piece in _pieces(handle, 0, self.archived):
+                        file.write(piece)
+            except OSError:
+                file.close()
+                path.unlink(missing_ok=True)
+                raise
+        info = os.fstat(fd)
+        self._file, self._id = file, (info.st_dev, info.st_ino)  # (``gone``)
         self.folder, self._path = folder, path
         # what its refs name: its name in the state directory (``expand`` looks there), its path elsewhere
         self.source = name if directory == state_dir() else str(path)
@@ -317,29 +327,19 @@ class Archive:
         there: ``_elsewhere``). Whether it could (a full state directory had left the rest of a
         run's summaries without refs, where a budget's copy moved, helper-101)."""
         dirs = list(state_dirs())
-        here = next((i for i, d in enumerate(dirs) if d == self._directory), len(dirs))
-        old = self._file, self._path, self.folder, self._id, self.source
+        here = next((i for i, d in enumerate(dirs) if d == self.folder.parent), len(dirs))
+        old_file, old_path = self._file, self._path
         reasons = [f"{self.folder}: {failed}"]
         for where in dirs[here + 1 :]:
             try:
-                self._open(where, self._path.stem)
-                with open(old[1], "rb") as handle:
-                    for piece in _pieces(handle, 0, self.archived):
-                        self._file.write(piece)
+                self._open(where, moved=True)
             except OSError as exc:
                 reasons.append(f"{where / 'archive'}: {exc.strerror or exc}")
-                if self._path != old[1]:
-                    self._file.close()
-                    with contextlib.suppress(OSError):
-                        os.unlink(self._path)
-                self._file, self._path, self.folder, self._id, self.source = old
                 continue
             # (the full disk gets its bytes back: a partial copy left there, named by the refs given
             # into it, was evicted by the next run's full disk, those refs failing, helper-104, -105)
-            old[0].close()
-            with contextlib.suppress(OSError):
-                os.unlink(old[1])
-            self._directory = where
+            old_file.close()
+            old_path.unlink(missing_ok=True)
             get_logger().warning("archive.elsewhere", directory=str(where), error="; ".join(reasons))
             return True
         return False

@@ -661,7 +661,8 @@ class FileFollower:
             while True:
                 data = os.pread(fd, READ_BYTES, offset)
                 now = time.monotonic()
-                if not deleted_at and not os.fstat(fd).st_nlink:
+                info = os.fstat(fd)
+                if not deleted_at and not info.st_nlink:
                     deleted_at.append(offset)
                     gone = f"{escaped_source(name)} was deleted while read, at byte {offset}"
                     await stream.marker(f"{gone}: what it got after is on no disk, and has no ref", offset=offset)
@@ -671,7 +672,6 @@ class FileFollower:
                     await stream.feed(data)
                     await anyio.lowlevel.checkpoint()
                     continue
-                info = os.fstat(fd)
                 if info.st_size < offset:
                     reason = "truncated"
                     break

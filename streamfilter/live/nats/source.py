@@ -433,8 +433,8 @@ class _Stream:
         if RUN in headers and self.run_fields is None and CONTROL not in headers:
             self.before_start.append(msg)  # its run's query and tail rule come with the run-start
             return
-        other = headers.get(RUN) if CONTROL not in headers else _run_of(msg)
-        if other is not None and self.run_fields is not None and printable(other)[:64] != self.run_fields["run"]:
+        other = _msg_run(msg)
+        if self.run_fields is not None and _another_run(other, self.run_fields["run"]):
             # another run under this id while the stream's goes on (two senders of one id): its bytes
             # had been placed among the stream's by offset, and its end had ended the stream (helper-92)
             self.partition.late(self.sid, self.run_fields["run"], msg, other, going=True)
@@ -751,7 +751,7 @@ class _Partition:
         which is not filtered: said once a run (``stream.reused``, a warning; a CI retry that reused
         its job's id had its failure left out without a word, helper-72)."""
         other = other if other is not None else (msg.headers or {}).get(RUN)
-        if other is None or run is None or printable(other)[:64] == run or (sid, other) in self.reused:
+        if other is None or not _another_run(other, run) or (sid, other) in self.reused:
             return
         self.reused[sid, other] = None
         if len(self.reused) > ENDED_STREAMS:
