@@ -164,7 +164,8 @@ _NEVER_FOR = {
 # showed 3 of 803 test ids, `pytest --help` lost its usage line (helper-71)
 _ANSWER_WORDS = frozenset(("--help", "-h", "--version"))
 _COMPILER_ANSWERS = frozenset(("-E", "-M", "-MM", "-dumpversion", "-dumpmachine", "-dumpspecs", "-print-search-dirs"))
-_MAKE_ANSWERS = frozenset(("-n", "--just-print", "--dry-run", "--recon", "-p", "--print-data-base", "-v"))
+# (make's "help" target lists the others: its answer, 15 of 20 lines cut, helper-106)
+_MAKE_ANSWERS = frozenset(("-n", "--just-print", "--dry-run", "--recon", "-p", "--print-data-base", "-v", "help"))
 _ANSWER_FOR = {
     "pytest": frozenset(("--co", "--collect-only", "--fixtures", "--fixtures-per-test", "--markers", "--setup-plan",
                          "-V")),
@@ -178,6 +179,8 @@ _ANSWER_FOR = {
     "jest": frozenset(("--listTests", "--showConfig")),
     "tsc": frozenset(("--showConfig", "--listFiles", "--listFilesOnly")),
 }  # fmt: skip
+# an option's values that turn it off (``--watchAll=false``)
+_OFF = frozenset(("false", "0", "no", "off"))
 # a script named as a watcher: ``npm run test:watch``, ``yarn watch-tests`` (not ``test_watchdog.py``)
 _WATCH_SCRIPT = re.compile(r"(?:^|[:_-])(?:watch|serve|livehtml|livereload|dev-?server)(?:$|[:_-])", re.IGNORECASE)
 # the variables an approval may cover a command setting (or ``env`` unsetting): they change how it
@@ -429,8 +432,10 @@ def _never_words(name: Sequence[str]) -> frozenset[str]:
     if not name:
         return frozenset()
     own = _NEVER_FOR.get(name[0], _NEVER_FOR.get(_program(name[0]), frozenset()))
-    # (an option with its value too: jest --watch=true, mvn -Dmaven.surefire.debug=5005, helper-90)
-    return (_NEVER_WORDS | own).intersection(w.partition("=")[0] for w in name[1:])
+    # (an option with its value too: jest --watch=true, mvn -Dmaven.surefire.debug=5005, helper-90;
+    # not one that turns it off: jest --watchAll=false, helper-106)
+    words = (key for key, _, value in (w.partition("=") for w in name[1:]) if value.lower() not in _OFF)
+    return (_NEVER_WORDS | own).intersection(words)
 
 
 def _answer_words(name: Sequence[str]) -> frozenset[str]:
@@ -599,7 +604,12 @@ def _asks_for_prints(body: Sequence[str]) -> str | None:
             for flag in word[1:]:
                 if flag == "s":
                     return word
-                if flag in "kmpcoWrn":  # (an option with a value: the rest of the word is it)
+                if flag == "r":  # (-rP, -rA: the passed tests' prints in the summary, helper-106)
+                    chars = word[word.index("r", 1) + 1 :] or "".join(args[i + 1 : i + 2])
+                    if set(chars) & {"P", "A"}:
+                        return word
+                    break
+                if flag in "kmpcoWn":  # (an option with a value: the rest of the word is it)
                     break
     return None
 

@@ -64,6 +64,10 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("python -m pytest -x -sv tests", "'-sv' asks for the command's own prints"),
         ("pytest --capture=no", "'--capture=no' asks"),
         ("cargo test -- --nocapture", "'--nocapture' asks"),
+        # (the passed tests' prints in the summary: 1 of 30 shown, helper-106)
+        ("pytest -q -rP tests", "'-rP' asks for the command's own prints"),
+        ("python -m pytest -vrA", "'-vrA' asks for the command's own prints"),
+        ("pytest -r P", "'-r' asks for the command's own prints"),
         ("cargo nextest run --no-capture", "'--no-capture' asks"),
         ("echo x && pytest", "only `cd DIR &&` or `source FILE &&`"),
         # (it said "'|' into other than `tail -N`" of a pipe into tail -30)
@@ -203,7 +207,8 @@ def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) 
     "command",
     ["pytest --co -q", "python -m pytest --collect-only", "pytest --fixtures", "pytest --help", "pytest -h",
      "make -n", "make -j4 --dry-run all", "make -p", "gcc -E main.c", "g++ -MM a.cpp", "cargo test -- --list",
-     "cargo --version", "go test -list .", "ctest -N", "jest --listTests", "tsc --showConfig", "mvn -v"],
+     "cargo --version", "go test -list .", "ctest -N", "jest --listTests", "tsc --showConfig", "mvn -v",
+     "make help", "make -C docs help"],
 )  # fmt: skip
 def test_a_command_asked_for_its_answer_is_left_alone(command: str) -> None:
     """helper-71: `pytest --co -q` wrapped showed 3 of 803 test ids, `pytest --help` lost its usage
@@ -211,7 +216,13 @@ def test_a_command_asked_for_its_answer_is_left_alone(command: str) -> None:
     assert _wrap(command) is None
 
 
-@pytest.mark.parametrize("command", ["pytest -v", "make -j4 all", "gcc -O2 -c main.c", "cargo test -- --nocapture-x"])
+@pytest.mark.parametrize(
+    "command",
+    ["pytest -v", "make -j4 all", "gcc -O2 -c main.c", "cargo test -- --nocapture-x", "pytest -rfE tests",
+     "pytest -rf -x", "make helpers",
+     # a watch option turned off (helper-106: left alone as a watcher)
+     "npm test -- --watchAll=false", "jest --watch=false", "jest --watchAll=0"],
+)  # fmt: skip
 def test_options_near_the_answer_words_are_still_wrapped(command: str) -> None:
     assert _wrap(command) == f"{RUN} {command}"
 
