@@ -97,6 +97,17 @@ PRIOR_BEFORE, PRIOR_AFTER = 1, 2
 # same; 0.3 0.861 on the second seed, 0.4 0.859 on the first; 0.25 as 0.2 on both; without the
 # verdict or summary the same on both)
 PRIOR_TOP, PRIOR_FLOOR = 2, 0.25
+# a line within PRIOR_NEAR_LINES of a line that holds a query term is the prior's at PRIOR_NEAR_CUT,
+# under the cut: the query found the failure's line, the prior its neighbours in the tool's own
+# words (tar's "Unexpected EOF in archive" over "Error is not recoverable"). Out of fold, signatures
+# off, with the model's cut (full / mean recall / median out_ratio, total): cut 0.8 alone 0.871 /
+# 0.930 / 0.0681 (0.1225); cut 0.85 with 0.5 and 1 line 0.876 / 0.932 / 0.0676 (0.1177); 0.45 0.877 /
+# 0.933 / 0.0690; 0.6 0.871 / 0.929 / 0.0670; 2 lines 0.877 / 0.936 / 0.0706; cut 0.8 with 0.5 and 1
+# line 0.889 / 0.939 / 0.0706; cut 0.88 with 0.45 0.859 / 0.924 / 0.0668. Signatures on, cut 0.85
+# with 0.5 and 1 line: 0.956 / 0.985 / 0.0720 (0.1548; cut 0.8 alone 0.955 / 0.985 / 0.0720, 0.1595).
+# On benchmarks/realtools (shipped weights), signatures off: 0.556 / 0.778 / 0.0680 -> 0.689 / 0.826
+# / 0.0738 (benchmarks/quality.md, session 53)
+PRIOR_NEAR_CUT, PRIOR_NEAR_LINES = 0.5, 1
 # a line at the cut is the prior's only when its first stage alone gives it at least this: the second
 # stage raises a line beside a likely one (a failure is a block), but a noise line beside a traceback
 # is not the failure, and the kept lines grow into their neighbours anyway (out of fold, signatures
@@ -452,6 +463,7 @@ class PriorRater:
         self._verdict_before = np.zeros(0, dtype=np.int64)
         self._summary_before = np.zeros(0, dtype=np.int64)
         self._error_before = np.zeros(0, dtype=np.int64)
+        self._term_before = np.zeros(0, dtype=np.int64)  # the last line with a query term trimmed
         self._first_verdict = -1
 
     @property
@@ -518,6 +530,7 @@ class PriorRater:
         weak = weak_lines(p, lo, hi, self._max_line_bytes) | p.blank[lo:hi] | p.repeat[lo:hi]
         own = around[CONTEXT_REACH : CONTEXT_REACH + hi - lo]
         seeds = (prob >= self._model.cut) & (own >= np.log(PRIOR_OWN / (1 - PRIOR_OWN)))
+        seeds |= (prob >= PRIOR_NEAR_CUT) & self._near_terms(p, lo, hi)
         likely = np.where(weak, 0.0, prob)
         self._remember_best(lines, likely)
         if not self._sure:
@@ -565,6 +578,21 @@ class PriorRater:
             self._slots = self._slots[keep:]
         if rated.shape[0]:
             hits.add_rated(rated + p.base)
+
+    def _near_terms(self, p: PendingLines, lo: int, hi: int) -> BoolArray:
+        """Shape ``(hi - lo,)``: whether each of pending lines ``lo .. hi-1`` is within
+        ``PRIOR_NEAR_LINES`` of a line that holds a query term (``PendingLines.term``, set as a line
+        comes in; not a weak line, ``weak_lines``; a line trimmed already counts through ``forget``)."""
+        start, ahead = max(0, lo - PRIOR_NEAR_LINES), min(p.term.shape[0], hi + PRIOR_NEAR_LINES)
+        # (not an over-long line's terms: it is summarized, its window not kept for them)
+        held = p.term[start:ahead] & ~weak_lines(p, start, ahead, self._max_line_bytes)
+        terms = np.concatenate((self._term_before - p.base, np.flatnonzero(held) + start))
+        # lines lo - PRIOR_NEAR_LINES .. hi + PRIOR_NEAR_LINES - 1, each line's term counted over the
+        # 2 * PRIOR_NEAR_LINES + 1 lines around it
+        marks = np.zeros(hi - lo + 2 * PRIOR_NEAR_LINES, dtype=np.int64)
+        marks[terms[terms >= lo - PRIOR_NEAR_LINES] - lo + PRIOR_NEAR_LINES] = 1
+        covered: BoolArray = np.convolve(marks, np.ones(2 * PRIOR_NEAR_LINES + 1, dtype=np.int64), "valid") > 0
+        return covered
 
     def _failure_counts(self, p: PendingLines, lo: int, hi: int) -> Int64Array:
         """Of pending lines ``lo .. hi-1`` (rated now, each once), those that count failures among
@@ -622,7 +650,7 @@ class PriorRater:
     def forget(self, p: PendingLines, n: int) -> None:
         """The first ``n`` pending lines are about to be trimmed: keep what the lines after them
         look back at (the last one's logits and static features, the last exit verdict, failure
-        summary and error word among them)."""
+        summary, error word and query term among them)."""
         if n <= 0:
             return
         self._logit_before = p.logit[n - 1 : n].copy()
@@ -636,6 +664,9 @@ class PriorRater:
         errors = np.flatnonzero(p.static[:n, 2])
         if errors.shape[0]:
             self._error_before = errors[-1:] + p.base
+        terms = np.flatnonzero(p.term[:n] & ~weak_lines(p, 0, n, self._max_line_bytes))
+        if terms.shape[0]:
+            self._term_before = terms[-1:] + p.base
 
 
 def _around(rows: npt.NDArray[_Row], lo: int, hi: int, before: npt.NDArray[_Row]) -> npt.NDArray[_Row]:

@@ -180,6 +180,66 @@ def test_a_stream_that_ends_in_a_failure_keeps_its_ends_most_probable_lines(
     assert prior_lines(runs_of(without, config, model)) == set()
 
 
+# a line with a query term of the tests below ("failed"), and a failure in a tool's own words beside it
+TERM_LINE = b"upload of the archive failed, will retry\n"
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    picks=st.lists(st.integers(0, len(PLAIN)), min_size=1, max_size=150),
+    chunks=st.lists(st.integers(1, 97), max_size=40),
+)
+def test_a_line_beside_a_query_term_is_the_priors_at_the_near_cut_however_chunked(
+    monkeypatch: pytest.MonkeyPatch, picks: list[int], chunks: list[int]
+) -> None:
+    """With no line at the cut, the prior's lines are those training rates at ``PRIOR_NEAR_CUT`` or
+    more within ``PRIOR_NEAR_LINES`` of a line with a query term, each kept, however chunked."""
+    monkeypatch.setattr(hits_module, "PRIOR_REPEATS", 1 << 30)  # (every rated line, repeats too)
+    data = b"".join(PLAIN[i] if i < len(PLAIN) else TERM_LINE for i in picks)
+    model = replace(default_model(), cut=1.01)  # (no line at the cut)
+    config = FilterConfig(query="failed", explain=True, window_lines=1, tail_lines=0, context_lines=0, signatures=False)
+    p = rate(model, extract(data))
+    n = p.shape[0]
+    lines = data.split(b"\n")[:n]
+    reach = hits_module.PRIOR_NEAR_LINES
+    near = {
+        i + 1
+        for i in range(n)
+        if p[i] >= hits_module.PRIOR_NEAR_CUT
+        and lines[i].strip()
+        and any(b"failed" in lines[j] for j in range(max(0, i - reach), min(n, i + reach + 1)))
+    }
+    whole = runs_of(data, config, model)
+    kept = {k for r in whole if r.decision == "keep" for k in range(r.first_line, r.last_line + 1)}
+    assert prior_lines(whole) <= near <= kept
+    chunked = runs_of(data, config, model, chunks)
+    assert [(r.decision, r.first_line, r.last_line, r.data) for r in chunked] == [
+        (r.decision, r.first_line, r.last_line, r.data) for r in whole
+    ]
+
+
+def test_a_failure_in_its_own_words_under_the_cut_is_kept_beside_the_querys_line() -> None:
+    """tar's "Unexpected EOF in archive", rated under the cut, is kept for the "Error is not
+    recoverable" line after it (a query term); with a query the log does not hold, it is not."""
+    noise = b"".join(b"site/assets/file%d.txt\n" % (i * 37 % 1000) for i in range(300))
+    failure = b"gzip: stdin: unexpected end of file\ntar: Unexpected EOF in archive\n"
+    failure += b"tar: Error is not recoverable: exiting now\n"
+    uploads = b"".join(b"upload: out/file%d.txt to s3://bucket/file%d.txt\n" % (i, i) for i in range(200))
+    data = noise + failure + uploads
+    model = default_model()
+    p = rate(model, extract(data))
+    assert hits_module.PRIOR_NEAR_CUT <= p[301] < model.cut  # (line 302: tar's own words)
+    config = FilterConfig(explain=True, window_lines=1, tail_lines=0, found_tail_lines=0, signatures=False)
+    assert 302 in prior_lines(runs_of(data, replace(config, query="error"), model))
+    kept = {
+        k for r in runs_of(data, replace(config, query="zzz"), model) if r.decision == "keep"
+        for k in range(r.first_line, r.last_line + 1)
+    }  # fmt: skip
+    assert 302 not in kept
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     picks=st.lists(st.integers(0, len(PLAIN) - 1), min_size=1, max_size=300),
