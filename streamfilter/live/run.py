@@ -1198,7 +1198,9 @@ def report_run(
     status = exit_text(command, returncode)
     # the way to the whole output, without running CMD again, on the line an agent reads last
     where = f": {copy.path}" if copy.path is not None else " not kept"
-    text = f"{status}; whole output ({counted(lines, 'line')}, {counted(size, 'byte')}){where}"
+    # (not whole when a process the command left running printed later: its lines are in no file, helper-106)
+    what = f"output up to {EXIT_GRACE_SECONDS:g} s after the exit" if LEFT_OPEN in notes else "whole output"
+    text = f"{status}; {what} ({counted(lines, 'line')}, {counted(size, 'byte')}){where}"
     exit_status = status_of(returncode)
     path = str(copy.path) if copy.path is not None else None
     said = [note for note in (*notes, copy.note()) if note]
