@@ -694,11 +694,13 @@ TABLE: tuple[Entry, ...] = (
         find=(r"\[fa(?:il(?:ed|ure)?|tal)\] ",),
         example="[fail] Failed to upload index.html (Access key cannot be null.)",
     ),
-    # link checkers: an HTTP error status beside a URL
+    # link checkers: an HTTP error status beside a URL, after a list number or a line ref ("06. [L1622]
+    # 404 https://"), not after indentation alone: apt-cache policy's "     500 http://deb.debian.org/..."
+    # is a pin priority (helper-107: 326 lines of it kept)
     Entry(
         name="http-error-status",
         family="link-check",
-        find=(r" [45]\d\d https?://",),
+        find=(r"\S [45]\d\d https?://",),
         example="  06. [L1622] 404 https://www.goprimer.com",
     ),
     # shell, CI, generic

@@ -233,6 +233,7 @@ def test_noise_is_not_protected() -> None:
         b"[ RUN      ] shell functions os_system returns non-zero exit code: 52.69 ms OK",  # a duration
         b"Build encountered 0 errors",
         b"diff --stat shows 3 files",
+        b"        500 http://deb.debian.org/debian bookworm/main amd64 Packages",  # apt's pin priority (helper-107)
     ]
     lines, names = hits(b"\n".join(noise) + b"\n", True)
     assert lines == [], names
