@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from streamfilter.core.budget import estimate_tokens
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 NOISY_FAILURE = (
     'for i in $(seq 1 3000); do echo "INFO compiling module_$i.c with flags -O2 -Wall"; done; '
@@ -399,6 +399,18 @@ def test_a_failed_commands_most_probable_line_is_kept_wherever_it_is(tmp_path: P
     passed = run_cli("run", "--budget-tokens", "4000", "--", sys.executable, "-c", HARNESS, "0", env=_state(tmp_path))
     assert passed.returncode == 0
     assert b"MISMATCH" not in passed.stdout.replace(b"MISMATCH (want <*>", b"")  # (a summary may name it)
+
+
+def test_a_failed_ci_steps_most_probable_line_is_kept_under_its_closing_line(tmp_path: Path) -> None:
+    """helper-107: a CI step's last line ("##[error]Process completed with exit code 1.") raises
+    the lines above it, which the tail keeps: the most probable lines had all been kept, so the
+    step's output (ldd over 20 programs, real) was not read again for its one missing library."""
+    log = ROOT / "tests" / "data" / "ldd-ci-step.log"
+    assert log.read_bytes().endswith(b"\n##[error]Process completed with exit code 1.\n")
+    done = run_cli("filter", "--budget-tokens", "4000", "--failed", str(log), env=_state(tmp_path))
+    assert done.returncode == 0
+    assert b"\tlibpktutil.so.2 => not found\n" in done.stdout
+    assert len(done.stdout.splitlines()) < 60
 
 
 def test_a_failed_commands_rare_line_is_kept_wherever_it_is(tmp_path: Path) -> None:
