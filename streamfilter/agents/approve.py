@@ -55,7 +55,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .wrap import PYTHON_NAME, Rules, Wrap, among, names_of, starts
+from .wrap import OFF_VALUES, PYTHON_NAME, Rules, Wrap, among, names_of, starts
 
 __all__ = (
     "DEFAULT_APPROVED",
@@ -269,7 +269,8 @@ def _default_refusal(wrap: Wrap, cwd: Path, env: Mapping[str, str]) -> str | Non
         return "behind a runner (npx, uv run, poetry run, ...: it may fetch, sync or change what runs)"
     if any("://" in w for part in wrap.parts for w in part):
         return "a URL: code from elsewhere"
-    if any("watch" in w.lower() for w in wrap.body):
+    # (not one turned off, --watchAll=false: "a watcher" was not true, helper-108)
+    if any("watch" in w.lower() and w.partition("=")[2].lower() not in OFF_VALUES for w in wrap.body):
         return "a watcher: it never ends"  # (npm run test:watch: under a budget nothing shows until it ends)
     if any(_SIDE_EFFECT.search(w) for w in wrap.body if ":" in w and not w.startswith("-")):
         return "a script group's member that is no build or test"  # (npm run build:publish, helper-39)

@@ -52,6 +52,7 @@ from .defaults import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 
 __all__ = (
     "BUILTIN",
+    "OFF_VALUES",
     "PYTHON_NAME",
     "RAW_VARIABLE",
     "ConfigError",
@@ -180,7 +181,7 @@ _ANSWER_FOR = {
     "tsc": frozenset(("--showConfig", "--listFiles", "--listFilesOnly")),
 }  # fmt: skip
 # an option's values that turn it off (``--watchAll=false``)
-_OFF = frozenset(("false", "0", "no", "off"))
+OFF_VALUES = frozenset(("false", "0", "no", "off"))
 # a script named as a watcher: ``npm run test:watch``, ``yarn watch-tests`` (not ``test_watchdog.py``)
 _WATCH_SCRIPT = re.compile(r"(?:^|[:_-])(?:watch|serve|livehtml|livereload|dev-?server)(?:$|[:_-])", re.IGNORECASE)
 # the variables an approval may cover a command setting (or ``env`` unsetting): they change how it
@@ -434,7 +435,7 @@ def _never_words(name: Sequence[str]) -> frozenset[str]:
     own = _NEVER_FOR.get(name[0], _NEVER_FOR.get(_program(name[0]), frozenset()))
     # (an option with its value too: jest --watch=true, mvn -Dmaven.surefire.debug=5005, helper-90;
     # not one that turns it off: jest --watchAll=false, helper-106)
-    words = (key for key, _, value in (w.partition("=") for w in name[1:]) if value.lower() not in _OFF)
+    words = (key for key, _, value in (w.partition("=") for w in name[1:]) if value.lower() not in OFF_VALUES)
     return (_NEVER_WORDS | own).intersection(words)
 
 
@@ -444,7 +445,13 @@ def _answer_words(name: Sequence[str]) -> frozenset[str]:
     if not name:
         return frozenset()
     own = _ANSWER_FOR.get(name[0], _ANSWER_FOR.get(_program(name[0]), frozenset()))
-    return (_ANSWER_WORDS | own).intersection(name[1:])
+    words = set(name[1:])
+    # (an option with its value, go test -list=., ctest --show-only=json-v1; and make's short flags
+    # together, make -sn, -np: all wrapped, helper-108)
+    words.update(w.partition("=")[0] for w in name[1:] if w.startswith("-"))
+    if _program(name[0]) == "make":
+        words.update(f"-{flag}" for w in name[1:] if re.fullmatch(r"-[A-Za-z]+", w) for flag in w[1:])
+    return (_ANSWER_WORDS | own).intersection(words)
 
 
 def names_of(words: Sequence[str], bare: bool = True) -> list[tuple[str, ...]]:
@@ -600,6 +607,11 @@ def _asks_for_prints(body: Sequence[str]) -> str | None:
             word == "--capture" and args[i + 1 : i + 2] in (["no"], ["tee-sys"])
         ):
             return word
+        key, eq, value = word.partition("=")
+        if key in ("--report-chars", "-r") and (eq or key == "--report-chars"):  # (-r=P, --report-chars A, helper-108)
+            if set(value if eq else "".join(args[i + 1 : i + 2])) & {"P", "A"}:
+                return word
+            continue
         if re.fullmatch(r"-[A-Za-z]+", word):
             for flag in word[1:]:
                 if flag == "s":

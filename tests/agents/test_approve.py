@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from streamfilter.agents.approve import refusal
 from streamfilter.agents.hooks import answer
+from streamfilter.agents.wrap import load_rules, rewrite
 
 EXE = ["/opt/sf/bin/streamfilter"]
 RUN = "/opt/sf/bin/streamfilter run --budget-tokens 4000 --"
@@ -216,6 +218,17 @@ def test_what_the_users_policy_would_ask_about_is_left_alone(agent: str, command
 @pytest.mark.parametrize("command", IN_PLACE)
 def test_a_build_check_or_test_in_place_is_approved_and_wrapped(agent: str, command: str, tmp_path: Path) -> None:
     assert _approved(agent, command, tmp_path, _env(tmp_path))
+
+
+@pytest.mark.parametrize("command", ["npm test -- --watchAll=false", "make test WATCH=0"])
+def test_a_watch_option_turned_off_is_not_called_a_watcher(command: str, tmp_path: Path) -> None:
+    """helper-108: `npm test -- --watchAll=false` was refused as "a watcher: it never ends"."""
+    env = _env(tmp_path)
+    for agent in ("codex", "cursor"):
+        for said, watcher in ((command, False), ("make test WATCH=1", True)):
+            wrap = rewrite(said, load_rules(env), EXE, env)
+            why = refusal(agent, wrap, load_rules(env), str(tmp_path), env)
+            assert ("watcher" in (why or "")) == watcher, (agent, said, why)
 
 
 @pytest.mark.parametrize("agent", ["codex", "cursor"])

@@ -68,6 +68,9 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("pytest -q -rP tests", "'-rP' asks for the command's own prints"),
         ("python -m pytest -vrA", "'-vrA' asks for the command's own prints"),
         ("pytest -r P", "'-r' asks for the command's own prints"),
+        ("pytest --report-chars=A", "'--report-chars=A' asks for the command's own prints"),  # (helper-108)
+        ("pytest --report-chars A", "'--report-chars' asks for the command's own prints"),
+        ("pytest -r=P", "'-r=P' asks for the command's own prints"),
         ("cargo nextest run --no-capture", "'--no-capture' asks"),
         ("echo x && pytest", "only `cd DIR &&` or `source FILE &&`"),
         # (it said "'|' into other than `tail -N`" of a pipe into tail -30)
@@ -208,7 +211,9 @@ def test_a_programs_own_watch_serve_or_debug_words_leave_it_alone(command: str) 
     ["pytest --co -q", "python -m pytest --collect-only", "pytest --fixtures", "pytest --help", "pytest -h",
      "make -n", "make -j4 --dry-run all", "make -p", "gcc -E main.c", "g++ -MM a.cpp", "cargo test -- --list",
      "cargo --version", "go test -list .", "ctest -N", "jest --listTests", "tsc --showConfig", "mvn -v",
-     "make help", "make -C docs help"],
+     "make help", "make -C docs help",
+     # (flags together, and with their values: wrapped, helper-108)
+     "make -np", "make -sn", "make -Bn", "make -rRn", "go test -list=.", "ctest --show-only=json-v1"],
 )  # fmt: skip
 def test_a_command_asked_for_its_answer_is_left_alone(command: str) -> None:
     """helper-71: `pytest --co -q` wrapped showed 3 of 803 test ids, `pytest --help` lost its usage
@@ -219,7 +224,7 @@ def test_a_command_asked_for_its_answer_is_left_alone(command: str) -> None:
 @pytest.mark.parametrize(
     "command",
     ["pytest -v", "make -j4 all", "gcc -O2 -c main.c", "cargo test -- --nocapture-x", "pytest -rfE tests",
-     "pytest -rf -x", "make helpers",
+     "pytest -rf -x", "make helpers", "pytest --report-chars=fE", "make -sj4 all", "make -Bk",
      # a watch option turned off (helper-106: left alone as a watcher)
      "npm test -- --watchAll=false", "jest --watch=false", "jest --watchAll=0"],
 )  # fmt: skip
