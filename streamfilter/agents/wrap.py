@@ -626,6 +626,18 @@ def _asks_for_prints(body: Sequence[str]) -> str | None:
     return None
 
 
+def _assigned_prints(assignments: Sequence[str]) -> str | None:
+    """The assignment (``NAME=VALUE``) that asks a test runner the command runs for its own prints
+    (``RUST_TEST_NOCAPTURE=1``, ``PYTEST_ADDOPTS=-s``; wrapped, helper-108), or None."""
+    for word in assignments:
+        name, _, value = word.partition("=")
+        if name == "RUST_TEST_NOCAPTURE" and value and value.lower() not in OFF_VALUES:
+            return word
+        if name == "PYTEST_ADDOPTS" and _asks_for_prints(["pytest", *value.split()]) is not None:
+            return word
+    return None
+
+
 def _joined(command: str, leading: Sequence[tuple[int, int]], last: tuple[int, int], at: int) -> Wrap:
     """Left alone: the part of ``command`` that holds offset ``at``, one of ``leading`` (the
     segments before the ``last``), is not ``cd DIR`` or ``source FILE``."""
@@ -731,7 +743,7 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     answer = set().union(*(_answer_words(name) for name in names_of(body, bare=False)))
     if answer:
         return Wrap(None, f"{sorted(answer)[0]!r} asks for what the command prints as its answer: a filter cuts it")
-    prints = _asks_for_prints(body)
+    prints = _asks_for_prints(body) or _assigned_prints([*assignments, *env_assigned])
     if prints is not None:
         return Wrap(None, f"{prints!r} asks for the command's own prints, which a green run's filter would cut")
     if piped and not merged:

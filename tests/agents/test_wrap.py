@@ -71,6 +71,8 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         ("pytest --report-chars=A", "'--report-chars=A' asks for the command's own prints"),  # (helper-108)
         ("pytest --report-chars A", "'--report-chars' asks for the command's own prints"),
         ("pytest -r=P", "'-r=P' asks for the command's own prints"),
+        ("RUST_TEST_NOCAPTURE=1 cargo test", "'RUST_TEST_NOCAPTURE=1' asks for the command's own prints"),
+        ("env PYTEST_ADDOPTS='-x -s' pytest", "'PYTEST_ADDOPTS=-x -s' asks for the command's own prints"),
         ("cargo nextest run --no-capture", "'--no-capture' asks"),
         ("echo x && pytest", "only `cd DIR &&` or `source FILE &&`"),
         # (it said "'|' into other than `tail -N`" of a pipe into tail -30)
@@ -225,11 +227,12 @@ def test_a_command_asked_for_its_answer_is_left_alone(command: str) -> None:
     "command",
     ["pytest -v", "make -j4 all", "gcc -O2 -c main.c", "cargo test -- --nocapture-x", "pytest -rfE tests",
      "pytest -rf -x", "make helpers", "pytest --report-chars=fE", "make -sj4 all", "make -Bk",
+     "RUST_TEST_NOCAPTURE=0 cargo test", "PYTEST_ADDOPTS=-x pytest",
      # a watch option turned off (helper-106: left alone as a watcher)
      "npm test -- --watchAll=false", "jest --watch=false", "jest --watchAll=0"],
 )  # fmt: skip
 def test_options_near_the_answer_words_are_still_wrapped(command: str) -> None:
-    assert _wrap(command) == f"{RUN} {command}"
+    assert _wrap(command) in (f"{RUN} {command}", f"{RUN} env {command}")  # (an assignment goes through env)
 
 
 def test_a_word_that_only_holds_watch_is_no_watcher() -> None:
