@@ -609,7 +609,7 @@ def _asks_for_prints(body: Sequence[str]) -> str | None:
             return word
         key, eq, value = word.partition("=")
         if key in ("--report-chars", "-r") and (eq or key == "--report-chars"):  # (-r=P, --report-chars A, helper-108)
-            if set(value if eq else "".join(args[i + 1 : i + 2])) & {"P", "A"}:
+            if _shows_passed(value if eq else "".join(args[i + 1 : i + 2])):
                 return word
             continue
         if re.fullmatch(r"-[A-Za-z]+", word):
@@ -618,12 +618,17 @@ def _asks_for_prints(body: Sequence[str]) -> str | None:
                     return word
                 if flag == "r":  # (-rP, -rA: the passed tests' prints in the summary, helper-106)
                     chars = word[word.index("r", 1) + 1 :] or "".join(args[i + 1 : i + 2])
-                    if set(chars) & {"P", "A"}:
+                    if _shows_passed(chars):
                         return word
                     break
                 if flag in "kmpcoWn":  # (an option with a value: the rest of the word is it)
                     break
     return None
+
+
+def _shows_passed(chars: str) -> bool:
+    """Whether pytest's ``-r`` characters ``chars`` ask for the passed tests' prints (``P``, ``A``)."""
+    return bool(set(chars) & {"P", "A"})
 
 
 def _assigned_prints(assignments: Sequence[str]) -> str | None:

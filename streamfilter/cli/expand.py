@@ -7,7 +7,7 @@ import sys
 from typing import Any, BinaryIO, cast
 
 from ..core.errors import StreamfilterError, UsageError
-from ..live.expand import RefError, expand, is_short_ref, parse_ref
+from ..live.expand import RefError, expand, is_archive, is_short_ref, parse_ref
 from ..live.writes import Escaped, flush_out
 from .options import count
 
@@ -55,10 +55,6 @@ def _expand(args: argparse.Namespace) -> int:
     if is_short_ref(args.ref):  # (the source is the latest one that holds such bytes: say which, helper-62)
         sys.stderr.write(f"streamfilter: note: {args.ref} read from {ref.source}\n")
     if rotated is not None:
-        why = (
-            "it moved there off a full disk"
-            if rotated.name.startswith("stdin-")
-            else "was rotated, it holds other bytes now"
-        )
+        why = "it moved there off a full disk" if is_archive(rotated) else "was rotated, it holds other bytes now"
         sys.stderr.write(f"streamfilter: note: read from {rotated}: {ref.source} {why}\n")
     return 0

@@ -469,7 +469,7 @@ class PriorRater:
         self._verdict_before = np.zeros(0, dtype=np.int64)
         self._summary_before = np.zeros(0, dtype=np.int64)
         self._error_before = np.zeros(0, dtype=np.int64)
-        self._term_before = np.zeros(0, dtype=np.int64)  # the last line with a query term trimmed
+        self._term_before = np.zeros(0, dtype=np.int64)  # the last line with a query term seen (``_near_terms``)
         self._first_verdict = -1
 
     @property
@@ -533,10 +533,13 @@ class PriorRater:
         # not a line that is a hit already, a signature's line past its repeats (the signature left it to
         # BM25: a summary counts it once, as a failure line), a blank line, an over-long line or a
         # progress display
-        weak = weak_lines(p, lo, hi, self._max_line_bytes) | p.blank[lo:hi] | p.repeat[lo:hi]
+        # (and of the PRIOR_NEAR_LINES either side, for the query terms near a line)
+        start, ahead = max(0, lo - PRIOR_NEAR_LINES), min(p.ends.shape[0], hi + PRIOR_NEAR_LINES)
+        weak_around = weak_lines(p, start, ahead, self._max_line_bytes)
+        weak = weak_around[lo - start : hi - start] | p.blank[lo:hi] | p.repeat[lo:hi]
         own = around[CONTEXT_REACH : CONTEXT_REACH + hi - lo]
         seeds = (prob >= self._model.cut) & (own >= np.log(PRIOR_OWN / (1 - PRIOR_OWN)))
-        seeds |= (prob >= PRIOR_NEAR_CUT) & self._near_terms(p, lo, hi)
+        seeds |= (prob >= PRIOR_NEAR_CUT) & self._near_terms(p, lo, hi, start, p.term[start:ahead] & ~weak_around)
         likely = np.where(weak, 0.0, prob)
         self._remember_best(lines, likely)
         if not self._sure:
@@ -585,18 +588,20 @@ class PriorRater:
         if rated.shape[0]:
             hits.add_rated(rated + p.base)
 
-    def _near_terms(self, p: PendingLines, lo: int, hi: int) -> BoolArray:
+    def _near_terms(self, p: PendingLines, lo: int, hi: int, start: int, terms: BoolArray) -> BoolArray:
         """Shape ``(hi - lo,)``: whether each of pending lines ``lo .. hi-1`` is within
-        ``PRIOR_NEAR_LINES`` of a line that holds a query term (``PendingLines.term``, set as a line
-        comes in; not a weak line, ``weak_lines``; a line trimmed already counts through ``forget``)."""
-        start, ahead = max(0, lo - PRIOR_NEAR_LINES), min(p.term.shape[0], hi + PRIOR_NEAR_LINES)
-        # (not an over-long line's terms: it is summarized, its window not kept for them)
-        held = p.term[start:ahead] & ~weak_lines(p, start, ahead, self._max_line_bytes)
-        terms = np.concatenate((self._term_before - p.base, np.flatnonzero(held) + start))
+        ``PRIOR_NEAR_LINES`` of a line that holds a query term; ``terms``: for pending lines
+        ``start .. hi + PRIOR_NEAR_LINES - 1`` (fewer at the end), whether one does and is not weak
+        (``PendingLines.term``, set as a line comes in, and ``weak_lines``: an over-long line is
+        summarized, its window not kept for its terms). The last such line is remembered for the
+        lines rated next, whose look back may reach a line let go since."""
+        at = np.concatenate((self._term_before - p.base, np.flatnonzero(terms) + start))
+        if at.shape[0]:
+            self._term_before = at[-1:] + p.base
         # lines lo - PRIOR_NEAR_LINES .. hi + PRIOR_NEAR_LINES - 1, each line's term counted over the
         # 2 * PRIOR_NEAR_LINES + 1 lines around it
         marks = np.zeros(hi - lo + 2 * PRIOR_NEAR_LINES, dtype=np.int64)
-        marks[terms[terms >= lo - PRIOR_NEAR_LINES] - lo + PRIOR_NEAR_LINES] = 1
+        marks[at[at >= lo - PRIOR_NEAR_LINES] - lo + PRIOR_NEAR_LINES] = 1
         covered: BoolArray = np.convolve(marks, np.ones(2 * PRIOR_NEAR_LINES + 1, dtype=np.int64), "valid") > 0
         return covered
 
@@ -656,7 +661,7 @@ class PriorRater:
     def forget(self, p: PendingLines, n: int) -> None:
         """The first ``n`` pending lines are about to be trimmed: keep what the lines after them
         look back at (the last one's logits and static features, the last exit verdict, failure
-        summary, error word and query term among them)."""
+        summary and error word among them)."""
         if n <= 0:
             return
         self._logit_before = p.logit[n - 1 : n].copy()
@@ -670,9 +675,6 @@ class PriorRater:
         errors = np.flatnonzero(p.static[:n, 2])
         if errors.shape[0]:
             self._error_before = errors[-1:] + p.base
-        terms = np.flatnonzero(p.term[:n] & ~weak_lines(p, 0, n, self._max_line_bytes))
-        if terms.shape[0]:
-            self._term_before = terms[-1:] + p.base
 
 
 def _around(rows: npt.NDArray[_Row], lo: int, hi: int, before: npt.NDArray[_Row]) -> npt.NDArray[_Row]:

@@ -59,6 +59,7 @@ __all__ = (
     "evict",
     "expand",
     "expand_page",
+    "is_archive",
     "is_short_ref",
     "parse_ref",
     "ref_of",
@@ -76,6 +77,7 @@ ARCHIVE_BYTES = 256 << 20  # all archived streams together, in bytes; the oldest
 # and at most this many files (a socket source's thousands of short connections, each a file: the
 # folder is listed at each eviction)
 ARCHIVE_FILES = 4096
+ARCHIVE_PREFIX = "stdin-"  # an archive file's name: ``stdin-<id>.log`` (``Archive``)
 RECENT_SOURCES = 64  # sources of text outputs remembered for their short refs; the least recent are forgotten
 # (an offset has at most 19 digits, as an int64: a longer one is no ref, and Python refuses to read
 # a number of over 4300 digits, helper-50)
@@ -296,7 +298,7 @@ class Archive:
         folder = directory / "archive"
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         # decimal, not hex: a summary's token estimate then does not vary with the name's letters
-        name = self._path.stem if moved else f"stdin-{time.time_ns()}-{os.getpid()}"
+        name = self._path.stem if moved else f"{ARCHIVE_PREFIX}{time.time_ns()}-{os.getpid()}"
         path = folder / f"{name}.log"
         # unbuffered: ``archived`` counts the bytes in the file; its owner's alone, as a run's file
         # is (a command's whole output may hold a token it printed: 0644 had left that to the
@@ -398,7 +400,7 @@ class Archive:
         read back; on a full disk it had been silent, helper-73): at info for the archive's cap
         (the oldest go, as designed), a warning for a full disk (``full``: its error)."""
         sizes = []
-        for entry in self.folder.glob("stdin-*.log"):
+        for entry in self.folder.glob(f"{ARCHIVE_PREFIX}*.log"):
             with contextlib.suppress(FileNotFoundError):  # (evicted meanwhile by another process)
                 stat = entry.stat()
                 sizes.append((stat.st_mtime, stat.st_size, entry))
@@ -633,7 +635,7 @@ def unreferenced_from(run: Run) -> str:
 def ref_path(ref: Ref, directory: Path) -> Path:
     """The file ``ref`` names: an archive (``stdin-<id>``) in the state directory ``directory``'s
     ``archive/``, else its source as a path (a relative one is read from the working directory)."""
-    if ref.source.startswith("stdin-") and "/" not in ref.source:
+    if ref.source.startswith(ARCHIVE_PREFIX) and "/" not in ref.source:
         return directory / "archive" / f"{ref.source}.log"
     return Path(ref.source)
 
@@ -802,7 +804,7 @@ def _checked(ref: Ref, path: Path) -> BinaryIO:
         # (not blocking: a FIFO a forged ref names would wait for a writer; a regular file reads alike)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        if path.name.startswith("stdin-"):  # (a fleet's refs name a worker's archive, helper-55)
+        if is_archive(path):  # (a fleet's refs name a worker's archive, helper-55)
             raise RefError(
                 f"ref {ref}: {path.name} is not in the archive of {path.parent.parent}: evicted, or kept by"
                 " another machine (a fleet's worker) or state directory; expand it there, or set"
@@ -858,11 +860,16 @@ _DECOMPRESSED: dict[str, Callable[[Path], BinaryIO]] = {
 _COMPRESSED = (".zst", ".zip", ".lz4", ".lzma", ".Z")
 
 
+def is_archive(path: Path) -> bool:
+    """Whether ``path`` is an archive file (``stdin-<id>.log``, ``Archive``) by its name."""
+    return path.name.startswith(ARCHIVE_PREFIX)
+
+
 def _elsewhere(path: Path, unread: list[str] | None = None) -> list[Path]:
     """Where else the bytes of a ref into ``path`` may be: for an archive (``stdin-<id>.log``), the
     file of its name in the other state folders' ``archive/`` (an archive moves there off a full
     disk, ``Archive._move``); for a file, its rotations (``_rotated_from``)."""
-    if not path.name.startswith("stdin-"):
+    if not is_archive(path):
         return _rotated_from(path, unread)
     moved = (where / "archive" / path.name for where in state_dirs())
     return [other for other in moved if other != path and other.is_file()]
