@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import streamfilter.core.hits as hits_module
 import streamfilter.core.prior as prior
-from streamfilter.core.filter import FilterConfig, StreamFilter
+from streamfilter.core.filter import TERM_REPEATS, FilterConfig, StreamFilter
 from streamfilter.core.prior import (
     N_FEATURES,
     SEEN_CAP,
@@ -191,11 +191,14 @@ TERM_LINE = b"upload of the archive failed, will retry\n"
     picks=st.lists(st.integers(0, len(PLAIN)), min_size=1, max_size=150),
     chunks=st.lists(st.integers(1, 97), max_size=40),
 )
+@example(picks=[13, 13, 13, 0, 0, 3, 0, 13], chunks=[])  # (a fourth term line holds none: TERM_REPEATS)
 def test_a_line_beside_a_query_term_is_the_priors_at_the_near_cut_however_chunked(
     monkeypatch: pytest.MonkeyPatch, picks: list[int], chunks: list[int]
 ) -> None:
     """With no line at the cut, the prior's lines are those training rates at ``PRIOR_NEAR_CUT`` or
-    more within ``PRIOR_NEAR_LINES`` of a line with a query term, each kept, however chunked."""
+    more within ``PRIOR_NEAR_LINES`` of a line with a query term, each kept, however chunked. (A
+    line's terms count on the first ``TERM_REPEATS`` lines of its shape: the same line printed by
+    the dozen holds no term after those.)"""
     monkeypatch.setattr(hits_module, "PRIOR_REPEATS", 1 << 30)  # (every rated line, repeats too)
     data = b"".join(PLAIN[i] if i < len(PLAIN) else TERM_LINE for i in picks)
     model = replace(default_model(), cut=1.01)  # (no line at the cut)
@@ -204,12 +207,11 @@ def test_a_line_beside_a_query_term_is_the_priors_at_the_near_cut_however_chunke
     n = p.shape[0]
     lines = data.split(b"\n")[:n]
     reach = hits_module.PRIOR_NEAR_LINES
+    term_lines = [i for i in range(n) if b"failed" in lines[i]][:TERM_REPEATS]
     near = {
         i + 1
         for i in range(n)
-        if p[i] >= hits_module.PRIOR_NEAR_CUT
-        and lines[i].strip()
-        and any(b"failed" in lines[j] for j in range(max(0, i - reach), min(n, i + reach + 1)))
+        if p[i] >= hits_module.PRIOR_NEAR_CUT and lines[i].strip() and any(abs(i - j) <= reach for j in term_lines)
     }
     whole = runs_of(data, config, model)
     kept = {k for r in whole if r.decision == "keep" for k in range(r.first_line, r.last_line + 1)}
