@@ -46,7 +46,15 @@ from ..live.config import DaemonConfig, SinkConfig, SourceConfig
 from ..live.envelope import status_of
 from ..live.expand import RefError, expand_page, parse_ref, ref_path, shown, state_dir, state_dirs
 from ..live.process import KILL_GRACE_SECONDS
-from ..live.run import LEFT_OPEN, CommandError, OutputCopy, capture_command, not_started_event, report_run
+from ..live.run import (
+    LEFT_OPEN,
+    CommandError,
+    OutputCopy,
+    capture_command,
+    let_go_filter,
+    not_started_event,
+    report_run,
+)
 from ..live.terminal import escape_control_text, escape_controls
 from .defaults import DEFAULT_BUDGET_TOKENS
 
@@ -352,6 +360,7 @@ async def _run(
     file itself), then that file filtered in a worker thread (CPU-bound work off the event loop).
     A command stopped after ``stop_after`` seconds ends with status ``TIMED_OUT`` and a note that says so."""
     copy = await anyio.to_thread.run_sync(OutputCopy.create, argv)  # (in memory where no file can be made)
+    copy.filter_let_go(let_go_filter(argv, config, "text", budget_tokens))
     try:
         with running.one():
             captured = await capture_command(argv, copy, cwd, detached=True, stop_after=stop_after)

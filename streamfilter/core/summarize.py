@@ -34,6 +34,7 @@ __all__ = (
     "line_shapes",
     "mask_shapes",
     "shape_text",
+    "unshown_summary",
     "warn_counts",
 )
 
@@ -249,6 +250,14 @@ def _kib(n: int) -> str:
     if n < 1024 * 1024:
         return f"{n / 1024:.1f} KiB"
     return f"{n / 1024 / 1024:.1f} MiB"
+
+
+def unshown_summary(first_line: int, last_line: int, n_bytes: int, why: str) -> str:
+    """The summary line (no newline) of lines ``first_line .. last_line`` (1-based, inclusive;
+    ``n_bytes`` bytes) left out whole, not summarized by their shapes, and ``why``: as a DROP run's
+    (``DropSummary.render``) begins, so a reader counts them as it counts any."""
+    where = f"line {first_line}" if first_line == last_line else f"lines {first_line}-{last_line}"
+    return f"[streamfilter: dropped {where} ({counted(last_line - first_line + 1, 'line')}, {_kib(n_bytes)}): {why}]"
 
 
 def warn_counts(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

@@ -38,6 +38,8 @@ from ..core.filter import FilterConfig, FilterStats, StreamFilter, asked_pattern
 from ..core.hits import PRIOR_FLOOR
 from ..core.output import end_event, marker_event, render
 from ..core.records import Run
+from ..core.summarize import unshown_summary
+from ..core.words import counted
 from ..core.worker import FactsWorker, worth_a_worker
 from ._logging import log_notices
 from .checkpoint import PSEUDO_FILES, ReadPosition
@@ -46,7 +48,7 @@ from .outcome import Filtered, InputChanged
 from .stops import StopSignals
 from .writes import flush_out, write_all
 
-__all__ = ("READ_BYTES", "StopSignals", "filter_input")
+__all__ = ("READ_BYTES", "LetGoFilter", "StopSignals", "filter_input")
 
 READ_BYTES = 1 << 20  # bytes read per call from a file or stdin
 
@@ -63,6 +65,7 @@ def filter_input(
     collector: ShapeCollector | None = None,
     with_refs: bool = True,
     failed: bool = False,
+    begin: tuple[int, int] = (1, 0),
 ) -> Filtered:
     """Filter the input ``name`` (a file path, or ``-`` for stdin) to ``out`` in format ``fmt``.
 
@@ -72,6 +75,8 @@ def filter_input(
     last green run (``StreamFilter``); ``collector``: gets the shape hashes of every line read.
     Without ``with_refs``, DROP runs get none (an input that is not kept: ``run``'s output held in memory).
     ``failed``: the input is the output of a command that failed (within a budget, see ``_budgeted``).
+    ``begin``: the input's first line number (1-based) and byte offset in the stream it is the end of
+    (``run``'s output held in memory, whose first lines were let go: ``LetGoFilter``).
 
     Raises:
         StreamfilterError: the output cannot be written, or the stdin archive cannot be made.
@@ -81,14 +86,14 @@ def filter_input(
     if budget_tokens is not None:
         try:
             last, stats = _budgeted(
-                config, name, fmt, budget_tokens, out, refs, signals, header, baseline, collector, failed
+                config, name, fmt, budget_tokens, out, refs, signals, header, baseline, collector, failed, begin
             )
         except InputChanged as exc:
             return Filtered(b"", FilterStats(), exc)
         return Filtered(last, stats)
     write_all(out, header)
     writer = _Writer(out, fmt, name, refs)
-    sf = StreamFilter(config, source=name, baseline=baseline)
+    sf = StreamFilter(config, source=name, start_line=begin[0], start_byte=begin[1], baseline=baseline)
     sf.collector = collector
     changed = None
     with _open(name) as handle:
@@ -155,9 +160,11 @@ def _budgeted(
     baseline: Baseline | None = None,
     collector: ShapeCollector | None = None,
     failed: bool = False,
+    begin: tuple[int, int] = (1, 0),
 ) -> tuple[bytes, FilterStats]:
     """Filter one input within a token budget; return the last byte written and the counts of the
-    filter whose output it is.
+    filter whose output it is. ``begin``: the input's first line number and byte offset
+    (``filter_input``).
 
     A first pass runs the filter as usual, collecting the units it keeps
     (``budget.UnitPool``) and its own output while that stays within the budget (at least the
@@ -220,6 +227,8 @@ def _budgeted(
             sf = StreamFilter(
                 replace(config, explain=True),
                 source=name,
+                start_line=begin[0],
+                start_byte=begin[1],
                 baseline=baseline,
                 prior_seeds=seeds,
                 mine_rare=failed and not seeds,  # (the rare lines of the first reading are read again for)
@@ -271,9 +280,12 @@ def _budgeted(
         if own.within_limit() and not whole:
             own.end(first)
             return _not_longer(held, out, header, fmt, (again, origin, read), first.stats)
-        lines = np.full(1, max(1, first.stats.lines), dtype=np.int64)
-        selection = Selection(np.ones(1, dtype=np.int64), lines) if whole else pool.select()  # (whole: every line)
-        second = StreamFilter(terse, source=name, selection=selection, baseline=baseline)
+        firsts = np.full(1, begin[0], dtype=np.int64)
+        lasts = firsts + max(1, first.stats.lines) - 1
+        selection = Selection(firsts, lasts) if whole else pool.select()  # (whole: every line)
+        second = StreamFilter(
+            terse, source=name, start_line=begin[0], start_byte=begin[1], selection=selection, baseline=baseline
+        )
         held.seek(0)
         held.truncate()
         chosen = _Writer(held, fmt, name, refs)
@@ -466,6 +478,64 @@ class _Writer:
         if self.fmt == "jsonl":
             write_all(self.out, end_event(sf.stats, self.name))
         flush_out(self.out)
+
+
+class LetGoFilter:
+    """The first part of an output kept only in part (``run.OutputCopy`` in memory, which holds its
+    end), filtered as it is let go: each chunk once, in order, its runs without refs (its bytes are
+    kept nowhere to be read back). What it writes is held: runs up to ``shown_bytes``, then one
+    summary line that counts the lines after them (those the filter kept too), so memory does not
+    grow with the output. Without it the lines let go had not been filtered at all, and a failure
+    among them was not shown (helper-109: an ERROR 111 MB into 223 MB under ``--budget-tokens``).
+
+    Args:
+        config, fmt, name: the filter's settings, the output's format and the source it names.
+        shown_bytes: most bytes of the runs held to be written.
+    """
+
+    def __init__(self, config: FilterConfig, fmt: str, name: str, shown_bytes: int) -> None:
+        self._sf = StreamFilter(config, source=name)
+        self._fmt, self._name = fmt, name
+        self._shown = shown_bytes
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+        # past shown_bytes: the lines not shown (first, last), their bytes (start, end), those kept
+        self._over: list[int] | None = None
+
+    @property
+    def stats(self) -> FilterStats:
+        """The lines and bytes fed so far, kept and dropped."""
+        return self._sf.stats
+
+    def feed(self, data: bytes) -> None:
+        """The output's next bytes let go."""
+        self._take(self._sf.feed(data))
+
+    def finish(self) -> bytes:
+        """The end of the part let go (at a line end, or the output's end): what it writes."""
+        self._take(self._sf.flush())
+        out = b"".join(self._held)
+        if self._over is not None:
+            first, last, start, end, kept = self._over
+            why = (
+                f"{counted(kept, 'line')} among them the filter kept; not shown: past the "
+                f"{counted(self._shown, 'byte')} shown of the output's first part, which was not kept"
+            )
+            run = Run("drop", first, last, start, end, summary=unshown_summary(first, last, end - start, why))
+            out += render(run, self._fmt, self._name)
+        return out
+
+    def _take(self, runs: list[Run]) -> None:
+        for run in runs:
+            data = render(run, self._fmt, self._name) if self._over is None else b""
+            if self._over is None and self._held_bytes + len(data) <= self._shown:
+                self._held.append(data)
+                self._held_bytes += len(data)
+                continue
+            if self._over is None:
+                self._over = [run.first_line, run.last_line, run.start_byte, run.end_byte, 0]
+            self._over[1], self._over[3] = run.last_line, run.end_byte
+            self._over[4] += run.lines if run.decision == "keep" and not run.rest else 0
 
 
 def _feed(

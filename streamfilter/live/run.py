@@ -41,7 +41,7 @@ import stat
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     # (imported where a live run uses them: a run whose output is short builds no filter)
     from ..core.baseline import ShapeCollector
     from ..core.records import Run
+    from .batch import LetGoFilter
     from .config import SourceConfig
     from .sinks import Sink, StdoutSink
     from .stream import LiveStream
@@ -93,6 +94,7 @@ __all__ = (
     "capture_command",
     "command_text",
     "filtered_here",
+    "let_go_filter",
     "not_started_event",
     "output_file",
     "parse_socket",
@@ -139,6 +141,9 @@ RUN_FILE_BYTES = RUNS_BYTES // 2
 SHORT_OUTPUT_BYTES = 512
 # run --budget-tokens where no file can hold the whole output: the most of its end held in memory, in bytes
 MEMORY_BYTES = 64 << 20
+# and what its first bytes, let go, are filtered to as they pass (``batch.LetGoFilter``): this share of
+# the budget more, in bytes at about 4 bytes a token (a failure there had not been shown, helper-109)
+LET_GO_SHARE, LET_GO_BYTES_PER_TOKEN = 0.5, 4
 
 
 # words a shell runs itself, with no program of that name on PATH (POSIX's special built-ins, and
@@ -733,6 +738,9 @@ class OutputCopy:
         self._held_cut: str | None = None  # why fewer than memory_bytes could be filtered
         self._argv: list[str] | None = None  # a file of ``output_file``'s: where it may move (``_move``)
         self._named = False  # the ``--tee`` file the user named: kept whatever it holds
+        # what filters the output's first bytes as they are let go (``filter_let_go``), and that filter
+        self._let_go_filter: Callable[[], LetGoFilter] | None = None
+        self._let_go: LetGoFilter | None = None
 
     @classmethod
     def create(cls, argv: Sequence[str], tee_path: str | None = None) -> OutputCopy:
@@ -840,8 +848,27 @@ class OutputCopy:
         while self._held_bytes - len(self._held[0]) >= self._limit:  # (the last memory_bytes at least)
             old = self._held.popleft()
             self._held_bytes -= len(old)
-            self._lost_bytes += len(old)
-            self._lost_lines += old.count(b"\n")
+            self._let_out(old)
+
+    def filter_let_go(self, make: Callable[[], LetGoFilter]) -> None:
+        """Filter the output's first bytes as they are let go (in memory, past ``memory_bytes``) with
+        the filter ``make`` makes then (``batch.LetGoFilter``): ``let_go`` has what it writes."""
+        self._let_go_filter = make
+
+    def _let_out(self, data: bytes) -> None:
+        """The output's next first bytes are let go: counted, and filtered when asked (``filter_let_go``)."""
+        self._lost_bytes += len(data)
+        self._lost_lines += data.count(b"\n")
+        if self._let_go_filter is not None:
+            if self._let_go is None:
+                self._let_go = self._let_go_filter()
+            self._let_go.feed(data)
+
+    def let_go(self) -> tuple[bytes, tuple[int, int]]:
+        """What the filter of the first bytes let go wrote (``filter_let_go``; empty without one), and the
+        first line number and byte offset of what is held (``readable``'s)."""
+        written = self._let_go.finish() if self._let_go is not None else b""
+        return written, (self._lost_lines + 1, self._lost_bytes)
 
     def _to_memory(self, why: str, written: int = 0) -> None:
         """Go on in memory from here: the file's ``written`` bytes are read back (the last
@@ -895,7 +922,8 @@ class OutputCopy:
         data = b"".join(self._held)
         if self._lost_bytes:  # from a line start
             cut = data.find(b"\n") + 1
-            data, self._lost_bytes, self._lost_lines = data[cut:], self._lost_bytes + cut, self._lost_lines + (cut > 0)
+            self._let_out(data[:cut])
+            data = data[cut:]
         try:
             fd = os.memfd_create("streamfilter-output", os.MFD_CLOEXEC)
         except (OSError, AttributeError):
@@ -909,8 +937,7 @@ class OutputCopy:
                 at = len(data) - written
                 cut = data.find(b"\n", at - 1) + 1 if at else 0
                 cut = cut or len(data)
-                self._lost_bytes += cut
-                self._lost_lines += data.count(b"\n", 0, cut)
+                self._let_out(data[:cut])
                 self._held_cut = f"a copy to filter holds at most {counted(written, 'byte')}: {problem}"
                 os.ftruncate(fd, 0)
                 os.lseek(fd, 0, os.SEEK_SET)
@@ -927,10 +954,10 @@ class OutputCopy:
             return None
         text = f"the whole output could not be kept ({self.problem}): filtered from memory, without refs"
         if self._lost_bytes:
+            how = "filtered as they passed" if self._let_go_filter is not None else "let go unfiltered"
             text += (
-                f"; its first {counted(self._lost_lines, 'line')} ({counted(self._lost_bytes, 'byte')}) were let go "
-                f"({self._held_cut or f'the last {self._limit >> 20} MiB are kept'}): "
-                f"line numbers count from line {self._lost_lines + 1}"
+                f"; its first {counted(self._lost_lines, 'line')} ({counted(self._lost_bytes, 'byte')}) were {how} "
+                f"({self._held_cut or f'the last {self._limit >> 20} MiB are held'})"
             )
         return text
 
@@ -1072,6 +1099,7 @@ def run_budgeted(
     """
     green = _green_run(baselines, argv)
     copy = OutputCopy.create(argv, tee_path)
+    copy.filter_let_go(let_go_filter(argv, config, fmt, budget_tokens))
     try:
         captured = anyio.run(lambda: capture_command(argv, copy, watch_stdout=True))
     except CommandError as exc:
@@ -1108,6 +1136,20 @@ def run_budgeted(
     if signals.received is not None:
         return Ended(StopSignals.STATUS[signals.received], signals.received), copy.path
     return end, copy.path
+
+
+def let_go_filter(argv: Sequence[str], config: FilterConfig, fmt: str, budget_tokens: int) -> Callable[[], LetGoFilter]:
+    """What makes the filter of ``argv``'s first output bytes let go from memory (``OutputCopy.filter_let_go``):
+    it shows up to ``LET_GO_SHARE`` of the budget of ``budget_tokens`` tokens, in bytes."""
+
+    def make() -> LetGoFilter:
+        from .batch import LetGoFilter  # (the filtering stage: a run whose output fits needs it not)
+
+        shown = int(budget_tokens * LET_GO_SHARE * LET_GO_BYTES_PER_TOKEN)
+        # (no tail: the part let go is not the output's end)
+        return LetGoFilter(replace(config, tail_lines=0), fmt, os.path.basename(argv[0]), shown)
+
+    return make
 
 
 def not_started_event(argv: Sequence[str], error: CommandError, fmt: str) -> bytes:
@@ -1167,6 +1209,9 @@ def report_run(
     baseline, collector = (green.baseline, green.collector) if green is not None else (None, None)
     done: Filtered | None = None
     with copy.readable() as readable:
+        # the output's first lines, when let go from memory: filtered as they passed, written first
+        first_part, begin = copy.let_go()
+        write_all(out, first_part)
         if readable is not None and fmt == "text" and os.stat(readable).st_size <= SHORT_OUTPUT_BYTES:
             done = _write_whole(Path(readable), out, collector, config.max_line_bytes)
         elif readable is not None:
@@ -1184,6 +1229,7 @@ def report_run(
                 collector,
                 with_refs=copy.path is not None,
                 failed=not passed,
+                begin=begin,
             )
     stop = signals.received if signals is not None and done is not None else None
     whole = done is not None and done.changed is None and stop is None and (stopping is None or stopping.signum is None)

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from streamfilter.core.budget import estimate_tokens
+from streamfilter.core.filter import FilterConfig
+from streamfilter.live.batch import LetGoFilter
 from tests.conftest import ROOT, run_cli
 
 NOISY_FAILURE = (
@@ -733,18 +735,16 @@ def test_a_budget_too_small_for_a_line_beside_a_summary_still_shows_the_error(tm
     assert estimate_tokens(body) <= 200
 
 
-def test_under_a_file_size_limit_the_lines_filtered_from_memory_are_said_to_be_the_last_ones(tmp_path: Path) -> None:
-    """``ulimit -f 1024`` (1 MiB) holds the anonymous file the memory's copy is filtered from too: it
-    had kept the output's first MiB and said nothing of the rest, its last 30,000 lines and the
-    failure among them (helper-89). Now the last lines that fit, from a line start, are filtered, and
-    the note says which."""
+def _under_a_file_size_limit(tmp_path: Path, error_after: int) -> subprocess.CompletedProcess[bytes]:
+    """``run --budget-tokens 4000`` under ``ulimit -f 1024`` (1 MiB) of a command that prints 50,000
+    lines of 55 bytes, an error line after line ``error_after`` (0-based), and exits 2."""
     import resource
 
     script = (
         "import sys\n"
         "for i in range(50000):\n"
         "    print(f'INFO step {i:06d} compiled unit ok, nothing to see here')\n"
-        "    if i == 45000:\n"
+        f"    if i == {error_after}:\n"
         "        print('ERROR linker failed: undefined symbol frobnicate')\n"
         "sys.exit(2)\n"
     )
@@ -752,7 +752,7 @@ def test_under_a_file_size_limit_the_lines_filtered_from_memory_are_said_to_be_t
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
 
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "streamfilter", "run", "--budget-tokens", "4000", "--", sys.executable, "-c", script],
         capture_output=True,
         timeout=120,
@@ -760,16 +760,79 @@ def test_under_a_file_size_limit_the_lines_filtered_from_memory_are_said_to_be_t
         preexec_fn=limit,
         check=False,
     )
+
+
+def test_under_a_file_size_limit_the_lines_filtered_from_memory_are_said_to_be_the_last_ones(tmp_path: Path) -> None:
+    """``ulimit -f 1024`` (1 MiB) holds the anonymous file the memory's copy is filtered from too: it
+    had kept the output's first MiB and said nothing of the rest, its last 30,000 lines and the
+    failure among them (helper-89). Now the last lines that fit, from a line start, are filtered, and
+    the note says which."""
+    proc = _under_a_file_size_limit(tmp_path, error_after=45000)
     assert proc.returncode == 2, proc.stderr
     assert b"ERROR linker failed: undefined symbol frobnicate\n" in proc.stdout
     assert b"INFO step 049999 compiled unit ok, nothing to see here\n" in proc.stdout
-    note = next(line for line in proc.stdout.splitlines() if b"were let go" in line)
-    first = int(re.search(rb"its first (\d+) lines \((\d+) bytes\) were let go", note)[1])  # type: ignore[index]
-    assert b"a copy to filter holds at most 1048576 bytes: File too large" in note
-    assert note.endswith(b"line numbers count from line %d]" % (first + 1))
+    note = next(line for line in proc.stdout.splitlines() if b"were filtered as they passed" in line)
+    first = int(re.search(rb"its first (\d+) lines \((\d+) bytes\) were filtered", note)[1])  # type: ignore[index]
+    assert note.endswith(b"(a copy to filter holds at most 1048576 bytes: File too large)]")
+    # (the lines let go were filtered as they passed: their summary, then the held lines', numbered as they are)
+    summaries = re.findall(rb"dropped lines (\d+)-(\d+) ", proc.stdout)
+    assert summaries[0][0] == b"1" and int(summaries[0][1]) == first
+    assert int(summaries[1][0]) == first + 1
     # (in 1 MiB: the error line's 49 bytes and the last 19,064 of the lines of 55)
     assert 50001 - first == 19065 and 49 + 19064 * 55 <= 1 << 20 < 49 + 19065 * 55
     assert b"whole output (50001 lines, 2750049 bytes) not kept]" in proc.stdout.splitlines()[-1]
+
+
+def test_a_failure_in_the_lines_let_go_from_memory_is_kept_and_numbered_as_it_is(tmp_path: Path) -> None:
+    """Past a file size limit only the output's last lines are held to filter: the first ones had
+    been let go unfiltered, so a failure among them was not shown, and the held lines' summaries
+    counted from line 1 (helper-109: an ERROR 111 MB into 223 MB, under --budget-tokens). Now the
+    lines let go are filtered as they pass, without refs, before the held ones, numbered as they are."""
+    proc = _under_a_file_size_limit(tmp_path, error_after=2000)
+    assert proc.returncode == 2, proc.stderr
+    out = proc.stdout.splitlines()
+    error = out.index(b"ERROR linker failed: undefined symbol frobnicate")
+    assert out[error - 1] == b"INFO step 002000 compiled unit ok, nothing to see here"
+    assert out[0].startswith(b"[streamfilter: dropped lines 1-2000 (2000 lines, ")
+    # every line counted once, in order: the summaries' ranges and the kept lines between them
+    seen = 0
+    for line in out[:-2]:
+        got = re.match(rb"\[streamfilter: dropped lines (\d+)-(\d+) ", line)
+        if got is None:
+            seen += 1
+            continue
+        assert int(got[1]) == seen + 1, line
+        seen = int(got[2])
+    assert seen == 50001
+    assert b"its first " in out[-2] and b" were filtered as they passed " in out[-2]
+    assert b"whole output (50001 lines, 2750049 bytes) not kept]" in out[-1]
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl"])
+def test_the_filter_of_the_lines_let_go_holds_at_most_its_bytes_and_counts_the_rest(fmt: str) -> None:
+    """What ``LetGoFilter`` holds to write stays within its bytes however many failures pass (its
+    memory does not grow with the output); after them one summary counts every line left, and the
+    ones the filter kept among them, so each line is in a run once, in order."""
+    data = b"".join(
+        (b"error: unit %d failed to link\n" % i) if i % 50 == 0 else (b"compiled unit %d\n" % i) for i in range(20000)
+    )
+    let_go = LetGoFilter(FilterConfig(tail_lines=0), fmt, "cmd", 3000)
+    for at in range(0, len(data), 4096):
+        let_go.feed(data[at : at + 4096])
+    out = let_go.finish()
+    *shown, last = out.splitlines()
+    assert sum(len(line) + 1 for line in shown) <= 3000
+    if fmt == "text":
+        assert b"error: unit 0 failed to link" in shown
+        got = re.match(rb"\[streamfilter: dropped lines (\d+)-20000 \((\d+) lines, [^)]*\): (\d+) lines among", last)
+        assert got is not None and int(got[2]) == 20001 - int(got[1]) and int(got[3]) > 0
+        assert last.endswith(b"past the 3000 bytes shown of the output's first part, which was not kept]")
+        return
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["first_line"] for e in events] == [1] + [e["last_line"] + 1 for e in events[:-1]]
+    assert events[-1]["last_line"] == 20000 and events[-1]["end_byte"] == len(data)
+    assert events[-1]["event"] == "drop" and "among them the filter kept" in events[-1]["summary"]
+    assert any(e["event"] == "keep" and "error: unit 0 failed to link" in e["text"] for e in events)
 
 
 def test_a_ref_into_an_evicted_runs_output_says_it_was_evicted(tmp_path: Path) -> None:
