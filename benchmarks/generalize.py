@@ -3,7 +3,8 @@
 
 Usage:
     python benchmarks/generalize.py [CORPUS] [--folds 5] [--seed 0] [--jobs 2] [--cut P ...]
-                                    [--kinds] [--no-reference] [--write benchmarks/quality.md]
+                                    [--extra [DIR ...]] [--kinds] [--no-reference]
+                                    [--write benchmarks/quality.md]
 
 The corpus's repositories (the ``repo`` field) are dealt into ``--folds`` folds of similar case
 counts (largest repositories first, ties in a seeded order, each to the fold with fewest cases).
@@ -25,6 +26,12 @@ reference prior of ``../shared/reference/prior``, fitted on the same folds by it
 both beside ours in the same run (``benchmarks/reference_prior.py``; ``--no-reference`` leaves it
 out). ``--cut`` scores the out-of-fold models at other probability cuts (the shipped
 ``train_prior.CUT`` is chosen so, on the signatures-off out-of-fold figure).
+
+Every fit also learns from the labelled logs of ``--extra`` (default ``benchmarks/realtools``,
+made here from tools the corpus lacks), as the shipped prior does; ``--extra`` with no folder
+fits on the corpus alone. Those logs are then scored out of fold too, in a table of their own:
+dealt into ``--folds`` folds by repository, each scored with the prior fitted on the whole corpus
+and the other folds' logs.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ from reference_prior import average_precision, reference_rows  # noqa: E402
 
 from streamfilter.core.filter import DEFAULT_QUERY  # noqa: E402
 from streamfilter.core.prior import PriorModel  # noqa: E402
-from streamfilter.train_prior import CUT, CaseData, extract, fit, labelled_ranges, rate  # noqa: E402
+from streamfilter.train_prior import CUT, CaseData, extract, fit, inner_folds, labelled_ranges, rate  # noqa: E402
 
 _MODELS: dict[str, PriorModel] = {}  # set in each pool process (``_init``)
 
@@ -86,6 +93,11 @@ def fold_of_cases(corpus: Path, k: int, seed: int) -> dict[str, int]:
 def _extract(meta_path: Path) -> CaseData:
     meta = json.loads(meta_path.read_text())
     return extract(meta_path.with_suffix(".log").read_bytes(), meta_path.stem, meta["repo"], labelled_ranges(meta))
+
+
+def _fit(job: tuple[str, list[CaseData], int]) -> tuple[str, PriorModel]:
+    name, cases, seed = job
+    return name, fit(cases, seed)
 
 
 def _init(models: dict[str, PriorModel]) -> None:
@@ -123,19 +135,34 @@ def main() -> int:
     parser.add_argument("--no-reference", action="store_true", help="leave out the reference prior's rows")
     parser.add_argument("--write", type=Path, help="append the tables to this Markdown file")
     parser.add_argument("--json", type=Path, help="write every case's scores here (a list of objects)")
+    parser.add_argument(
+        "--extra",
+        type=Path,
+        nargs="*",
+        default=[ROOT / "benchmarks" / "realtools"],
+        help="folders of labelled logs made here that every fit learns from too (default benchmarks/realtools)",
+    )
     args = parser.parse_args()
     metas = sorted(p for p in args.corpus.glob("*.json") if p.with_suffix(".log").exists())
+    extra_metas = [p for d in args.extra for p in sorted(d.glob("*.json")) if p.with_suffix(".log").exists()]
     started = time.perf_counter()
     with multiprocessing.Pool(args.jobs) as pool:
         cases = pool.map(_extract, metas, chunksize=4)
+        extra = pool.map(_extract, extra_metas, chunksize=4)
     fold_of_case = fold_of_cases(args.corpus, args.folds, args.seed)
+    extra_fold = {c.name: f for c, f in zip(extra, inner_folds(extra, args.folds), strict=True)} if extra else {}
     counts: dict[str, int] = {}
     for c in cases:
         counts[c.repo] = counts.get(c.repo, 0) + 1
     folds = folds_of(counts, args.folds, args.seed)
-    models = {"all": fit(cases, args.seed)}
+    seed = args.seed
+    fits = [("all", cases + extra, seed)]
+    fits += [(f"fold{k}", [c for c in cases if fold_of_case[c.name] != k] + extra, seed) for k in range(args.folds)]
+    if extra:
+        fits += [(f"extra{k}", cases + [c for c in extra if extra_fold[c.name] != k], seed) for k in range(args.folds)]
+    with multiprocessing.Pool(args.jobs) as pool:
+        models = dict(pool.map(_fit, fits, chunksize=1))
     for k in range(args.folds):
-        models[f"fold{k}"] = fit([c for c in cases if fold_of_case[c.name] != k], args.seed)
         for cut in args.cut:
             models[f"fold{k}@{cut}"] = replace(models[f"fold{k}"], cut=cut)
     fitted = time.perf_counter() - started
@@ -144,7 +171,8 @@ def main() -> int:
         "out-of-fold": [average_precision(c.labels, rate(models[f"fold{fold_of_case[c.name]}"], c)) for c in cases],
     }
     ap_of = {c.name: a for c, a in zip(cases, ap["out-of-fold"], strict=True)}
-    del cases
+    extra_ap = [average_precision(c.labels, rate(models[f"extra{extra_fold[c.name]}"], c)) for c in extra]
+    del cases, extra
 
     def oof(m: Path) -> str:
         return f"fold{fold_of_case[m.stem]}"
@@ -162,8 +190,13 @@ def main() -> int:
         settings.append((f"signatures off, out-of-fold, cut {cut}", lambda m, c=cut: f"{oof(m)}@{c}", False))
     queries = [("default query", DEFAULT_QUERY), ("own queries", None)]
     jobs = [(m, q, pick(m), sigs) for _, q in queries for _, pick, sigs in settings for m in metas]
+    extra_of = {m.stem: f"extra{extra_fold[m.stem]}" for m in extra_metas}
+    extra_jobs = [(m, DEFAULT_QUERY, extra_of[m.stem], sigs) for sigs in (True, False) for m in extra_metas]
     with multiprocessing.Pool(args.jobs, initializer=_init, initargs=(models,)) as pool:
         rows = pool.map(_score, jobs, chunksize=8)
+        extra_rows = pool.map(_score, extra_jobs, chunksize=4)
+    for row, (m, _, _, _) in zip(extra_rows, extra_jobs, strict=True):
+        row["bytes"] = m.with_suffix(".log").stat().st_size
     for row, (m, query, model, sigs) in zip(rows, jobs, strict=True):
         row["bytes"] = m.with_suffix(".log").stat().st_size
         row["query"], row["model"], row["signatures"] = query or "own", model, sigs
@@ -183,10 +216,11 @@ def main() -> int:
         ap["reference, out-of-fold"] = [float(r["ap"]) for r in ref]  # type: ignore[arg-type]
     if args.json:
         args.json.write_text(json.dumps(rows) + "\n")
+    learnt = f"; every fit learns from {len(extra_metas)} logs of {', '.join(str(d) for d in args.extra)} too"
     lines = [
         f"{len(metas)} cases, {len(counts)} repositories in {args.folds} folds of "
-        f"{', '.join(str(sum(counts[r] for r in f)) for f in folds)} cases (seed {args.seed}); "
-        f"fits {fitted:.0f} s, all {time.perf_counter() - started:.0f} s",
+        f"{', '.join(str(sum(counts[r] for r in f)) for f in folds)} cases (seed {args.seed})"
+        f"{learnt if extra_metas else ''}; fits {fitted:.0f} s, all {time.perf_counter() - started:.0f} s",
         "",
         "| query | prior | full-recall share | mean recall | median out_ratio | total out_ratio |",
         "|---|---|---|---|---|---|",
@@ -222,7 +256,21 @@ def main() -> int:
                 part = [r for r in by_setting[named[0]] if kind in ("all", r["kind"])]
                 aps = [float(r["ap"]) for r in part if float(r["ap"]) == float(r["ap"])]  # type: ignore[arg-type]
                 lines.append(f"| {kind} | {len(part)} | " + " | ".join(cells) + f" | {statistics.mean(aps):.3f} |")
-    bad = [r["case"] for r in rows if not r["accounted"]]
+    if extra_metas:
+        n_extra = len(extra_metas)
+        lines += [
+            "",
+            f"The {n_extra} logs of {', '.join(str(d) for d in args.extra)} out of fold (default query; each fold's "
+            "prior fitted on the corpus and the other folds' logs, by repository):",
+            "",
+            "| prior | full-recall share | mean recall | median out_ratio | total out_ratio | mean AP | median AP |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        halves = (("out-of-fold", extra_rows[:n_extra]), ("signatures off, out-of-fold", extra_rows[n_extra:]))
+        for name, part in halves:
+            full, mean, median, total = summary(part)
+            lines.append(f"| {name} | {full:.3f} | {mean:.3f} | {median:.4f} | {total:.4f} | {_ap_cells(extra_ap)} |")
+    bad = [r["case"] for r in [*rows, *extra_rows] if not r["accounted"]]
     lines.append("")
     lines.append(f"not accounted: {len(bad)} {bad[:5]}")
     print("\n".join(lines))
