@@ -5,8 +5,9 @@ Usage:
     python benchmarks/transfer.py [DIR ...] [--query Q] [--jobs 2] [--json FILE]
 
 Each DIR holds ``NAME.log`` with ``NAME.json`` beside it (``../shared/eval/evaluate.py``'s
-contract; default ``benchmarks/realtools``, logs of tools the corpus lacks, made here and labelled
-before filtering). Neither model was fitted on them: the shipped weights (``prior.npz``) and
+contract; default ``benchmarks/unseen``, logs of tools neither the corpus nor ``benchmarks/realtools``
+has, made here and labelled before filtering). Neither model was fitted on them: the shipped
+weights (``prior.npz``, fitted on the corpus and ``benchmarks/realtools``) and
 the reference prior of ``../shared/reference/prior`` fitted on the whole of ``../shared/corpus``
 by its own code (scheme ``case``, λ 3e-5, 150 iterations, as its ``run_shared.sh``; cached in
 ``/tmp/prior_cache``). Rows, full-recall share / mean recall / median out_ratio (the arithmetic
@@ -19,7 +20,7 @@ of ``evaluate.py``):
 
 and the per-case average precision (mean / median) of each model's probabilities. The figures
 of the corpus (``generalize.py``) are out of fold by repository; these are out of sample for
-both models, on logs of tools no corpus repository uses.
+both models, on logs of tools none of their training logs is of.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def _ap(values: list[float]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dirs", nargs="*", type=Path, default=[ROOT / "benchmarks" / "realtools"])
+    parser.add_argument("dirs", nargs="*", type=Path, default=[ROOT / "benchmarks" / "unseen"])
     parser.add_argument("--query", default="error failed fatal assert", help="the filter's query (BM25)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write every case's figures here")
