@@ -597,7 +597,7 @@ def test_an_output_past_the_file_cap_is_filtered_from_its_end_in_memory(tmp_path
     lines = done.stdout.decode().splitlines()
     assert "error: the loop gave up" in lines
     (note,) = [line for line in lines if "could not be kept" in line]
-    assert "it passed the 128 MiB a run's file may take" in note and "the last 64 MiB are kept" in note
+    assert "it passed the 128 MiB a run's file may take" in note and "the last 64 MiB are held" in note
     line = b"INFO step of the loop that never ends, printed again and again\n"
     blocks = 140_000_000 // (len(line) * 20000)
     size = blocks * 20000 * len(line) + len(b"error: the loop gave up\n")
