@@ -27,11 +27,11 @@ both beside ours in the same run (``benchmarks/reference_prior.py``; ``--no-refe
 out). ``--cut`` scores the out-of-fold models at other probability cuts (the shipped
 ``train_prior.CUT`` is chosen so, on the signatures-off out-of-fold figure).
 
-Every fit also learns from the labelled logs of ``--extra`` (default ``benchmarks/realtools``,
-made here from tools the corpus lacks), as the shipped prior does; ``--extra`` with no folder
-fits on the corpus alone. Those logs are then scored out of fold too, in a table of their own:
-dealt into ``--folds`` folds by repository, each scored with the prior fitted on the whole corpus
-and the other folds' logs.
+``--extra DIR ...`` (``benchmarks/realtools``: logs made here of tools the corpus lacks) adds
+labelled logs that every fit learns from too; the shipped prior learns from none (session 54
+measured realtools so, ``benchmarks/quality.md``). Those logs are then scored out of fold, in a
+table of their own: dealt into ``--folds`` folds by repository, each scored with the prior fitted
+on the whole corpus and the other folds' logs.
 """
 
 from __future__ import annotations
@@ -139,8 +139,8 @@ def main() -> int:
         "--extra",
         type=Path,
         nargs="*",
-        default=[ROOT / "benchmarks" / "realtools"],
-        help="folders of labelled logs made here that every fit learns from too (default benchmarks/realtools)",
+        default=[],
+        help="folders of labelled logs made here that every fit learns from too (default: none)",
     )
     args = parser.parse_args()
     metas = sorted(p for p in args.corpus.glob("*.json") if p.with_suffix(".log").exists())

@@ -7,7 +7,7 @@ Usage:
 Each DIR holds ``NAME.log`` with ``NAME.json`` beside it (``../shared/eval/evaluate.py``'s
 contract; default ``benchmarks/unseen``, logs of tools neither the corpus nor ``benchmarks/realtools``
 has, made here and labelled before filtering). Neither model was fitted on them: the shipped
-weights (``prior.npz``, fitted on the corpus and ``benchmarks/realtools``) and
+weights (``prior.npz``) and
 the reference prior of ``../shared/reference/prior`` fitted on the whole of ``../shared/corpus``
 by its own code (scheme ``case``, λ 3e-5, 150 iterations, as its ``run_shared.sh``; cached in
 ``/tmp/prior_cache``). Rows, full-recall share / mean recall / median out_ratio (the arithmetic

@@ -2,15 +2,14 @@
 
 Usage::
 
-    python -m streamfilter.train_prior ../shared/corpus benchmarks/realtools \
-        --out streamfilter/core/prior.npz --fixture tests/data/prior-fixture.json
+    python -m streamfilter.train_prior ../shared/corpus --out streamfilter/core/prior.npz \
+        --fixture tests/data/prior-fixture.json
 
 A corpus folder holds ``NAME.log`` beside ``NAME.json`` with ``keep`` (1-based inclusive line
-ranges a developer must see) and ``repo`` (``../shared/corpus/README.md``). The shipped weights are
-fitted on ``../shared/corpus`` (LogChunks and LogDx-CI: CC BY 4.0; CiDiff: Apache-2.0; see NOTICE)
-and on ``benchmarks/realtools``, logs of tools the corpus lacks made and labelled here: out of fold
-they keep the whole failure of far more logs of tools neither has (``benchmarks/unseen``) at the
-same figures on the corpus (``benchmarks/quality.md``, session 54). Fitting needs scipy (the
+ranges a developer must see) and ``repo`` (``../shared/corpus/README.md``); several folders are
+fitted on together (``../shared/corpus benchmarks/realtools``: measured in session 54, not
+shipped, ``benchmarks/quality.md``). The shipped weights are fitted on ``../shared/corpus``
+(LogChunks and LogDx-CI: CC BY 4.0; CiDiff: Apache-2.0; see NOTICE). Fitting needs scipy (the
 ``train`` extra).
 
 Method: L2-regularized logistic regression (Cox 1958) over every feature of ``prior`` at once,
