@@ -17,7 +17,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import astuple, replace
 from pathlib import Path
 from typing import IO, BinaryIO
 
@@ -65,7 +65,8 @@ def filter_input(
     collector: ShapeCollector | None = None,
     with_refs: bool = True,
     failed: bool = False,
-    begin: tuple[int, int] = (1, 0),
+    before: FilterStats | None = None,
+    label: str | None = None,
 ) -> Filtered:
     """Filter the input ``name`` (a file path, or ``-`` for stdin) to ``out`` in format ``fmt``.
 
@@ -75,8 +76,10 @@ def filter_input(
     last green run (``StreamFilter``); ``collector``: gets the shape hashes of every line read.
     Without ``with_refs``, DROP runs get none (an input that is not kept: ``run``'s output held in memory).
     ``failed``: the input is the output of a command that failed (within a budget, see ``_budgeted``).
-    ``begin``: the input's first line number (1-based) and byte offset in the stream it is the end of
-    (``run``'s output held in memory, whose first lines were let go: ``LetGoFilter``).
+    ``before``: the counts of the lines before the input in the stream it is the end of (``run``'s
+    output held in memory, whose first lines were let go and filtered apart: ``LetGoFilter``): its
+    lines are numbered after them, and a JSONL end event counts them too. ``label``: the source its
+    JSONL events and notes name (default ``name``: a file the input is copied to is not it).
 
     Raises:
         StreamfilterError: the output cannot be written, or the stdin archive cannot be made.
@@ -86,13 +89,14 @@ def filter_input(
     if budget_tokens is not None:
         try:
             last, stats = _budgeted(
-                config, name, fmt, budget_tokens, out, refs, signals, header, baseline, collector, failed, begin
+                config, name, fmt, budget_tokens, out, refs, signals, header, baseline, collector, failed, before, label
             )
         except InputChanged as exc:
             return Filtered(b"", FilterStats(), exc)
         return Filtered(last, stats)
     write_all(out, header)
-    writer = _Writer(out, fmt, name, refs)
+    writer = _Writer(out, fmt, label or name, refs, before=before)
+    begin = _begin(before)
     sf = StreamFilter(config, source=name, start_line=begin[0], start_byte=begin[1], baseline=baseline)
     sf.collector = collector
     changed = None
@@ -107,7 +111,7 @@ def filter_input(
     if stopped:
         assert signals is not None and signals.received is not None
         # (an interrupted filter's output had ended as a whole one does, helper-105)
-        what = "standard input" if name == "-" else escaped_source(name)
+        what = "standard input" if name == "-" else escaped_source(label or name)
         text = f"filtering stopped by {signal.Signals(signals.received).name} after line {sf.stats.lines} of {what}"
         note = marker_event(fmt, name, f"{text}: the rest is not shown")
         write_all(out, note)
@@ -160,11 +164,12 @@ def _budgeted(
     baseline: Baseline | None = None,
     collector: ShapeCollector | None = None,
     failed: bool = False,
-    begin: tuple[int, int] = (1, 0),
+    before: FilterStats | None = None,
+    label: str | None = None,
 ) -> tuple[bytes, FilterStats]:
     """Filter one input within a token budget; return the last byte written and the counts of the
-    filter whose output it is. ``begin``: the input's first line number and byte offset
-    (``filter_input``).
+    filter whose output it is. ``before``, ``label``: the lines before the input, and the source
+    its events name (``filter_input``).
 
     A first pass runs the filter as usual, collecting the units it keeps
     (``budget.UnitPool``) and its own output while that stays within the budget (at least the
@@ -191,6 +196,7 @@ def _budgeted(
         InputChanged: the file changed under the first pass (truncated or rewritten), or
             between passes: nothing is written for it, not even ``header``.
     """
+    begin = _begin(before)
     # a summary line: its text, then "; ref ", the short ref (two offsets, a CRC) and a newline; the
     # ref by its length (its offsets and CRC, unknown yet, would move an estimate of its tokens)
     ref = f"; ref @{10**9}-{10**9}:{0xFFFFFFFF:08x}]\n"
@@ -223,7 +229,7 @@ def _budgeted(
             pool = UnitPool(room - note_tokens, drop_tokens, asked=asked_patterns(config), own_end=failed)
             held.seek(0)
             held.truncate()
-            own = _Writer(held, fmt, name, refs, limit=room)
+            own = _Writer(held, fmt, label or name, refs, limit=room, before=before)
             sf = StreamFilter(
                 replace(config, explain=True),
                 source=name,
@@ -288,7 +294,7 @@ def _budgeted(
         )
         held.seek(0)
         held.truncate()
-        chosen = _Writer(held, fmt, name, refs)
+        chosen = _Writer(held, fmt, label or name, refs, before=before)
         _read_again(second, again, origin, chosen, checksum)
         chosen(second.flush())
         second.notices.clear()  # the first pass logged them
@@ -439,8 +445,17 @@ class _Writer:
     (``within_limit`` then says so).
     """
 
-    def __init__(self, out: IO[bytes], fmt: str, name: str, refs: _Refs, limit: float | None = None) -> None:
+    def __init__(
+        self,
+        out: IO[bytes],
+        fmt: str,
+        name: str,
+        refs: _Refs,
+        limit: float | None = None,
+        before: FilterStats | None = None,
+    ) -> None:
         self.out, self.fmt, self.name, self.refs = out, fmt, name, refs
+        self.before = before  # the counts of the lines before the input, for its end event
         self.text_refs = TextRefs()  # (JSONL's refs are whole; a budget counts the text's)
         self.live = False  # flush after each batch (the input is a pipe or terminal)
         self.limit = limit
@@ -476,8 +491,19 @@ class _Writer:
         """Write the end of the input: notices to the log, the JSONL end event; flush."""
         log_notices(sf.notices, self.name)
         if self.fmt == "jsonl":
-            write_all(self.out, end_event(sf.stats, self.name))
+            stats = sf.stats if self.before is None else _plus(self.before, sf.stats)
+            write_all(self.out, end_event(stats, self.name))
         flush_out(self.out)
+
+
+def _begin(before: FilterStats | None) -> tuple[int, int]:
+    """The first line number (1-based) and byte offset of an input after the lines ``before``."""
+    return (before.lines + 1, before.bytes) if before is not None else (1, 0)
+
+
+def _plus(a: FilterStats, b: FilterStats) -> FilterStats:
+    """The counts of ``a``'s lines and runs, then ``b``'s."""
+    return FilterStats(*(x + y for x, y in zip(astuple(a), astuple(b), strict=True)))
 
 
 class LetGoFilter:
@@ -501,6 +527,8 @@ class LetGoFilter:
         self._held_bytes = 0
         # past shown_bytes: the lines not shown (first, last), their bytes (start, end), those kept
         self._over: list[int] | None = None
+        self._pending: list[bytes] = []  # bytes let go not fed yet (less than READ_BYTES)
+        self._pending_bytes = 0
 
     @property
     def stats(self) -> FilterStats:
@@ -508,11 +536,24 @@ class LetGoFilter:
         return self._sf.stats
 
     def feed(self, data: bytes) -> None:
-        """The output's next bytes let go."""
-        self._take(self._sf.feed(data))
+        """The output's next bytes let go: filtered as a file is read, ``READ_BYTES`` at a time (a
+        pipe's reads, 64 KiB each, fed one by one took 3 times a live run's time on the same bytes;
+        a copy that could not be written lets go tens of MB at once)."""
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= READ_BYTES:
+            self._feed_pending()
+
+    def _feed_pending(self) -> None:
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        for at in range(0, len(data), READ_BYTES):
+            self._take(self._sf.feed(data[at : at + READ_BYTES]))
 
     def finish(self) -> bytes:
         """The end of the part let go (at a line end, or the output's end): what it writes."""
+        self._feed_pending()
         self._take(self._sf.flush())
         out = b"".join(self._held)
         if self._over is not None:

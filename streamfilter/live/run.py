@@ -72,7 +72,7 @@ from .writes import flush_out, write_all
 if TYPE_CHECKING:
     # (imported where a live run uses them: a run whose output is short builds no filter)
     from ..core.baseline import ShapeCollector
-    from ..core.records import Run
+    from ..core.records import FilterStats, Run
     from .batch import LetGoFilter
     from .config import SourceConfig
     from .sinks import Sink, StdoutSink
@@ -864,11 +864,16 @@ class OutputCopy:
                 self._let_go = self._let_go_filter()
             self._let_go.feed(data)
 
-    def let_go(self) -> tuple[bytes, tuple[int, int]]:
-        """What the filter of the first bytes let go wrote (``filter_let_go``; empty without one), and the
-        first line number and byte offset of what is held (``readable``'s)."""
-        written = self._let_go.finish() if self._let_go is not None else b""
-        return written, (self._lost_lines + 1, self._lost_bytes)
+    def let_go(self) -> tuple[bytes, FilterStats | None]:
+        """What the filter of the first bytes let go wrote (``filter_let_go``; empty without one), and
+        the counts of those lines (None: none was let go), which ``readable``'s lines follow."""
+        if self._let_go is not None:
+            return self._let_go.finish(), self._let_go.stats
+        if not self._lost_bytes:
+            return b"", None
+        from ..core.records import FilterStats  # (a run whose output fits builds none)
+
+        return b"", FilterStats(lines=self._lost_lines, bytes=self._lost_bytes)
 
     def _to_memory(self, why: str, written: int = 0) -> None:
         """Go on in memory from here: the file's ``written`` bytes are read back (the last
@@ -1210,7 +1215,7 @@ def report_run(
     done: Filtered | None = None
     with copy.readable() as readable:
         # the output's first lines, when let go from memory: filtered as they passed, written first
-        first_part, begin = copy.let_go()
+        first_part, before = copy.let_go()
         write_all(out, first_part)
         if readable is not None and fmt == "text" and os.stat(readable).st_size <= SHORT_OUTPUT_BYTES:
             done = _write_whole(Path(readable), out, collector, config.max_line_bytes)
@@ -1229,7 +1234,8 @@ def report_run(
                 collector,
                 with_refs=copy.path is not None,
                 failed=not passed,
-                begin=begin,
+                before=before,
+                label=name if copy.path is None else None,  # (not the anonymous file's name)
             )
     stop = signals.received if signals is not None and done is not None else None
     whole = done is not None and done.changed is None and stop is None and (stopping is None or stopping.signum is None)

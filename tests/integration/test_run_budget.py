@@ -735,7 +735,7 @@ def test_a_budget_too_small_for_a_line_beside_a_summary_still_shows_the_error(tm
     assert estimate_tokens(body) <= 200
 
 
-def _under_a_file_size_limit(tmp_path: Path, error_after: int) -> subprocess.CompletedProcess[bytes]:
+def _under_a_file_size_limit(tmp_path: Path, error_after: int, fmt: str = "text") -> subprocess.CompletedProcess[bytes]:
     """``run --budget-tokens 4000`` under ``ulimit -f 1024`` (1 MiB) of a command that prints 50,000
     lines of 55 bytes, an error line after line ``error_after`` (0-based), and exits 2."""
     import resource
@@ -752,8 +752,9 @@ def _under_a_file_size_limit(tmp_path: Path, error_after: int) -> subprocess.Com
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
 
+    run = [sys.executable, "-m", "streamfilter", "run", "--format", fmt, "--budget-tokens", "4000", "--"]
     return subprocess.run(
-        [sys.executable, "-m", "streamfilter", "run", "--budget-tokens", "4000", "--", sys.executable, "-c", script],
+        [*run, sys.executable, "-c", script],
         capture_output=True,
         timeout=120,
         env={**os.environ, **_state(tmp_path)},
@@ -806,6 +807,23 @@ def test_a_failure_in_the_lines_let_go_from_memory_is_kept_and_numbered_as_it_is
     assert seen == 50001
     assert b"its first " in out[-2] and b" were filtered as they passed " in out[-2]
     assert b"whole output (50001 lines, 2750049 bytes) not kept]" in out[-1]
+
+
+def test_the_jsonl_events_of_an_output_let_go_in_part_name_the_command_and_count_every_line(tmp_path: Path) -> None:
+    """In JSONL the events of the lines held had named the anonymous file they were filtered from
+    (``/proc/self/fd/3``) and the end event counted those lines alone (helper-111): they name the
+    command, cover every line once, in order, and the end event counts the whole output."""
+    proc = _under_a_file_size_limit(tmp_path, error_after=2000, fmt="jsonl")
+    assert proc.returncode == 2, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    runs = [e for e in events if e["event"] in ("keep", "drop")]
+    assert {e["source"] for e in events} == {os.path.basename(sys.executable)}
+    assert [e["first_line"] for e in runs] == [1] + [e["last_line"] + 1 for e in runs[:-1]]
+    assert runs[-1]["last_line"] == 50001 and runs[-1]["end_byte"] == 2750049
+    assert any(e["event"] == "keep" and "ERROR linker failed" in e["text"] for e in runs)
+    (end,) = [e for e in events if e["event"] == "end"]
+    assert end["lines"] == 50001 and end["bytes"] == 2750049
+    assert end["kept_lines"] + end["dropped_lines"] == 50001
 
 
 @pytest.mark.parametrize("fmt", ["text", "jsonl"])
