@@ -359,8 +359,8 @@ async def _run(
     """The ``run`` tool's work: the command awaited on the event loop (it writes its output to a
     file itself), then that file filtered in a worker thread (CPU-bound work off the event loop).
     A command stopped after ``stop_after`` seconds ends with status ``TIMED_OUT`` and a note that says so."""
-    copy = await anyio.to_thread.run_sync(OutputCopy.create, argv)  # (in memory where no file can be made)
-    copy.filter_let_go(let_go_filter(argv, config, "text", budget_tokens))
+    let_go = let_go_filter(argv, config, "text", budget_tokens)
+    copy = await anyio.to_thread.run_sync(OutputCopy.create, argv, let_go)  # (in memory where no file can be made)
     try:
         with running.one():
             captured = await capture_command(argv, copy, cwd, detached=True, stop_after=stop_after)

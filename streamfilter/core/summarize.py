@@ -252,12 +252,17 @@ def _kib(n: int) -> str:
     return f"{n / 1024 / 1024:.1f} MiB"
 
 
+def _dropped_head(first_line: int, last_line: int, n_bytes: int) -> str:
+    """A summary line's head: its range and counts (``[streamfilter: dropped lines 3-9 (7 lines, 412 B)``)."""
+    where = f"line {first_line}" if first_line == last_line else f"lines {first_line}-{last_line}"
+    return f"[streamfilter: dropped {where} ({counted(last_line - first_line + 1, 'line')}, {_kib(n_bytes)})"
+
+
 def unshown_summary(first_line: int, last_line: int, n_bytes: int, why: str) -> str:
     """The summary line (no newline) of lines ``first_line .. last_line`` (1-based, inclusive;
-    ``n_bytes`` bytes) left out whole, not summarized by their shapes, and ``why``: as a DROP run's
-    (``DropSummary.render``) begins, so a reader counts them as it counts any."""
-    where = f"line {first_line}" if first_line == last_line else f"lines {first_line}-{last_line}"
-    return f"[streamfilter: dropped {where} ({counted(last_line - first_line + 1, 'line')}, {_kib(n_bytes)}): {why}]"
+    ``n_bytes`` bytes) left out whole, not summarized by their shapes, and ``why``: with a DROP run's
+    head (``DropSummary.render``), so a reader counts them as it counts any."""
+    return f"{_dropped_head(first_line, last_line, n_bytes)}: {why}]"
 
 
 def warn_counts(text: bytes, ends: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -483,11 +488,6 @@ class DropSummary:
         """Lines in the run so far."""
         return self.last_line - self.first_line + 1
 
-    def _range(self) -> str:
-        if self.first_line == self.last_line:
-            return f"line {self.first_line}"
-        return f"lines {self.first_line}-{self.last_line}"
-
     def render(self) -> str:
         """The summary line (no newline); byte-identical for the same input lines."""
         return self.rendered()[0]
@@ -497,10 +497,7 @@ class DropSummary:
         run (blank lines counted), the first line (1-based) of each of them of at most
         ``odd_lines`` lines or 1 % of the run's (``RARE_SHARE``; ``Run.rare_lines``), in the run's
         order; else ``()``."""
-        head = (
-            f"[streamfilter: dropped {self._range()} ({counted(self.lines, 'line')}, "
-            f"{_kib(self.end_byte - self.start_byte)})"
-        )
+        head = _dropped_head(self.first_line, self.last_line, self.end_byte - self.start_byte)
         facts = []
         if self.failure_lines:  # first: a terse summary (under a budget) has room for it
             # (what a signature or the learned prior protected: like a failure, not known to be one)

@@ -196,7 +196,7 @@ def _budgeted(
         InputChanged: the file changed under the first pass (truncated or rewritten), or
             between passes: nothing is written for it, not even ``header``.
     """
-    begin = _begin(before)
+    begin, label = _begin(before), label or name
     # a summary line: its text, then "; ref ", the short ref (two offsets, a CRC) and a newline; the
     # ref by its length (its offsets and CRC, unknown yet, would move an estimate of its tokens)
     ref = f"; ref @{10**9}-{10**9}:{0xFFFFFFFF:08x}]\n"
@@ -229,7 +229,7 @@ def _budgeted(
             pool = UnitPool(room - note_tokens, drop_tokens, asked=asked_patterns(config), own_end=failed)
             held.seek(0)
             held.truncate()
-            own = _Writer(held, fmt, label or name, refs, limit=room, before=before)
+            own = _Writer(held, fmt, label, refs, limit=room, before=before)
             sf = StreamFilter(
                 replace(config, explain=True),
                 source=name,
@@ -294,7 +294,7 @@ def _budgeted(
         )
         held.seek(0)
         held.truncate()
-        chosen = _Writer(held, fmt, label or name, refs, before=before)
+        chosen = _Writer(held, fmt, label, refs, before=before)
         _read_again(second, again, origin, chosen, checksum)
         chosen(second.flush())
         second.notices.clear()  # the first pass logged them
@@ -525,8 +525,9 @@ class LetGoFilter:
         self._shown = shown_bytes
         self._held: list[bytes] = []
         self._held_bytes = 0
-        # past shown_bytes: the lines not shown (first, last), their bytes (start, end), those kept
-        self._over: list[int] | None = None
+        # past shown_bytes: the first run not shown, the last, and the lines kept among them
+        self._unshown: tuple[Run, Run] | None = None
+        self._unshown_kept = 0
         self._pending: list[bytes] = []  # bytes let go not fed yet (less than READ_BYTES)
         self._pending_bytes = 0
 
@@ -556,27 +557,27 @@ class LetGoFilter:
         self._feed_pending()
         self._take(self._sf.flush())
         out = b"".join(self._held)
-        if self._over is not None:
-            first, last, start, end, kept = self._over
+        if self._unshown is not None:
+            a, b = self._unshown
             why = (
-                f"{counted(kept, 'line')} among them the filter kept; not shown: past the "
+                f"{counted(self._unshown_kept, 'line')} among them the filter kept; not shown: past the "
                 f"{counted(self._shown, 'byte')} shown of the output's first part, which was not kept"
             )
-            run = Run("drop", first, last, start, end, summary=unshown_summary(first, last, end - start, why))
+            summary = unshown_summary(a.first_line, b.last_line, b.end_byte - a.start_byte, why)
+            run = Run("drop", a.first_line, b.last_line, a.start_byte, b.end_byte, summary=summary)
             out += render(run, self._fmt, self._name)
         return out
 
     def _take(self, runs: list[Run]) -> None:
         for run in runs:
-            data = render(run, self._fmt, self._name) if self._over is None else b""
-            if self._over is None and self._held_bytes + len(data) <= self._shown:
-                self._held.append(data)
-                self._held_bytes += len(data)
-                continue
-            if self._over is None:
-                self._over = [run.first_line, run.last_line, run.start_byte, run.end_byte, 0]
-            self._over[1], self._over[3] = run.last_line, run.end_byte
-            self._over[4] += run.lines if run.decision == "keep" and not run.rest else 0
+            if self._unshown is None:
+                data = render(run, self._fmt, self._name)
+                if self._held_bytes + len(data) <= self._shown:
+                    self._held.append(data)
+                    self._held_bytes += len(data)
+                    continue
+            self._unshown = (self._unshown[0] if self._unshown is not None else run, run)
+            self._unshown_kept += run.lines if run.decision == "keep" and not run.rest else 0
 
 
 def _feed(

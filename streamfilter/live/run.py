@@ -719,9 +719,12 @@ class OutputCopy:
         problem: str | None = None,
         memory_bytes: int = MEMORY_BYTES,
         file_bytes: int | None = None,
+        let_go: Callable[[], LetGoFilter] | None = None,
     ) -> None:
         """The copy in ``path`` (opened by ``open``; a finished run's file as it is; at most
-        ``file_bytes``, None: no limit), or in memory (None) because of ``problem``."""
+        ``file_bytes``, None: no limit), or in memory (None) because of ``problem``; ``let_go``
+        makes the filter of the first bytes let go from memory (``create``; None: a finished run's
+        file, read whole)."""
         self.path = path
         self._file_bytes = file_bytes
         self.problem = problem  # why the whole output is not in a file
@@ -738,28 +741,30 @@ class OutputCopy:
         self._held_cut: str | None = None  # why fewer than memory_bytes could be filtered
         self._argv: list[str] | None = None  # a file of ``output_file``'s: where it may move (``_move``)
         self._named = False  # the ``--tee`` file the user named: kept whatever it holds
-        # what filters the output's first bytes as they are let go (``filter_let_go``), and that filter
-        self._let_go_filter: Callable[[], LetGoFilter] | None = None
+        # what makes the filter of the output's first bytes as they are let go, and that filter
+        self._make_let_go = let_go
         self._let_go: LetGoFilter | None = None
 
     @classmethod
-    def create(cls, argv: Sequence[str], tee_path: str | None = None) -> OutputCopy:
+    def create(cls, argv: Sequence[str], let_go: Callable[[], LetGoFilter], tee_path: str | None = None) -> OutputCopy:
         """A new copy for ``argv``'s output: in ``tee_path``, else ``output_file``'s (the state
-        directory, the temporary directory), else in memory.
+        directory, the temporary directory), else in memory, where its first bytes let go are
+        filtered as they go by the filter ``let_go`` makes then (``let_go_filter``; ``let_go``
+        has what it writes).
 
         Raises:
             NotStartedError: ``tee_path`` cannot be written (it was asked for).
         """
         if tee_path:
-            copy = cls(Path(tee_path).resolve())
+            copy = cls(Path(tee_path).resolve(), let_go=let_go)
             copy._named = True
             copy.open(asked=True)
             return copy
         try:
             path = output_file(argv)
         except StreamfilterError as exc:
-            return cls(None, str(exc))
-        copy = cls(path, file_bytes=RUN_FILE_BYTES)
+            return cls(None, str(exc), let_go=let_go)
+        copy = cls(path, file_bytes=RUN_FILE_BYTES, let_go=let_go)
         copy._argv = list(argv)
         if not path.is_relative_to(state_dir()):
             copy.moved = (
@@ -850,30 +855,21 @@ class OutputCopy:
             self._held_bytes -= len(old)
             self._let_out(old)
 
-    def filter_let_go(self, make: Callable[[], LetGoFilter]) -> None:
-        """Filter the output's first bytes as they are let go (in memory, past ``memory_bytes``) with
-        the filter ``make`` makes then (``batch.LetGoFilter``): ``let_go`` has what it writes."""
-        self._let_go_filter = make
-
     def _let_out(self, data: bytes) -> None:
-        """The output's next first bytes are let go: counted, and filtered when asked (``filter_let_go``)."""
+        """The output's next first bytes are let go: counted, and filtered (``create``'s ``let_go``)."""
         self._lost_bytes += len(data)
         self._lost_lines += data.count(b"\n")
-        if self._let_go_filter is not None:
-            if self._let_go is None:
-                self._let_go = self._let_go_filter()
+        if self._let_go is None and self._make_let_go is not None:
+            self._let_go = self._make_let_go()
+        if self._let_go is not None:
             self._let_go.feed(data)
 
     def let_go(self) -> tuple[bytes, FilterStats | None]:
-        """What the filter of the first bytes let go wrote (``filter_let_go``; empty without one), and
-        the counts of those lines (None: none was let go), which ``readable``'s lines follow."""
-        if self._let_go is not None:
-            return self._let_go.finish(), self._let_go.stats
-        if not self._lost_bytes:
+        """What the filter of the first bytes let go wrote, and the counts of those lines, which
+        ``readable``'s lines follow; ``(b"", None)`` when none was let go."""
+        if self._let_go is None:
             return b"", None
-        from ..core.records import FilterStats  # (a run whose output fits builds none)
-
-        return b"", FilterStats(lines=self._lost_lines, bytes=self._lost_bytes)
+        return self._let_go.finish(), self._let_go.stats
 
     def _to_memory(self, why: str, written: int = 0) -> None:
         """Go on in memory from here: the file's ``written`` bytes are read back (the last
@@ -959,9 +955,9 @@ class OutputCopy:
             return None
         text = f"the whole output could not be kept ({self.problem}): filtered from memory, without refs"
         if self._lost_bytes:
-            how = "filtered as they passed" if self._let_go_filter is not None else "let go unfiltered"
             text += (
-                f"; its first {counted(self._lost_lines, 'line')} ({counted(self._lost_bytes, 'byte')}) were {how} "
+                f"; its first {counted(self._lost_lines, 'line')} ({counted(self._lost_bytes, 'byte')}) were filtered "
+                "as they passed "
                 f"({self._held_cut or f'the last {self._limit >> 20} MiB are held'})"
             )
         return text
@@ -1103,8 +1099,7 @@ def run_budgeted(
         StreamfilterError: ``out`` cannot be written (the message says CMD's status).
     """
     green = _green_run(baselines, argv)
-    copy = OutputCopy.create(argv, tee_path)
-    copy.filter_let_go(let_go_filter(argv, config, fmt, budget_tokens))
+    copy = OutputCopy.create(argv, let_go_filter(argv, config, fmt, budget_tokens), tee_path)
     try:
         captured = anyio.run(lambda: capture_command(argv, copy, watch_stdout=True))
     except CommandError as exc:
@@ -1144,7 +1139,7 @@ def run_budgeted(
 
 
 def let_go_filter(argv: Sequence[str], config: FilterConfig, fmt: str, budget_tokens: int) -> Callable[[], LetGoFilter]:
-    """What makes the filter of ``argv``'s first output bytes let go from memory (``OutputCopy.filter_let_go``):
+    """What makes the filter of ``argv``'s first output bytes let go from memory (``OutputCopy.create``):
     it shows up to ``LET_GO_SHARE`` of the budget of ``budget_tokens`` tokens, in bytes."""
 
     def make() -> LetGoFilter:
