@@ -48,6 +48,7 @@ __all__ = (
     "PRIOR_TOP",
     "REDRAW_FRAMES",
     "STREAM_TOP",
+    "TOP_FLOOR",
     "Hits",
     "PriorRater",
     "weak_lines",
@@ -94,9 +95,18 @@ PRIOR_BEFORE, PRIOR_AFTER = 1, 2
 # too, under the cut or not: the failure is most often near the end, and a log of an unknown tool
 # may have no line at the cut (out of fold, signatures off, on two seeds: full recall
 # 0.857 / 0.859 -> 0.869 / 0.869 for the same bytes; 3 lines, or a floor of 0.1, measured the
-# same; 0.3 0.861 on the second seed, 0.4 0.859 on the first; 0.25 as 0.2 on both; without the
-# verdict or summary the same on both)
+# same; 0.3 0.861 on the second seed, 0.4 0.859 on the first; 0.25 as 0.2 on both). A failed
+# command's most probable lines are read again for only at PRIOR_FLOOR or more too (``live.batch``).
 PRIOR_TOP, PRIOR_FLOOR = 2, 0.25
+# so too, of at least TOP_FLOOR, at the end of a stream where no failure was found (``Hits.found``,
+# ``PriorRater.sure``) and that is not known to have passed: a tool's own run often ends in no
+# verdict ("./deploy.sh: line 11: DB_REPLICA_HOST: unbound variable", rated 0.23 and first of its
+# 360 lines, 100 before the end). The corpus out of fold the same (its logs end in verdicts);
+# benchmarks/realtools, signatures off, 0.689 / 0.826 / 0.0738 -> 0.722 / 0.860 / 0.0758, on 0.867
+# / 0.934 / 0.0741 -> 0.889 / 0.951 / 0.0749 (a floor of 0.15: 0.711 / 0.849, 0.05: the median
+# 0.0798). At every stream's end, found or not, the same but a go test's output whose panic was
+# found kept two "--- PASS" lines of its end too (benchmarks/quality.md, session 55).
+TOP_FLOOR = 0.1
 # a line within PRIOR_NEAR_LINES of a line that holds a query term is the prior's at PRIOR_NEAR_CUT,
 # under the cut: the query found the failure's line, the prior its neighbours in the tool's own
 # words (tar's "Unexpected EOF in archive" over "Error is not recoverable"). Out of fold, signatures
@@ -499,8 +509,9 @@ class PriorRater:
 
     def rate(self, p: PendingLines, upto: int, final: bool, hits: Hits, passed: bool = False) -> None:
         """Rate the lines from ``done`` up to stream index ``upto``, and queue those at or above the cut
-        (and, at the end of a stream with an exit verdict or a failure summary in its last ``REACH``
-        lines, the ``PRIOR_TOP`` most probable of those lines, those rated before included) as
+        (and, at the end of a stream not known to have passed, with an exit verdict or a failure
+        summary in its last ``REACH`` lines or no failure found, the ``PRIOR_TOP`` most probable of
+        those lines, those rated before included: ``PRIOR_FLOOR``, ``TOP_FLOOR``) as
         hits (``Hits.add_rated``): not a line that is a hit already or a signature's repeat, a
         blank line, a weak line, nor one of a shape rated at the cut ``PRIOR_REPEATS`` times already.
 
@@ -553,14 +564,15 @@ class PriorRater:
         forced = self._seeds[(self._seeds >= self._done) & (self._seeds < upto)] - self._done
         forced = np.union1d(forced, self._failure_counts(p, lo, hi))
         seeds[forced] = True
-        if final and not passed and self._ends_in_a_verdict(p, total):
+        verdict = final and self._ends_in_a_verdict(p, total)
+        if final and not passed and (verdict or not (hits.found or self._sure)):
             # of the last REACH lines, those rated before (at a settle) too: the top ones may be kept already
             old, now = self._recent_lines >= total - REACH, lines >= total - REACH
             near = np.concatenate((self._recent_lines[old], lines[now]))
             chance = np.concatenate((self._recent_prob[old], likely[now]))
             top = near[np.argsort(-chance, kind="stable")[:PRIOR_TOP]] - lines[0]
             top = top[top >= 0]  # (stream order: a tie goes to the earlier line)
-            seeds[top[likely[top] >= PRIOR_FLOOR]] = True
+            seeds[top[likely[top] >= (PRIOR_FLOOR if verdict else TOP_FLOOR)]] = True
         self._recent_lines = np.concatenate((self._recent_lines, lines[-REACH:]))[-REACH:]
         self._recent_prob = np.concatenate((self._recent_prob, likely[-REACH:]))[-REACH:]
         rated = np.flatnonzero(seeds) + lo

@@ -597,7 +597,8 @@ def test_a_passing_commands_output_is_not_read_again_for_rare_lines(tmp_path: Pa
 def test_a_dump_after_the_verdict_leaves_the_failure_and_the_last_lines_in(tmp_path: Path) -> None:
     """A failing harness that ends with a 50 KB state dump: once a single summary line. The
     rescued mismatch (a line of the prior, with no query term) is chosen within the budget, and
-    the tail's lines before the dump; the dump is named in a summary of its own."""
+    the tail's lines before the dump; the dump is in a summary of its own (one of the end's most
+    probable lines by the prior, where no failure was found: its summary counts it failure-like)."""
     dump = HARNESS.replace(
         "print('harness: 399 ok, 1 differ')\n", "print('harness: 399 ok, 1 differ')\nprint('state: ' + 'x' * 50000)\n"
     )
@@ -605,7 +606,7 @@ def test_a_dump_after_the_verdict_leaves_the_failure_and_the_last_lines_in(tmp_p
     assert done.returncode == 1
     assert b"CHECK widget_total ... MISMATCH (want 3, have 4)\n" in done.stdout
     assert b"harness: 399 ok, 1 differ\n" in done.stdout
-    assert b"dropped line 803 (1 line, 48.8 KiB): 1\xc3\x97 state: xxx" in done.stdout
+    assert b"dropped line 803 (1 line, 48.8 KiB" in done.stdout and b"x" * 1000 not in done.stdout
     log = tmp_path / "dump.log"
     log.write_bytes(subprocess.run([sys.executable, "-c", dump, "0"], capture_output=True).stdout)
     plain = run_cli("filter", "--budget-tokens", "4000", str(log))

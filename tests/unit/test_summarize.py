@@ -460,7 +460,7 @@ def test_the_odd_event_of_a_compute_service_shows_in_its_summary() -> None:
     """Issue 30: 39 "VM Started" and one "VM Paused", each with its request id and instance UUID,
     read "1× <*> INFO compute.manager […; +16 more" (every line its own shape)."""
     data = (DATA / "compute-lifecycle.log").read_bytes()
-    sf = StreamFilter(FilterConfig(tail_lines=0))
+    sf = StreamFilter(FilterConfig(tail_lines=0, prior=False))  # (one run: the end's most probable lines aside)
     runs = sf.feed(data) + sf.flush()
     assert [(r.decision, r.first_line, r.last_line) for r in runs] == [("drop", 1, 40)]
     assert "40× …VM {Started ×39, Paused ×1 @L7} (Lifecycle Event)]" in runs[0].summary, runs[0].summary

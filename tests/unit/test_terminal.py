@@ -41,7 +41,7 @@ def test_jsonl_writes_the_characters_a_terminal_acts_on_as_json_escapes() -> Non
     from streamfilter.core.output import render
     from streamfilter.live.terminal import escape_controls as on_terminal
 
-    sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0))
+    sf = StreamFilter(FilterConfig(query="error", tail_lines=0, head_lines=0, prior=False))
     data = "ok\nerror \u009b2J \u202e tag\U000e0041 caf\u00e9\n".encode()
     (keep,) = [r for r in sf.feed(data) + sf.flush() if r.decision == "keep"]
     line = render(keep, "jsonl", "-")
