@@ -85,6 +85,14 @@ TABLE: tuple[Entry, ...] = (
         find=("Error", "Exception"),
         example="NameError: name 'Github' is not defined",
     ),
+    # a thread's uncaught exception (threading.excepthook), then its traceback: Java quotes the
+    # thread's name ("java-exception"), Python does not
+    Entry(
+        name="python-thread-exception",
+        family="python",
+        pattern=r'Exception in thread [^"\s]',
+        example="Exception in thread Thread-1 (worker):",
+    ),
     Entry(
         name="pytest-E",
         family="python",
@@ -137,7 +145,7 @@ TABLE: tuple[Entry, ...] = (
     Entry(
         name="java-exception",
         family="java",
-        pattern=r"(?:Exception in thread|Caused by:)",
+        pattern=r'(?:Exception in thread "|Caused by:)',
         example="Caused by: java.lang.RuntimeException: unsupported Java version: 11",
     ),
     Entry(
@@ -319,9 +327,18 @@ TABLE: tuple[Entry, ...] = (
     Entry(
         name="compiler-error",
         family="c/c++",
-        pattern=r"(?:\S+:\d+:(?:\d+:)? [Ee]rror\b|.*: (?:fatal )?error:)",
+        pattern=r"\S+:\d+:(?:\d+:)? [Ee]rror\b",
         find=(r": (?:fatal )?error:", r": Error\b"),
         example="vis-subprocess.h:21:29: error: unknown type name ‘fd_set’",
+    ),
+    # a tool's own "NAME: error: ..." (GNU's convention: pg_dump, clang's driver, argparse), not at a
+    # file's line as a compiler's is
+    Entry(
+        name="tool-error",
+        family="generic",
+        pattern=r".*: (?:fatal )?error:",
+        find=(r": (?:fatal )?error:",),
+        example='pg_dump: error: connection to server on socket "/tmp/.s.PGSQL.5432" failed',
     ),
     # and Sphinx's "index.rst:4: WARNING: toctree contains reference to nonexisting document" (-W fails on them)
     Entry(

@@ -20,6 +20,7 @@ EXCEPTIONS = {
     ("vitest-fail", "go-fail"): "vitest's lines start with go test's FAIL",
     ("vitest-fail", "generic-error"): "vitest's lines start with the catch-all's FAIL",
     ("ninja-failed", "generic-error"): "ninja's lines start with the catch-all's FAILED:",
+    ("compiler-error", "tool-error"): "a compiler's FILE:LINE:COL: error: is also a tool's NAME: error:",
 }
 
 FAMILY = {e.name: e.family for e in TABLE}

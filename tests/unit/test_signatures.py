@@ -27,6 +27,8 @@ LINES = [
     ("pytest-failed", b"FAILED tests/test_x.py::test_y - AssertionError"),
     ("pytest-verbose-failed", b"tests/test_inventory.py::test_parse_bad_quantity FAILED                  [ 97%]"),
     ("java-exception", b"Caused by: java.io.IOException: disk full"),
+    ("java-exception", b'Exception in thread "main" java.lang.NullPointerException'),
+    ("python-thread-exception", b"Exception in thread Thread-1 (worker):"),
     ("maven-error", b"[ERROR] Failed to execute goal org.apache.maven.plugins"),
     ("sbt-error", b"[error] (compile:compileIncremental) Compilation failed"),
     ("build-failure", b"BUILD FAILURE"),
@@ -51,6 +53,8 @@ LINES = [
     ("go-fail", b"--- FAIL: TestAdd (0.00s)"),
     ("go-compile", b"./main.go:12:3: undefined: foo"),
     ("compiler-error", b"src/a.c:3:5: error: expected ';' before '}' token"),
+    ("tool-error", b"pg_dump: error: connection to server on socket failed"),
+    ("tool-error", b"clang: error: linker command failed with exit code 1 (use -v to see invocation)"),
     ("compiler-warning", b"src/Text/Pandoc/Ipynb.hs:94:10: Warning:"),
     ("make-error", b"make[2]: *** [Makefile:12: all] Error 1"),
     ("linker-error", b"/usr/bin/ld: a.o: undefined reference to `foo'"),
@@ -197,6 +201,22 @@ def test_each_family_fires_on_its_line_shape(name: str, line: bytes, prefilter: 
     text = b"INFO starting\n" * 40 + line + b"\n" + b"INFO done\n" * 40
     lines, names = hits(text, prefilter)
     assert 40 in lines, (name, lines, names)
+
+
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        (b"Exception in thread Thread-1 (worker):", "python-thread-exception"),
+        (b'Exception in thread "main" java.lang.NullPointerException', "java-exception"),
+        (b"pg_dump: error: connection to server on socket failed", "tool-error"),
+        (b"src/a.c:3:5: error: expected ';' before '}' token", "compiler-error"),
+    ],
+)
+def test_a_line_is_named_after_the_tool_that_wrote_it(line: bytes, name: str) -> None:
+    # (--explain shows the name: a Python thread's exception is not Java's, pg_dump is no compiler)
+    text = b"INFO starting\n" * 40 + line + b"\n"
+    for prefilter in (False, True):
+        assert hits(text, prefilter) == ([40], [name])
 
 
 def test_noise_is_not_protected() -> None:
