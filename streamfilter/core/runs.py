@@ -220,6 +220,7 @@ class RunBuilder:
             int(over.max()) if over.shape[0] else 0,
             held,  # (protected lines are dropped only by a budget's selection)
             int(self._novelty.seen(p.base + a, b - a).sum()) if self._novelty is not None else 0,
+            line=lambda i, n: _head(p, a + i, n),
         )
         with memoryview(p.buf) as view:
             self._drop_crc = zlib.crc32(view[start - p.buf_start : end - p.buf_start], self._drop_crc)
@@ -315,3 +316,9 @@ class RunBuilder:
             traces_omitted=omitted,
             rare_lines=rare,
         )
+
+
+def _head(p: PendingLines, i: int, n: int) -> bytes:
+    """The first ``n`` raw bytes (at most) of pending line ``i``."""
+    start = p.line_start(i) - p.buf_start
+    return bytes(p.buf[start : min(int(p.ends[i]) - p.buf_start, start + n)])

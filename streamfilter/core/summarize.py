@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from .normalize import strip_ansi
-from .templates import Miner, Template, delimiters, show
+from .templates import MAX_MINED, Miner, Template, delimiters, show
 from .words import counted
 
 __all__ = (
@@ -191,6 +192,9 @@ def mask_shapes(text: bytes) -> bytes:
 _MAX_SHAPES = 4096  # distinct shapes counted per run; later new shapes count as "other"
 _MAX_SHAPE_CHARS = 56
 _SHAPE_SOURCE_BYTES = 96  # bytes of a line that are masked into its shape
+# bytes of a shape's first line kept to name a template of that one line: enough for _MAX_SHAPE_CHARS
+# characters and the escape sequences of a coloured line; ``DropSummary`` holds at most _MAX_SHAPES
+_HEAD_BYTES = 4 * _MAX_SHAPE_CHARS + 64
 # ... into a summary's shape: ids shrink to one mark, and an event's words often come after a
 # timestamp, a level, a logger and two ids (a compute service's "VM Paused" at byte 140)
 _EVENT_SOURCE_BYTES = 160
@@ -390,6 +394,11 @@ class DropSummary:
         self.green_sampled = green_sampled
         self.seen_lines = 0
         self.named = ""  # the start of the run's one line, named (``name``)
+        # the start (raw bytes, at most _HEAD_BYTES) of the first line of each of the first MAX_MINED
+        # shapes, by its line (1-based): a template of one line is named by the line, not its shape
+        # (``add``'s ``line``); a shape that came later is never mined for a template of one line
+        # (``Miner`` takes the MAX_MINED of most lines, the first of equals)
+        self._heads: dict[int, bytes] = {}
 
     def add(
         self,
@@ -404,6 +413,7 @@ class DropSummary:
         longest: int = 0,
         failure_lines: int = 0,
         seen_lines: int = 0,
+        line: Callable[[int, int], bytes] | None = None,
     ) -> None:
         """Add the next ``n_lines`` lines of the run.
 
@@ -423,6 +433,9 @@ class DropSummary:
                 budget (``--budget-tokens``): protected ones and repeats alike, since the
                 lines a repeat is like may be left out too.
             seen_lines: how many of them the last green run printed too (with ``green``).
+            line: when known, ``line(i, n)`` gives the first ``n`` raw bytes of the ``i``-th of
+                them (0-based): a template of one line is then named by the line itself, not its
+                masked shape (``gzip: log150.txt.gz: not in gzip format``, not ``log<*>.txt.gz``).
         """
         self.repeated_failures += repeated_failures
         self.failure_lines += failure_lines
@@ -457,6 +470,8 @@ class DropSummary:
             for shape in itertools.islice(table, before, None):
                 at = index(shape, at)
                 self._firsts.append(base + at)
+                if line is not None and len(self._firsts) <= MAX_MINED:
+                    self._heads[base + at] = line(at, _HEAD_BYTES)
 
     def _count_past(self, shape: bytes, count: int, lines: list[bytes], base: int) -> None:
         """Count ``count`` lines of ``shape``, which the full table lacks, for the rare lines
@@ -472,6 +487,30 @@ class DropSummary:
             self._new[shape] += count
         else:
             self._lost += count
+
+    def _own_line(self, template: Template) -> str | None:
+        """For a template of one line whose start is known, that line (escape sequences removed,
+        control bytes as ``?``); None for others, and for a progress display, whose shape is of its
+        last frame."""
+        head = self._heads.get(template.first) if template.lines == 1 else None
+        whole = head.rstrip(b"\r\n") if head is not None else b"\r"
+        if b"\r" in whole:
+            return None
+        shown = show(strip_ansi(whole).replace(bytes([_MARK]), b"?")).strip()
+        cut = head is not None and len(head) == _HEAD_BYTES and not head.endswith(b"\n")
+        return shown + "…" if cut else shown
+
+    def _text(self, template: Template) -> str:
+        """What names ``template``: its one line (``_own_line``), or its text."""
+        own = self._own_line(template)
+        return template.text() if own is None else own
+
+    def _fit_text(self, template: Template, limit: int) -> str:
+        """``_text`` in at most ``limit`` characters, cut with ``…`` (a template's by ``_fit``)."""
+        own = self._own_line(template)
+        if own is None:
+            return _fit(template, limit)
+        return own if len(own) <= limit else own[: limit - 1] + "…"
 
     def name(self, line: bytes, chars: int) -> None:
         """Name the start of the run's one ``line`` (raw bytes): at most ``chars`` characters of it
@@ -567,12 +606,12 @@ class DropSummary:
         template = top
         while template is not None:
             count = f"{template.lines}× "
-            text = template.text() or "blank"
+            text = self._text(template) or "blank"
             limit = min(_MAX_SHAPE_CHARS, budget - 2 - len(count))
             if len(text) > limit:
                 if (parts and limit < _MIN_CUT_CHARS) or budget < _MIN_SHAPE_ROOM:
                     break
-                text = _fit(template, limit)  # the most frequent shape is always named
+                text = self._fit_text(template, limit)  # the most frequent shape is always named
             parts.append(count + text)
             taken.append(template)
             named += template.lines
@@ -599,7 +638,7 @@ class DropSummary:
         odd: list[str] = []
         small = sum(t.lines <= self.odd_lines for t in rest)
         if sum(t.lines for t in rest) == left and 0 < small <= self.odd_lines and len(rest) - small < ODD_TEMPLATES:
-            odd = [f"{t.lines}× {_fit(t, _MAX_SHAPE_CHARS)}" for t in rest]
+            odd = [f"{t.lines}× {self._fit_text(t, _MAX_SHAPE_CHARS)}" for t in rest]
             if unnamed_blank:
                 odd.append(counted(unnamed_blank, "blank line"))
             named = self.lines

@@ -71,16 +71,19 @@ def test_two_different_events_never_share_a_shape(a: bytes, b: bytes) -> None:
     assert mask_shapes(a) != mask_shapes(b)
 
 
-def filled(data: bytes, pieces: int = 1, **kwargs: int) -> DropSummary:
-    """A summary of the lines of ``data``, added in ``pieces`` pieces."""
+def filled(data: bytes, pieces: int = 1, raw: bool = False, **kwargs: int) -> DropSummary:
+    """A summary of the lines of ``data``, added in ``pieces`` pieces (``raw``: with their bytes, as
+    the filter adds them)."""
     lines = data.split(b"\n")[:-1]
     s = DropSummary(1, 0, **kwargs)
     step = max(1, len(lines) // pieces)
     for i in range(0, len(lines), step):
-        part = b"".join(x + b"\n" for x in lines[i : i + step])
+        piece = [x + b"\n" for x in lines[i : i + step]]
+        part = b"".join(piece)
         norm = normalize_block(part, part.count(b"\n"), 1 << 20)
         warnings = int(warn_counts(norm.text, norm.ends).sum())
-        s.add(len(part), event_text(norm.text), part.count(b"\n"), 0, warnings, norm.frames)
+        line = (lambda j, n, piece=piece: piece[j][:n]) if raw else None
+        s.add(len(part), event_text(norm.text), part.count(b"\n"), 0, warnings, norm.frames, line=line)
     return s
 
 
@@ -133,6 +136,35 @@ def test_the_odd_line_among_thousands_is_named_past_the_length_and_not_under_a_b
     assert len(others) + 2 > ODD_TEMPLATES
     more = summary_of(many, max_chars=140)
     assert "+441 other lines]" in more and "ledger" not in more
+
+
+def test_a_template_of_one_line_is_named_by_the_line_itself() -> None:
+    """helper-112: "1× gzip: log<*>.txt.gz: not in gzip…", the failure's file masked as a number: a
+    template of one line is named by that line (its escape sequences removed), not its shape, when
+    its bytes are known; a progress display keeps its shape (of its last frame)."""
+    rows = [b"reconcile row %d ok (running total %d)" % (i, 7 * i) for i in range(3000)]
+    drift = b"\x1b[31mledger drift\x1b[0m detected at row 4411: expected 1200.00, got 1199.99"
+    data = b"".join(line + b"\n" for line in [*rows[:1500], drift, *rows[1500:]])
+    text = summary_of(data, max_chars=140)
+    assert "1× ledger drift detected at row <*>: expected <*>, got <*>" in text  # (no bytes: its shape)
+    named = filled(data, raw=True, max_chars=140).render()
+    assert "3000× reconcile row <*> ok (running total <*>)" in named
+    # (cut at a shape's length, with "…")
+    assert named.endswith("; 1× ledger drift detected at row 4411: expected 1200.00, go…]"), named
+    assert filled(data, 7, raw=True, max_chars=140).render() == named  # (however the lines came)
+    short = filled(data.replace(b" at row 4411", b""), raw=True, max_chars=140).render()
+    assert short.endswith("; 1× ledger drift detected: expected 1200.00, got 1199.99]"), short
+    text, rare = filled(_downloads(141), raw=True, max_chars=140).rendered()
+    assert "1× pkg-<*>.tar.zst: digest does not match" in text and rare == (142,), text
+
+
+def test_the_filter_s_summary_names_a_lone_line_by_its_text() -> None:
+    ok = [b"log%d.txt.gz:\t OK\n" % i for i in range(301)]
+    data = b"".join([*ok[:150], b"gzip: log150.txt.gz: not in gzip format\n", *ok[151:]])
+    sf = StreamFilter(FilterConfig(prior=False))
+    runs = sf.feed(data) + sf.flush()
+    summaries = [r.summary for r in runs if r.decision == "drop"]
+    assert any("; 1× gzip: log150.txt.gz: not in gzip" in t for t in summaries), summaries
 
 
 def rare_lines_of(data: bytes, pieces: int = 1, **kwargs: int) -> tuple[int, ...]:
