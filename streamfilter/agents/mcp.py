@@ -288,23 +288,40 @@ def _directory(cwd: str | None) -> str | None:
     return where
 
 
+def too_broad(root: Path) -> bool:
+    """Whether ``root``, its links followed, is ``/`` or holds the home folder (``~`` or one of its
+    parents): a folder whose files a client may not read without asking (``~/.ssh``, ``/etc``)."""
+    real = Path(os.path.realpath(root))
+    return real == Path(real.anchor) or Path(os.path.realpath(Path.home())).is_relative_to(real)
+
+
 def _reaches(path: str | Path, root: Path) -> bool:
     """Whether ``path`` (a relative one from the working directory), its links followed, is in the
-    server's working folder ``root`` (the project it was started in) or a streamfilter state
-    directory (``state_dirs``: run's outputs and archives)."""
+    server's working folder ``root`` (the project it was started in; not one ``too_broad``) or a
+    streamfilter state directory (``state_dirs``: run's outputs and archives)."""
     real = Path(os.path.realpath(path))
-    return any(real.is_relative_to(os.path.realpath(d)) for d in (root, *state_dirs()))
+    folders = (*(() if too_broad(root) else (root,)), *state_dirs())
+    return any(real.is_relative_to(os.path.realpath(d)) for d in folders)
 
 
 def _within_reach(path: str, root: Path) -> None:
     """ToolError unless ``path`` is within reach (``_reaches``). ``filter`` and ``expand`` are
     read-only tools a client may call without asking: a forged ref in a log had them read ~/.ssh or
-    /proc/self/environ (helper-62), and a ref to a link in the project, /etc/passwd (helper-71)."""
-    if not _reaches(path, root):
+    /proc/self/environ (helper-62), and a ref to a link in the project, /etc/passwd (helper-71); a
+    server started in ``/`` or the home folder (a client that sets no working folder) had read
+    /etc/shadow and ~/.ssh's keys as files of its folder (helper-114)."""
+    if _reaches(path, root):
+        return
+    if too_broad(root):
         raise ToolError(
-            f"{shown(path)} is outside the folder this server runs in ({shown(str(root))}) and streamfilter's state"
-            " directory: these tools read no other file (`streamfilter filter` and `expand` on the command line do)"
+            f"{shown(path)}: this server runs in {shown(str(root))}, which holds the home folder or is the root,"
+            " so these tools read only streamfilter's state directory (start the server in a project's folder,"
+            ' e.g. the client\'s "cwd" setting; `streamfilter filter` and `expand` on the command line read any file)'
         )
+    raise ToolError(
+        f"{shown(path)} is outside the folder this server runs in ({shown(str(root))}) and streamfilter's state"
+        " directory: these tools read no other file (`streamfilter filter` and `expand` on the command line do)"
+    )
 
 
 def _regular_file(path: str) -> str:

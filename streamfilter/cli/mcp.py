@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from ..agents.defaults import DEFAULT_BUDGET_TOKENS
@@ -39,8 +41,13 @@ def _mcp(args: argparse.Namespace) -> int:
     import anyio
 
     # the SDK (pydantic, starlette, ...) loads here: the other subcommands do not pay for it
-    from ..agents.mcp import StreamfilterMCP
+    from ..agents.mcp import StreamfilterMCP, too_broad
     from ..live.config import load_config
 
     config = load_config(os.path.abspath(args.config)) if args.config else None
+    if too_broad(Path.cwd()):  # (a client that sets no working folder starts it in / or ~)
+        sys.stderr.write(
+            f"streamfilter: warning: mcp runs in {Path.cwd()}, which holds the home folder or is the root: the"
+            " tools filter and expand read only streamfilter's state directory (start it in a project's folder)\n"
+        )
     return anyio.run(StreamfilterMCP(config, args.query, args.budget_tokens).serve)

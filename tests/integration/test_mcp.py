@@ -38,12 +38,13 @@ def anyio_backend() -> str:
 
 
 @asynccontextmanager
-async def connect(tmp: Path, *args: str) -> AsyncIterator[ClientSession]:
-    """A session with ``streamfilter mcp ARGS`` started now, its state directory in ``tmp``."""
+async def connect(tmp: Path, *args: str, home: Path | None = None) -> AsyncIterator[ClientSession]:
+    """A session with ``streamfilter mcp ARGS`` started now in ``tmp``, its state directory in it
+    (``home``: the server's home folder)."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "streamfilter", "mcp", *args],
-        env={"XDG_STATE_HOME": str(tmp / "state")},
+        env={"XDG_STATE_HOME": str(tmp / "state"), **({"HOME": str(home)} if home is not None else {})},
         cwd=str(tmp),
     )
     with errlog_in(tmp) as errlog:
@@ -590,6 +591,29 @@ async def test_filter_and_expand_read_only_the_project_and_the_state_directory(t
         assert result.is_error and "AAAA" not in text_of(result), text_of(result)
     assert "outside the folder this server runs in" in text_of(refused[0]) + text_of(refused[1])
     assert "names no byte" in text_of(refused[2]) and "names no byte" in text_of(refused[3])
+
+
+@pytest.mark.anyio
+async def test_a_server_started_in_the_home_folder_reads_only_its_state_directory(tmp_path: Path) -> None:
+    """helper-114: a client that sets no working folder starts the server in ~ (or /), and the
+    read-only tools, which a client may call without asking, read ~/.ssh's keys as the folder's files."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n")
+    first = f"{zlib.crc32(b'-----BEGIN OPENSSH PRIVATE KEY-----' + bytes([10])):08x}"
+    async with connect(home, home=home) as session:
+        refused = [
+            await call(session, "filter", path=".ssh/id_ed25519"),
+            await call(session, "expand", ref=f"{home}/.ssh/id_ed25519:0-36:{first}", context_lines=5),
+        ]
+        ran = await call(session, "run", command="seq 1 3000; echo 'error: disk full'; exit 3")
+        output = facts(ran)["output_path"]
+        allowed = await call(session, "filter", path=output)  # (run's whole output, in the state directory)
+    for result in refused:
+        assert result.is_error and "AAAA" not in text_of(result), text_of(result)
+        assert "which holds the home folder or is the root" in text_of(result), text_of(result)
+    assert facts(ran)["status"] == 3 and not allowed.is_error and "error: disk full" in text_of(allowed)
+    assert "tools filter and expand read only streamfilter's state directory" in (home / "server.err").read_text()
 
 
 @pytest.mark.anyio
