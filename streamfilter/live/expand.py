@@ -759,6 +759,8 @@ def expand_page(
             raise
     start, end = ref.start + offset, ref.end
     with handle:
+        if context_lines > 0:
+            _whole_lines(ref, handle)
         # context lines take what the range leaves of ``limit``, nearest lines first: before it, half
         # of that, or an eighth of the first page when the range takes more than a page (20,000 of
         # them had returned 1.4 MB a call, helper-96; a range of pages had none before, helper-97)
@@ -782,6 +784,22 @@ def expand_page(
             for piece in _pieces(handle, ref.end, _lines_after(handle, ref.end, context_lines, after)):
                 out.write(piece)
     return instead, (end - ref.start if end < ref.end else None)
+
+
+def _whole_lines(ref: Ref, handle: BinaryIO) -> None:
+    """RefError unless ``ref``'s range is whole lines of ``handle``: it starts the file or a line, and
+    ends a line or the file. Context lines are read only around such a range, as every DROP run is
+    but an over-long line's pieces: a forged ref of the first byte of a file, whose CRC-32 is one of
+    256, had printed the whole file with context (helper-114); now the whole first line is needed."""
+    handle.seek(max(0, ref.start - 1))
+    before = handle.read(1) if ref.start > 0 else b"\n"
+    handle.seek(ref.end - 1)
+    last = handle.read(2)
+    if before != b"\n" or not (last.startswith(b"\n") or len(last) == 1):
+        raise RefError(
+            f"ref {ref}: not whole lines, so no context lines are read around it (every DROP run's ref is whole"
+            " lines but an over-long line's pieces: expand it without context)"
+        )
 
 
 class _Damaged(RefError):

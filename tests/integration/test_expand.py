@@ -115,6 +115,20 @@ def test_context_adds_whole_lines_around(tmp_path: Path) -> None:
     assert got.stdout == b"".join(lines[max(0, first_line - 3) : last_line + 2])
 
 
+def test_context_is_read_only_around_whole_lines(tmp_path: Path) -> None:
+    """helper-114: a forged ref of a file's first byte (its CRC-32 one of 256) printed the whole file
+    with --context; context is read only around whole lines now (a file's end counts as a line's)."""
+    secret = tmp_path / "id_ed25519"
+    secret.write_bytes(b"-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\nBBBB")
+    forged = cli("expand", f"{secret}:0-1:{zlib.crc32(b'-'):08x}", "--context", "10", state=tmp_path)
+    assert forged.returncode == 1 and forged.stdout == b"", forged
+    assert b"not whole lines" in forged.stderr
+    plain = cli("expand", f"{secret}:0-1:{zlib.crc32(b'-'):08x}", state=tmp_path)  # (no context: its byte)
+    assert plain.returncode == 0 and plain.stdout == b"-"
+    last = cli("expand", f"{secret}:41-45:{zlib.crc32(b'BBBB'):08x}", "--context", "1", state=tmp_path)
+    assert last.returncode == 0 and last.stdout == b"AAAA\nBBBB", last
+
+
 def test_a_rewritten_file_is_reported_not_printed(tmp_path: Path) -> None:
     log = tmp_path / "build.log"
     log.write_bytes(LOG)
