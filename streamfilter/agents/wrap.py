@@ -124,6 +124,10 @@ _ENV_OPTIONS = (frozenset(("-i", "--ignore-environment")), frozenset(("-u", "--u
 # (patterns, not compiled ones: re compiles and caches one at its first use, and most commands use none)
 _DURATION = r"\d+(?:\.\d+)?[smhd]?"
 MAX_TAIL = 10_000  # most of a `| tail -N`'s lines kept as they are (the filter holds them until the end)
+# a longer command is left alone: the shell's words (``shlex``) take time that grows with the square of
+# a word's length (100 KB took 5 s, 200 KB with permission rules 16 s, past a hook's 30 s timeout at
+# about 300 KB, helper-114); no test or build command an agent types is near it
+MAX_COMMAND_CHARS = 16_384
 # the one pipe kept: into ``tail`` with a count (the output an agent asked for, then cut as it asked)
 # (not `tail -n +N`: from the filtered output's Nth line it would cut its first lines, a failure
 # kept there among them, where it cut the command's header from the raw output; helper-29)
@@ -662,6 +666,8 @@ def rewrite(command: str, rules: Rules, executable: Sequence[str], env: Mapping[
     """
     if env.get(RAW_VARIABLE, "") not in ("", "0"):
         return Wrap(None, f"{RAW_VARIABLE} is set in the hook's environment")
+    if len(command) > MAX_COMMAND_CHARS:
+        return Wrap(None, f"longer than {MAX_COMMAND_CHARS} characters")
     # (a trailing newline is not a second command; only the shell's blanks: Python's strip also
     # takes \r, \f, a no-break space, which are a word's bytes to bash, helper-38)
     command = command.rstrip(_BLANKS)

@@ -118,7 +118,11 @@ def test_build_and_test_commands_are_wrapped_keeping_their_text(command: str, wr
         # it prints nothing; wrapped it printed run's status line (helper-54)
         ("pytest 2>&1 | tail -n 0", "`tail -0` shows none of its output"),
         ("pytest 2>&1 | tail -0", "`tail -0` shows none of its output"),
+        # the shell's words take time that grows with the square of a word's length (helper-114: 16 s
+        # for 200 KB past the hook's 30 s at about 300 KB)
+        ("pytest -k " + "a" * 200_000, "longer than 16384 characters"),
     ],
+    ids=lambda v: v[:60] if isinstance(v, str) else v,
 )
 def test_other_commands_are_left_alone_and_say_why(command: str, why: str) -> None:
     wrap = rewrite(command, load_rules({"HOME": "/nonexistent"}), EXE, {})
