@@ -219,7 +219,7 @@ def _budgeted(
         origin = start if spool is None else 0
         checksum = _Checksum()
         fits = _Fits(tokens)
-        copies: list[Callable[[bytes], object]] = [*refs.copies, checksum, fits]
+        copies: list[Callable[[bytes], object]] = [*refs.copies, fits]
         if spool is not None:
             copies.append(spool.write)
 
@@ -261,7 +261,8 @@ def _budgeted(
             else:
                 sf.collector = collector  # (the first pass reads every line)
                 try:
-                    read = _feed(sf, handle, take, signals, copies=copies)
+                    # (the bytes fed, which a stop leaves at a line end, are what later passes read)
+                    read = _feed(sf, handle, take, signals, copies=copies, fed=checksum)
                 except InputChanged as exc:
                     raise InputChanged(f"{exc}; nothing written for it") from None
                 refs.close()
@@ -305,7 +306,7 @@ def _budgeted(
 def _read_again(
     sf: StreamFilter, handle: IO[bytes], origin: int, emit: Callable[[list[Run]], None], first: _Checksum
 ) -> int:
-    """Feed the bytes the first pass read (``first``: their length and CRC-32) from ``handle`` at
+    """Feed the bytes the first pass fed (``first``: their length and CRC-32) from ``handle`` at
     ``origin`` through ``sf`` again (a file that grew since is read as far as it was); return the
     bytes read.
 
@@ -588,6 +589,7 @@ def _feed(
     copies: Sequence[Callable[[bytes], object]] = (),
     limit: int = -1,
     notify: bool = True,
+    fed: Callable[[bytes], object] | None = None,
 ) -> int:
     """Feed ``handle`` through ``sf``, giving runs to ``emit`` as they are decided and each chunk
     to ``copies`` (an archive, a spool); return the bytes read.
@@ -595,6 +597,7 @@ def _feed(
     ``signals``: stop reading when a stop signal comes, after the last whole line read (the
     bytes returned are those fed). ``limit``: most bytes to read (-1: all).
     ``notify``: log the filter's input warnings (a second pass over the same bytes does not).
+    ``fed``: called with the bytes fed, in order (not those of the line a stop left out).
     """
     name = sf.source
     # a large regular file: a second process computes the stateless stages ahead
@@ -635,12 +638,16 @@ def _feed(
                 if len(data) - cut > HELD_BYTES:  # (a longer line is fed as it comes)
                     cut = len(data)
                 chunk, held = data[:cut], data[cut:]
+            if fed is not None:
+                fed(chunk)
             emit(sf.feed(chunk))
             if notify:
                 log_notices(sf.notices, name)
             else:
                 sf.notices.clear()
         if held and not stopped:  # (a stop: the line it was in is in the whole output only)
+            if fed is not None:
+                fed(held)
             emit(sf.feed(held))
             held = b""
     finally:

@@ -4,6 +4,7 @@ whole output kept on disk and named on the last line (what an agent reads)."""
 from __future__ import annotations
 
 import fcntl
+import io
 import itertools
 import json
 import os
@@ -14,13 +15,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
 from streamfilter.core.budget import estimate_tokens
 from streamfilter.core.filter import FilterConfig
-from streamfilter.live.batch import LetGoFilter
+from streamfilter.live.batch import LetGoFilter, filter_input
+from streamfilter.live.stops import StopSignals
 from tests.conftest import ROOT, run_cli
 
 NOISY_FAILURE = (
@@ -647,6 +649,35 @@ def test_a_stop_while_the_output_is_filtered_writes_what_was_read_and_the_last_l
         lines[-1].startswith(b"[streamfilter: ") and b"exited with status 5; whole output (2000000 lines," in lines[-1]
     )
     assert out.startswith(b"[streamfilter: dropped lines 1-")
+
+
+class _StopAfter(StopSignals):
+    """A stop signal that comes after the first ``chunks`` reads (no handler installed)."""
+
+    def __init__(self, chunks: int) -> None:
+        self.received, self.waiting, self._left = None, False, chunks
+
+    def read(self, handle: IO[bytes], size: int) -> bytes:
+        if self._left == 0:
+            self.received = signal.SIGINT
+        self._left -= 1
+        return super().read(handle, size)
+
+
+@pytest.mark.parametrize("budget", [300, 4000])
+def test_a_stop_leaves_the_line_being_read_out_of_every_pass_under_a_budget(tmp_path: Path, budget: int) -> None:
+    """helper-113: a stop while a failed command's output was filtered under a budget ended its
+    output in a cut line ("compiling module_960.c ..."): the first pass left the line being read
+    out, and the passes after it read it again, cut, as a whole line."""
+    log = tmp_path / "build.log"
+    log.write_bytes(b"".join(b"compiling module_%d.c ... done in %dms\n" % (i, i % 997) for i in range(90_000)))
+    out = io.BytesIO()
+    done = filter_input(str(log), FilterConfig(), "text", out, _StopAfter(2), budget_tokens=budget, failed=True)
+    lines = out.getvalue().splitlines()
+    shown = [line for line in lines if not line.startswith(b"[streamfilter: ")]
+    assert shown and all(re.fullmatch(rb"compiling module_\d+\.c \.\.\. done in \d+ms", x) for x in shown), shown[-3:]
+    last = done.stats.lines
+    assert 0 < last < 90_000 and shown[-1] == b"compiling module_%d.c ... done in %dms" % (last - 1, (last - 1) % 997)
 
 
 # a migration that fails in the middle, its failure a table in its own words, then its cleanup (a
