@@ -60,6 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     starts) kills it with SIGINT, as it would a program without a handler: a shell's loop stops
     (it had exited 130, and the loop went on, helper-104); else 130."""
     program = argv is None
+    if program and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        # a ^C before a subcommand takes the signal kills the program by it at once: Python's
+        # KeyboardInterrupt in an import had printed a traceback and exited 1, or left numpy half
+        # loaded ("cannot load module more than once per process", helper-113)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         return _main(argv, program)
     except KeyboardInterrupt:

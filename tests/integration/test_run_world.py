@@ -978,6 +978,28 @@ def test_a_stop_signal_as_run_starts_stops_it_before_cmd_or_is_passed_on(tmp_pat
             assert b"was killed by signal 2 (SIGINT)" in out, (out, err)
 
 
+@pytest.mark.parametrize("ignored", [False, True])
+def test_a_sigint_before_a_subcommand_takes_it_kills_the_program_not_python(ignored: bool) -> None:
+    # a ^C in run's first tenth of a second came as Python's KeyboardInterrupt in the middle of an
+    # import: a traceback and exit 1, or numpy half loaded, "cannot load module more than once per
+    # process" (helper-113). As the program, main leaves SIGINT at its default until a subcommand
+    # takes it (ignored stays ignored: a shell's background job); called with arguments, it does not
+    script = (
+        "import signal, sys\n"
+        f"if {ignored}: signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "from streamfilter.cli import main as m\n"
+        "seen = []\n"
+        "m._main = lambda argv, program: seen.append(signal.getsignal(signal.SIGINT)) or 0\n"
+        "m.main(['--version'])\n"
+        "sys.argv = ['streamfilter', '--version']\n"
+        "m.main()\n"
+        "print(*(h == signal.SIG_DFL for h in seen), *(h == signal.SIG_IGN for h in seen))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    dfl_ign = ["False", "False", "True", "True"] if ignored else ["False", "True", "False", "False"]
+    assert done.stdout.split() == dfl_ign
+
+
 def test_an_archive_moved_off_a_full_disk_reads_back_the_refs_given_before_from_its_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
