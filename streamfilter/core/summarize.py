@@ -193,7 +193,7 @@ _MAX_SHAPES = 4096  # distinct shapes counted per run; later new shapes count as
 _MAX_SHAPE_CHARS = 56
 _SHAPE_SOURCE_BYTES = 96  # bytes of a line that are masked into its shape
 # bytes of a shape's first line kept to name a template of that one line: enough for _MAX_SHAPE_CHARS
-# characters and the escape sequences of a coloured line; ``DropSummary`` holds at most _MAX_SHAPES
+# characters and the escape sequences of a coloured line; ``DropSummary`` holds MAX_MINED of them
 _HEAD_BYTES = 4 * _MAX_SHAPE_CHARS + 64
 # ... into a summary's shape: ids shrink to one mark, and an event's words often come after a
 # timestamp, a level, a logger and two ids (a compute service's "VM Paused" at byte 140)
