@@ -74,6 +74,7 @@ __all__ = (
     "StreamsResult",
     "shared_text",
     "tail_sink",
+    "too_broad",
 )
 
 TIMED_OUT = 124  # the run tool's status for a command its timeout stopped (timeout(1)'s)
